@@ -1,0 +1,110 @@
+/**
+ * The configuration contract (SPEC §8). Every key: a type, a default, a one-line description.
+ * Keys are the environment variable names themselves, so code, docs and `.env` use one word.
+ * `config/example.env` lists them all; a test keeps the two in step.
+ */
+import { z } from "zod";
+
+const list = (description: string) =>
+  z
+    .preprocess(
+      (value) =>
+        typeof value === "string"
+          ? value
+              .split(",")
+              .map((item) => item.trim())
+              .filter((item) => item.length > 0)
+          : value,
+      z.array(z.string()),
+    )
+    .default([])
+    .describe(description);
+
+const ratio = (fallback: number, description: string) =>
+  z.coerce.number().gt(0).lte(1).default(fallback).describe(description);
+
+const positiveInt = (fallback: number, description: string) =>
+  z.coerce.number().int().positive().default(fallback).describe(description);
+
+const optionalText = (description: string) => z.string().min(1).optional().describe(description);
+
+const optionalInt = (description: string) => z.coerce.number().int().positive().optional().describe(description);
+
+const flag = (fallback: boolean, description: string) =>
+  z
+    .enum(["true", "false", "1", "0", "yes", "no"])
+    .default(fallback ? "true" : "false")
+    .transform((value) => value === "true" || value === "1" || value === "yes")
+    .describe(description);
+
+export const configSchema = z.object({
+  // Process and storage
+  LONGHAUL_ROLE: z.enum(["all", "gateway", "worker"]).default("all").describe("What this process runs: gateway + workers (all), or one of them"),
+  REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional().describe("Redis for queue and sessions; unset: 127.0.0.1:6379, or a private redis-server under DATA_DIR when nothing listens there"),
+  REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+$/).default("lh").describe("Prefix of every Redis key and queue, so deployments can share one Redis"),
+  DATA_DIR: z.string().min(1).default("./data").describe("Where the private redis-server keeps its AOF and dump files"),
+  HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(8080).describe("Port of /healthz, /metrics and the Telegram webhook; 0 disables the HTTP server"),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info").describe("pino log level"),
+  WORKER_CONCURRENCY: positiveInt(8, "Turns one worker process runs at once (different sessions)"),
+  JOB_LOCK_MS: positiveInt(30_000, "How long a worker holds a turn before another may take it over if it stops renewing (crash)"),
+  SHUTDOWN_TIMEOUT_MS: positiveInt(20_000, "Hard exit after SIGTERM if the running turns have not finished or been handed back"),
+
+  // Main model
+  LLM_BASE_URL: z.url().default("https://api.openai.com/v1").describe("OpenAI-compatible endpoint of the main model"),
+  LLM_API_KEY: optionalText("API key of the main model (falls back to OPENAI_API_KEY)"),
+  OPENAI_API_KEY: optionalText("Used when LLM_API_KEY is unset"),
+  LLM_MODEL: z.string().min(1).default("gpt-4o-mini").describe("Main model name"),
+  LLM_CONTEXT_WINDOW: optionalInt("Main model context window in tokens; unset: a table of known models, else 128000"),
+  LLM_MAX_OUTPUT_TOKENS: positiveInt(4096, "max_tokens of each agent step"),
+  LLM_TIMEOUT_MS: positiveInt(120_000, "Timeout of one LLM request"),
+  LLM_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2).describe("Retries of one LLM request on 429, 5xx, timeouts (retry-after honoured)"),
+  LLM_PRICE_INPUT: z.coerce.number().min(0).default(0).describe("USD per million uncached input tokens, for /usage"),
+  LLM_PRICE_CACHED_INPUT: z.coerce.number().min(0).default(0).describe("USD per million cached input tokens, for /usage"),
+  LLM_PRICE_OUTPUT: z.coerce.number().min(0).default(0).describe("USD per million output tokens, for /usage"),
+  SYSTEM_PROMPT: z.string().min(1).default("You are longhaul, a helpful assistant in a long-running chat. Be concise and accurate. Use the recall tool to look up earlier details that were compacted away.").describe("The agent's system prompt (kept byte-stable for prompt caching)"),
+
+  // Summarizer
+  SUMMARY_BASE_URL: z.url().optional().describe("Endpoint of the summarizer; unset: LLM_BASE_URL"),
+  SUMMARY_API_KEY: optionalText("Key of the summarizer; unset: the main key"),
+  SUMMARY_MODEL: optionalText("Summarizer model; unset: LLM_MODEL"),
+  SUMMARY_CONTEXT_WINDOW: optionalInt("Summarizer window in tokens; unset: the main model's window when the model is the same, else its table entry"),
+
+  // Context engine
+  HYGIENE_THRESHOLD: ratio(0.85, "Pre-turn hygiene compacts a session at this fraction of the window"),
+  COMPACTION_THRESHOLD: ratio(0.5, "In-loop compaction runs at this fraction of the window"),
+  COMPACTION_TARGET_RATIO: ratio(0.2, "Tail budget as a fraction of the compaction threshold"),
+  PROTECT_LAST_N: positiveInt(20, "Recent messages kept verbatim while they fit in 1.5x the tail budget"),
+
+  // Agent
+  AGENT_MAX_STEPS: positiveInt(12, "LLM steps one turn may take before it must answer"),
+  TOOL_OUTPUT_MAX_CHARS: positiveInt(16_000, "Longer tool outputs are cut (the original stays reachable through recall)"),
+  BUSY_MODE: z.enum(["collect", "queue", "interrupt"]).default("collect").describe("Messages during a turn: answered together next (collect), one turn each (queue), or restart the turn (interrupt)"),
+  IDLE_RESET_HOURS: z.coerce.number().min(0).default(0).describe("Archive a session idle this long and start fresh; 0 never"),
+
+  // Ingress
+  MAX_MESSAGE_CHARS: positiveInt(16_000, "Longer inbound messages are truncated with a notice"),
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(30).describe("Messages one user may send per minute; 0 disables the limit"),
+
+  // Telegram
+  TELEGRAM_BOT_TOKEN: optionalText("Enables the Telegram adapter"),
+  TELEGRAM_API_ROOT: z.url().default("https://api.telegram.org").describe("Bot API root (self-hosted Bot API servers, tests)"),
+  TELEGRAM_WEBHOOK_URL: z.url().optional().describe("Public URL of the webhook; unset: long polling"),
+  TELEGRAM_WEBHOOK_SECRET: z.string().regex(/^[A-Za-z0-9_-]{1,256}$/).optional().describe("Secret token Telegram sends with webhook calls; required with TELEGRAM_WEBHOOK_URL"),
+  ALLOWED_TELEGRAM_USERS: list("Telegram user ids allowed to talk to the bot; empty: pairing"),
+  ALLOWED_TELEGRAM_CHATS: list("Telegram group chat ids the bot serves; empty: none"),
+
+  // Discord
+  DISCORD_BOT_TOKEN: optionalText("Enables the Discord adapter"),
+  DISCORD_API_ROOT: z.url().default("https://discord.com/api").describe("Discord REST root (proxies, tests)"),
+  ALLOWED_DISCORD_USERS: list("Discord user ids allowed to talk to the bot; empty: pairing"),
+  ALLOWED_DISCORD_CHANNELS: list("Discord guild channel ids the bot serves; empty: none"),
+  DISCORD_ALWAYS_ON_CHANNELS: list("Discord channel ids answered without a mention"),
+
+  // Console
+  CONSOLE: z.enum(["auto", "on", "off"]).default("auto").describe("Terminal chat: auto turns it on when no platform token is set"),
+  CONSOLE_USER: z.string().min(1).default("you").describe("Name of the console user"),
+  CONSOLE_EXIT_ON_EOF: flag(true, "With piped stdin, exit once every line has been answered"),
+});
+
+export type Config = Readonly<z.infer<typeof configSchema>>;
+export type ConfigKey = keyof z.infer<typeof configSchema>;

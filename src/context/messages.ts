@@ -1,0 +1,69 @@
+/**
+ * The message shapes the whole product stores and reasons about. They follow the OpenAI chat
+ * completions API (any OpenAI-compatible endpoint accepts them once `toApiMessages` strips the
+ * metadata), plus a little bookkeeping every message carries for its whole life.
+ */
+
+export interface ToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+/** Bookkeeping stored with a message; never sent to the LLM. */
+export interface MessageMeta {
+  /** Unique within the session, stable forever: the transcript and `recall` use it. */
+  id: string;
+  /** Cached token count under one encoding, so a message is never counted twice. */
+  tokens?: { encoding: string; count: number };
+  /** Unix ms when the message entered the session. */
+  at?: number;
+  /**
+   * What the context engine made of it: `summary` is the compaction summary message,
+   * `pruned` a tool result replaced by a placeholder (its original stays in the transcript
+   * under `originalId`), `truncated` a tail tool result cut to fit.
+   */
+  kind?: "summary" | "pruned" | "truncated";
+  /** For `pruned` / `truncated`: the transcript id of the untouched original. */
+  originalId?: string;
+}
+
+export type SystemMessage = MessageMeta & { role: "system"; content: string };
+export type UserMessage = MessageMeta & { role: "user"; content: string };
+export type AssistantMessage = MessageMeta & {
+  role: "assistant";
+  content: string | null;
+  tool_calls?: ToolCall[];
+};
+export type ToolMessage = MessageMeta & { role: "tool"; tool_call_id: string; content: string };
+
+export type ChatMessage = SystemMessage | UserMessage | AssistantMessage | ToolMessage;
+
+/** A message as the chat completions API takes it. */
+export type ApiMessage =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string }
+  | { role: "assistant"; content: string | null; tool_calls?: ToolCall[] }
+  | { role: "tool"; tool_call_id: string; content: string };
+
+export function toApiMessage(message: ChatMessage): ApiMessage {
+  switch (message.role) {
+    case "system":
+    case "user":
+      return { role: message.role, content: message.content };
+    case "assistant":
+      return message.tool_calls && message.tool_calls.length > 0
+        ? { role: "assistant", content: message.content, tool_calls: message.tool_calls }
+        : { role: "assistant", content: message.content ?? "" };
+    case "tool":
+      return { role: "tool", tool_call_id: message.tool_call_id, content: message.content };
+  }
+}
+
+export const toApiMessages = (messages: readonly ChatMessage[]): ApiMessage[] => messages.map(toApiMessage);
+
+/** A tool as offered to the model (OpenAI function-tool shape). */
+export interface ToolDefinition {
+  type: "function";
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}

@@ -1,0 +1,41 @@
+/**
+ * Errors named for what the caller must do. The queue maps them to job outcomes:
+ * `PermanentError` fails the job without a retry, `RetryableError` retries after `retryAfterMs`.
+ */
+
+export class PermanentError extends Error {
+  override readonly name: string = "PermanentError";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+export class RetryableError extends Error {
+  override readonly name: string = "RetryableError";
+  readonly retryAfterMs: number | undefined;
+  constructor(message: string, options?: { cause?: unknown; retryAfterMs?: number }) {
+    super(message, options);
+    this.retryAfterMs = options?.retryAfterMs;
+  }
+}
+
+/** The provider refused the prompt as too long. `contextWindow` is the real window when the error states it. */
+export class ContextOverflowError extends PermanentError {
+  override readonly name = "ContextOverflowError";
+  readonly contextWindow: number | undefined;
+  constructor(message: string, options?: { cause?: unknown; contextWindow?: number }) {
+    super(message, options);
+    this.contextWindow = options?.contextWindow;
+  }
+}
+
+/** The operation was aborted on purpose (/stop, interrupt, shutdown). */
+export class AbortedError extends Error {
+  override readonly name = "AbortedError";
+  constructor(message = "aborted", options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+export const errorMessage = (error: unknown): string =>
+  error instanceof Error ? error.message : typeof error === "string" ? error : JSON.stringify(error);

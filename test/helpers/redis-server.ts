@@ -1,0 +1,110 @@
+/**
+ * Starts a private redis-server for tests on a free port, with its data in a temp directory.
+ * Fault tests stop and restart it (`restart()` keeps the port and the AOF, so data survives).
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export interface RedisServerHandle {
+  url: string;
+  port: number;
+  dir: string;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  restart(): Promise<void>;
+  /** Stops the server and removes its data directory. */
+  dispose(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+export function assertRedisServerInstalled(): void {
+  const probe = spawnSync("redis-server", ["--version"], { encoding: "utf8" });
+  if (probe.error || probe.status !== 0) {
+    throw new Error(
+      "redis-server is not installed: the tests need a real Redis. Install Debian's package: apt-get install -y redis-server",
+    );
+  }
+}
+
+async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, "127.0.0.1");
+      socket.once("connect", () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once("error", () => resolve(false));
+    });
+    if (open) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`redis-server did not listen on ${port} within ${timeoutMs} ms`);
+}
+
+export async function startRedisServer(options: { appendOnly?: boolean } = {}): Promise<RedisServerHandle> {
+  assertRedisServerInstalled();
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), "longhaul-redis-"));
+  let child: ChildProcess | undefined;
+
+  const start = async () => {
+    child = spawn(
+      "redis-server",
+      [
+        "--port", String(port),
+        "--bind", "127.0.0.1",
+        "--dir", dir,
+        "--save", "",
+        "--appendonly", options.appendOnly ? "yes" : "no",
+        "--appendfsync", "always",
+        "--maxmemory-policy", "noeviction",
+        "--protected-mode", "no",
+      ],
+      { stdio: "ignore" },
+    );
+    await waitForPort(port, 10_000);
+  };
+
+  const stop = async () => {
+    const running = child;
+    child = undefined;
+    if (!running || running.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      running.once("exit", () => resolve());
+      running.kill("SIGTERM");
+    });
+  };
+
+  await start();
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    dir,
+    start,
+    stop,
+    restart: async () => {
+      await stop();
+      await start();
+    },
+    dispose: async () => {
+      await stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
