@@ -1,3 +1,5 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+
 /**
  * The seam between chat platforms and the pipeline. Only `src/adapters/` imports grammy or
  * discord.js; everything else speaks these types.
@@ -72,6 +74,11 @@ export type SubmitResult =
 
 export interface ChannelAdapter {
   readonly platform: Platform;
+  /**
+   * HTTP routes the gateway's server must mount (path → handler), e.g. the Telegram webhook.
+   * Read after `start()` resolves.
+   */
+  readonly httpRoutes?: ReadonlyMap<string, (request: IncomingMessage, response: ServerResponse) => void>;
   /** Connects and starts handing messages to `ingress`. Resolves once intake is running. */
   start(ingress: IngressPort): Promise<void>;
   /**
