@@ -26,7 +26,13 @@ export interface InboundMessage {
   /** Platform message id; with `platform` and `chatId` it dedupes re-deliveries. */
   messageId: string;
   chatId: string;
+  /** Telegram forum topic id; the reply goes back into the topic. */
   threadId?: string;
+  /**
+   * The channel that holds `chatId` when `chatId` is a Discord thread: access rules name
+   * channels, and a thread of an allowed channel is allowed.
+   */
+  parentChatId?: string;
   userId: string;
   /** Display name of the speaker; prefixed to the text in shared chats. */
   userName: string;

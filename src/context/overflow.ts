@@ -10,7 +10,8 @@
  *   or "…longer than the maximum model length of 4096"
  * - llama.cpp: type `exceed_context_size_error`, "the request exceeds the available context size"
  *   with `n_ctx`
- * - Ollama: "input length exceeds maximum context length", `exceed_context_size_error`
+ * - Ollama: "input length exceeds maximum context length", `exceed_context_size_error`; its /v1
+ *   relays llama.cpp's "request (N tokens) exceeds the available context size (4096 tokens)"
  */
 
 const OVERFLOW_CODES = new Set(["context_length_exceeded", "exceed_context_size_error", "string_above_max_length"]);
@@ -23,6 +24,8 @@ const WINDOW_PATTERNS: RegExp[] = [
   /context (?:length|size|window) (?:is|of) (\d[\d,]*)/i,
   /maximum model length (?:is|of) (\d[\d,]*)/i,
   /tokens? > (\d[\d,]*) maximum/i,
+  // llama.cpp's message, which Ollama's /v1 relays without the `n_ctx` field.
+  /available context size \((\d[\d,]*) tokens?\)/i,
   /"?n_ctx"?\s*[:=]\s*(\d+)/i,
 ];
 

@@ -1,0 +1,1 @@
+export { ConsoleAdapter, type ConsoleAdapterOptions } from "./console-adapter.js";

@@ -1,0 +1,94 @@
+import { newSessionState, type SessionState } from "../../session/state.js";
+import type { CompactionScope } from "../context-manager.js";
+import type { TurnEngine } from "../turn-engine.js";
+import { compactNumber, contextMeter, duration, usd } from "./format.js";
+import type { ParsedCommand } from "./parse.js";
+
+export interface CommandContext {
+  engine: TurnEngine;
+  state: SessionState;
+  sessionKey: string;
+  scope: CompactionScope;
+  now: number;
+}
+
+export interface CommandOutcome {
+  state: SessionState;
+  text: string;
+  /** `/new`: the old session's transcript is archived. */
+  archive?: boolean;
+}
+
+export const HELP_TEXT = [
+  "I'm longhaul, an assistant built for long conversations: I compact old parts of our chat instead of forgetting them, and can recall details on request.",
+  "",
+  "Commands:",
+  "/new (or /reset) — archive this conversation and start fresh",
+  "/compress [focus] — compact the conversation now, optionally focusing the summary on a topic",
+  "/status — model, how full the context is, compactions, session age",
+  "/usage — tokens used, estimated cost, what compaction saved",
+  "/stop — stop what I'm doing",
+  "/help — this message",
+].join("\n");
+
+export async function runCommand(command: ParsedCommand, context: CommandContext): Promise<CommandOutcome> {
+  const { state, engine } = context;
+  switch (command.name) {
+    case "help":
+    case "start":
+      return { state, text: HELP_TEXT };
+    case "new":
+    case "reset": {
+      const fresh = newSessionState(context.now, state.version);
+      fresh.nextSeq = state.nextSeq;
+      return { state: fresh, text: "Started a new conversation. The previous one is archived.", archive: true };
+    }
+    case "stop": {
+      const stopped = state.engine.lastTurnAborted === true;
+      delete state.engine.lastTurnAborted;
+      return { state, text: stopped ? "Stopped." : "Nothing is running right now." };
+    }
+    case "status":
+      return { state, text: await statusText(context) };
+    case "usage":
+      return { state, text: usageText(state, engine.prices) };
+    case "compress": {
+      if (state.live.filter((message) => message.role !== "system").length < 2) {
+        return { state, text: "There is nothing to compress yet." };
+      }
+      const result = await engine.context.compactNow(state, state.live, command.args || undefined, context.scope);
+      state.live = result.context;
+      return { state, text: result.summary };
+    }
+  }
+}
+
+async function statusText({ engine, state, sessionKey, now }: CommandContext): Promise<string> {
+  const window = engine.context.contextWindow(state);
+  const tokens = engine.context.countContext(state, state.live);
+  const transcriptLength = await engine.transcriptLength(sessionKey);
+  return [
+    `Model: ${engine.llm.model}`,
+    `Context: ${contextMeter(tokens, window)}`,
+    `Messages: ${state.live.length} in context, ${transcriptLength} in the full transcript`,
+    `Compactions: ${state.stats.compactions}`,
+    `Session age: ${duration(now - state.createdAt)}`,
+  ].join("\n");
+}
+
+export function usageText(state: SessionState, prices: TurnEngine["prices"]): string {
+  const stats = state.stats;
+  const uncached = Math.max(0, stats.promptTokens - stats.cachedTokens);
+  const cost = (uncached * prices.input + stats.cachedTokens * prices.cachedInput + stats.completionTokens * prices.output) / 1_000_000;
+  const summarizerTotal = stats.summarizerPromptTokens + stats.summarizerCompletionTokens;
+  const cachedShare = stats.promptTokens > 0 ? Math.round((stats.cachedTokens / stats.promptTokens) * 100) : 0;
+  const priced = prices.input + prices.cachedInput + prices.output > 0;
+  return [
+    `Tokens in: ${compactNumber(stats.promptTokens)} (cached ${compactNumber(stats.cachedTokens)}, ${cachedShare}%) · out: ${compactNumber(stats.completionTokens)}`,
+    `Turns: ${stats.turns} · LLM steps: ${stats.steps}`,
+    priced ? `Estimated cost: ${usd(cost)}` : "Estimated cost: unknown (set LLM_PRICE_INPUT, LLM_PRICE_CACHED_INPUT, LLM_PRICE_OUTPUT)",
+    stats.compactions > 0
+      ? `Compaction: ${stats.compactions} compaction(s) removed ${compactNumber(stats.compactionTokensSaved)} tokens from the context; the summarizer used ${compactNumber(summarizerTotal)} tokens`
+      : "Compaction: none so far",
+  ].join("\n");
+}

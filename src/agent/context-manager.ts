@@ -1,0 +1,34 @@
+import type { ChatMessage } from "../context/messages.js";
+import type { ContextOverflowError } from "../errors.js";
+import type { Logger } from "../logger.js";
+import type { ChatRequest, ChatResult } from "../llm/types.js";
+import type { SessionState } from "../session/state.js";
+
+/** What a turn needs from the context engine, bound to one session's state. */
+export interface ContextManager {
+  /** The main model's window as currently known (a learned smaller window wins). */
+  contextWindow(state: SessionState): number;
+  /** Estimated tokens of the context as the next request would send it. */
+  countContext(state: SessionState, context: readonly ChatMessage[]): number;
+  /** Pre-turn hygiene. `notice` is set when the user must be told something. */
+  hygiene(state: SessionState, context: ChatMessage[], scope: CompactionScope): Promise<{ context: ChatMessage[]; notice?: string }>;
+  /** In-loop compaction between steps. */
+  beforeStep(state: SessionState, context: ChatMessage[], scope: CompactionScope): Promise<ChatMessage[]>;
+  /** Reactive compaction after an overflow error; `undefined` when it could not shrink the context. */
+  onOverflow(state: SessionState, context: ChatMessage[], error: ContextOverflowError, scope: CompactionScope): Promise<ChatMessage[] | undefined>;
+  /** `/compress [focus]`. → the new context and a line for the user. */
+  compactNow(state: SessionState, context: ChatMessage[], focus: string | undefined, scope: CompactionScope): Promise<{ context: ChatMessage[]; summary: string }>;
+  prepareRequest(state: SessionState, context: readonly ChatMessage[]): Pick<ChatRequest, "messages" | "promptCacheKey">;
+  /** After each step: usage totals, calibration, truncation warning. */
+  recordStep(state: SessionState, context: readonly ChatMessage[], result: ChatResult, log: Logger): void;
+  /** Notices produced during the turn that the user must see (compaction failed, context dropped). */
+  takeNotices(state: SessionState): string[];
+}
+
+export interface CompactionScope {
+  signal: AbortSignal;
+  log: Logger;
+  newId: () => string;
+  /** New messages a compaction made (the summary, stub results) join the transcript. */
+  addToTranscript(messages: readonly ChatMessage[]): void;
+}

@@ -1,0 +1,198 @@
+/**
+ * Binds the pure context engine to a session: where its state lives (calibration, anti-thrash,
+ * a learned window), which counter and summarizers it uses, what it reports (stats, metrics,
+ * notices). One instance per worker process; every method takes the session's state.
+ */
+import {
+  applyPromptCaching, autoCompactionAllowed, calibratedCount, compact, getTokenCounter, initialAntiThrash,
+  initialCalibration, needsCompaction, needsHygiene, recordCompactionOutcome, thresholdTokens, toApiMessages, updateCalibration,
+  type AntiThrashState, type CalibrationState, type ChatMessage, type CompactionReason, type Summarizer, type TokenCounter, type ToolDefinition,
+} from "../context/index.js";
+import type { ContextOverflowError } from "../errors.js";
+import type { LlmClient } from "../llm/types.js";
+import type { Metrics } from "../metrics.js";
+import type { SessionState } from "../session/state.js";
+import type { CompactionScope, ContextManager } from "./context-manager.js";
+import { compactNumber } from "./commands/format.js";
+
+export interface ContextSettings {
+  hygieneThreshold: number;
+  compactionThreshold: number;
+  targetRatio: number;
+  protectLastN: number;
+}
+
+export interface ContextManagerOptions {
+  llm: LlmClient & { learnContextWindow?(window: number): void };
+  summarizer: Summarizer;
+  fallbackSummarizer?: Summarizer | undefined;
+  settings: ContextSettings;
+  tools: () => ToolDefinition[];
+  metrics?: Metrics;
+  /** Summarizer retry policy (tests shorten the delays). */
+  retry?: { attempts?: number; baseDelayMs?: number; timeoutMs?: number };
+}
+
+/** What this binding keeps in `state.engine` (JSON, stored with the session). */
+interface EngineFields {
+  calibration?: CalibrationState;
+  antiThrash?: AntiThrashState;
+  /** The real window, learned from an overflow error ("maximum context length is 8192"). */
+  learnedWindow?: number;
+  notices?: string[];
+  systemPromptBase?: string;
+  systemPromptNote?: string;
+}
+
+const fields = (state: SessionState) => state.engine as EngineFields;
+
+export function createContextManager(options: ContextManagerOptions): ContextManager {
+  const { llm, settings } = options;
+  // Built on first use: the encoder costs ~1.5 s and ~150 MB, which start-up should not pay.
+  let cachedCounter: TokenCounter | undefined;
+  const counter = () => (cachedCounter ??= getTokenCounter(llm.model));
+
+  const contextWindow = (state: SessionState) => Math.min(llm.contextWindow, fields(state).learnedWindow ?? Number.POSITIVE_INFINITY);
+  const estimate = (context: readonly ChatMessage[]) => counter().countMessages(context) + counter().countTools(options.tools());
+  const countContext = (state: SessionState, context: readonly ChatMessage[]) =>
+    calibratedCount(fields(state).calibration ?? initialCalibration(), estimate(context));
+
+  const notify = (state: SessionState, notice: string) => {
+    const engine = fields(state);
+    engine.notices = [...(engine.notices ?? []), notice];
+  };
+
+  async function run(state: SessionState, context: ChatMessage[], reason: CompactionReason, scope: CompactionScope, focus?: string) {
+    const window = contextWindow(state);
+    const result = await compact({
+      messages: context,
+      tools: options.tools(),
+      settings: { contextWindow: window, compactionThreshold: settings.compactionThreshold, targetRatio: settings.targetRatio, protectLastN: settings.protectLastN },
+      reason,
+      ...(focus ? { focus } : {}),
+      summarizer: options.summarizer,
+      ...(options.fallbackSummarizer ? { fallbackSummarizer: options.fallbackSummarizer } : {}),
+      counter: counter(),
+      newId: scope.newId,
+      ...(options.retry ? { retry: options.retry } : {}),
+      signal: scope.signal,
+    });
+    const { record } = result;
+    const engine = fields(state);
+    engine.antiThrash = recordCompactionOutcome(engine.antiThrash ?? initialAntiThrash(), {
+      tokensAfter: record.tokensAfter,
+      thresholdTokens: thresholdTokens(window, settings.compactionThreshold),
+      manual: reason === "manual",
+    });
+    state.stats.summarizerPromptTokens += record.summarizerPromptTokens;
+    state.stats.summarizerCompletionTokens += record.summarizerCompletionTokens;
+    options.metrics?.compactions.inc({ reason, status: result.status });
+    options.metrics?.llmTokens.inc({ kind: "input", role: "summarizer" }, record.summarizerPromptTokens);
+    options.metrics?.llmTokens.inc({ kind: "output", role: "summarizer" }, record.summarizerCompletionTokens);
+    scope.log.info({ compaction: record }, "compaction-finished");
+
+    if (result.status === "compacted" || result.status === "dropped") {
+      state.stats.compactions++;
+      const saved = Math.max(0, record.tokensBefore - record.tokensAfter);
+      state.stats.compactionTokensSaved += saved;
+      options.metrics?.compactionTokensSaved.inc(saved);
+      const known = new Set(context.map((message) => message.id));
+      scope.addToTranscript(result.messages.filter((message) => !known.has(message.id)));
+      rememberSystemNote(state, result.messages);
+    }
+    if (result.status === "failed") {
+      notify(state, "I couldn't compact our conversation just now (the summarizer failed). Nothing is lost; I'll try again later, or send /compress.");
+    } else if (result.status === "dropped") {
+      notify(state, `Our conversation outgrew my context and the summarizer failed, so I set aside the ${record.droppedMessages} oldest messages. They're kept in the transcript and I can still recall them.`);
+    }
+    return result;
+  }
+
+  return {
+    contextWindow,
+    countContext,
+
+    async hygiene(state, context, scope) {
+      const tokens = countContext(state, context);
+      if (!needsHygiene({ messageCount: context.length, tokens, contextWindow: contextWindow(state), threshold: settings.hygieneThreshold })) {
+        return { context };
+      }
+      const result = await run(state, context, "hygiene", scope);
+      return { context: result.messages };
+    },
+
+    async beforeStep(state, context, scope) {
+      const tokens = countContext(state, context);
+      const window = contextWindow(state);
+      if (!needsCompaction({ tokens, contextWindow: window, threshold: settings.compactionThreshold })) return context;
+      if (!autoCompactionAllowed(fields(state).antiThrash ?? initialAntiThrash(), tokens, window)) return context;
+      return (await run(state, context, "in-loop", scope)).messages;
+    },
+
+    async onOverflow(state, context, error: ContextOverflowError, scope) {
+      if (error.contextWindow && error.contextWindow < contextWindow(state)) {
+        fields(state).learnedWindow = error.contextWindow;
+        llm.learnContextWindow?.(error.contextWindow);
+        scope.log.warn({ contextWindow: error.contextWindow }, "context-window-learned");
+      }
+      const result = await run(state, context, "overflow", scope);
+      return result.status === "compacted" || result.status === "dropped" ? result.messages : undefined;
+    },
+
+    async compactNow(state, context, focus, scope) {
+      const result = await run(state, context, "manual", scope, focus);
+      const { record } = result;
+      fields(state).notices = [];
+      if (result.status === "compacted" || result.status === "dropped") {
+        return {
+          context: result.messages,
+          summary: `Compacted: ${record.messagesBefore} → ${record.messagesAfter} messages, ${compactNumber(record.tokensBefore)} → ${compactNumber(record.tokensAfter)} tokens${focus ? `, focused on "${focus}"` : ""}.`,
+        };
+      }
+      if (result.status === "skipped") return { context, summary: "There is nothing to compact yet: the conversation is all recent." };
+      return { context, summary: "I couldn't compact the conversation: the summarizer failed. Nothing changed; please try again later." };
+    },
+
+    prepareRequest(state, context) {
+      return applyPromptCaching(toApiMessages(context), { model: llm.model, sessionId: state.sessionId });
+    },
+
+    recordStep(state, context, result, log) {
+      state.stats.steps++;
+      const usage = result.usage;
+      if (!usage) return;
+      state.stats.promptTokens += usage.promptTokens;
+      state.stats.completionTokens += usage.completionTokens;
+      state.stats.cachedTokens += usage.cachedTokens;
+      state.stats.lastPromptTokens = usage.promptTokens;
+      options.metrics?.llmTokens.inc({ kind: "input", role: "main" }, usage.promptTokens);
+      options.metrics?.llmTokens.inc({ kind: "output", role: "main" }, usage.completionTokens);
+      options.metrics?.llmTokens.inc({ kind: "cached", role: "main" }, usage.cachedTokens);
+      const engine = fields(state);
+      const update = updateCalibration(engine.calibration ?? initialCalibration(), {
+        estimatedTokens: estimate(context),
+        reportedPromptTokens: usage.promptTokens,
+      });
+      engine.calibration = update.state;
+      if (update.suspectedTruncation) {
+        log.warn({ estimated: estimate(context), reported: usage.promptTokens }, "prompt-tokens-far-below-estimate-server-may-truncate-silently");
+      }
+    },
+
+    takeNotices(state) {
+      const engine = fields(state);
+      const notices = engine.notices ?? [];
+      delete engine.notices;
+      return notices;
+    },
+  };
+}
+
+/** Keeps the one-time compaction note on the system prompt across a system-prompt change. */
+function rememberSystemNote(state: SessionState, messages: readonly ChatMessage[]): void {
+  const engine = fields(state);
+  const first = messages[0];
+  if (first?.role === "system" && engine.systemPromptBase && first.content.startsWith(engine.systemPromptBase)) {
+    engine.systemPromptNote = first.content.slice(engine.systemPromptBase.length);
+  }
+}

@@ -1,0 +1,194 @@
+import type { OutboundReply, ReplyTarget } from "../adapters/channel-adapter.js";
+import type { ChatMessage, UserMessage } from "../context/messages.js";
+import { AbortedError, ContextOverflowError, errorMessage } from "../errors.js";
+import type { Logger } from "../logger.js";
+import type { LlmClient } from "../llm/types.js";
+import { messageIdAllocator, type SessionState } from "../session/state.js";
+import type { InboxEntry } from "../session/store.js";
+import { runCommand, type CommandContext } from "./commands/run-command.js";
+import { parseCommand, type ParsedCommand } from "./commands/parse.js";
+import type { ContextManager } from "./context-manager.js";
+import { runTurn } from "./run-turn.js";
+import type { ToolRegistry, TranscriptReader } from "./tools/registry.js";
+
+/** Everything a turn needs besides the session itself; built once per worker process. */
+export interface TurnEngine {
+  llm: LlmClient;
+  tools: ToolRegistry;
+  context: ContextManager;
+  systemPrompt: string;
+  maxSteps: number;
+  maxOutputTokens: number;
+  toolOutputMaxChars: number;
+  prices: { input: number; cachedInput: number; output: number };
+  transcriptReader(sessionKey: string): TranscriptReader;
+  transcriptLength(sessionKey: string): Promise<number>;
+  now(): number;
+}
+
+/** Why a running turn was asked to stop. */
+export type AbortReason = "stop" | "interrupt" | "shutdown";
+
+export interface SegmentsInput {
+  sessionKey: string;
+  state: SessionState;
+  batch: readonly InboxEntry[];
+  target: ReplyTarget;
+  signal: AbortSignal;
+  log: Logger;
+}
+
+export type SettleInput = Omit<SegmentsInput, "signal">;
+
+export interface SegmentsResult {
+  state: SessionState;
+  transcript: ChatMessage[];
+  replies: OutboundReply[];
+  archivedSessionId?: string;
+}
+
+type Segment = { kind: "command"; command: ParsedCommand; entry: InboxEntry } | { kind: "chat"; entries: InboxEntry[] };
+
+/** Commands are handled one by one, in order; consecutive chat messages form one agent turn. */
+export function segmentBatch(batch: readonly InboxEntry[]): Segment[] {
+  const segments: Segment[] = [];
+  for (const entry of batch) {
+    const command = parseCommand(entry.text);
+    if (command) {
+      segments.push({ kind: "command", command, entry });
+      continue;
+    }
+    const last = segments[segments.length - 1];
+    if (last?.kind === "chat") last.entries.push(entry);
+    else segments.push({ kind: "chat", entries: [entry] });
+  }
+  return segments;
+}
+
+/** The user messages a batch adds to the conversation. Shared chats name the speaker. */
+export function toUserMessages(entries: readonly InboxEntry[], newId: () => string): UserMessage[] {
+  return entries.map((entry) => ({
+    id: newId(),
+    at: entry.sentAt,
+    role: "user",
+    content: entry.chatType === "group" ? `${entry.userName}: ${entry.text}` : entry.text,
+  }));
+}
+
+/** Runs a batch: each segment in order, all on one working copy of the state. */
+export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput): Promise<SegmentsResult> {
+  let state = structuredClone(input.state);
+  const transcript: ChatMessage[] = [];
+  const replies: OutboundReply[] = [];
+  let archivedSessionId: string | undefined;
+  const reply = (text: string, kind: OutboundReply["kind"], inReplyTo: readonly InboxEntry[]) => {
+    replies.push({
+      replyId: `${input.sessionKey}#${input.state.version + 1}#${replies.length}`,
+      sessionKey: input.sessionKey,
+      target: { ...input.target, replyToMessageId: inReplyTo[inReplyTo.length - 1]?.messageId ?? input.target.replyToMessageId },
+      text,
+      inReplyTo: inReplyTo.map((entry) => entry.messageId),
+      kind,
+    });
+  };
+
+  for (const segment of segmentBatch(input.batch)) {
+    const newId = messageIdAllocator(state);
+    const scope = { signal: input.signal, log: input.log, newId, addToTranscript: (messages: readonly ChatMessage[]) => transcript.push(...messages) };
+    ensureSystemPrompt(state, engine.systemPrompt, newId, engine.now());
+
+    if (segment.kind === "command") {
+      const commandContext: CommandContext = { engine, state, sessionKey: input.sessionKey, scope, now: engine.now() };
+      const outcome = await runCommand(segment.command, commandContext);
+      // Messages of this batch before /new land in the fresh transcript: kept, not lost.
+      if (outcome.archive) archivedSessionId = state.sessionId;
+      state = outcome.state;
+      reply(outcome.text, "notice", [segment.entry]);
+      continue;
+    }
+
+    const userMessages = toUserMessages(segment.entries, newId);
+    transcript.push(...userMessages);
+    let context: ChatMessage[] = [...state.live, ...userMessages];
+    state.lastTarget = input.target;
+
+    const hygiene = await engine.context.hygiene(state, context, scope);
+    context = hygiene.context;
+
+    const result = await runTurn({
+      llm: engine.llm,
+      context,
+      tools: engine.tools,
+      toolContext: { sessionKey: input.sessionKey, signal: input.signal, transcript: engine.transcriptReader(input.sessionKey), now: engine.now },
+      maxSteps: engine.maxSteps,
+      maxOutputTokens: engine.maxOutputTokens,
+      toolOutputMaxChars: engine.toolOutputMaxChars,
+      newId,
+      signal: input.signal,
+      now: engine.now,
+      prepareRequest: (current) => engine.context.prepareRequest(state, current),
+      beforeStep: (current, step) => (step === 1 ? Promise.resolve(current) : engine.context.beforeStep(state, current, scope)),
+      onOverflow: (current, error: ContextOverflowError) => engine.context.onOverflow(state, current, error, scope),
+      onStepFinished: (stepResult, _step, sent) => engine.context.recordStep(state, sent, stepResult, input.log),
+    });
+    transcript.push(...result.transcript);
+    state.live = result.context;
+    state.stats.turns++;
+    const notices = [...(hygiene.notice ? [hygiene.notice] : []), ...engine.context.takeNotices(state)];
+    const text = notices.length > 0 ? `${notices.map((notice) => `⚠️ ${notice}`).join("\n")}\n\n${result.reply}` : result.reply;
+    reply(text, "answer", segment.entries);
+  }
+
+  state.updatedAt = engine.now();
+  return archivedSessionId === undefined ? { state, transcript, replies } : { state, transcript, replies, archivedSessionId };
+}
+
+/**
+ * The system prompt heads the live context. It is written once and stays byte-stable (prompt
+ * caching); when the operator changes it, it is replaced once, keeping the compaction note.
+ */
+function ensureSystemPrompt(state: SessionState, systemPrompt: string, newId: () => string, now: number): void {
+  const first = state.live[0];
+  if (first?.role === "system") {
+    if (state.engine.systemPromptBase === systemPrompt) return;
+    const note = typeof state.engine.systemPromptNote === "string" ? state.engine.systemPromptNote : "";
+    state.live[0] = { ...first, content: systemPrompt + note, tokens: undefined };
+  } else {
+    state.live.unshift({ id: newId(), at: now, role: "system", content: systemPrompt });
+  }
+  state.engine.systemPromptBase = systemPrompt;
+}
+
+/** Keeps the user's messages in the session when a turn cannot produce an answer. */
+export function settleWithoutAnswer(
+  engine: Pick<TurnEngine, "now" | "systemPrompt">,
+  input: SettleInput,
+  text: string | undefined,
+  mark?: (state: SessionState) => void,
+): SegmentsResult {
+  const state = structuredClone(input.state);
+  mark?.(state);
+  const newId = messageIdAllocator(state);
+  ensureSystemPrompt(state, engine.systemPrompt, newId, engine.now());
+  const chatEntries = input.batch.filter((entry) => !parseCommand(entry.text));
+  const userMessages = toUserMessages(chatEntries, newId);
+  state.live.push(...userMessages);
+  state.updatedAt = engine.now();
+  const replies: OutboundReply[] = text === undefined ? [] : [{
+    replyId: `${input.sessionKey}#${input.state.version + 1}#0`,
+    sessionKey: input.sessionKey,
+    target: input.target,
+    text,
+    inReplyTo: input.batch.map((entry) => entry.messageId),
+    kind: "notice",
+  }];
+  return { state, transcript: userMessages, replies };
+}
+
+export function failureNotice(error: unknown): string {
+  if (error instanceof ContextOverflowError) {
+    return "Sorry — this conversation no longer fits the model's context, even after compacting it. Nothing is lost: send /compress to try again, or /new to start fresh.";
+  }
+  if (error instanceof AbortedError) return "Stopped.";
+  return `Sorry — I couldn't get an answer from the model (${errorMessage(error).slice(0, 200)}). Your message is saved; please try again in a moment.`;
+}

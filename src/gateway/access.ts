@@ -1,0 +1,121 @@
+import { randomInt } from "node:crypto";
+import type { Redis } from "ioredis";
+import type { InboundMessage, Platform } from "../adapters/channel-adapter.js";
+import { globalKeys } from "../session/keys.js";
+
+export interface AccessLists {
+  users: Partial<Record<Platform, readonly string[]>>;
+  chats: Partial<Record<Platform, readonly string[]>>;
+}
+
+export type AccessVerdict = { allowed: true } | { allowed: false; notice?: string };
+
+export interface PairingRequest {
+  code: string;
+  platform: Platform;
+  userId: string;
+  userName: string;
+  requestedAt: number;
+}
+
+/** Unambiguous letters and digits (no 0/O, 1/I/L): codes are read aloud and retyped. */
+const CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789";
+const CODE_TTL_SECONDS = 3_600;
+/** A stranger who keeps writing is reminded of their code at most this often. */
+const REMINDER_INTERVAL_MS = 10 * 60_000;
+
+/**
+ * Default deny (SPEC §7). Private chats: allowlisted or operator-approved users; anyone else
+ * gets a one-time pairing code that the operator approves from the command line. Groups and
+ * guild channels: only those allowed explicitly, where every member may talk. The console
+ * user is the operator and is trusted.
+ */
+export class AccessControl {
+  readonly #redis: Redis;
+  readonly #keys: ReturnType<typeof globalKeys>;
+  readonly #lists: AccessLists;
+
+  constructor(redis: Redis, prefix: string, lists: AccessLists) {
+    this.#redis = redis;
+    this.#keys = globalKeys(prefix);
+    this.#lists = lists;
+  }
+
+  async check(message: InboundMessage, now = Date.now()): Promise<AccessVerdict> {
+    if (message.platform === "console") return { allowed: true };
+    if (message.chatType === "group") {
+      const allowedChats = this.#lists.chats[message.platform] ?? [];
+      const allowed = allowedChats.includes(message.chatId) ||
+        (message.parentChatId !== undefined && allowedChats.includes(message.parentChatId));
+      // Silence in a group the operator has not enabled: a notice there would be spam.
+      return allowed ? { allowed: true } : { allowed: false };
+    }
+    if (await this.isUserAllowed(message.platform, message.userId)) return { allowed: true };
+    return { allowed: false, ...(await this.#pairingNotice(message, now)) };
+  }
+
+  async isUserAllowed(platform: Platform, userId: string): Promise<boolean> {
+    if ((this.#lists.users[platform] ?? []).includes(userId)) return true;
+    return (await this.#redis.sismember(this.#keys.approvedUsers(platform), userId)) === 1;
+  }
+
+  async #pairingNotice(message: InboundMessage, now: number): Promise<{ notice?: string }> {
+    const userKey = this.#keys.pairingUser(message.platform, message.userId);
+    const existing = await this.#redis.hgetall(userKey);
+    if (existing.code && existing.notifiedAt) {
+      if (now - Number(existing.notifiedAt) < REMINDER_INTERVAL_MS) return {};
+      await this.#redis.hset(userKey, "notifiedAt", String(now));
+      return { notice: pairingText(existing.code) };
+    }
+    const code = Array.from({ length: 8 }, () => CODE_ALPHABET[randomInt(CODE_ALPHABET.length)]).join("");
+    const request: PairingRequest = {
+      code, platform: message.platform, userId: message.userId, userName: message.userName, requestedAt: now,
+    };
+    await this.#redis
+      .multi()
+      .set(this.#keys.pairingCode(code), JSON.stringify(request), "EX", CODE_TTL_SECONDS)
+      .hset(userKey, "code", code, "notifiedAt", String(now))
+      .expire(userKey, CODE_TTL_SECONDS)
+      .exec();
+    return { notice: pairingText(code) };
+  }
+
+  /** Approves a pairing code. → the request it approved, or undefined for an unknown/expired code. */
+  async approve(code: string): Promise<PairingRequest | undefined> {
+    const normalized = code.replace(/[\s-]/g, "").toUpperCase();
+    const raw = await this.#redis.get(this.#keys.pairingCode(normalized));
+    if (raw === null) return undefined;
+    const request = JSON.parse(raw) as PairingRequest;
+    await this.#redis
+      .multi()
+      .sadd(this.#keys.approvedUsers(request.platform), request.userId)
+      .del(this.#keys.pairingCode(normalized), this.#keys.pairingUser(request.platform, request.userId))
+      .exec();
+    return request;
+  }
+
+  async revoke(platform: Platform, userId: string): Promise<boolean> {
+    return (await this.#redis.srem(this.#keys.approvedUsers(platform), userId)) === 1;
+  }
+
+  async approvedUsers(platform: Platform): Promise<string[]> {
+    return this.#redis.smembers(this.#keys.approvedUsers(platform));
+  }
+
+  async pendingRequests(): Promise<PairingRequest[]> {
+    const keys: string[] = [];
+    let cursor = "0";
+    do {
+      const [next, batch] = await this.#redis.scan(cursor, "MATCH", this.#keys.pairingCode("*"), "COUNT", 200);
+      cursor = next;
+      keys.push(...batch);
+    } while (cursor !== "0");
+    if (keys.length === 0) return [];
+    const values = await this.#redis.mget(...keys);
+    return values.filter((value): value is string => value !== null).map((value) => JSON.parse(value) as PairingRequest);
+  }
+}
+
+const pairingText = (code: string) =>
+  `Hi! I don't know you yet, so I can't chat with you. Your pairing code is ${code}. ` +
+  `Ask the operator of this bot to approve it with: npm run pairing -- approve ${code}`;

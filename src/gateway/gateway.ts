@@ -1,0 +1,126 @@
+import type { ChannelAdapter, InboundMessage, Platform, TurnActivity } from "../adapters/channel-adapter.js";
+import type { Config } from "../../config/index.js";
+import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
+import { createProducers, createRedis } from "../queue/index.js";
+import { AbortFlags } from "../session/abort.js";
+import { globalKeys } from "../session/keys.js";
+import { SessionStore } from "../session/store.js";
+import { parseCommand } from "../agent/commands/parse.js";
+import { AccessControl } from "./access.js";
+import { startDeliveryWorker } from "./delivery.js";
+import type { RouteHandler } from "./http-server.js";
+import { Ingress } from "./ingress.js";
+
+export interface GatewayOptions {
+  config: Config;
+  redisUrl: string;
+  adapters: readonly ChannelAdapter[];
+  logger: Logger;
+  metrics: Metrics;
+}
+
+export interface Gateway {
+  ingress: Ingress;
+  /** Adapter routes (webhooks) for the HTTP server. */
+  routes: ReadonlyMap<string, RouteHandler>;
+  /** Component → up? (Redis, each adapter) for /healthz. */
+  health(): Promise<Record<string, boolean>>;
+  /** Updates the queue-depth gauge; called on each /metrics scrape. */
+  refreshQueueDepth(): Promise<void>;
+  /** Stops intake first, then delivery, then closes Redis; safe to call twice. */
+  close(): Promise<void>;
+}
+
+/**
+ * The gateway role: adapters → ingress; outboxes → adapters; turn activity → typing
+ * indicators; webhook routes for the HTTP server.
+ */
+export async function startGateway(options: GatewayOptions): Promise<Gateway> {
+  const { config, logger, metrics } = options;
+  const log = logger.child({ role: "gateway" });
+  const prefix = config.REDIS_PREFIX;
+  const redis = createRedis(options.redisUrl);
+  const subscriber = createRedis(options.redisUrl);
+  redis.on("error", (error) => log.warn({ err: error }, "redis-error"));
+  subscriber.on("error", (error) => log.warn({ err: error }, "redis-subscriber-error"));
+
+  const store = new SessionStore(redis, prefix);
+  const producers = createProducers(redis, prefix);
+  const abortFlags = new AbortFlags(redis, prefix);
+  const access = new AccessControl(redis, prefix, {
+    users: { telegram: config.ALLOWED_TELEGRAM_USERS, discord: config.ALLOWED_DISCORD_USERS },
+    chats: { telegram: config.ALLOWED_TELEGRAM_CHATS, discord: config.ALLOWED_DISCORD_CHANNELS },
+  });
+  const adapters = new Map<Platform, ChannelAdapter>(options.adapters.map((adapter) => [adapter.platform, adapter]));
+
+  const ingress = new Ingress({
+    store, producers, access, redis, prefix,
+    maxMessageChars: config.MAX_MESSAGE_CHARS,
+    rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+    logger: log,
+    onAccepted: async (message: InboundMessage) => {
+      metrics.inbound.inc({ platform: message.platform, result: "accepted" });
+      const command = parseCommand(message.text);
+      if (command?.name === "stop") await abortFlags.request(message.sessionKey, "stop");
+      else if (config.BUSY_MODE === "interrupt" && !command) await abortFlags.request(message.sessionKey, "interrupt");
+    },
+  });
+
+  const delivery = startDeliveryWorker({
+    redisUrl: options.redisUrl, prefix, store, adapters,
+    concurrency: 32, lockMs: config.JOB_LOCK_MS, logger: log,
+    onDelivered: (platform) => metrics.repliesDelivered.inc({ platform }),
+  });
+
+  const activityChannel = globalKeys(prefix).activityChannel;
+  await subscriber.subscribe(activityChannel);
+  subscriber.on("message", (_channel: string, raw: string) => {
+    let activity: TurnActivity;
+    try {
+      activity = JSON.parse(raw) as TurnActivity;
+    } catch {
+      return;
+    }
+    adapters.get(activity.target.platform)?.onActivity?.(activity);
+  });
+
+  for (const adapter of adapters.values()) {
+    await adapter.start(ingress);
+    log.info({ platform: adapter.platform }, "adapter-started");
+  }
+
+  const health = async (): Promise<Record<string, boolean>> => {
+    const redisOk = await Promise.race([
+      redis.ping().then(() => true, () => false),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 1_000).unref()),
+    ]);
+    return { redis: redisOk, ...Object.fromEntries([...adapters.values()].map((adapter) => [adapter.platform, adapter.isConnected()])) };
+  };
+  const refreshQueueDepth = async () => {
+    for (const queue of [producers.turnQueue, producers.deliveryQueue]) {
+      const counts = await queue.getJobCounts("waiting", "delayed", "prioritized");
+      metrics.queueDepth.set({ queue: queue.name }, (counts.waiting ?? 0) + (counts.delayed ?? 0) + (counts.prioritized ?? 0));
+    }
+  };
+  const routes = new Map<string, RouteHandler>();
+  for (const adapter of adapters.values()) for (const [path, handler] of adapter.httpRoutes ?? []) routes.set(path, handler);
+
+  let closing: Promise<void> | undefined;
+  return {
+    ingress,
+    routes,
+    health,
+    refreshQueueDepth,
+    close() {
+      closing ??= (async () => {
+        for (const adapter of adapters.values()) await adapter.stop().catch((error: unknown) => log.warn({ err: error }, "adapter-stop-failed"));
+        await delivery.close();
+        await producers.close();
+        subscriber.disconnect();
+        await redis.quit().catch(() => redis.disconnect());
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,40 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Logger } from "../logger.js";
+
+export type RouteHandler = (request: IncomingMessage, response: ServerResponse) => void | Promise<void>;
+
+/** The gateway's HTTP server: /healthz, /metrics and adapter routes (the Telegram webhook). */
+export async function startHttpServer(options: {
+  port: number;
+  host?: string;
+  routes: ReadonlyMap<string, RouteHandler>;
+  logger: Logger;
+}): Promise<{ server: Server; port: number; close(): Promise<void> }> {
+  const server = createServer((request, response) => {
+    const path = (request.url ?? "/").split("?")[0] ?? "/";
+    const handler = options.routes.get(path);
+    if (!handler) {
+      response.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
+      return;
+    }
+    Promise.resolve(handler(request, response)).catch((error: unknown) => {
+      options.logger.error({ err: error, path }, "http-handler-failed");
+      if (!response.headersSent) response.writeHead(500, { "content-type": "text/plain" });
+      response.end("internal error\n");
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host ?? "0.0.0.0", () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : options.port;
+  return {
+    server,
+    port,
+    close: () => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }),
+  };
+}

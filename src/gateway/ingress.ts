@@ -1,0 +1,87 @@
+import type { Redis } from "ioredis";
+import type { InboundMessage, IngressPort, SubmitResult } from "../adapters/channel-adapter.js";
+import type { Logger } from "../logger.js";
+import type { Producers } from "../queue/index.js";
+import { globalKeys } from "../session/keys.js";
+import type { SessionStore } from "../session/store.js";
+import type { AccessControl } from "./access.js";
+
+export interface IngressOptions {
+  store: SessionStore;
+  producers: Producers;
+  access: AccessControl;
+  redis: Redis;
+  prefix: string;
+  maxMessageChars: number;
+  /** Messages one user may send per minute; 0 = unlimited. */
+  rateLimitPerMinute: number;
+  /** Called once a message is durable, e.g. to interrupt a running turn (busy mode interrupt, /stop). */
+  onAccepted?: (message: InboundMessage) => Promise<void>;
+  logger: Logger;
+  now?: () => number;
+}
+
+/**
+ * The one door into the pipeline: access → rate limit → dedupe + inbox (atomic) → enqueue.
+ * `submit` resolves only once the message is in Redis, so an adapter that acknowledges the
+ * platform afterwards never loses one. If the enqueue fails after the message is stored, the
+ * sweeper enqueues it later; a platform re-delivery meanwhile is a duplicate.
+ */
+export class Ingress implements IngressPort {
+  readonly #options: IngressOptions;
+  readonly #keys: ReturnType<typeof globalKeys>;
+
+  constructor(options: IngressOptions) {
+    this.#options = options;
+    this.#keys = globalKeys(options.prefix);
+  }
+
+  async submit(message: InboundMessage): Promise<SubmitResult> {
+    const { store, producers, access, logger } = this.#options;
+    const now = this.#options.now?.() ?? Date.now();
+    const log = logger.child({ sessionKey: message.sessionKey, messageId: message.messageId });
+
+    const verdict = await access.check(message, now);
+    if (!verdict.allowed) {
+      log.info({ platform: message.platform, userId: message.userId, chatType: message.chatType }, "message-denied");
+      return verdict.notice === undefined ? { status: "denied" } : { status: "denied", notice: verdict.notice };
+    }
+    const rate = await this.#rateCheck(message, now);
+    if (rate) return rate;
+
+    const normalized = this.#truncate(message);
+    const added = await store.appendInbox(normalized, now);
+    if (!added) {
+      log.info("message-duplicate");
+      return { status: "duplicate" };
+    }
+    try {
+      await producers.enqueueTurn(message.sessionKey);
+    } catch (error) {
+      // Stored already: the sweeper will enqueue it; do not fail the platform ack.
+      log.warn({ err: error }, "enqueue-failed-sweeper-will-retry");
+    }
+    log.debug({ chars: normalized.text.length }, "message-accepted");
+    await this.#options.onAccepted?.(normalized);
+    return { status: "accepted" };
+  }
+
+  #truncate(message: InboundMessage): InboundMessage {
+    const limit = this.#options.maxMessageChars;
+    if (message.text.length <= limit) return message;
+    return { ...message, text: `${message.text.slice(0, limit)}\n[message truncated: ${message.text.length} characters, the limit is ${limit}]` };
+  }
+
+  async #rateCheck(message: InboundMessage, now: number): Promise<SubmitResult | undefined> {
+    const limit = this.#options.rateLimitPerMinute;
+    if (limit === 0 || message.platform === "console") return undefined;
+    const minute = Math.floor(now / 60_000);
+    const key = this.#keys.rate(message.platform, message.userId, minute);
+    const [[, count]] = (await this.#options.redis.multi().incr(key).expire(key, 120).exec()) as [[Error | null, number]];
+    if (count <= limit) return undefined;
+    // One polite notice per minute; further messages are dropped silently.
+    return count === limit + 1
+      ? { status: "rate-limited", notice: `You're sending messages faster than I can keep up (more than ${limit} a minute). Please wait a moment.` }
+      : { status: "rate-limited" };
+  }
+}

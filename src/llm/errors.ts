@@ -1,0 +1,201 @@
+/**
+ * Maps whatever the openai SDK throws to the errors named for what the caller must do
+ * (`src/errors.ts`), and classifies failures for metrics. Every mapped error keeps the SDK's
+ * error as `cause`.
+ *
+ * The SDK (6.49.0) builds `APIError.error` from `body.error` only. Bodies without that key are
+ * lost to it: vLLM's older flat `{object:"error", message, code:400}` becomes
+ * "400 status code (no body)" with `error`, `code` and `type` all undefined. The client keeps
+ * the raw body of every failed response (`rememberRawBody`, fed by its `makeStatusError`
+ * override), so the overflow rule and the messages here still see what the server said.
+ */
+import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
+import { detectContextOverflow } from "../context/overflow.js";
+import { AbortedError, ContextOverflowError, PermanentError, RetryableError } from "../errors.js";
+
+export type LlmErrorKind =
+  | "overflow" | "rate-limit" | "server" | "timeout" | "connection" | "auth" | "bad-request" | "aborted" | "unknown";
+
+const rawBodies = new WeakMap<object, string>();
+
+/** Called by the client for every HTTP error the SDK builds. */
+export function rememberRawBody(error: object, body: string): void {
+  rawBodies.set(error, body);
+}
+
+/**
+ * An error reported inside a 200 response instead of a completion. OpenRouter does this when the
+ * upstream provider fails after the status line was sent: `{error: {message, code}}` with no
+ * `choices`.
+ */
+export class ProviderErrorBody extends Error {
+  override readonly name = "ProviderErrorBody";
+  constructor(
+    message: string,
+    readonly status: number | undefined,
+    readonly code: unknown,
+    readonly type: unknown,
+    readonly body: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Builds the error for a 200 response that carries no choice; the body is the parsed JSON. */
+export function errorFromCompletionBody(body: unknown): Error {
+  const text = safeStringify(body);
+  const error = isRecord(body) && isRecord(body.error) ? body.error : undefined;
+  if (!error) return new ProviderErrorBody(`response without choices: ${truncate(text, 300)}`, undefined, undefined, undefined, text);
+  const status = typeof error.code === "number" ? error.code : undefined;
+  return new ProviderErrorBody(messageInBody(text) ?? "provider error", status, error.code, error.type, text);
+}
+
+interface Facts {
+  kind: "api" | "aborted" | "timeout" | "connection" | "other";
+  status?: number;
+  code?: unknown;
+  type?: unknown;
+  message: string;
+  body?: string;
+  headers?: Headers;
+}
+
+function factsOf(error: unknown): Facts {
+  // Order matters: the abort and timeout errors are APIError subclasses too.
+  if (error instanceof APIUserAbortError || (error instanceof Error && error.name === "AbortError")) {
+    return { kind: "aborted", message: error.message };
+  }
+  if (error instanceof APIConnectionTimeoutError) return { kind: "timeout", message: error.message };
+  if (error instanceof APIConnectionError) {
+    const cause = error.cause instanceof Error ? `: ${error.cause.message}` : "";
+    return { kind: "connection", message: `${error.message}${cause}` };
+  }
+  if (error instanceof ProviderErrorBody) {
+    return { kind: "api", status: error.status, code: error.code, type: error.type, message: error.message, body: error.body };
+  }
+  if (error instanceof APIError) {
+    const body = rawBodies.get(error) ?? (error.error === undefined ? undefined : safeStringify(error.error));
+    const fromBody = body === undefined ? undefined : messageInBody(body);
+    // The SDK says "(no body)" when `body.error` is missing, and knows nothing of OpenRouter's
+    // `metadata.raw`: the body then says more than the SDK's message.
+    const sdkText = error.message.replace(/^\d{3} /, "");
+    const saysMore = fromBody !== undefined && (sdkText.endsWith("status code (no body)") || (fromBody !== sdkText && fromBody.startsWith(sdkText)));
+    const message = saysMore ? `${error.status} ${fromBody}` : error.message;
+    return { kind: "api", status: error.status, code: error.code, type: error.type, message, body, headers: error.headers };
+  }
+  return { kind: "other", message: error instanceof Error ? error.message : String(error) };
+}
+
+function kindOf(facts: Facts): LlmErrorKind {
+  if (facts.kind === "aborted") return "aborted";
+  if (facts.kind === "timeout") return "timeout";
+  if (facts.kind === "connection") return "connection";
+  if (facts.kind === "other") return "unknown";
+  if (detectContextOverflow(facts).overflow) return "overflow";
+  const status = facts.status;
+  if (status === undefined) return "unknown";
+  if (status === 429) return "rate-limit";
+  if (status === 408) return "timeout";
+  if (status === 409 || status >= 500) return "server";
+  if (status === 401 || status === 403) return "auth";
+  if (status >= 400) return "bad-request";
+  return "unknown";
+}
+
+/** The failure's class, for metrics and logs. Accepts SDK errors and errors mapped by `toLlmError`. */
+export function classifyLlmError(error: unknown): LlmErrorKind {
+  if (error instanceof ContextOverflowError) return "overflow";
+  if (error instanceof AbortedError) return "aborted";
+  if ((error instanceof PermanentError || error instanceof RetryableError) && error.cause !== undefined) {
+    return classifyLlmError(error.cause);
+  }
+  return kindOf(factsOf(error));
+}
+
+export interface MapOptions {
+  /** The caller's signal: once it fired, any failure is an abort. */
+  signal?: AbortSignal;
+  /** Masks secrets in the message of the error returned. */
+  redact?: (text: string) => string;
+}
+
+/** The error the caller should act on, with the SDK's error as `cause`. Our own errors pass through. */
+export function toLlmError(error: unknown, options: MapOptions = {}): Error {
+  if (error instanceof PermanentError || error instanceof RetryableError || error instanceof AbortedError) return error;
+  const redact = options.redact ?? ((text: string) => text);
+  const facts = factsOf(error);
+  const kind = options.signal?.aborted ? "aborted" : kindOf(facts);
+  const message = redact(`LLM ${kind}: ${truncate(facts.message, 1_000)}`);
+  switch (kind) {
+    case "aborted":
+      return new AbortedError("LLM request aborted", { cause: error });
+    case "overflow": {
+      const { contextWindow } = detectContextOverflow(facts);
+      return new ContextOverflowError(message, contextWindow === undefined ? { cause: error } : { cause: error, contextWindow });
+    }
+    case "rate-limit":
+    case "server":
+    case "timeout":
+    case "connection":
+    case "unknown": {
+      const retryAfterMs = facts.headers ? retryAfterMsFromHeaders(facts.headers) : undefined;
+      return new RetryableError(message, retryAfterMs === undefined ? { cause: error } : { cause: error, retryAfterMs });
+    }
+    case "auth":
+    case "bad-request":
+      return new PermanentError(message, { cause: error });
+  }
+}
+
+/**
+ * The wait a server asks for, read the way the SDK reads it: `retry-after-ms` (milliseconds,
+ * non-standard), else `retry-after` (seconds, or an HTTP date).
+ */
+export function retryAfterMsFromHeaders(headers: Headers): number | undefined {
+  const milliseconds = Number.parseFloat(headers.get("retry-after-ms") ?? "");
+  if (Number.isFinite(milliseconds) && milliseconds >= 0) return milliseconds;
+  const retryAfter = headers.get("retry-after");
+  if (!retryAfter) return undefined;
+  const seconds = Number.parseFloat(retryAfter);
+  if (Number.isFinite(seconds)) return seconds >= 0 ? seconds * 1000 : undefined;
+  const date = Date.parse(retryAfter);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+/** The human part of an error body: `error.message`, a string `error`, `message` or `detail`. */
+function messageInBody(body: string): string | undefined {
+  const parsed = safeParse(body);
+  if (!isRecord(parsed)) return body.trim() === "" ? undefined : truncate(body.trim(), 500);
+  const error = parsed.error;
+  const message =
+    typeof error === "string" ? error
+    : isRecord(error) && typeof error.message === "string" ? error.message
+    : typeof parsed.message === "string" ? parsed.message
+    : typeof parsed.detail === "string" ? parsed.detail
+    : undefined;
+  // OpenRouter: "Provider returned error", the provider's own body in `metadata.raw`.
+  const raw = isRecord(error) && isRecord(error.metadata) ? error.metadata.raw : undefined;
+  const inner = typeof raw === "string" ? messageInBody(raw) : undefined;
+  return inner && message ? `${message}: ${inner}` : message ?? inner;
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null;
+
+function safeParse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function safeStringify(value: unknown): string {
+  try {
+    return typeof value === "string" ? value : JSON.stringify(value) ?? "";
+  } catch {
+    return String(value);
+  }
+}
+
+const truncate = (text: string, length: number): string => (text.length > length ? `${text.slice(0, length)}…` : text);
+

@@ -1,0 +1,6 @@
+/** The LLM layer's public surface. Only this folder imports `openai`. */
+export { createLlmClient, type LlmClientOptions, type OpenAiLlmClient } from "./client.js";
+export { classifyLlmError, retryAfterMsFromHeaders, toLlmError, type LlmErrorKind } from "./errors.js";
+export { DEFAULT_CONTEXT_WINDOW, lookupContextWindow, resolveContextWindow } from "./models.js";
+export { createSummarizer, type Summarizer } from "./summarizer.js";
+export type { ChatRequest, ChatResult, LlmClient, TextPart, TokenUsage, WireMessage } from "./types.js";

@@ -1,0 +1,96 @@
+/**
+ * longhaul's entry point, and the only place the configuration is loaded.
+ * LONGHAUL_ROLE=all (default) runs the gateway and a worker in one process; `gateway` and
+ * `worker` run one side, so many workers on many machines can share one Redis.
+ */
+import { ConfigError, loadConfig, mainApiKey, type Config } from "../config/index.js";
+import { startWorkerRole, type WorkerRole } from "../workers/worker-role.js";
+import { createAdapters } from "./adapters/index.js";
+import { resolveRedis } from "./embedded-redis.js";
+import { startGateway, type Gateway } from "./gateway/gateway.js";
+import { startHttpServer, type RouteHandler } from "./gateway/http-server.js";
+import { createLogger, type Logger } from "./logger.js";
+import { createMetrics } from "./metrics.js";
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`longhaul: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const secrets = [mainApiKey(config), config.SUMMARY_API_KEY, config.TELEGRAM_BOT_TOKEN, config.DISCORD_BOT_TOKEN, config.TELEGRAM_WEBHOOK_SECRET]
+    .filter((secret): secret is string => typeof secret === "string");
+  const logger = createLogger({ level: config.LOG_LEVEL, secrets });
+  const metrics = createMetrics();
+  const redis = await resolveRedis({ ...(config.REDIS_URL ? { redisUrl: config.REDIS_URL } : {}), dataDir: config.DATA_DIR, logger });
+  logger.info({ role: config.LONGHAUL_ROLE, model: config.LLM_MODEL, busyMode: config.BUSY_MODE }, "longhaul-starting");
+
+  let gateway: Gateway | undefined;
+  let worker: WorkerRole | undefined;
+  let http: Awaited<ReturnType<typeof startHttpServer>> | undefined;
+  let shuttingDown: Promise<void> | undefined;
+
+  const shutdown = (reason: string, exitCode = 0): Promise<void> => {
+    shuttingDown ??= (async () => {
+      logger.info({ reason }, "shutdown-started");
+      // Below a container's usual 30 s grace period, so we exit on our own terms.
+      setTimeout(() => {
+        logger.error("shutdown-timed-out");
+        process.exit(1);
+      }, config.SHUTDOWN_TIMEOUT_MS).unref();
+      try {
+        await gateway?.close();
+        await worker?.close();
+        await http?.close();
+        await redis.stop();
+        logger.info("shutdown-finished");
+      } catch (error) {
+        logger.error({ err: error }, "shutdown-failed");
+        exitCode = 1;
+      }
+      logger.flush();
+      process.exit(exitCode);
+    })();
+    return shuttingDown;
+  };
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+
+  const runsGateway = config.LONGHAUL_ROLE !== "worker";
+  const runsWorker = config.LONGHAUL_ROLE !== "gateway";
+  if (runsWorker) worker = startWorkerRole({ config, redisUrl: redis.url, logger, metrics });
+  if (runsGateway) {
+    const adapters = createAdapters(config, logger, { onConsoleDrained: () => void shutdown("console-input-ended") });
+    gateway = await startGateway({ config, redisUrl: redis.url, adapters, logger, metrics });
+  }
+  http = await startHealthServer(config, logger, metrics, gateway, worker);
+  logger.info({ httpPort: http?.port }, "longhaul-ready");
+}
+
+async function startHealthServer(
+  config: Config, logger: Logger, metrics: ReturnType<typeof createMetrics>, gateway: Gateway | undefined, worker: WorkerRole | undefined,
+) {
+  if (config.HTTP_PORT === 0) return undefined;
+  const routes = new Map<string, RouteHandler>(gateway?.routes ?? []);
+  routes.set("/healthz", async (_request, response) => {
+    const checks = { ...(await worker?.health()), ...(await gateway?.health()) };
+    const healthy = Object.values(checks).every(Boolean);
+    response.writeHead(healthy ? 200 : 503, { "content-type": "application/json" })
+      .end(JSON.stringify({ status: healthy ? "ok" : "unhealthy", role: config.LONGHAUL_ROLE, checks }));
+  });
+  routes.set("/metrics", async (_request, response) => {
+    await gateway?.refreshQueueDepth().catch(() => undefined);
+    response.writeHead(200, { "content-type": metrics.registry.contentType }).end(await metrics.registry.metrics());
+  });
+  return startHttpServer({ port: config.HTTP_PORT, routes, logger });
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`longhaul: failed to start: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.exit(1);
+});

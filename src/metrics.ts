@@ -1,0 +1,27 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+/**
+ * Prometheus metrics of one process. Created once in `main` and passed down; tests create
+ * their own. Labels are small closed sets (outcome, class, reason, platform), never ids.
+ */
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: "longhaul_process_" });
+  return {
+    registry,
+    turns: new Counter({ name: "longhaul_turns_total", help: "Turns by outcome", labelNames: ["outcome"] as const, registers: [registry] }),
+    turnSeconds: new Histogram({
+      name: "longhaul_turn_duration_seconds", help: "Turn latency from claim to commit", registers: [registry],
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160],
+    }),
+    llmTokens: new Counter({ name: "longhaul_llm_tokens_total", help: "LLM tokens by kind (input, output, cached)", labelNames: ["kind", "role"] as const, registers: [registry] }),
+    llmErrors: new Counter({ name: "longhaul_llm_errors_total", help: "LLM errors by class", labelNames: ["class"] as const, registers: [registry] }),
+    compactions: new Counter({ name: "longhaul_compactions_total", help: "Compactions by reason and status", labelNames: ["reason", "status"] as const, registers: [registry] }),
+    compactionTokensSaved: new Counter({ name: "longhaul_compaction_tokens_saved_total", help: "Tokens removed from live contexts by compaction", registers: [registry] }),
+    repliesDelivered: new Counter({ name: "longhaul_replies_delivered_total", help: "Replies delivered by platform", labelNames: ["platform"] as const, registers: [registry] }),
+    inbound: new Counter({ name: "longhaul_inbound_messages_total", help: "Inbound messages by platform and result", labelNames: ["platform", "result"] as const, registers: [registry] }),
+    queueDepth: new Gauge({ name: "longhaul_queue_depth", help: "Jobs waiting or delayed per queue", labelNames: ["queue"] as const, registers: [registry] }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,28 @@
+/**
+ * Queue names and job payloads. Payloads carry only routing data (a session key): the
+ * messages live in the session's inbox, and secrets never travel in a job.
+ */
+
+export const TURN_QUEUE = "turns";
+export const DELIVERY_QUEUE = "deliveries";
+
+/** Version of the payload shape; a worker refuses versions it does not know. */
+export const PAYLOAD_VERSION = 1;
+
+export interface TurnJobData {
+  v: typeof PAYLOAD_VERSION;
+  sessionKey: string;
+}
+
+export interface DeliveryJobData {
+  v: typeof PAYLOAD_VERSION;
+  sessionKey: string;
+}
+
+/**
+ * Deduplication ids: at most one active and one waiting job per session and queue
+ * (BullMQ `keepLastIfActive`), which is what gives one turn at a time per session across
+ * any number of workers, and batches messages that arrive during a turn (busy mode collect).
+ */
+export const turnDedupId = (sessionKey: string) => `turn/${sessionKey}`;
+export const deliveryDedupId = (sessionKey: string) => `deliver/${sessionKey}`;

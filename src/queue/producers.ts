@@ -1,0 +1,61 @@
+import { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import {
+  DELIVERY_QUEUE, PAYLOAD_VERSION, TURN_QUEUE, deliveryDedupId, turnDedupId,
+  type DeliveryJobData, type TurnJobData,
+} from "./jobs.js";
+
+/** Finished jobs are kept a while for inspection, then trimmed (removal is lazy in BullMQ). */
+const RETENTION = {
+  removeOnComplete: { age: 3_600, count: 5_000 },
+  removeOnFail: { age: 7 * 24 * 3_600, count: 5_000 },
+};
+
+export interface Producers {
+  enqueueTurn(sessionKey: string): Promise<void>;
+  enqueueDelivery(sessionKey: string): Promise<void>;
+  readonly turnQueue: Queue<TurnJobData>;
+  readonly deliveryQueue: Queue<DeliveryJobData>;
+  close(): Promise<void>;
+}
+
+export function createProducers(connection: Redis, prefix: string, turnAttempts = 4): Producers {
+  const turnQueue = new Queue<TurnJobData>(TURN_QUEUE, { connection, prefix });
+  const deliveryQueue = new Queue<DeliveryJobData>(DELIVERY_QUEUE, { connection, prefix });
+  // Errors surface on the add() promise; the listener only keeps them from being unhandled.
+  turnQueue.on("error", () => undefined);
+  deliveryQueue.on("error", () => undefined);
+
+  return {
+    turnQueue,
+    deliveryQueue,
+    async enqueueTurn(sessionKey) {
+      await turnQueue.add(
+        "turn",
+        { v: PAYLOAD_VERSION, sessionKey },
+        {
+          deduplication: { id: turnDedupId(sessionKey), keepLastIfActive: true },
+          attempts: turnAttempts,
+          backoff: { type: "exponential", delay: 2_000 },
+          ...RETENTION,
+        },
+      );
+    },
+    async enqueueDelivery(sessionKey) {
+      await deliveryQueue.add(
+        "deliver",
+        { v: PAYLOAD_VERSION, sessionKey },
+        {
+          deduplication: { id: deliveryDedupId(sessionKey), keepLastIfActive: true },
+          // A platform outage can last a while; the reply waits in the outbox meanwhile.
+          attempts: 12,
+          backoff: { type: "exponential", delay: 1_000 },
+          ...RETENTION,
+        },
+      );
+    },
+    async close() {
+      await Promise.all([turnQueue.close(), deliveryQueue.close()]);
+    },
+  };
+}

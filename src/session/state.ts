@@ -1,0 +1,61 @@
+import { randomUUID } from "node:crypto";
+import type { ChatMessage } from "../context/messages.js";
+import type { ReplyTarget } from "../adapters/channel-adapter.js";
+
+/** Running totals of one session, for /status and /usage. */
+export interface SessionStats {
+  turns: number;
+  steps: number;
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens: number;
+  compactions: number;
+  /** Tokens removed from the live context by compactions (before − after, summed). */
+  compactionTokensSaved: number;
+  summarizerPromptTokens: number;
+  summarizerCompletionTokens: number;
+  /** prompt_tokens of the latest step, the best measure of the live context's size. */
+  lastPromptTokens: number;
+}
+
+/** What the context engine remembers between turns (calibration, anti-thrash, learned window). */
+export type EngineState = Record<string, unknown>;
+
+export interface SessionState {
+  /** Bumped by every commit; commits are checked against it. */
+  version: number;
+  /** Stable for the session's whole life; compaction never changes it. */
+  sessionId: string;
+  createdAt: number;
+  updatedAt: number;
+  /** Next message sequence number; message ids are `m<seq>`. */
+  nextSeq: number;
+  /** The live context: what the next LLM step sees. */
+  live: ChatMessage[];
+  stats: SessionStats;
+  engine: EngineState;
+  lastTarget?: ReplyTarget;
+}
+
+export const emptyStats = (): SessionStats => ({
+  turns: 0, steps: 0, promptTokens: 0, completionTokens: 0, cachedTokens: 0, compactions: 0,
+  compactionTokensSaved: 0, summarizerPromptTokens: 0, summarizerCompletionTokens: 0, lastPromptTokens: 0,
+});
+
+export function newSessionState(now: number, version = 0): SessionState {
+  return {
+    version,
+    sessionId: randomUUID(),
+    createdAt: now,
+    updatedAt: now,
+    nextSeq: 1,
+    live: [],
+    stats: emptyStats(),
+    engine: {},
+  };
+}
+
+/** Hands out message ids for one turn; the state's counter moves with it. */
+export function messageIdAllocator(state: SessionState): () => string {
+  return () => `m${state.nextSeq++}`;
+}

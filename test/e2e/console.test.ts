@@ -1,0 +1,54 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { startFakeLlm, type FakeLlm } from "../fakes/fake-llm.js";
+import { spawnApp, type AppProcess } from "../helpers/app-process.js";
+import { testEnv } from "../helpers/config.js";
+
+describe("console chat (the app as a child process, piped stdin)", () => {
+  let llm: FakeLlm;
+  let app: AppProcess | undefined;
+
+  beforeEach(async () => {
+    llm = await startFakeLlm();
+  });
+  afterEach(async () => {
+    await app?.kill("SIGKILL");
+    await llm.close();
+  });
+
+  it("answers each line on stdout and exits once stdin ends and everything is answered", async () => {
+    app = spawnApp(testEnv({ LLM_BASE_URL: llm.url, CONSOLE: "auto", LOG_LEVEL: "info" }));
+    app.child.stdin.write("hello there\n");
+    await app.waitForStdoutLines(1);
+    app.child.stdin.write("how are you?\n");
+    await app.waitForStdoutLines(2);
+    app.child.stdin.end();
+    expect(await app.exited()).toBe(0);
+
+    expect(app.stdout().trim().split("\n")).toEqual(["echo: hello there", "echo: how are you?"]);
+    // Logs go to stderr, stdout carries only the replies.
+    expect(app.stderr()).toContain("longhaul-ready");
+    // The second request carries the whole conversation: the session persisted between turns.
+    const second = llm.requests[1]?.body.messages.map((message) => `${message.role}:${String(message.content)}`);
+    expect(second?.slice(1)).toEqual(["user:hello there", "assistant:echo: hello there", "user:how are you?"]);
+  });
+
+  it("answers lines that arrive together (collect mode batches them) and still exits cleanly", async () => {
+    app = spawnApp(testEnv({ LLM_BASE_URL: llm.url, CONSOLE: "auto" }));
+    app.child.stdin.end("one\ntwo\nthree\n");
+    expect(await app.exited()).toBe(0);
+    const lines = app.stdout().trim().split("\n");
+    expect(lines.length).toBeGreaterThanOrEqual(1);
+    expect(lines[lines.length - 1]).toBe("echo: three");
+    // Every line reached the model exactly once, in order.
+    const last = llm.requests[llm.requests.length - 1]?.body.messages ?? [];
+    const userTexts = last.filter((message) => message.role === "user").map((message) => message.content);
+    expect(userTexts).toEqual(["one", "two", "three"]);
+  });
+
+  it("refuses to start with a wrong setting and names the variable", async () => {
+    app = spawnApp(testEnv({ LLM_BASE_URL: llm.url, COMPACTION_THRESHOLD: "1.7", BUSY_MODE: "sometimes" }));
+    expect(await app.exited()).toBe(2);
+    expect(app.stderr()).toMatch(/COMPACTION_THRESHOLD/);
+    expect(app.stderr()).toMatch(/BUSY_MODE/);
+  });
+});

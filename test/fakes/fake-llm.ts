@@ -1,0 +1,299 @@
+/**
+ * A small, honest fake of an OpenAI-compatible chat completions server (node:http, 127.0.0.1,
+ * a free port). The real openai client talks HTTP to it; nothing is mocked.
+ *
+ *   const fake = await startFakeLlm();
+ *   createLlmClient({ baseUrl: fake.url, ... })      // fake.url ends in "/v1"
+ *   await fake.close();
+ *
+ * A POST /v1/chat/completions is recorded in `fake.requests` (parsed body, headers, arrival time,
+ * in order), then answered by the first of:
+ *   1. `fake.route(predicate, handler)`: e.g. `fake.route(bySystemPrompt(/summar/i), ...)`
+ *      scripts the summarizer apart from the main model;
+ *   2. `fake.enqueue(...responses)`: a queue, consumed in order;
+ *   3. `fake.setHandler(handler)`: the default, initially `echo` ("echo: " + last user text).
+ *
+ * A `FakeResponse` is
+ *   - `"text"` or `{ text?, toolCalls?, usage?, finishReason?, model?, delayMs? }`: a 200
+ *     `chat.completion`. `usage` is the wire object (`prompt_tokens`, `completion_tokens`,
+ *     `prompt_tokens_details.cached_tokens`); omitted, it is estimated as chars / 4 without
+ *     `prompt_tokens_details` (like vLLM and llama.cpp); `null` leaves it out;
+ *   - `{ status, headers?, body?, delayMs? }`: any HTTP answer, raw. `httpError.*` and
+ *     `overflow.*` build the bodies real backends send;
+ *   - `{ hang: true }`: never answered; the socket stays open until the client gives up.
+ *
+ * `const gate = fake.hold()`: requests arriving while it is held are recorded, then wait until
+ * `gate.release()` (or until the client disconnects, as when a worker is killed mid-request).
+ * `await fake.waitForRequests(n, timeoutMs)` resolves once n requests have arrived.
+ * `stream: true` is refused with a 400: streaming is not faked.
+ */
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface FakeChatMessage {
+  role: string;
+  content?: unknown;
+  tool_calls?: Array<{ id: string; type: string; function: { name: string; arguments: string } }>;
+  tool_call_id?: string;
+}
+
+/** The request as sent; the fields named here are the ones tests look at most. */
+export interface FakeChatRequestBody {
+  model: string;
+  messages: FakeChatMessage[];
+  tools?: unknown[];
+  max_tokens?: number;
+  prompt_cache_key?: string;
+  [key: string]: unknown;
+}
+
+export interface RecordedRequest {
+  /** 0-based arrival order. */
+  index: number;
+  body: FakeChatRequestBody;
+  headers: IncomingHttpHeaders;
+  /** `Date.now()` at arrival. */
+  at: number;
+}
+
+export interface WireUsage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  total_tokens?: number;
+  prompt_tokens_details?: { cached_tokens?: number };
+}
+
+export interface FakeReply {
+  text?: string | null;
+  /** `arguments`: an object is JSON-encoded, a string sent as is; default `{}`. */
+  toolCalls?: Array<{ name: string; arguments?: unknown; id?: string }>;
+  usage?: WireUsage | null;
+  finishReason?: string;
+  model?: string;
+  delayMs?: number;
+}
+
+export interface FakeHttpError {
+  status: number;
+  headers?: Record<string, string>;
+  /** An object is sent as JSON, a string as is. */
+  body?: unknown;
+  delayMs?: number;
+}
+
+export type FakeResponse = string | FakeReply | FakeHttpError | { hang: true };
+export type FakeHandler = (request: RecordedRequest) => FakeResponse | Promise<FakeResponse>;
+export type RequestPredicate = (request: RecordedRequest) => boolean;
+
+export interface FakeLlm {
+  readonly url: string;
+  readonly requests: RecordedRequest[];
+  enqueue(...responses: FakeResponse[]): void;
+  setHandler(handler: FakeHandler): void;
+  /** Returns a function that removes the route. */
+  route(predicate: RequestPredicate, handler: FakeHandler | FakeResponse): () => void;
+  hold(): { release(): void };
+  waitForRequests(count: number, timeoutMs?: number): Promise<RecordedRequest[]>;
+  close(): Promise<void>;
+}
+
+/** The text of a message's content: a string or an array of text parts. */
+export const textOf = (content: unknown): string =>
+  typeof content === "string" ? content
+  : Array.isArray(content) ? content.map((part: { text?: unknown }) => (typeof part?.text === "string" ? part.text : "")).join("")
+  : "";
+
+export const lastUserText = (request: RecordedRequest): string =>
+  textOf(request.body.messages.findLast((message) => message.role === "user")?.content);
+
+export const systemText = (request: RecordedRequest): string =>
+  request.body.messages.filter((message) => message.role === "system").map((message) => textOf(message.content)).join("\n");
+
+export const bySystemPrompt = (pattern: RegExp | string): RequestPredicate => (request) =>
+  typeof pattern === "string" ? systemText(request).includes(pattern) : pattern.test(systemText(request));
+
+export const echo: FakeHandler = (request) => ({ text: `echo: ${lastUserText(request)}` });
+
+const openAiError = (status: number, message: string, type: string, code: string | null, param: string | null = null): FakeHttpError =>
+  ({ status, body: { error: { message, type, param, code } } });
+
+/** Errors as OpenAI itself words them. */
+export const httpError = {
+  rateLimit: (wait: { retryAfterSeconds?: number; retryAfterMs?: number } = {}): FakeHttpError => ({
+    ...openAiError(429, "Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 3, Used 3, Requested 1.", "requests", "rate_limit_exceeded"),
+    headers: {
+      ...(wait.retryAfterSeconds === undefined ? {} : { "retry-after": String(wait.retryAfterSeconds) }),
+      ...(wait.retryAfterMs === undefined ? {} : { "retry-after-ms": String(wait.retryAfterMs) }),
+    },
+  }),
+  server: (status = 500) => openAiError(status, "The server had an error while processing your request. Sorry about that!", "server_error", null),
+  unauthorized: (message = "Incorrect API key provided: sk-proj-****1234. You can find your API key at https://platform.openai.com/account/api-keys.") =>
+    openAiError(401, message, "invalid_request_error", "invalid_api_key"),
+  badRequest: (message: string, param: string | null = null) => openAiError(400, message, "invalid_request_error", null, param),
+};
+
+/** `contextWindow`: the window the backend states; `requested`: the prompt size it reports. */
+type OverflowOptions = { contextWindow?: number; requested?: number };
+const sizes = (options: OverflowOptions, defaultWindow: number) => {
+  const contextWindow = options.contextWindow ?? defaultWindow;
+  return { window: contextWindow, requested: options.requested ?? contextWindow + 808 };
+};
+const llamaCppMessage = (requested: number, window: number) =>
+  `request (${requested} tokens) exceeds the available context size (${window} tokens), try increasing it`;
+const vllmError = ({ window, requested }: { window: number; requested: number }) => ({
+  message: `This model's maximum context length is ${window} tokens. However, you requested ${requested} tokens (${requested - 512} in the messages, 512 in the completion). Please reduce the length of the messages or completion.`,
+  type: "BadRequestError", param: null, code: 400,
+});
+
+/** Context-overflow refusals (HTTP 400), worded as each backend words them. */
+export const overflow = {
+  openai: (options: OverflowOptions = {}): FakeHttpError => {
+    const { window, requested } = sizes(options, 8192);
+    return openAiError(400, `This model's maximum context length is ${window} tokens. However, your messages resulted in ${requested} tokens. Please reduce the length of the messages.`, "invalid_request_error", "context_length_exceeded", "messages");
+  },
+  /** Anthropic's refusal relayed by OpenRouter: the words are only in `metadata.raw`. */
+  anthropicViaOpenRouter: (options: OverflowOptions = {}): FakeHttpError => {
+    const { window, requested } = sizes(options, 200_000);
+    const raw = { type: "error", error: { type: "invalid_request_error", message: `prompt is too long: ${requested} tokens > ${window} maximum` } };
+    return { status: 400, body: { error: { message: "Provider returned error", code: 400, metadata: { raw: JSON.stringify(raw), provider_name: "Anthropic" } }, user_id: "user_2fake" } };
+  },
+  /** OpenRouter's own check against the endpoint's context length. */
+  openRouter: (options: OverflowOptions = {}): FakeHttpError => {
+    const { window, requested } = sizes(options, 131_072);
+    const message = `This endpoint's maximum context length is ${window} tokens. However, you requested about ${requested} tokens (${requested - 1024} of text input, 1024 in the output). Please reduce the length of either one, or use the "middle-out" transform to compress your prompt automatically.`;
+    return { status: 400, body: { error: { message, code: 400, metadata: { provider_name: null } } } };
+  },
+  /** vLLM's current `{error: {...}}` body; `code` is the number 400. */
+  vllm: (options: OverflowOptions = {}): FakeHttpError => ({ status: 400, body: { error: vllmError(sizes(options, 4096)) } }),
+  /** vLLM's older flat body (SGLang's too): the openai SDK reads only `body.error` and sees nothing. */
+  vllmFlat: (options: OverflowOptions = {}): FakeHttpError => ({ status: 400, body: { object: "error", ...vllmError(sizes(options, 4096)) } }),
+  llamaCpp: (options: OverflowOptions = {}): FakeHttpError => {
+    const { window, requested } = sizes(options, 4096);
+    return { status: 400, body: { error: { code: 400, message: llamaCppMessage(requested, window), type: "exceed_context_size_error", n_prompt_tokens: requested, n_ctx: window } } };
+  },
+  /** Ollama's /v1: its runner's JSON error becomes the *message string* (middleware/openai.go). */
+  ollama: (options: OverflowOptions = {}): FakeHttpError => {
+    const { window, requested } = sizes(options, 4096);
+    const runnerError = JSON.stringify({ error: { code: 400, message: llamaCppMessage(requested, window), type: "exceed_context_size_error" } });
+    return { status: 400, body: { error: { message: runnerError, type: "invalid_request_error", param: null, code: null } } };
+  },
+};
+
+const estimateTokens = (chars: number): number => Math.max(1, Math.ceil(chars / 4));
+
+function completionBody(reply: FakeReply, request: RecordedRequest): unknown {
+  const toolCalls = (reply.toolCalls ?? []).map((call, position) => ({
+    id: call.id ?? `call_${request.index}_${position}`,
+    type: "function",
+    function: { name: call.name, arguments: typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments ?? {}) },
+  }));
+  const content = reply.text ?? null;
+  let usage: WireUsage | undefined;
+  if (reply.usage !== null) {
+    const promptChars = request.body.messages.reduce((sum, message) => sum + textOf(message.content).length, 0);
+    const prompt = reply.usage?.prompt_tokens ?? estimateTokens(promptChars);
+    const completion = reply.usage?.completion_tokens ?? estimateTokens((content ?? JSON.stringify(toolCalls)).length);
+    usage = { ...reply.usage, prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  }
+  return {
+    id: `chatcmpl-fake-${request.index}`,
+    object: "chat.completion",
+    created: Math.floor(Date.now() / 1000),
+    model: reply.model ?? request.body.model,
+    choices: [{
+      index: 0,
+      message: { role: "assistant", content, ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) },
+      finish_reason: reply.finishReason ?? (toolCalls.length > 0 ? "tool_calls" : "stop"),
+      logprobs: null,
+    }],
+    ...(usage === undefined ? {} : { usage }),
+  };
+}
+
+function send(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  response.writeHead(status, { "content-type": "application/json", ...headers }).end(typeof body === "string" ? body : JSON.stringify(body));
+}
+
+export async function startFakeLlm(): Promise<FakeLlm> {
+  const requests: RecordedRequest[] = [];
+  const queue: FakeResponse[] = [];
+  const routes: Array<{ predicate: RequestPredicate; handler: FakeHandler | FakeResponse }> = [];
+  const waiters = new Set<() => void>();
+  let fallback: FakeHandler = echo;
+  let gate: Promise<void> | undefined;
+
+  const pick = async (request: RecordedRequest): Promise<FakeResponse> => {
+    const route = routes.find((candidate) => candidate.predicate(request));
+    if (route) return typeof route.handler === "function" ? route.handler(request) : route.handler;
+    return queue.shift() ?? fallback(request);
+  };
+
+  const answer = async (body: string, headers: IncomingHttpHeaders, response: ServerResponse): Promise<void> => {
+    const request: RecordedRequest = { index: requests.length, body: JSON.parse(body) as FakeChatRequestBody, headers, at: Date.now() };
+    requests.push(request);
+    for (const wake of waiters) wake();
+    // The client may give up (timeout, abort, a killed worker) while we wait: then stay silent.
+    let closed = false;
+    const gone = new Promise<void>((resolve) => response.on("close", () => resolve(void (closed = true))));
+    if (gate) await Promise.race([gate, gone]);
+    if (closed) return;
+    if (request.body.stream === true) {
+      const refusal = httpError.badRequest("the fake LLM does not stream", "stream");
+      return send(response, refusal.status, refusal.body);
+    }
+    const picked = await pick(request);
+    if (typeof picked === "object" && "hang" in picked) return;
+    const reply: FakeReply | FakeHttpError = typeof picked === "string" ? { text: picked } : picked;
+    if (reply.delayMs) await Promise.race([new Promise((resolve) => setTimeout(resolve, reply.delayMs)), gone]);
+    if (closed) return;
+    if ("status" in reply) send(response, reply.status, reply.body ?? "", reply.headers);
+    else send(response, 200, completionBody(reply, request));
+  };
+
+  const server = createServer((incoming, response) => {
+    const chunks: Buffer[] = [];
+    incoming.on("data", (chunk: Buffer) => chunks.push(chunk));
+    incoming.on("end", () => {
+      if (incoming.method !== "POST" || incoming.url !== "/v1/chat/completions") {
+        return send(response, 404, { error: { message: `no route ${incoming.method} ${incoming.url}`, type: "invalid_request_error", param: null, code: null } });
+      }
+      answer(Buffer.concat(chunks).toString("utf8"), incoming.headers, response).catch((error: unknown) => {
+        if (!response.headersSent) send(response, 500, { error: { message: `fake LLM: ${String(error)}`, type: "server_error", param: null, code: null } });
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    enqueue: (...responses) => void queue.push(...responses),
+    setHandler: (handler) => void (fallback = handler),
+    route(predicate, handler) {
+      const entry = { predicate, handler };
+      routes.push(entry);
+      return () => void routes.splice(routes.indexOf(entry), 1);
+    },
+    hold() {
+      let open!: () => void;
+      const held = new Promise<void>((resolve) => (open = resolve));
+      gate = held;
+      return { release: () => { if (gate === held) gate = undefined; open(); } };
+    },
+    waitForRequests(count, timeoutMs = 5_000) {
+      return new Promise((resolve, reject) => {
+        const settle = (outcome: () => void) => { clearTimeout(timer); waiters.delete(check); outcome(); };
+        const check = () => { if (requests.length >= count) settle(() => resolve(requests.slice(0, count))); };
+        const timer = setTimeout(() => settle(() => reject(new Error(`fake LLM: ${requests.length} of ${count} requests arrived within ${timeoutMs} ms`))), timeoutMs);
+        waiters.add(check);
+        check();
+      });
+    },
+    async close() {
+      gate = undefined;
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,59 @@
+/**
+ * Runs longhaul as a real child process (`node --import tsx src/main.ts`), the way an operator
+ * runs it, so tests can pipe stdin, read stdout, and kill it with SIGKILL or SIGTERM.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+export interface AppProcess {
+  child: ChildProcessWithoutNullStreams;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves when stdout has produced `count` lines (or rejects after timeoutMs). */
+  waitForStdoutLines(count: number, timeoutMs?: number): Promise<string[]>;
+  waitForStderr(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  exited(): Promise<number | null>;
+  kill(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export function spawnApp(env: Record<string, string>, options: { entry?: string; args?: string[] } = {}): AppProcess {
+  const child = spawn(process.execPath, ["--import", "tsx", options.entry ?? "src/main.ts", ...(options.args ?? [])], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", NODE_ENV: "test", ...env },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (err += chunk));
+  const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+
+  const waitFor = async <T>(probe: () => T | undefined, timeoutMs: number, what: string): Promise<T> => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = probe();
+      if (value !== undefined) return value;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\nstdout:\n${out}\nstderr:\n${err.slice(-4000)}`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  };
+
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    waitForStdoutLines: (count, timeoutMs = 30_000) =>
+      waitFor(() => {
+        const lines = out.split("\n").filter((line) => line.length > 0);
+        return lines.length >= count ? lines : undefined;
+      }, timeoutMs, `${count} stdout lines`),
+    waitForStderr: (pattern, timeoutMs = 30_000) => waitFor(() => (pattern.test(err) ? true : undefined), timeoutMs, `stderr ${pattern}`).then(() => undefined),
+    exited: () => exit,
+    kill: async (signal = "SIGTERM") => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exit;
+    },
+  };
+}

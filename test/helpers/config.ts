@@ -1,0 +1,30 @@
+import { randomBytes } from "node:crypto";
+import { inject } from "vitest";
+import { loadConfig, type Config } from "../../config/index.js";
+
+/** A unique key prefix per test, so tests share one redis-server without seeing each other. */
+export const uniquePrefix = (label = "t") => `${label}${randomBytes(4).toString("hex")}`;
+
+export const TEST_API_KEY = "sk-test-SECRET-api-key-0123456789";
+export const TEST_TELEGRAM_TOKEN = "123456:TEST-telegram-SECRET-token";
+
+/** The environment a test app runs with; override what the test is about. */
+export function testEnv(overrides: Record<string, string | undefined> = {}): Record<string, string> {
+  const env: Record<string, string | undefined> = {
+    REDIS_URL: inject("redisUrl"),
+    REDIS_PREFIX: uniquePrefix(),
+    LLM_API_KEY: TEST_API_KEY,
+    LLM_MODEL: "gpt-4o-mini",
+    LLM_TIMEOUT_MS: "5000",
+    LLM_MAX_RETRIES: "2",
+    HTTP_PORT: "0",
+    LOG_LEVEL: "silent",
+    JOB_LOCK_MS: "3000",
+    CONSOLE: "off",
+    RATE_LIMIT_PER_MINUTE: "0",
+    ...overrides,
+  };
+  return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));
+}
+
+export const testConfig = (overrides: Record<string, string | undefined> = {}): Config => loadConfig(testEnv(overrides));

@@ -1,0 +1,53 @@
+/**
+ * Runs the real pipeline in the test process: gateway (ingress, delivery) around a
+ * RecordingAdapter, and optionally a worker, against the private redis-server and a fake LLM.
+ */
+import { Writable } from "node:stream";
+import type { Config } from "../../config/index.js";
+import { startGateway, type Gateway } from "../../src/gateway/gateway.js";
+import { createLogger, type Logger } from "../../src/logger.js";
+import { createMetrics } from "../../src/metrics.js";
+import { startWorkerRole, type WorkerRole } from "../../workers/worker-role.js";
+import type { ChannelAdapter } from "../../src/adapters/channel-adapter.js";
+
+export interface LogCapture {
+  lines: string[];
+  logger: Logger;
+}
+
+/** A real pino logger whose output the test can read. */
+export function captureLogs(level = "debug", secrets: readonly string[] = []): LogCapture {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(chunk.toString("utf8"));
+      done();
+    },
+  });
+  return { lines, logger: createLogger({ level, destination, secrets }) };
+}
+
+export interface Pipeline {
+  gateway: Gateway;
+  worker?: WorkerRole;
+  logs: LogCapture;
+  close(): Promise<void>;
+}
+
+export async function startPipeline(config: Config, adapters: ChannelAdapter[], options: { worker?: boolean; logs?: LogCapture } = {}): Promise<Pipeline> {
+  const logs = options.logs ?? captureLogs("warn");
+  const metrics = createMetrics();
+  const redisUrl = config.REDIS_URL;
+  if (!redisUrl) throw new Error("tests must set REDIS_URL");
+  const worker = options.worker === false ? undefined : startWorkerRole({ config, redisUrl, logger: logs.logger, metrics });
+  const gateway = await startGateway({ config, redisUrl, adapters, logger: logs.logger, metrics });
+  return {
+    gateway,
+    ...(worker ? { worker } : {}),
+    logs,
+    close: async () => {
+      await gateway.close();
+      await worker?.close();
+    },
+  };
+}

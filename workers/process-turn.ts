@@ -1,0 +1,125 @@
+/**
+ * One turn, on one screen: lease → drain inbox → load → commands / hygiene → agent loop →
+ * commit (atomic, version-checked) → hand the reply to delivery.
+ */
+import type { ReplyTarget, TurnActivity } from "../src/adapters/channel-adapter.js";
+import { failureNotice, runTurnSegments, settleWithoutAnswer, type AbortReason, type SegmentsResult, type TurnEngine } from "../src/agent/index.js";
+import { AbortedError, PermanentError, RetryableError } from "../src/errors.js";
+import type { Logger } from "../src/logger.js";
+import type { Metrics } from "../src/metrics.js";
+import type { Producers } from "../src/queue/index.js";
+import type { InboxEntry, SessionStore } from "../src/session/store.js";
+
+export interface TurnDeps {
+  store: SessionStore;
+  producers: Producers;
+  engine: TurnEngine;
+  busyMode: "collect" | "queue" | "interrupt";
+  leaseMs: number;
+  publishActivity(activity: TurnActivity): Promise<void>;
+  /** Aborts when /stop or an interrupt asks this session's running turn to stop. */
+  watchAbort(sessionKey: string, signal: AbortSignal): { signal: AbortSignal; dispose(): void };
+  /** Clears a stale abort flag before the turn claims its batch. */
+  clearAbort(sessionKey: string): Promise<void>;
+  logger: Logger;
+  metrics: Metrics;
+  now(): number;
+}
+
+export type TurnOutcome =
+  | { status: "idle" }
+  | { status: "busy" }
+  | { status: "answered"; version: number; messages: number; replies: number };
+
+export interface TurnAttempt {
+  /** Unique per attempt: the lease token. */
+  token: string;
+  /** No retry follows a failure of this attempt: the user must get an answer now. */
+  finalAttempt: boolean;
+  signal: AbortSignal;
+}
+
+export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: TurnAttempt): Promise<TurnOutcome> {
+  const { store, producers } = deps;
+  const log = deps.logger.child({ sessionKey });
+
+  if (!(await store.acquireLease(sessionKey, attempt.token, deps.leaseMs))) return { status: "busy" };
+  const renew = setInterval(() => {
+    store.acquireLease(sessionKey, attempt.token, deps.leaseMs).catch((error: unknown) => log.warn({ err: error }, "lease-renew-failed"));
+  }, Math.max(250, Math.floor(deps.leaseMs / 3)));
+  let target: ReplyTarget | undefined;
+  try {
+    // A reply committed by an earlier attempt that died before handing it over.
+    if ((await store.outboxLength(sessionKey)) > 0) await producers.enqueueDelivery(sessionKey);
+
+    await deps.clearAbort(sessionKey);
+    const batch = await store.claimInbox(sessionKey, deps.busyMode === "queue" ? "one" : "all");
+    if (batch.length === 0) {
+      await store.settle(sessionKey);
+      return { status: "idle" };
+    }
+    target = targetOf(batch);
+    await deps.publishActivity({ type: "turn-started", sessionKey, target });
+
+    const state = await store.load(sessionKey, deps.now());
+    const abort = deps.watchAbort(sessionKey, attempt.signal);
+    let result: SegmentsResult;
+    try {
+      result = await runTurnSegments(deps.engine, { sessionKey, state, batch, target, signal: abort.signal, log });
+    } catch (error) {
+      const reason = abort.signal.aborted ? (abort.signal.reason as AbortReason) : undefined;
+      if (reason === "interrupt" || reason === "shutdown" || attempt.signal.aborted) {
+        // Nothing is committed: the batch stays pending and the next turn takes it together
+        // with whatever arrived meanwhile.
+        log.info({ reason: reason ?? "shutdown" }, "turn-interrupted");
+        await producers.enqueueTurn(sessionKey);
+        return { status: "idle" };
+      }
+      if (reason === "stop") {
+        // /stop: the batch stays part of the conversation, unanswered; /stop itself replies.
+        log.info("turn-stopped");
+        result = settleWithoutAnswer(deps.engine, { sessionKey, state, batch, target, log }, undefined, (stopped) => {
+          stopped.engine.lastTurnAborted = true;
+        });
+      } else if (isRetryable(error) && !attempt.finalAttempt) {
+        throw error;
+      } else {
+        log.error({ err: error }, "turn-failed");
+        result = settleWithoutAnswer(deps.engine, { sessionKey, state, batch, target, log }, failureNotice(error));
+      }
+    } finally {
+      abort.dispose();
+    }
+
+    const version = await store.commit(sessionKey, {
+      state: result.state,
+      transcript: result.transcript,
+      outbox: result.replies,
+      clearPending: true,
+      ...(result.archivedSessionId ? { archivedSessionId: result.archivedSessionId } : {}),
+    });
+    log.info({ version, messages: batch.length, replies: result.replies.length }, "turn-committed");
+    if (result.replies.length > 0) await producers.enqueueDelivery(sessionKey);
+    if ((await store.inboxLength(sessionKey)) > 0) await producers.enqueueTurn(sessionKey);
+    else await store.settle(sessionKey);
+    return { status: "answered", version, messages: batch.length, replies: result.replies.length };
+  } finally {
+    clearInterval(renew);
+    if (target) await deps.publishActivity({ type: "turn-finished", sessionKey, target }).catch(() => undefined);
+    await store.releaseLease(sessionKey, attempt.token).catch(() => undefined);
+  }
+}
+
+/** Replies go where the latest message of the batch came from. */
+function targetOf(batch: readonly InboxEntry[]): ReplyTarget {
+  const last = batch[batch.length - 1];
+  if (!last) throw new PermanentError("empty batch");
+  return {
+    platform: last.platform,
+    chatId: last.chatId,
+    ...(last.threadId ? { threadId: last.threadId } : {}),
+    replyToMessageId: last.messageId,
+  };
+}
+
+const isRetryable = (error: unknown) => error instanceof RetryableError || !(error instanceof PermanentError || error instanceof AbortedError);

@@ -1,0 +1,109 @@
+/**
+ * The worker role: takes turn jobs from BullMQ and runs them. Any number of these processes
+ * may share one Redis; per-session order comes from the queue's deduplication plus the
+ * session lease, not from anything local to a process.
+ */
+import { randomUUID } from "node:crypto";
+import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
+import type { Logger } from "../src/logger.js";
+import { PAYLOAD_VERSION, TURN_QUEUE, createRedis, type Producers, type TurnJobData } from "../src/queue/index.js";
+import type { SessionStore } from "../src/session/store.js";
+import { processTurn, type TurnDeps, type TurnOutcome } from "./process-turn.js";
+
+export interface TurnWorkerOptions {
+  redisUrl: string;
+  prefix: string;
+  concurrency: number;
+  lockMs: number;
+  deps: TurnDeps;
+  logger: Logger;
+  /** How often the sweeper looks for sessions with work but no job (after outages). */
+  sweepIntervalMs?: number;
+}
+
+export interface TurnWorker {
+  /** Stops taking jobs and waits for the running turns (BullMQ hands back what is killed). */
+  close(): Promise<void>;
+}
+
+export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
+  const workerId = randomUUID().slice(0, 8);
+  const connection = createRedis(options.redisUrl);
+  const log = options.logger.child({ role: "worker", workerId });
+
+  const worker = new Worker<TurnJobData, TurnOutcome>(
+    TURN_QUEUE,
+    async (job: Job<TurnJobData, TurnOutcome>, token?: string, signal?: AbortSignal) => {
+      if (job.data.v !== PAYLOAD_VERSION) throw new UnrecoverableError(`unknown turn payload version ${String(job.data.v)}`);
+      const attempts = job.opts.attempts ?? 1;
+      const outcome = await processTurn(
+        { ...options.deps, logger: log.child({ jobId: job.id }) },
+        job.data.sessionKey,
+        {
+          token: `${workerId}:${job.id}:${job.attemptsMade}`,
+          finalAttempt: job.attemptsMade + 1 >= attempts,
+          signal: signal ?? new AbortController().signal,
+        },
+      );
+      if (outcome.status === "busy") {
+        // Another worker still holds the session (a takeover after a false stall): come back later.
+        await job.moveToDelayed(Date.now() + 1_000, token);
+        throw new DelayedError();
+      }
+      return outcome;
+    },
+    {
+      connection,
+      prefix: options.prefix,
+      concurrency: options.concurrency,
+      lockDuration: options.lockMs,
+      stalledInterval: options.lockMs,
+      maxStalledCount: 3,
+    },
+  );
+  worker.on("error", (error) => log.error({ err: error }, "worker-error"));
+  worker.on("failed", (job, error) => log.warn({ jobId: job?.id, attemptsMade: job?.attemptsMade, err: error }, "turn-job-failed"));
+  worker.on("stalled", (jobId) => log.warn({ jobId }, "turn-job-stalled"));
+
+  const sweeper = startSweeper(options.deps.store, options.deps.producers, log, options.sweepIntervalMs ?? 5_000);
+
+  let closing: Promise<void> | undefined;
+  return {
+    close() {
+      closing ??= (async () => {
+        sweeper.stop();
+        await worker.close();
+        connection.disconnect();
+      })();
+      return closing;
+    },
+  };
+}
+
+/**
+ * The safety net for the gap between "stored" and "enqueued": a message persisted while the
+ * enqueue failed, a pending batch whose job failed for good, an outbox whose delivery job was
+ * lost. Re-enqueueing is idempotent thanks to deduplication.
+ */
+export function startSweeper(store: SessionStore, producers: Producers, log: Logger, intervalMs: number): { stop(): void } {
+  let running = false;
+  const sweep = async () => {
+    if (running) return;
+    running = true;
+    try {
+      for (const sessionKey of await store.sessionsWithWork()) {
+        const work = await store.pendingWork(sessionKey);
+        if (work.inbox > 0 || work.pending) await producers.enqueueTurn(sessionKey);
+        if (work.outbox > 0) await producers.enqueueDelivery(sessionKey);
+        if (work.inbox === 0 && !work.pending && work.outbox === 0) await store.settle(sessionKey);
+      }
+    } catch (error) {
+      log.debug({ err: error }, "sweep-failed");
+    } finally {
+      running = false;
+    }
+  };
+  const timer = setInterval(() => void sweep(), intervalMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}

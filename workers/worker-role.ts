@@ -1,0 +1,128 @@
+/**
+ * Builds everything the worker role needs from the config: Redis, the session store, the
+ * LLM clients, the tools, the context engine binding, and the BullMQ turn worker.
+ */
+import type { Config } from "../config/index.js";
+import { mainApiKey } from "../config/index.js";
+import { currentTimeTool, ToolRegistry, type TurnEngine } from "../src/agent/index.js";
+import { createContextManager } from "../src/agent/session-context.js";
+import { createRecallTool } from "../src/agent/tools/recall.js";
+import { createLlmClient, createSummarizer } from "../src/llm/index.js";
+import type { Logger } from "../src/logger.js";
+import type { Metrics } from "../src/metrics.js";
+import { createProducers, createRedis } from "../src/queue/index.js";
+import { AbortFlags } from "../src/session/abort.js";
+import { globalKeys } from "../src/session/keys.js";
+import { SessionStore } from "../src/session/store.js";
+import { startTurnWorker } from "./turn-worker.js";
+
+export interface WorkerRole {
+  health(): Promise<Record<string, boolean>>;
+  close(): Promise<void>;
+}
+
+export function startWorkerRole(options: { config: Config; redisUrl: string; logger: Logger; metrics: Metrics }): WorkerRole {
+  const { config, logger, metrics } = options;
+  const prefix = config.REDIS_PREFIX;
+  const redis = createRedis(options.redisUrl);
+  redis.on("error", (error) => logger.warn({ err: error }, "redis-error"));
+  const store = new SessionStore(redis, prefix);
+  const producers = createProducers(redis, prefix);
+  const abortFlags = new AbortFlags(redis, prefix);
+  const activityChannel = globalKeys(prefix).activityChannel;
+
+  const llm = createLlmClient({
+    baseUrl: config.LLM_BASE_URL,
+    ...(mainApiKey(config) ? { apiKey: mainApiKey(config) } : {}),
+    model: config.LLM_MODEL,
+    ...(config.LLM_CONTEXT_WINDOW ? { contextWindow: config.LLM_CONTEXT_WINDOW } : {}),
+    timeoutMs: config.LLM_TIMEOUT_MS,
+    maxRetries: config.LLM_MAX_RETRIES,
+    maxOutputTokens: config.LLM_MAX_OUTPUT_TOKENS,
+    logger,
+  });
+  const summaryModel = config.SUMMARY_MODEL ?? config.LLM_MODEL;
+  const summaryApiKey = config.SUMMARY_API_KEY ?? mainApiKey(config);
+  const sameSummarizerEndpoint = summaryModel === config.LLM_MODEL && (config.SUMMARY_BASE_URL ?? config.LLM_BASE_URL) === config.LLM_BASE_URL;
+  const summaryWindow = config.SUMMARY_CONTEXT_WINDOW ?? (sameSummarizerEndpoint ? config.LLM_CONTEXT_WINDOW : undefined);
+  const summaryClient = sameSummarizerEndpoint && !config.SUMMARY_CONTEXT_WINDOW
+    ? llm
+    : createLlmClient({
+      baseUrl: config.SUMMARY_BASE_URL ?? config.LLM_BASE_URL,
+      ...(summaryApiKey ? { apiKey: summaryApiKey } : {}),
+      model: summaryModel,
+      ...(summaryWindow ? { contextWindow: summaryWindow } : {}),
+      timeoutMs: config.LLM_TIMEOUT_MS,
+      maxRetries: config.LLM_MAX_RETRIES,
+      logger,
+    });
+
+  const tools = new ToolRegistry()
+    .register(currentTimeTool)
+    .register(createRecallTool());
+
+  const engine: TurnEngine = {
+    llm,
+    tools,
+    context: createContextManager({
+      llm,
+      summarizer: createSummarizer(summaryClient),
+      fallbackSummarizer: summaryClient === llm ? undefined : createSummarizer(llm),
+      settings: {
+        hygieneThreshold: config.HYGIENE_THRESHOLD,
+        compactionThreshold: config.COMPACTION_THRESHOLD,
+        targetRatio: config.COMPACTION_TARGET_RATIO,
+        protectLastN: config.PROTECT_LAST_N,
+      },
+      tools: () => tools.definitions(),
+      metrics,
+    }),
+    systemPrompt: config.SYSTEM_PROMPT,
+    maxSteps: config.AGENT_MAX_STEPS,
+    maxOutputTokens: config.LLM_MAX_OUTPUT_TOKENS,
+    toolOutputMaxChars: config.TOOL_OUTPUT_MAX_CHARS,
+    prices: { input: config.LLM_PRICE_INPUT, cachedInput: config.LLM_PRICE_CACHED_INPUT, output: config.LLM_PRICE_OUTPUT },
+    transcriptReader: (sessionKey) => ({
+      get: (id) => store.transcriptMessage(sessionKey, id),
+      search: (query, limit) => store.searchTranscript(sessionKey, query, limit),
+    }),
+    transcriptLength: (sessionKey) => store.transcriptLength(sessionKey),
+    now: () => Date.now(),
+  };
+
+  const worker = startTurnWorker({
+    redisUrl: options.redisUrl,
+    prefix,
+    concurrency: config.WORKER_CONCURRENCY,
+    lockMs: config.JOB_LOCK_MS,
+    logger,
+    deps: {
+      store,
+      producers,
+      engine,
+      busyMode: config.BUSY_MODE,
+      leaseMs: config.JOB_LOCK_MS,
+      publishActivity: async (activity) => {
+        await redis.publish(activityChannel, JSON.stringify(activity));
+      },
+      watchAbort: (sessionKey, signal) => abortFlags.watch(sessionKey, signal),
+      clearAbort: (sessionKey) => abortFlags.clear(sessionKey),
+      logger,
+      metrics,
+      now: () => Date.now(),
+    },
+  });
+
+  let closing: Promise<void> | undefined;
+  return {
+    health: async () => ({ redis: await redis.ping().then(() => true, () => false) }),
+    close() {
+      closing ??= (async () => {
+        await worker.close();
+        await producers.close();
+        await redis.quit().catch(() => redis.disconnect());
+      })();
+      return closing;
+    },
+  };
+}
