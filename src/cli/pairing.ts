@@ -1,0 +1,81 @@
+/**
+ * Operator CLI for access: `npm run pairing -- approve CODE`, `list`, `revoke <platform> <userId>`.
+ * Reads the same configuration as the bot (REDIS_URL, REDIS_PREFIX, allowlists).
+ */
+import { ConfigError, loadConfig } from "../../config/index.js";
+import { resolveRedis } from "../embedded-redis.js";
+import { AccessControl } from "../gateway/access.js";
+import { silentLogger } from "../logger.js";
+import { createRedis } from "../queue/index.js";
+import type { Platform } from "../adapters/channel-adapter.js";
+
+const USAGE = `usage:
+  npm run pairing -- approve CODE          let the user who got CODE talk to the bot
+  npm run pairing -- list                  pending pairing requests and approved users
+  npm run pairing -- revoke PLATFORM ID    remove an approved user (telegram | discord)`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...args] = argv;
+  if (!command || command === "help" || command === "--help") {
+    process.stdout.write(`${USAGE}\n`);
+    return command ? 0 : 1;
+  }
+  const config = loadConfig(process.env);
+  const redisHandle = await resolveRedis({ ...(config.REDIS_URL ? { redisUrl: config.REDIS_URL } : {}), dataDir: config.DATA_DIR, logger: silentLogger });
+  const redis = createRedis(redisHandle.url, { maxRetriesPerRequest: 3 });
+  const access = new AccessControl(redis, config.REDIS_PREFIX, {
+    users: { telegram: config.ALLOWED_TELEGRAM_USERS, discord: config.ALLOWED_DISCORD_USERS },
+    chats: { telegram: config.ALLOWED_TELEGRAM_CHATS, discord: config.ALLOWED_DISCORD_CHANNELS },
+  });
+  try {
+    switch (command) {
+      case "approve": {
+        const code = args[0];
+        if (!code) throw new UsageError("approve needs the CODE the user received");
+        const request = await access.approve(code);
+        if (!request) {
+          process.stderr.write(`No pending pairing request with code ${code} (codes expire after an hour).\n`);
+          return 1;
+        }
+        process.stdout.write(`Approved ${request.userName} (${request.platform} user ${request.userId}). They can talk to the bot now.\n`);
+        return 0;
+      }
+      case "list": {
+        const pending = await access.pendingRequests();
+        process.stdout.write(pending.length === 0 ? "No pending pairing requests.\n" : "Pending:\n");
+        for (const request of pending) {
+          process.stdout.write(`  ${request.code}  ${request.platform} user ${request.userId} (${request.userName}), ${new Date(request.requestedAt).toISOString()}\n`);
+        }
+        for (const platform of ["telegram", "discord"] as const) {
+          const approved = await access.approvedUsers(platform);
+          if (approved.length > 0) process.stdout.write(`Approved on ${platform}: ${approved.join(", ")}\n`);
+        }
+        return 0;
+      }
+      case "revoke": {
+        const [platform, userId] = args;
+        if ((platform !== "telegram" && platform !== "discord") || !userId) throw new UsageError("revoke needs PLATFORM (telegram | discord) and a user ID");
+        const removed = await access.revoke(platform as Platform, userId);
+        process.stdout.write(removed ? `Revoked ${platform} user ${userId}.\n` : `${platform} user ${userId} was not approved.\n`);
+        return 0;
+      }
+      default:
+        throw new UsageError(`unknown command: ${command}`);
+    }
+  } finally {
+    redis.disconnect();
+    await redisHandle.stop();
+  }
+}
+
+class UsageError extends Error {}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof UsageError) process.stderr.write(`${error.message}\n${USAGE}\n`);
+    else if (error instanceof ConfigError) process.stderr.write(`${error.message}\n`);
+    else process.stderr.write(`pairing failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(2);
+  },
+);
