@@ -4,8 +4,6 @@ import { connect } from "node:net";
 import { resolve } from "node:path";
 import type { Logger } from "./logger.js";
 
-export const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";
-
 export async function isListening(host: string, port: number, timeoutMs = 500): Promise<boolean> {
   return new Promise((done) => {
     const socket = connect(port, host);
@@ -28,11 +26,20 @@ export interface ResolvedRedis {
 /**
  * SPEC §8: REDIS_URL when set; else 127.0.0.1:6379 when something listens there; else a
  * private redis-server (AOF on, data under DATA_DIR/redis) that lives as long as this process.
- * The private server listens on a unix socket-free loopback port next to the default.
+ * The private server listens on loopback port 6399.
  */
-export async function resolveRedis(options: { redisUrl?: string; dataDir: string; logger: Logger }): Promise<ResolvedRedis> {
+export async function resolveRedis(options: {
+  redisUrl?: string;
+  dataDir: string;
+  logger: Logger;
+  /** The default Redis port probed when REDIS_URL is unset (tests move it). */
+  defaultPort?: number;
+  /** Where the private server listens. */
+  embeddedPort?: number;
+}): Promise<ResolvedRedis> {
   if (options.redisUrl) return { url: options.redisUrl, stop: async () => undefined };
-  if (await isListening("127.0.0.1", 6379)) return { url: DEFAULT_REDIS_URL, stop: async () => undefined };
+  const defaultPort = options.defaultPort ?? 6379;
+  if (await isListening("127.0.0.1", defaultPort)) return { url: `redis://127.0.0.1:${defaultPort}`, stop: async () => undefined };
 
   const probe = spawnSync("redis-server", ["--version"], { encoding: "utf8" });
   if (probe.error || probe.status !== 0) {
@@ -40,7 +47,7 @@ export async function resolveRedis(options: { redisUrl?: string; dataDir: string
   }
   const dir = resolve(options.dataDir, "redis");
   mkdirSync(dir, { recursive: true });
-  const port = 6399;
+  const port = options.embeddedPort ?? 6399;
   if (await isListening("127.0.0.1", port)) {
     // A private server from an earlier run that is still up (e.g. another longhaul process).
     options.logger.info({ port }, "embedded-redis-reused");
