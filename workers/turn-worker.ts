@@ -19,6 +19,11 @@ export interface TurnWorkerOptions {
   logger: Logger;
   /** How often the sweeper looks for sessions with work but no job (after outages). */
   sweepIntervalMs?: number;
+  /**
+   * On close, running turns get this long to finish; then they are aborted and handed back
+   * (their batch stays pending and another worker takes it). Keep it below the hard exit timer.
+   */
+  handBackAfterMs: number;
 }
 
 export interface TurnWorker {
@@ -72,7 +77,12 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
     close() {
       closing ??= (async () => {
         sweeper.stop();
+        const handBack = setTimeout(() => {
+          log.warn("handing-back-running-turns");
+          worker.cancelAllJobs("shutdown");
+        }, options.handBackAfterMs);
         await worker.close();
+        clearTimeout(handBack);
         connection.disconnect();
       })();
       return closing;

@@ -95,6 +95,7 @@ export function startWorkerRole(options: { config: Config; redisUrl: string; log
     prefix,
     concurrency: config.WORKER_CONCURRENCY,
     lockMs: config.JOB_LOCK_MS,
+    handBackAfterMs: Math.floor(config.SHUTDOWN_TIMEOUT_MS / 2),
     logger,
     deps: {
       store,
