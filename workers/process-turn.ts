@@ -5,6 +5,7 @@
 import type { ReplyTarget, TurnActivity } from "../src/adapters/channel-adapter.js";
 import { failureNotice, runTurnSegments, settleWithoutAnswer, type AbortReason, type SegmentsResult, type TurnEngine } from "../src/agent/index.js";
 import { AbortedError, PermanentError, RetryableError } from "../src/errors.js";
+import { classifyLlmError } from "../src/llm/index.js";
 import type { Logger } from "../src/logger.js";
 import type { Metrics } from "../src/metrics.js";
 import type { Producers } from "../src/queue/index.js";
@@ -61,6 +62,8 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
     target = targetOf(batch);
     await deps.publishActivity({ type: "turn-started", sessionKey, target });
 
+    const startedAt = performance.now();
+    let outcome: "answered" | "stopped" | "failed" = "answered";
     const state = await store.load(sessionKey, deps.now());
     const abort = deps.watchAbort(sessionKey, attempt.signal);
     let result: SegmentsResult;
@@ -72,19 +75,25 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
         // Nothing is committed: the batch stays pending and the next turn takes it together
         // with whatever arrived meanwhile.
         log.info({ reason: reason ?? "shutdown" }, "turn-interrupted");
+        deps.metrics.turns.inc({ outcome: "interrupted" });
         await producers.enqueueTurn(sessionKey);
         return { status: "idle" };
       }
       if (reason === "stop") {
         // /stop: the batch stays part of the conversation, unanswered; /stop itself replies.
         log.info("turn-stopped");
+        outcome = "stopped";
         result = settleWithoutAnswer(deps.engine, { sessionKey, state, batch, target, log }, undefined, (stopped) => {
           stopped.engine.lastTurnAborted = true;
         });
       } else if (isRetryable(error) && !attempt.finalAttempt) {
+        deps.metrics.llmErrors.inc({ class: classifyLlmError(error) });
+        deps.metrics.turns.inc({ outcome: "retried" });
         throw error;
       } else {
         log.error({ err: error }, "turn-failed");
+        outcome = "failed";
+        deps.metrics.llmErrors.inc({ class: classifyLlmError(error) });
         result = settleWithoutAnswer(deps.engine, { sessionKey, state, batch, target, log }, failureNotice(error));
       }
     } finally {
@@ -99,6 +108,8 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
       ...(result.archivedSessionId ? { archivedSessionId: result.archivedSessionId } : {}),
     });
     log.info({ version, messages: batch.length, replies: result.replies.length }, "turn-committed");
+    deps.metrics.turns.inc({ outcome });
+    deps.metrics.turnSeconds.observe((performance.now() - startedAt) / 1_000);
     if (result.replies.length > 0) await producers.enqueueDelivery(sessionKey);
     if ((await store.inboxLength(sessionKey)) > 0) await producers.enqueueTurn(sessionKey);
     else await store.settle(sessionKey);

@@ -1,0 +1,46 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFakeLlm, type FakeLlm } from "../fakes/fake-llm.js";
+import { spawnApp, type AppProcess } from "../helpers/app-process.js";
+import { testEnv } from "../helpers/config.js";
+import { freePort } from "../helpers/redis-server.js";
+
+describe("/healthz and /metrics", () => {
+  let llm: FakeLlm;
+  let app: AppProcess;
+  let base: string;
+
+  beforeAll(async () => {
+    llm = await startFakeLlm();
+    llm.setHandler(() => ({ text: "fine", usage: { prompt_tokens: 120, completion_tokens: 7, prompt_tokens_details: { cached_tokens: 64 } } }));
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    app = spawnApp(testEnv({ LLM_BASE_URL: llm.url, HTTP_PORT: String(port), CONSOLE: "on", CONSOLE_EXIT_ON_EOF: "false", LOG_LEVEL: "info" }));
+    await app.waitForStderr(/longhaul-ready/);
+  });
+  afterAll(async () => {
+    await app.kill("SIGTERM");
+    await llm.close();
+  });
+
+  it("reports healthy with Redis and the adapters up", async () => {
+    const response = await fetch(`${base}/healthz`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ status: "ok", role: "all", checks: { redis: true, console: true } });
+  });
+
+  it("exports Prometheus metrics: turns, latency, tokens, queue depth", async () => {
+    app.child.stdin.write("how are you?\n");
+    await app.waitForStdoutLines(1);
+    const text = await (await fetch(`${base}/metrics`)).text();
+    expect(text).toMatch(/^longhaul_turns_total\{outcome="answered"\} 1$/m);
+    expect(text).toMatch(/^longhaul_turn_duration_seconds_count 1$/m);
+    expect(text).toMatch(/^longhaul_llm_tokens_total\{kind="input",role="main"\} 120$/m);
+    expect(text).toMatch(/^longhaul_llm_tokens_total\{kind="cached",role="main"\} 64$/m);
+    expect(text).toMatch(/^longhaul_queue_depth\{queue="turns"\} 0$/m);
+    expect(text).toMatch(/^longhaul_replies_delivered_total\{platform="console"\} 1$/m);
+  });
+
+  it("answers 404 elsewhere", async () => {
+    expect((await fetch(`${base}/nope`)).status).toBe(404);
+  });
+});
