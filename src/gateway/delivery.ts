@@ -1,5 +1,6 @@
 import { UnrecoverableError, Worker, type Job } from "bullmq";
 import type { ChannelAdapter, Platform } from "../adapters/channel-adapter.js";
+import { PermanentError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { DELIVERY_QUEUE, PAYLOAD_VERSION, createRedis, type DeliveryJobData } from "../queue/index.js";
 import type { SessionStore } from "../session/store.js";
@@ -34,13 +35,20 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
         const { reply, fromPart } = head;
         const adapter = options.adapters.get(reply.target.platform);
         if (!adapter) throw new Error(`no ${reply.target.platform} adapter in this gateway`);
-        await adapter.send(reply, {
-          fromPart,
-          onPartSent: (partIndex) => store.recordPartSent(sessionKey, partIndex),
-        });
+        try {
+          await adapter.send(reply, {
+            fromPart,
+            onPartSent: (partIndex) => store.recordPartSent(sessionKey, partIndex),
+          });
+          options.onDelivered?.(reply.target.platform);
+          log.info({ sessionKey, jobId: job.id, replyId: reply.replyId }, "reply-delivered");
+        } catch (error) {
+          // The platform refused it for good (chat gone, bot blocked): retrying cannot help,
+          // and the replies queued behind it must not wait forever.
+          if (!(error instanceof PermanentError)) throw error;
+          log.error({ sessionKey, replyId: reply.replyId, err: error }, "reply-undeliverable");
+        }
         await store.popOutbox(sessionKey, reply.replyId);
-        options.onDelivered?.(reply.target.platform);
-        log.info({ sessionKey, jobId: job.id, replyId: reply.replyId }, "reply-delivered");
       }
       await store.settle(sessionKey);
     },

@@ -1,0 +1,3 @@
+export { DiscordAdapter, type DiscordAdapterOptions } from "./discord-adapter.js";
+export { splitMessage, DISCORD_MESSAGE_LIMIT, DISCORD_SPLIT_TARGET, type SplitOptions } from "./split.js";
+export type { DiscordInboundMessage } from "./to-inbound-message.js";

@@ -1,0 +1,97 @@
+/**
+ * Sends one reply: Markdown → HTML → parts → one awaited sendMessage per part, in order.
+ * No lock is shared between chats: a 429 on one chat (auto-retry waits `retry_after` inside
+ * that call) holds up only that chat's reply.
+ */
+import { GrammyError, HttpError, type Api } from "grammy";
+import type { ReplyTarget } from "../channel-adapter.js";
+import { PermanentError, RetryableError } from "../../errors.js";
+import type { Logger } from "../../logger.js";
+import { htmlToPlainText, renderMarkdown } from "./render.js";
+import { DEFAULT_PART_LENGTH, splitHtml, TELEGRAM_MESSAGE_LIMIT } from "./split.js";
+
+/** grammY types its signal with the abort-controller polyfill; Node's own AbortSignal works at run time. */
+export type ApiSignal = Parameters<Api["sendMessage"]>[3];
+export const toApiSignal = (signal: AbortSignal | undefined) => signal as ApiSignal;
+
+export interface SendReplyOptions {
+  /** Parts below this index were delivered before (a resumed reply) and are skipped. @defaultValue 0 */
+  fromPart?: number;
+  /** Called after each part is delivered (or skipped as blank), before the next is sent. */
+  onPartSent?: (partIndex: number) => Promise<void>;
+  /** @defaultValue 4000 */
+  maxPartLength?: number;
+  signal?: AbortSignal;
+  logger: Logger;
+}
+
+/** Renders and splits exactly as `sendReply` does; part indices are stable for a given text. */
+export function replyParts(markdown: string, maxPartLength = DEFAULT_PART_LENGTH): string[] {
+  return splitHtml(renderMarkdown(markdown), { maxLength: maxPartLength });
+}
+
+export async function sendReply(api: Api, target: ReplyTarget, markdown: string, options: SendReplyOptions): Promise<{ parts: number }> {
+  const parts = replyParts(markdown, options.maxPartLength);
+  const chatId = target.chatId;
+  const threadId = target.threadId === undefined ? undefined : Number(target.threadId);
+  const replyTo = target.replyToMessageId === undefined ? undefined : Number(target.replyToMessageId);
+
+  for (let index = options.fromPart ?? 0; index < parts.length; index++) {
+    const html = parts[index] ?? "";
+    if (htmlToPlainText(html).trim() !== "") {
+      const common = {
+        ...(threadId === undefined || Number.isNaN(threadId) ? {} : { message_thread_id: threadId }),
+        // The user may delete their message while the model thinks: still deliver the answer.
+        ...(index === 0 && replyTo !== undefined && !Number.isNaN(replyTo)
+          ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }
+          : {}),
+      };
+      try {
+        await api.sendMessage(chatId, html, { ...common, parse_mode: "HTML" }, toApiSignal(options.signal));
+      } catch (error) {
+        if (!(error instanceof GrammyError && error.error_code === 400 && /can't parse entities/i.test(error.description))) {
+          throw toTelegramError(error);
+        }
+        // Telegram refused our HTML: the reply is never lost, it goes out as plain text.
+        options.logger.warn({ chatId, part: index, description: error.description }, "telegram refused the HTML; resending as plain text");
+        const withUrls = htmlToPlainText(html, { linkUrls: true });
+        const plain = withUrls.length <= TELEGRAM_MESSAGE_LIMIT ? withUrls : htmlToPlainText(html);
+        try {
+          await api.sendMessage(chatId, plain, common, toApiSignal(options.signal));
+        } catch (plainError) {
+          throw toTelegramError(plainError);
+        }
+      }
+    }
+    await options.onPartSent?.(index);
+  }
+  return { parts: parts.length };
+}
+
+/**
+ * Names a failed Bot API call for what the caller must do: retry later, or give up. The grammY
+ * error goes along as `cause` only: pino logs a cause's message and stack, never its fields,
+ * and those fields hold the payload (a webhook secret) or the fetch error (whose message
+ * quotes the URL, token included).
+ */
+export function toTelegramError(error: unknown): Error {
+  if (error instanceof GrammyError) {
+    const message = `telegram ${error.method}: ${error.error_code} ${error.description}`;
+    const retryAfter = error.parameters.retry_after;
+    if (error.error_code === 429 || error.error_code >= 500) {
+      return new RetryableError(message, { cause: error, ...(retryAfter === undefined ? {} : { retryAfterMs: retryAfter * 1000 }) });
+    }
+    return new PermanentError(message, { cause: error });
+  }
+  if (error instanceof HttpError) return new RetryableError(error.message, { cause: error });
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+/** What a log line may say about an error: never the inner fetch error (its message quotes the URL, token included). */
+export function describeError(error: unknown): Record<string, unknown> {
+  if (error instanceof GrammyError) return { name: error.name, method: error.method, code: error.error_code, description: error.description };
+  if (error instanceof HttpError) return { name: error.name, message: error.message };
+  if (error instanceof RetryableError || error instanceof PermanentError) return { name: error.name, message: error.message };
+  if (error instanceof Error) return { name: error.name, message: error.message };
+  return { message: String(error) };
+}

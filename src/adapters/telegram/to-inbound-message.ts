@@ -1,0 +1,206 @@
+/**
+ * A Telegram update → what the gateway should do with it: submit a normalised message, answer
+ * directly (the /start greeting, the note on unsupported media), or ignore it (and why).
+ * Pure; the adapter does the I/O. Decisions are explained in docs/telegram.md.
+ */
+import type { Message, MessageEntity, Update } from "grammy/types";
+import type { InboundMessage, ReplyTarget } from "../channel-adapter.js";
+
+export interface BotIdentity {
+  id: number;
+  /** Without the "@". */
+  username: string;
+}
+
+export interface IntakeOptions {
+  bot: BotIdentity;
+  /** Longer text is cut to this many UTF-16 units (the marker included). */
+  maxMessageChars: number;
+}
+
+export type Intake =
+  | { kind: "message"; message: InboundMessage; target: ReplyTarget; truncatedFrom?: number }
+  | { kind: "answer-directly"; reason: "start" | "unsupported-media"; target: ReplyTarget; text: string }
+  | { kind: "ignore"; reason: string }
+  | { kind: "malformed"; reason: string };
+
+/** Registered with setMyCommands; the worker interprets them (SPEC §5). */
+export const TELEGRAM_COMMANDS: ReadonlyArray<{ command: string; description: string }> = [
+  { command: "help", description: "What I can do and how to use me" },
+  { command: "new", description: "Start a fresh conversation (the old one is archived)" },
+  { command: "compress", description: "Compact the conversation now, optionally with a focus" },
+  { command: "status", description: "Model, context use and session age" },
+  { command: "usage", description: "Tokens used, cost, what compaction saved" },
+  { command: "stop", description: "Stop the answer in progress" },
+];
+
+/** Commands we answer without an @botname suffix in groups (Telegram clients drop it when we are the only bot). */
+const OUR_COMMANDS = new Set(["start", "reset", ...TELEGRAM_COMMANDS.map((entry) => entry.command)]);
+
+/** Message fields that carry content we cannot read yet, with how a user would name them. */
+const MEDIA: ReadonlyArray<[keyof Message, string]> = [
+  ["photo", "photo"],
+  ["video", "video"],
+  ["animation", "GIF"],
+  ["video_note", "video message"],
+  ["voice", "voice message"],
+  ["audio", "audio file"],
+  ["document", "file"],
+  ["sticker", "sticker"],
+  ["location", "location"],
+  ["venue", "location"],
+  ["contact", "contact"],
+  ["poll", "poll"],
+  ["dice", "dice"],
+  ["story", "story"],
+  ["paid_media", "paid media"],
+  ["game", "game"],
+];
+
+export function greetingText(botUsername: string): string {
+  return [
+    "Hi! I'm **longhaul**, an AI assistant made for long conversations: I keep our context for weeks, condensing older turns instead of forgetting them.",
+    `Just write to me here. In a group, mention @${botUsername} or reply to one of my messages.`,
+    "Commands: /help · /new to start over · /status · /usage · /compress · /stop",
+    "If this bot is private, your first message gets you a pairing code to pass to its operator.",
+  ].join("\n\n");
+}
+
+export function unsupportedMediaText(label: string): string {
+  return `Sorry, I can only read text for now, so I can't open this ${label}. Please send your question as a text message (captions on photos and files are read).`;
+}
+
+export function truncationNoticeText(originalLength: number, maxMessageChars: number): string {
+  const format = (value: number) => value.toLocaleString("en-US");
+  return `Your message was ${format(originalLength)} characters long, so I only read the first ${format(maxMessageChars)}.`;
+}
+
+const TRUNCATION_MARKER = "\n[… message truncated]";
+
+export function toInboundMessage(update: Update, options: IntakeOptions): Intake {
+  if (update.edited_message || update.edited_channel_post || update.edited_business_message) {
+    return { kind: "ignore", reason: "edited message (edits are not re-answered)" };
+  }
+  const message = update.message;
+  if (!message) return { kind: "ignore", reason: "unsupported update type" };
+  if (typeof message.message_id !== "number" || typeof message.chat?.id !== "number" || typeof message.date !== "number") {
+    return { kind: "malformed", reason: "message without id, chat or date" };
+  }
+
+  const chat = message.chat;
+  if (chat.type !== "private" && chat.type !== "group" && chat.type !== "supergroup") {
+    return { kind: "ignore", reason: "channel post" };
+  }
+  const isPrivate = chat.type === "private";
+  const speaker = speakerOf(message);
+  if (!speaker) return { kind: "malformed", reason: "message without sender" };
+  if (speaker.isBot) return { kind: "ignore", reason: "message from a bot" };
+
+  const rawText = message.text ?? message.caption ?? "";
+  const entities = (message.text !== undefined ? message.entities : message.caption_entities) ?? [];
+  const media = MEDIA.find(([field]) => message[field] !== undefined)?.[1];
+  if (rawText === "" && media === undefined) return { kind: "ignore", reason: "service message" };
+
+  const username = options.bot.username.toLowerCase();
+  const command = leadingCommand(rawText, entities);
+  if (command?.target !== undefined && command.target !== username) return { kind: "ignore", reason: "command for another bot" };
+
+  if (!isPrivate) {
+    const mentioned = entities.some(
+      (entity) => entity.type === "mention" && rawText.slice(entity.offset, entity.offset + entity.length).toLowerCase() === `@${username}`,
+    );
+    const reply = message.reply_to_message;
+    // In forum topics every message "replies" to the topic's root service message; that is
+    // not a reply to us even when we created the topic.
+    const repliedToBot =
+      reply?.from?.id === options.bot.id &&
+      reply.forum_topic_created === undefined &&
+      !(message.is_topic_message === true && reply.message_id === message.message_thread_id);
+    const commandForUs = command !== undefined && (command.target === username || OUR_COMMANDS.has(command.name));
+    if (!mentioned && !repliedToBot && !commandForUs) return { kind: "ignore", reason: "group message not addressed to the bot" };
+  }
+
+  const isTopic = message.is_topic_message === true && message.message_thread_id !== undefined;
+  const chatId = String(chat.id);
+  const threadId = isTopic ? String(message.message_thread_id) : undefined;
+  const target: ReplyTarget = {
+    platform: "telegram",
+    chatId,
+    ...(threadId === undefined ? {} : { threadId }),
+    replyToMessageId: String(message.message_id),
+  };
+
+  if (command?.name === "start") return { kind: "answer-directly", reason: "start", target, text: greetingText(options.bot.username) };
+  if (rawText.trim() === "") return { kind: "answer-directly", reason: "unsupported-media", target, text: unsupportedMediaText(media ?? "message") };
+
+  let text = stripAddress(rawText, entities, username);
+  if (media !== undefined) text = `[${media}] ${text}`;
+  let truncatedFrom: number | undefined;
+  if (text.length > options.maxMessageChars) {
+    truncatedFrom = text.length;
+    text = truncate(text, options.maxMessageChars);
+  }
+
+  const message_: InboundMessage = {
+    platform: "telegram",
+    sessionKey: threadId === undefined ? `tg:${chatId}` : `tg:${chatId}:${threadId}`,
+    messageId: String(message.message_id),
+    chatId,
+    ...(threadId === undefined ? {} : { threadId }),
+    userId: speaker.id,
+    userName: speaker.name,
+    chatType: isPrivate ? "private" : "group",
+    text,
+    sentAt: message.date * 1000,
+  };
+  return { kind: "message", message: message_, target, ...(truncatedFrom === undefined ? {} : { truncatedFrom }) };
+}
+
+function speakerOf(message: Message): { id: string; name: string; isBot: boolean } | undefined {
+  // Anonymous group admins and linked channels post as a chat; `from` is then a placeholder bot.
+  const senderChat = message.sender_chat;
+  if (senderChat) return { id: String(senderChat.id), name: ("title" in senderChat && senderChat.title) || `chat ${senderChat.id}`, isBot: false };
+  const from = message.from;
+  if (!from || typeof from.id !== "number") return undefined;
+  const name = [from.first_name, from.last_name].filter((part) => part).join(" ") || from.username || `user ${from.id}`;
+  return { id: String(from.id), name, isBot: from.is_bot === true };
+}
+
+function leadingCommand(text: string, entities: readonly MessageEntity[]): { name: string; target?: string; length: number } | undefined {
+  const entity = entities.find((candidate) => candidate.type === "bot_command" && candidate.offset === 0);
+  if (!entity) return undefined;
+  const [name = "", target] = text.slice(1, entity.length).toLowerCase().split("@");
+  return { name, length: entity.length, ...(target === undefined ? {} : { target }) };
+}
+
+/** Removes our @mentions and the @botname of a leading command; keeps the text otherwise as written. */
+function stripAddress(text: string, entities: readonly MessageEntity[], username: string): string {
+  let result = text;
+  const ordered = [...entities].sort((left, right) => right.offset - left.offset);
+  for (const entity of ordered) {
+    const slice = result.slice(entity.offset, entity.offset + entity.length);
+    if (entity.type === "bot_command" && entity.offset === 0 && slice.toLowerCase().endsWith(`@${username}`)) {
+      result = slice.slice(0, slice.length - username.length - 1) + result.slice(entity.length);
+    } else if (entity.type === "mention" && slice.toLowerCase() === `@${username}`) {
+      result = joinAround(result.slice(0, entity.offset), result.slice(entity.offset + entity.length));
+    }
+  }
+  result = result.trim();
+  return result === "" ? text.trim() : result;
+}
+
+function joinAround(before: string, after: string): string {
+  const left = before.replace(/[ \t]+$/, "");
+  const right = left.trim() === "" ? after.replace(/^[\s,:;]+/, "") : after;
+  const needsSpace = left.length > 0 && right.length > 0 && !/\s$/.test(left) && !/^[\s.,!?;:]/.test(right);
+  return left + (needsSpace ? " " : "") + right;
+}
+
+function truncate(text: string, maxLength: number): string {
+  const marker = maxLength > TRUNCATION_MARKER.length * 4 ? TRUNCATION_MARKER : "";
+  let cut = maxLength - marker.length;
+  // Never leave half of a surrogate pair (an emoji) at the end.
+  const last = text.charCodeAt(cut - 1);
+  if (last >= 0xd800 && last <= 0xdbff) cut--;
+  return text.slice(0, cut) + marker;
+}

@@ -1,0 +1,250 @@
+/**
+ * A small, honest fake of the Telegram Bot API over real HTTP, for grammY pointed at it with
+ * `client.apiRoot`. Routes `/bot<token>/<method>`; answers in the Bot API's own shapes
+ * (`{ok:true,result}` / `{ok:false,error_code,description,parameters}`); getUpdates is a real
+ * long poll that honours `offset`, `limit` and `timeout`; sendMessage checks what Telegram
+ * checks (length after entity parsing, empty text, HTML tags balanced and allowed).
+ */
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Message, Update, UserFromGetMe } from "grammy/types";
+
+export interface RecordedCall {
+  method: string;
+  payload: Record<string, unknown>;
+  at: number;
+}
+
+export interface ApiFailure {
+  error_code: number;
+  description: string;
+  parameters?: { retry_after?: number; migrate_to_chat_id?: number };
+}
+
+export const FAKE_TOKEN = "123456789:TEST-token_for-fake-telegram";
+
+export const FAKE_BOT: UserFromGetMe = {
+  id: 7000000001,
+  is_bot: true,
+  first_name: "Longhaul",
+  username: "longhaul_test_bot",
+  can_join_groups: true,
+  can_read_all_group_messages: false,
+  supports_inline_queries: false,
+  can_connect_to_business: false,
+  has_main_web_app: false,
+  has_topics_enabled: false,
+  allows_users_to_create_topics: false,
+  can_manage_bots: false,
+  supports_join_request_queries: false,
+};
+
+const ALLOWED_TAGS = new Set(["b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "a", "code", "pre", "blockquote", "tg-spoiler", "span", "tg-emoji"]);
+
+/** Telegram's HTML check, as far as we use it: returns the parsed text, or the 400 description. */
+export function parseTelegramHtml(html: string): { text: string } | { error: string } {
+  const stack: string[] = [];
+  let text = "";
+  const pattern = /<(\/?)([a-zA-Z][\w-]*)([^>]*)>|<|&(#x[0-9a-fA-F]+|#[0-9]+|[a-zA-Z]+);|[^<&]+|&/g;
+  for (const match of html.matchAll(pattern)) {
+    const [raw, slash, rawName, , entity] = match;
+    const at = () => Buffer.byteLength(html.slice(0, match.index)); // Telegram reports byte offsets
+    if (raw === "<") return { error: `Bad Request: can't parse entities: Unsupported start tag "" at byte offset ${at()}` };
+    if (rawName === undefined) {
+      text += entity === undefined ? raw : entity[0] === "#" ? String.fromCodePoint(Number(entity[1] === "x" ? `0${entity.slice(1)}` : entity.slice(1))) : ({ lt: "<", gt: ">", amp: "&", quot: '"' } as Record<string, string>)[entity] ?? raw;
+      continue;
+    }
+    const name = rawName.toLowerCase();
+    if (slash) {
+      const open = stack.pop();
+      if (open !== name) return { error: `Bad Request: can't parse entities: Unmatched end tag at byte offset ${at()}, expected "</${open ?? ""}>", found "</${name}>"` };
+    } else {
+      if (!ALLOWED_TAGS.has(name)) return { error: `Bad Request: can't parse entities: Unsupported start tag "${name}" at byte offset ${at()}` };
+      const parent = stack[stack.length - 1];
+      if (parent === "code" || (parent === "pre" && name !== "code")) return { error: `Bad Request: can't parse entities: Entities can't be nested in "${parent}" at byte offset ${at()}` };
+      stack.push(name);
+    }
+  }
+  if (stack.length > 0) return { error: `Bad Request: can't parse entities: Can't find end tag corresponding to start tag "${stack[stack.length - 1] ?? ""}"` };
+  return { text };
+}
+
+interface Waiter {
+  offset: number;
+  limit: number;
+  respond: (updates: Update[]) => void;
+}
+
+export class FakeTelegram {
+  readonly calls: RecordedCall[] = [];
+  private readonly updates: Update[] = [];
+  private readonly waiters = new Set<Waiter>();
+  private readonly failures = new Map<string, ApiFailure[]>();
+  private nextUpdateId = 100_000;
+  private nextMessageId = 1;
+  private confirmedOffset = 0;
+
+  private constructor(private readonly server: Server, readonly apiRoot: string, readonly token: string, readonly bot: UserFromGetMe) {}
+
+  static async start(options: { token?: string; bot?: UserFromGetMe } = {}): Promise<FakeTelegram> {
+    let fake: FakeTelegram | undefined;
+    const server = createServer((request, response) => {
+      fake?.handle(request, response).catch((error: unknown) => {
+        if (!response.headersSent) response.writeHead(400, { "content-type": "application/json" });
+        response.end(JSON.stringify({ ok: false, error_code: 400, description: `Bad Request: ${String(error)}` }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    fake = new FakeTelegram(server, `http://127.0.0.1:${port}`, options.token ?? FAKE_TOKEN, options.bot ?? FAKE_BOT);
+    return fake;
+  }
+
+  callsOf(method: string): RecordedCall[] {
+    return this.calls.filter((call) => call.method === method);
+  }
+
+  /** The next call of `method` fails with this Bot API error (queue several to fail several). */
+  failNext(method: string, failure: ApiFailure): void {
+    this.failures.set(method, [...(this.failures.get(method) ?? []), failure]);
+  }
+
+  /** Queues a message update like Telegram builds it; returns the update. */
+  pushMessage(fields: Partial<Message> & { chat: Message["chat"] }): Update {
+    const message = {
+      message_id: this.nextMessageId++,
+      date: Math.floor(Date.now() / 1000),
+      from: { id: Number(fields.chat.id) > 0 ? Number(fields.chat.id) : 42, is_bot: false, first_name: "Ada" },
+      ...fields,
+    } as Message;
+    const update = { update_id: this.nextUpdateId++, message } as Update;
+    this.pushUpdate(update);
+    return update;
+  }
+
+  /** Queues a raw update as is (the same object twice is a re-delivery). */
+  pushUpdate(update: Update): void {
+    this.updates.push(update);
+    for (const waiter of this.waiters) this.answerWaiter(waiter);
+  }
+
+  /** Resolves with the first recorded call of `method` matching `predicate` (waits for it). */
+  async waitForCall(method: string, predicate: (call: RecordedCall) => boolean = () => true, timeoutMs = 5000): Promise<RecordedCall> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = this.calls.find((call) => call.method === method && predicate(call));
+      if (found) return found;
+      if (Date.now() > deadline) throw new Error(`no ${method} call within ${timeoutMs} ms; calls: ${this.calls.map((call) => call.method).join(", ")}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  /** Posts an update to a webhook as Telegram does, with the secret header when given. */
+  postWebhook(url: string, update: Update, secret?: string): Promise<{ status: number; body: string }> {
+    return new Promise((resolve, reject) => {
+      const body = JSON.stringify(update);
+      const headers: Record<string, string> = { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) };
+      if (secret !== undefined) headers["x-telegram-bot-api-secret-token"] = secret;
+      const outgoing = httpRequest(url, { method: "POST", headers, agent: false }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on("data", (chunk: Buffer) => chunks.push(chunk));
+        response.on("end", () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
+      });
+      outgoing.on("error", reject);
+      outgoing.end(body);
+    });
+  }
+
+  async close(): Promise<void> {
+    for (const waiter of this.waiters) waiter.respond([]);
+    this.waiters.clear();
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const url = new URL(request.url ?? "/", this.apiRoot);
+    const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(url.pathname);
+    const reply = (status: number, body: unknown) => {
+      if (response.destroyed) return;
+      response.writeHead(status, { "content-type": "application/json" });
+      response.end(JSON.stringify(body));
+    };
+    const fail = (failure: ApiFailure) => reply(failure.error_code, { ok: false, ...failure });
+    if (!match) return fail({ error_code: 404, description: "Not Found" });
+    if (match[1] !== this.token) return fail({ error_code: 401, description: "Unauthorized" });
+    const method = match[2] ?? "";
+    const raw = Buffer.concat(chunks).toString("utf8");
+    const payload = (raw ? JSON.parse(raw) : Object.fromEntries(url.searchParams)) as Record<string, unknown>;
+    this.calls.push({ method, payload, at: Date.now() });
+
+    const injected = this.failures.get(method)?.shift();
+    if (injected) return fail(injected);
+    const ok = (result: unknown) => reply(200, { ok: true, result });
+
+    switch (method) {
+      case "getMe":
+        return ok(this.bot);
+      case "getUpdates":
+        return this.getUpdates(payload, response, ok);
+      case "sendMessage":
+        return this.sendMessage(payload, ok, fail);
+      case "sendChatAction":
+      case "setMyCommands":
+      case "setWebhook":
+      case "deleteWebhook":
+        return ok(true);
+      default:
+        return fail({ error_code: 404, description: "Not Found" });
+    }
+  }
+
+  private getUpdates(payload: Record<string, unknown>, response: ServerResponse, ok: (result: unknown) => void): void {
+    const offset = Number(payload.offset ?? 0);
+    // Telegram forgets updates below a confirmed offset for good.
+    if (offset > this.confirmedOffset) this.confirmedOffset = offset;
+    const waiter: Waiter = { offset, limit: Math.min(Number(payload.limit ?? 100), 100), respond: ok };
+    if (this.answerWaiter(waiter)) return;
+    const timeoutSeconds = Number(payload.timeout ?? 0);
+    if (timeoutSeconds <= 0) return ok([]);
+    const finish = (updates: Update[]) => {
+      clearTimeout(timer);
+      this.waiters.delete(waiter);
+      ok(updates);
+    };
+    waiter.respond = finish;
+    const timer = setTimeout(() => finish([]), timeoutSeconds * 1000);
+    // The poller gave up (grammY aborts the request on stop): forget it.
+    response.once("close", () => {
+      clearTimeout(timer);
+      this.waiters.delete(waiter);
+    });
+    this.waiters.add(waiter);
+  }
+
+  private answerWaiter(waiter: Waiter): boolean {
+    const pending = this.updates.filter((update) => update.update_id >= Math.max(waiter.offset, this.confirmedOffset)).slice(0, waiter.limit);
+    if (pending.length === 0) return false;
+    waiter.respond(pending);
+    return true;
+  }
+
+  private sendMessage(payload: Record<string, unknown>, ok: (result: unknown) => void, fail: (failure: ApiFailure) => void): void {
+    const source = typeof payload.text === "string" ? payload.text : "";
+    const parsed = payload.parse_mode === "HTML" ? parseTelegramHtml(source) : { text: source };
+    if ("error" in parsed) return fail({ error_code: 400, description: parsed.error });
+    if (parsed.text.trim().length === 0) return fail({ error_code: 400, description: "Bad Request: message text is empty" });
+    if (parsed.text.length > 4096) return fail({ error_code: 400, description: "Bad Request: message is too long" });
+    const chatId = Number(payload.chat_id);
+    ok({
+      message_id: this.nextMessageId++,
+      date: Math.floor(Date.now() / 1000),
+      from: { id: this.bot.id, is_bot: true, first_name: this.bot.first_name, username: this.bot.username },
+      chat: chatId > 0 ? { id: chatId, type: "private", first_name: "Ada" } : { id: chatId, type: "supergroup", title: "Group" },
+      ...(payload.message_thread_id === undefined ? {} : { message_thread_id: payload.message_thread_id, is_topic_message: true }),
+      text: parsed.text,
+    });
+  }
+}

@@ -1,0 +1,396 @@
+/**
+ * The real adapter (grammY, runner, auto-retry) against the fake Bot API over HTTP, in long
+ * polling mode. The ingress is an in-test IngressPort that records submissions and answers
+ * with scripted results; the full pipeline replaces it in the e2e tests.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import type { Update } from "grammy/types";
+import type { InboundMessage, IngressPort, OutboundReply, SubmitResult } from "../../../src/adapters/channel-adapter.js";
+import { TelegramAdapter, type TelegramAdapterOptions } from "../../../src/adapters/telegram/index.js";
+import { PermanentError, RetryableError } from "../../../src/errors.js";
+import { createLogger } from "../../../src/logger.js";
+import { FAKE_BOT, FAKE_TOKEN, FakeTelegram, parseTelegramHtml, type RecordedCall } from "../../fakes/fake-telegram.js";
+
+class RecordingIngress implements IngressPort {
+  readonly submissions: InboundMessage[] = [];
+  constructor(private readonly answer: (message: InboundMessage) => SubmitResult | Promise<SubmitResult> = () => ({ status: "accepted" })) {}
+  async submit(message: InboundMessage): Promise<SubmitResult> {
+    this.submissions.push(message);
+    return this.answer(message);
+  }
+}
+
+async function waitUntil(condition: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const DM = { id: 5012345678, type: "private" as const, first_name: "Ada" };
+const ADA = { id: 5012345678, is_bot: false, first_name: "Ada" };
+const GROUP = { id: -1001987654321, type: "supergroup" as const, title: "Compiler nerds" };
+const FORUM = { id: -1002233445566, type: "supergroup" as const, title: "Team HQ", is_forum: true as const };
+const GRACE = { id: 6111222333, is_bot: false, first_name: "Grace", last_name: "Hopper" };
+const mention = (text: string) => [{ type: "mention" as const, offset: text.indexOf("@longhaul_test_bot"), length: 18 }];
+
+let fake: FakeTelegram;
+let adapter: TelegramAdapter | undefined;
+let logLines: string[] = [];
+
+async function startAdapter(ingress: IngressPort, overrides: Partial<TelegramAdapterOptions> = {}): Promise<TelegramAdapter> {
+  logLines = [];
+  adapter = new TelegramAdapter({
+    token: FAKE_TOKEN,
+    apiRoot: fake.apiRoot,
+    maxMessageChars: 16_000,
+    logger: createLogger({ level: "trace", destination: { write: (line: string) => void logLines.push(line) } }),
+    botInfo: FAKE_BOT,
+    pollingTimeoutSeconds: 1,
+    ...overrides,
+  });
+  await adapter.start(ingress);
+  return adapter;
+}
+
+function reply(text: string, target: OutboundReply["target"], kind: OutboundReply["kind"] = "answer"): OutboundReply {
+  return { replyId: `${target.chatId}#1`, sessionKey: `tg:${target.chatId}`, target, text, inReplyTo: [], kind };
+}
+
+const textOf = (call: RecordedCall) => String(call.payload.text);
+
+afterEach(async () => {
+  await adapter?.stop();
+  adapter = undefined;
+  await fake?.close();
+  // Whatever happened in the test, the token never reached a log line.
+  expect(logLines.join("\n")).not.toContain(FAKE_TOKEN.split(":")[1]);
+});
+
+describe("telegram adapter, long polling", () => {
+  it("hands a DM to the ingress and registers the commands", async () => {
+    fake = await FakeTelegram.start();
+    const ingress = new RecordingIngress();
+    const started = await startAdapter(ingress);
+    expect(started.isConnected()).toBe(true);
+    const update = fake.pushMessage({ chat: DM, from: ADA, text: "hello there" });
+
+    await waitUntil(() => ingress.submissions.length === 1);
+    expect(ingress.submissions[0]).toMatchObject({
+      platform: "telegram",
+      sessionKey: "tg:5012345678",
+      messageId: String(update.message?.message_id),
+      chatType: "private",
+      userId: "5012345678",
+      text: "hello there",
+    });
+    const commands = await fake.waitForCall("setMyCommands");
+    expect((commands.payload.commands as Array<{ command: string }>).map((entry) => entry.command)).toEqual(["help", "new", "compress", "status", "usage", "stop"]);
+    expect(fake.callsOf("deleteWebhook")).toHaveLength(1);
+    expect(fake.callsOf("getMe")).toHaveLength(0);
+    // The adapter sent nothing by itself: the reply comes from the worker.
+    expect(fake.callsOf("sendMessage")).toHaveLength(0);
+  });
+
+  it("ignores a group message without a mention and takes one with it", async () => {
+    fake = await FakeTelegram.start();
+    const ingress = new RecordingIngress();
+    await startAdapter(ingress);
+    fake.pushMessage({ chat: GROUP, from: GRACE, text: "lunch anyone?" });
+    const text = "@longhaul_test_bot what does COBOL stand for?";
+    fake.pushMessage({ chat: GROUP, from: GRACE, text, entities: mention(text) });
+
+    await waitUntil(() => ingress.submissions.length === 1);
+    await sleep(100);
+    expect(ingress.submissions).toHaveLength(1);
+    expect(ingress.submissions[0]).toMatchObject({ chatType: "group", userName: "Grace Hopper", text: "what does COBOL stand for?", sessionKey: "tg:-1001987654321" });
+
+    // A reply to one of the bot's messages addresses it too; a reply to someone else does not.
+    const botMessage = { message_id: 880, date: 1764500150, chat: GROUP, from: { id: FAKE_BOT.id, is_bot: true as const, first_name: "Longhaul" }, text: "COBOL: COmmon Business-Oriented Language." };
+    fake.pushMessage({ chat: GROUP, from: GRACE, text: "nice", reply_to_message: { ...botMessage, from: { id: 1, is_bot: false, first_name: "Alan" } } as never });
+    fake.pushMessage({ chat: GROUP, from: GRACE, text: "and who designed it?", reply_to_message: botMessage as never });
+    await waitUntil(() => ingress.submissions.length === 2);
+    await sleep(100);
+    expect(ingress.submissions.map((message) => message.text)).toEqual(["what does COBOL stand for?", "and who designed it?"]);
+  });
+
+  it("answers a forum topic message in its topic", async () => {
+    fake = await FakeTelegram.start();
+    const ingress = new RecordingIngress();
+    const started = await startAdapter(ingress);
+    const text = "@longhaul_test_bot draft the release notes";
+    fake.pushMessage({ chat: FORUM, from: GRACE, text, entities: mention(text), message_thread_id: 2040, is_topic_message: true });
+    await waitUntil(() => ingress.submissions.length === 1);
+    const inbound = ingress.submissions[0] as InboundMessage;
+    expect(inbound).toMatchObject({ sessionKey: "tg:-1002233445566:2040", threadId: "2040" });
+
+    await started.send(
+      reply("Here are the notes.", { platform: "telegram", chatId: inbound.chatId, threadId: "2040", replyToMessageId: inbound.messageId }),
+      { fromPart: 0, onPartSent: async () => {} },
+    );
+    const sent = await fake.waitForCall("sendMessage");
+    expect(sent.payload).toMatchObject({
+      chat_id: "-1002233445566",
+      message_thread_id: 2040,
+      parse_mode: "HTML",
+      reply_parameters: { message_id: Number(inbound.messageId), allow_sending_without_reply: true },
+    });
+  });
+
+  it("sends a 10,000-character reply as several valid messages, in order, code blocks intact", async () => {
+    fake = await FakeTelegram.start();
+    const started = await startAdapter(new RecordingIngress());
+    const blocks = Array.from({ length: 5 }, (_, index) =>
+      Array.from({ length: 26 }, (_, line) => `let value_${index}_${line} = compute(${line}) < limit && ready; // keep`).join("\n"),
+    );
+    const markdown = blocks.map((code, index) => `### Part ${index}\n\n${"Some **explanation** of <this> & that. ".repeat(16)}\n\n\`\`\`rust\n${code}\n\`\`\``).join("\n\n");
+    expect(markdown.length).toBeGreaterThan(10_000);
+    const progress: number[] = [];
+
+    await started.send(reply(markdown, { platform: "telegram", chatId: "5012345678", replyToMessageId: "77" }), {
+      fromPart: 0,
+      onPartSent: async (index) => void progress.push(index),
+    });
+
+    const sent = fake.callsOf("sendMessage");
+    expect(sent.length).toBeGreaterThanOrEqual(3);
+    expect(progress).toEqual(sent.map((_, index) => index));
+    for (const [index, call] of sent.entries()) {
+      expect(call.payload.parse_mode).toBe("HTML");
+      expect(textOf(call).length).toBeLessThanOrEqual(4096);
+      expect(parseTelegramHtml(textOf(call))).not.toHaveProperty("error");
+      expect(call.payload.reply_parameters === undefined).toBe(index > 0);
+    }
+    for (const [index] of blocks.entries()) {
+      const holding = sent.filter((call) => textOf(call).includes(`value_${index}_0 `));
+      expect(holding).toHaveLength(1);
+      expect(textOf(holding[0] as RecordedCall)).toContain(`value_${index}_25 `);
+    }
+
+    // Resuming a partly delivered reply sends only the rest, without the reply reference.
+    const before = sent.length;
+    await started.send(reply(markdown, { platform: "telegram", chatId: "5012345678", replyToMessageId: "77" }), { fromPart: 2, onPartSent: async () => {} });
+    const resumed = fake.callsOf("sendMessage").slice(before);
+    expect(resumed.map(textOf)).toEqual(sent.slice(2).map(textOf));
+    expect(resumed.every((call) => call.payload.reply_parameters === undefined)).toBe(true);
+  });
+
+  it("resends as plain text when Telegram cannot parse the entities", async () => {
+    fake = await FakeTelegram.start();
+    const started = await startAdapter(new RecordingIngress());
+    fake.failNext("sendMessage", { error_code: 400, description: 'Bad Request: can\'t parse entities: Can\'t find end tag corresponding to start tag "b"' });
+
+    await started.send(reply("**Done** <ok> — see [the docs](https://e.com/d)", { platform: "telegram", chatId: "5012345678", replyToMessageId: "9" }), {
+      fromPart: 0,
+      onPartSent: async () => {},
+    });
+
+    const [html, plain] = fake.callsOf("sendMessage");
+    expect(html?.payload.parse_mode).toBe("HTML");
+    expect(plain?.payload.parse_mode).toBeUndefined();
+    expect(plain?.payload.text).toBe("Done <ok> — see the docs (https://e.com/d)");
+    expect(plain?.payload.reply_parameters).toEqual({ message_id: 9, allow_sending_without_reply: true });
+  });
+
+  it("honours a 429's retry_after without holding up other chats", async () => {
+    fake = await FakeTelegram.start();
+    const started = await startAdapter(new RecordingIngress());
+    fake.failNext("sendMessage", { error_code: 429, description: "Too Many Requests: retry after 1", parameters: { retry_after: 1 } });
+    const finished: Record<string, number> = {};
+    const begin = Date.now();
+
+    const limited = started
+      .send(reply("first chat", { platform: "telegram", chatId: "111" }), { fromPart: 0, onPartSent: async () => {} })
+      .then(() => (finished.limited = Date.now()));
+    await fake.waitForCall("sendMessage");
+    await started
+      .send(reply("second chat", { platform: "telegram", chatId: "222" }), { fromPart: 0, onPartSent: async () => {} })
+      .then(() => (finished.other = Date.now()));
+    await limited;
+
+    const attempts = fake.callsOf("sendMessage").filter((call) => call.payload.chat_id === "111");
+    expect(attempts).toHaveLength(2);
+    const gap = (attempts[1] as RecordedCall).at - (attempts[0] as RecordedCall).at;
+    expect(gap).toBeGreaterThanOrEqual(950);
+    expect(gap).toBeLessThan(3000);
+    expect((finished.other ?? 0) - begin).toBeLessThan(900);
+    expect(finished.limited).toBeGreaterThan(finished.other ?? Infinity);
+  });
+
+  it("gives up on a long rate limit with a retryable error for the reply sender", async () => {
+    fake = await FakeTelegram.start();
+    const started = await startAdapter(new RecordingIngress());
+    fake.failNext("sendMessage", { error_code: 429, description: "Too Many Requests: retry after 120", parameters: { retry_after: 120 } });
+    const attempt = started.send(reply("hi", { platform: "telegram", chatId: "111" }), { fromPart: 0, onPartSent: async () => {} });
+    await expect(attempt).rejects.toBeInstanceOf(RetryableError);
+    await expect(attempt).rejects.toMatchObject({ retryAfterMs: 120_000 });
+  });
+
+  it("passes a re-delivered update on with the same message id (the ingress dedupes)", async () => {
+    fake = await FakeTelegram.start();
+    const update: Update = {
+      update_id: 900,
+      message: { message_id: 31, date: Math.floor(Date.now() / 1000), chat: DM, from: ADA, text: "only once please" },
+    };
+    fake.pushUpdate(update);
+    fake.pushUpdate(update);
+    const seen = new Set<string>();
+    const ingress = new RecordingIngress((message) => {
+      const key = `${message.chatId}/${message.messageId}`;
+      const status = seen.has(key) ? "duplicate" : "accepted";
+      seen.add(key);
+      return { status };
+    });
+    await startAdapter(ingress);
+    await waitUntil(() => ingress.submissions.length === 2);
+    expect(ingress.submissions.map((message) => message.messageId)).toEqual(["31", "31"]);
+    await sleep(100);
+    expect(fake.callsOf("sendMessage")).toHaveLength(0);
+  });
+
+  it("sends the ingress's notice when the sender is denied or rate-limited", async () => {
+    fake = await FakeTelegram.start();
+    const ingress = new RecordingIngress((message) =>
+      message.text === "flood" ? { status: "rate-limited", notice: "Slow down a little, please." } : { status: "denied", notice: "Your pairing code is `K7Q-42`." },
+    );
+    await startAdapter(ingress);
+    const stranger = fake.pushMessage({ chat: { id: 900100, type: "private", first_name: "Eve" }, from: { id: 900100, is_bot: false, first_name: "Eve" }, text: "hi" });
+    const notice = await fake.waitForCall("sendMessage");
+    expect(notice.payload).toMatchObject({
+      chat_id: "900100",
+      text: "Your pairing code is <code>K7Q-42</code>.",
+      reply_parameters: { message_id: stranger.message?.message_id },
+    });
+    fake.pushMessage({ chat: DM, from: ADA, text: "flood" });
+    await fake.waitForCall("sendMessage", (call) => call.payload.text === "Slow down a little, please.");
+  });
+
+  it("answers media without text with a polite note and does not submit it", async () => {
+    fake = await FakeTelegram.start();
+    const ingress = new RecordingIngress();
+    await startAdapter(ingress);
+    fake.pushMessage({ chat: DM, from: ADA, voice: { file_id: "v1", file_unique_id: "u1", duration: 3 } });
+    const note = await fake.waitForCall("sendMessage");
+    expect(textOf(note)).toContain("can only read text");
+    expect(textOf(note)).toContain("voice message");
+    fake.pushMessage({ chat: DM, from: ADA, photo: [{ file_id: "p", file_unique_id: "p", width: 9, height: 9 }], caption: "what is this?" });
+    await waitUntil(() => ingress.submissions.length === 1);
+    expect(ingress.submissions[0]?.text).toBe("[photo] what is this?");
+  });
+
+  it("greets /start directly without going through the ingress", async () => {
+    fake = await FakeTelegram.start();
+    const ingress = new RecordingIngress();
+    await startAdapter(ingress);
+    fake.pushMessage({ chat: DM, from: ADA, text: "/start", entities: [{ type: "bot_command", offset: 0, length: 6 }] });
+    const greeting = await fake.waitForCall("sendMessage");
+    expect(greeting.payload.parse_mode).toBe("HTML");
+    expect(textOf(greeting)).toContain("<b>longhaul</b>");
+    expect(textOf(greeting)).toContain("@longhaul_test_bot");
+    fake.pushMessage({ chat: DM, from: ADA, text: "/status", entities: [{ type: "bot_command", offset: 0, length: 7 }] });
+    await waitUntil(() => ingress.submissions.length === 1);
+    expect(ingress.submissions[0]?.text).toBe("/status");
+  });
+
+  it("truncates oversize text and tells the user once the message is accepted", async () => {
+    fake = await FakeTelegram.start();
+    const ingress = new RecordingIngress();
+    await startAdapter(ingress, { maxMessageChars: 500 });
+    fake.pushMessage({ chat: DM, from: ADA, text: "x".repeat(1200) });
+    await waitUntil(() => ingress.submissions.length === 1);
+    expect(ingress.submissions[0]?.text.length).toBeLessThanOrEqual(500);
+    const notice = await fake.waitForCall("sendMessage");
+    expect(textOf(notice)).toBe("Your message was 1,200 characters long, so I only read the first 500.");
+  });
+
+  it("keeps typing while a turn runs and stops at turn-finished or when the answer is out", async () => {
+    fake = await FakeTelegram.start();
+    const started = await startAdapter(new RecordingIngress(), { typingIntervalMs: 100 });
+    const target = { platform: "telegram" as const, chatId: "-1002233445566", threadId: "2040", replyToMessageId: "5" };
+    started.onActivity({ type: "turn-started", sessionKey: "tg:-1002233445566:2040", target });
+    await waitUntil(() => fake.callsOf("sendChatAction").length >= 3);
+    expect(fake.callsOf("sendChatAction")[0]?.payload).toEqual({ chat_id: "-1002233445566", action: "typing", message_thread_id: 2040 });
+    started.onActivity({ type: "turn-finished", sessionKey: "tg:-1002233445566:2040", target });
+    await sleep(50); // a call already on the wire may still land
+    const afterFinish = fake.callsOf("sendChatAction").length;
+    await sleep(350);
+    expect(fake.callsOf("sendChatAction")).toHaveLength(afterFinish);
+
+    // A failing typing call is only logged, never thrown, and the answer itself stops it.
+    fake.failNext("sendChatAction", { error_code: 429, description: "Too Many Requests: retry after 40", parameters: { retry_after: 40 } });
+    started.onActivity({ type: "turn-started", sessionKey: "tg:5012345678", target: { platform: "telegram", chatId: "5012345678" } });
+    await waitUntil(() => fake.callsOf("sendChatAction").length >= afterFinish + 2);
+    await started.send({ ...reply("done", { platform: "telegram", chatId: "5012345678" }), sessionKey: "tg:5012345678" }, { fromPart: 0, onPartSent: async () => {} });
+    await sleep(50);
+    const afterAnswer = fake.callsOf("sendChatAction").length;
+    await sleep(350);
+    expect(fake.callsOf("sendChatAction")).toHaveLength(afterAnswer);
+  });
+
+  it("survives a failing setMyCommands, a malformed update and a failing ingress", async () => {
+    fake = await FakeTelegram.start();
+    fake.failNext("setMyCommands", { error_code: 400, description: "Bad Request: BOT_COMMAND_INVALID" });
+    let failures = 1;
+    const ingress = new RecordingIngress(() => {
+      if (failures-- > 0) throw new Error("redis unavailable");
+      return { status: "accepted" };
+    });
+    await startAdapter(ingress, { submitRetryDelaysMs: [50] });
+    await fake.waitForCall("setMyCommands");
+    fake.pushUpdate({ update_id: 500, message: { message_id: 1, date: 1764500000, text: "no chat" } } as unknown as Update);
+    fake.pushMessage({ chat: DM, from: ADA, text: "still there?" });
+    await waitUntil(() => ingress.submissions.length === 2);
+    expect(ingress.submissions.map((message) => message.text)).toEqual(["still there?", "still there?"]);
+    expect(logLines.some((line) => line.includes("malformed telegram update skipped"))).toBe(true);
+    expect(logLines.some((line) => line.includes("setMyCommands failed"))).toBe(true);
+  });
+
+  it("fails to start with a named error when the token is refused", async () => {
+    fake = await FakeTelegram.start({ token: "999:another-token" });
+    const refused = startAdapter(new RecordingIngress(), { botInfo: undefined });
+    await expect(refused).rejects.toBeInstanceOf(PermanentError);
+    await expect(refused).rejects.toThrow(/getMe: 401 Unauthorized/);
+    expect(adapter?.isConnected()).toBe(false);
+  });
+
+  it("waits for an unreachable Bot API at start, logging each failure, until stopped", async () => {
+    fake = await FakeTelegram.start();
+    const lines: string[] = [];
+    const logger = createLogger({ level: "debug", destination: { write: (line: string) => void lines.push(line) } });
+    const unreachable = new TelegramAdapter({ token: FAKE_TOKEN, apiRoot: "http://127.0.0.1:9", maxMessageChars: 100, logger });
+    const starting = unreachable.start(new RecordingIngress()).catch((caught: unknown) => caught);
+    await waitUntil(() => lines.filter((line) => line.includes("getMe failed")).length >= 2);
+    await unreachable.stop();
+    const error = await starting;
+    expect(error).toBeInstanceOf(Error);
+    expect(unreachable.isConnected()).toBe(false);
+    logger.error({ err: error }, "start failed");
+    expect(lines.join("\n")).toContain("Network request for 'getMe' failed");
+    expect(lines.join("\n")).not.toContain(FAKE_TOKEN.split(":")[1]);
+  });
+
+  it("stops polling for good on 409 (another poller on this token) and says so", async () => {
+    fake = await FakeTelegram.start();
+    fake.failNext("getUpdates", { error_code: 409, description: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running" });
+    const started = await startAdapter(new RecordingIngress());
+    await waitUntil(() => !started.isConnected());
+    await waitUntil(() => logLines.some((line) => line.includes("telegram polling stopped")));
+  });
+
+  it("reports the connection down when the Bot API is unreachable, and stops cleanly", async () => {
+    fake = await FakeTelegram.start();
+    const started = await startAdapter(new RecordingIngress(), { typingIntervalMs: 50 });
+    await fake.waitForCall("getUpdates");
+    await fake.close();
+    await waitUntil(() => !started.isConnected(), 8000);
+    started.onActivity({ type: "turn-started", sessionKey: "tg:1", target: { platform: "telegram", chatId: "1" } });
+    await sleep(100);
+    await started.stop();
+    await started.stop();
+    expect(started.isConnected()).toBe(false);
+    expect(logLines.some((line) => line.includes("getUpdates failed"))).toBe(true);
+  });
+});

@@ -1,0 +1,111 @@
+import { describe, expect, it } from "vitest";
+import fc from "fast-check";
+import { escapeHtml, htmlToPlainText, renderMarkdown } from "../../../../src/adapters/telegram/render.js";
+import { splitHtml, TELEGRAM_MESSAGE_LIMIT } from "../../../../src/adapters/telegram/split.js";
+import { parseTelegramHtml } from "../../../fakes/fake-telegram.js";
+
+function expectValidParts(parts: string[], maxLength: number): void {
+  for (const part of parts) {
+    expect(part.length).toBeLessThanOrEqual(maxLength);
+    expect(parseTelegramHtml(part)).not.toHaveProperty("error");
+  }
+}
+
+const plain = (html: string) => htmlToPlainText(html);
+
+/** A long model answer: prose paragraphs, lists and several code blocks, ~10,000 characters. */
+function longAnswer(): { markdown: string; codeBlocks: string[] } {
+  const codeBlocks: string[] = [];
+  const sections: string[] = [];
+  for (let section = 0; section < 6; section++) {
+    sections.push(`## Step ${section + 1}`);
+    sections.push(`This step explains why the cache <key> & value stay consistent. `.repeat(8).trim());
+    sections.push(["- first point", "- second point with `inline <code>`", "- third point"].join("\n"));
+    const code = Array.from({ length: 17 }, (_, line) => `    if (items[${line}] < limit && ok) { total += items[${line}]; } // step ${section}`).join("\n");
+    codeBlocks.push(code);
+    sections.push("```typescript\n" + code + "\n```");
+  }
+  return { markdown: sections.join("\n\n"), codeBlocks };
+}
+
+describe("splitHtml", () => {
+  it("returns short text as one part, untouched", () => {
+    expect(splitHtml("<b>hi</b> there")).toEqual(["<b>hi</b> there"]);
+  });
+
+  it("splits a 10,000-character answer into valid parts with every code block intact", () => {
+    const { markdown, codeBlocks } = longAnswer();
+    expect(markdown.length).toBeGreaterThan(10_000);
+    const html = renderMarkdown(markdown);
+    const parts = splitHtml(html);
+    expect(parts.length).toBeGreaterThanOrEqual(3);
+    expectValidParts(parts, 4000);
+    for (const code of codeBlocks) {
+      const rendered = `<pre><code class="language-typescript">${escapeHtml(code)}</code></pre>`;
+      expect(parts.filter((part) => part.includes(rendered))).toHaveLength(1);
+    }
+    expect(parts.map(plain).join("")).toBe(plain(html));
+  });
+
+  it("prefers a blank line, then a line break, then a space", () => {
+    const paragraph = "word ".repeat(150).trim();
+    const parts = splitHtml([paragraph, paragraph, paragraph].join("\n\n"), { maxLength: 1600 });
+    expect(parts[0]?.endsWith(`${paragraph}\n\n${paragraph}\n\n`)).toBe(true);
+
+    const lines = Array.from({ length: 40 }, (_, index) => `line ${index} ${"x".repeat(30)}`).join("\n");
+    for (const part of splitHtml(lines, { maxLength: 500 }).slice(0, -1)) expect(part.endsWith("\n")).toBe(true);
+
+    const words = "lorem ipsum ".repeat(200);
+    for (const part of splitHtml(words, { maxLength: 300 }).slice(0, -1)) expect(part.endsWith(" ")).toBe(true);
+  });
+
+  it("closes and reopens a code block that cannot fit, keeping its language", () => {
+    const code = Array.from({ length: 300 }, (_, index) => `print(${index} < ${index + 1})`).join("\n");
+    const html = renderMarkdown("Intro\n\n```python\n" + code + "\n```\n\nOutro");
+    const parts = splitHtml(html);
+    expectValidParts(parts, 4000);
+    const inside = parts.filter((part) => part.includes("print("));
+    expect(inside.length).toBeGreaterThan(1);
+    for (const part of inside) {
+      expect(part).toContain('<pre><code class="language-python">');
+      expect(part).toContain("</code></pre>");
+    }
+    // Lines of code are never cut in the middle.
+    for (const part of inside.slice(0, -1)) expect(part.endsWith("\n</code></pre>") || part.endsWith("\n\n")).toBe(true);
+    expect(parts.map(plain).join("")).toBe(plain(html));
+  });
+
+  it("never cuts an entity, a tag or a surrogate pair, even with no break at all", () => {
+    const html = `<b>${escapeHtml("<&>😀".repeat(3000))}</b>`;
+    const parts = splitHtml(html);
+    expectValidParts(parts, 4000);
+    for (const part of parts) {
+      expect(part).toMatch(/^<b>/);
+      expect(part).toMatch(/<\/b>$/);
+      expect(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(part)).toBe(false);
+    }
+    expect(parts.map(plain).join("")).toBe(plain(html));
+  });
+
+  it("keeps every part valid and loses nothing, whatever the markdown (property)", () => {
+    const piece = fc.oneof(
+      fc.constantFrom("**", "*", "_", "~~", "`", "\n```js\n", "\n```\n", "\n> ", "\n- ", "\n\n", "\n", " ", "<", "&", "[a](https://e.com/x)", "😀"),
+      fc.string({ minLength: 1, maxLength: 40 }),
+      fc.string({ minLength: 1, maxLength: 3 }).map((word) => word.repeat(90)),
+    );
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 80 }), fc.integer({ min: 200, max: 1500 }), (pieces, maxLength) => {
+        const html = renderMarkdown(pieces.join(""));
+        const parts = splitHtml(html, { maxLength });
+        expectValidParts(parts, maxLength);
+        expect(parts.map(plain).join("")).toBe(plain(html));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("never exceeds Telegram's limit whatever is asked", () => {
+    const parts = splitHtml("a".repeat(20_000), { maxLength: 10_000 });
+    for (const part of parts) expect(part.length).toBeLessThanOrEqual(TELEGRAM_MESSAGE_LIMIT);
+  });
+});

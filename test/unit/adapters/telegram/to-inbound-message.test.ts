@@ -1,0 +1,136 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import type { Update } from "grammy/types";
+import { toInboundMessage, type Intake, type IntakeOptions } from "../../../../src/adapters/telegram/to-inbound-message.js";
+
+const options: IntakeOptions = { bot: { id: 7000000001, username: "longhaul_test_bot" }, maxMessageChars: 16_000 };
+
+const fixture = (name: string): Update =>
+  JSON.parse(readFileSync(new URL(`../../../fixtures/telegram/${name}.json`, import.meta.url), "utf8")) as Update;
+
+function submitted(intake: Intake) {
+  if (intake.kind !== "message") throw new Error(`expected a message, got ${intake.kind}: ${"reason" in intake ? intake.reason : ""}`);
+  return intake;
+}
+
+describe("toInboundMessage", () => {
+  it("normalises a private message", () => {
+    const { message, target } = submitted(toInboundMessage(fixture("dm-text"), options));
+    expect(message).toEqual({
+      platform: "telegram",
+      sessionKey: "tg:5012345678",
+      messageId: "1201",
+      chatId: "5012345678",
+      userId: "5012345678",
+      userName: "Ada Lovelace",
+      chatType: "private",
+      text: "Can you summarise what we decided about the database last week?",
+      sentAt: 1764500000 * 1000,
+    });
+    expect(target).toEqual({ platform: "telegram", chatId: "5012345678", replyToMessageId: "1201" });
+  });
+
+  it("takes a group message that mentions the bot, without the mention", () => {
+    const { message } = submitted(toInboundMessage(fixture("group-mention"), options));
+    expect(message).toMatchObject({
+      sessionKey: "tg:-1001987654321",
+      chatType: "group",
+      userId: "6111222333",
+      userName: "Grace Hopper",
+      text: "what does COBOL stand for?",
+    });
+  });
+
+  it("matches the mention case-insensitively and keeps other mentions", () => {
+    const { message } = submitted(toInboundMessage(fixture("group-mention-middle"), options));
+    expect(message.text).toBe("hey can you check @someone_else's idea?");
+  });
+
+  it("ignores a group message that does not address the bot", () => {
+    expect(toInboundMessage(fixture("group-no-mention"), options)).toEqual({ kind: "ignore", reason: "group message not addressed to the bot" });
+  });
+
+  it("takes a reply to one of the bot's messages in a group", () => {
+    const { message } = submitted(toInboundMessage(fixture("group-reply-to-bot"), options));
+    expect(message).toMatchObject({ text: "and who designed it?", chatType: "group", sessionKey: "tg:-1001987654321" });
+  });
+
+  it("takes /cmd@bot as the bare command and ignores commands for other bots", () => {
+    const { message } = submitted(toInboundMessage(fixture("group-command-with-botname"), options));
+    expect(message.text).toBe("/compress keep the naming decisions");
+    expect(toInboundMessage(fixture("group-command-other-bot"), options)).toEqual({ kind: "ignore", reason: "command for another bot" });
+  });
+
+  it("takes our own commands without a suffix in groups (clients drop it when we are the only bot)", () => {
+    const update = fixture("group-no-mention");
+    const message = { ...update.message!, text: "/status", entities: [{ type: "bot_command" as const, offset: 0, length: 7 }] };
+    expect(submitted(toInboundMessage({ ...update, message }, options)).message.text).toBe("/status");
+    const foreign = { ...message, text: "/weather", entities: [{ type: "bot_command" as const, offset: 0, length: 8 }] };
+    expect(toInboundMessage({ ...update, message: foreign }, options).kind).toBe("ignore");
+  });
+
+  it("keys a forum topic message by chat and topic and carries the thread id back", () => {
+    const { message, target } = submitted(toInboundMessage(fixture("forum-topic"), options));
+    expect(message).toMatchObject({ sessionKey: "tg:-1002233445566:2040", threadId: "2040", text: "draft the release notes" });
+    expect(target).toEqual({ platform: "telegram", chatId: "-1002233445566", threadId: "2040", replyToMessageId: "2055" });
+  });
+
+  it("does not take the topic's root message for a reply to the bot", () => {
+    expect(toInboundMessage(fixture("forum-topic-unaddressed"), options)).toMatchObject({ kind: "ignore" });
+  });
+
+  it("gives a reply thread in a plain group no topic (its message_thread_id is not a topic)", () => {
+    const { message, target } = submitted(toInboundMessage(fixture("group-reply-thread-not-topic"), options));
+    expect(message.sessionKey).toBe("tg:-1001987654321");
+    expect(message.threadId).toBeUndefined();
+    expect(target.threadId).toBeUndefined();
+  });
+
+  it("reads a caption as text and says what was attached", () => {
+    expect(submitted(toInboundMessage(fixture("photo-with-caption"), options)).message.text).toBe("[photo] what is wrong with this stack trace?");
+    expect(submitted(toInboundMessage(fixture("document-with-caption"), options)).message.text).toBe("[file] see page 3");
+  });
+
+  it.each([
+    ["photo-no-caption", "photo"],
+    ["voice", "voice message"],
+    ["sticker", "sticker"],
+  ])("answers %s with a polite note naming the %s", (name, label) => {
+    const intake = toInboundMessage(fixture(name), options);
+    expect(intake).toMatchObject({ kind: "answer-directly", reason: "unsupported-media", target: { chatId: "5012345678" } });
+    expect(intake.kind === "answer-directly" && intake.text).toContain(`this ${label}`);
+  });
+
+  it("answers /start directly with a greeting that names the bot", () => {
+    const intake = toInboundMessage(fixture("start"), options);
+    expect(intake).toMatchObject({ kind: "answer-directly", reason: "start" });
+    expect(intake.kind === "answer-directly" && intake.text).toContain("@longhaul_test_bot");
+  });
+
+  it("ignores edited messages, service messages and messages from bots", () => {
+    expect(toInboundMessage(fixture("edited-message"), options)).toMatchObject({ kind: "ignore", reason: expect.stringContaining("edited") });
+    expect(toInboundMessage(fixture("new-chat-members"), options)).toEqual({ kind: "ignore", reason: "service message" });
+    const update = fixture("dm-text");
+    const fromBot = { ...update.message!, from: { id: 99, is_bot: true, first_name: "Other" } };
+    expect(toInboundMessage({ ...update, message: fromBot }, options)).toEqual({ kind: "ignore", reason: "message from a bot" });
+  });
+
+  it("speaks for an anonymous admin as the group", () => {
+    const { message } = submitted(toInboundMessage(fixture("anonymous-admin"), options));
+    expect(message).toMatchObject({ userId: "-1001987654321", userName: "Compiler nerds", text: "pin the summary please" });
+  });
+
+  it("reports a malformed update instead of throwing", () => {
+    expect(toInboundMessage(fixture("malformed"), options)).toMatchObject({ kind: "malformed" });
+    expect(toInboundMessage({ update_id: 1 } as Update, options)).toMatchObject({ kind: "ignore" });
+  });
+
+  it("truncates oversize text with a marker and reports the original length", () => {
+    const update = fixture("dm-text");
+    const text = `${"a".repeat(299)}😀${"b".repeat(700)}`;
+    const intake = submitted(toInboundMessage({ ...update, message: { ...update.message!, text } }, { ...options, maxMessageChars: 322 }));
+    expect(intake.truncatedFrom).toBe(text.length);
+    expect(intake.message.text.length).toBeLessThanOrEqual(322);
+    expect(intake.message.text).toMatch(/^a{299}\n\[… message truncated\]$/);
+  });
+});
