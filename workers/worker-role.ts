@@ -4,7 +4,7 @@
  */
 import type { Config } from "../config/index.js";
 import { mainApiKey } from "../config/index.js";
-import { currentTimeTool, ToolRegistry, type TurnEngine } from "../src/agent/index.js";
+import { currentTimeTool, ToolRegistry, type Tool, type TurnEngine } from "../src/agent/index.js";
 import { createContextManager } from "../src/agent/session-context.js";
 import { createRecallTool } from "../src/agent/tools/recall.js";
 import { createLlmClient, createSummarizer } from "../src/llm/index.js";
@@ -21,7 +21,16 @@ export interface WorkerRole {
   close(): Promise<void>;
 }
 
-export function startWorkerRole(options: { config: Config; redisUrl: string; logger: Logger; metrics: Metrics }): WorkerRole {
+export interface WorkerRoleOptions {
+  config: Config;
+  redisUrl: string;
+  logger: Logger;
+  metrics: Metrics;
+  /** Tools beyond the built-ins (MCP servers will register here; tests add their own). */
+  extraTools?: readonly Tool[];
+}
+
+export function startWorkerRole(options: WorkerRoleOptions): WorkerRole {
   const { config, logger, metrics } = options;
   const prefix = config.REDIS_PREFIX;
   const redis = createRedis(options.redisUrl);
@@ -60,6 +69,7 @@ export function startWorkerRole(options: { config: Config; redisUrl: string; log
   const tools = new ToolRegistry()
     .register(currentTimeTool)
     .register(createRecallTool());
+  for (const tool of options.extraTools ?? []) tools.register(tool);
 
   const engine: TurnEngine = {
     llm,

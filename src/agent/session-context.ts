@@ -46,6 +46,9 @@ interface EngineFields {
 
 const fields = (state: SessionState) => state.engine as EngineFields;
 
+/** Share of the current context a manual compaction keeps verbatim as the tail. */
+const MANUAL_TAIL_SHARE = 0.25;
+
 export function createContextManager(options: ContextManagerOptions): ContextManager {
   const { llm, settings } = options;
   // Built on first use: the encoder costs ~1.5 s and ~150 MB, which start-up should not pay.
@@ -57,6 +60,18 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
   const countContext = (state: SessionState, context: readonly ChatMessage[]) =>
     calibratedCount(fields(state).calibration ?? initialCalibration(), estimate(context));
 
+  /**
+   * `/compress` is asked for while the context may still be far below the threshold, where the
+   * usual tail budget would keep everything. It keeps the most recent quarter of the context
+   * (at most the usual tail), so a manual compaction always has a middle to fold.
+   */
+  const targetRatioFor = (reason: CompactionReason, context: readonly ChatMessage[], window: number) => {
+    if (reason !== "manual") return settings.targetRatio;
+    const threshold = thresholdTokens(window, settings.compactionThreshold);
+    const tail = Math.min(threshold * settings.targetRatio, estimate(context) * MANUAL_TAIL_SHARE);
+    return Math.max(0.01, tail / threshold);
+  };
+
   const notify = (state: SessionState, notice: string) => {
     const engine = fields(state);
     engine.notices = [...(engine.notices ?? []), notice];
@@ -67,7 +82,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     const result = await compact({
       messages: context,
       tools: options.tools(),
-      settings: { contextWindow: window, compactionThreshold: settings.compactionThreshold, targetRatio: settings.targetRatio, protectLastN: settings.protectLastN },
+      settings: { contextWindow: window, compactionThreshold: settings.compactionThreshold, targetRatio: targetRatioFor(reason, context, window), protectLastN: settings.protectLastN },
       reason,
       ...(focus ? { focus } : {}),
       summarizer: options.summarizer,
@@ -130,7 +145,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     },
 
     async onOverflow(state, context, error: ContextOverflowError, scope) {
-      if (error.contextWindow && error.contextWindow < contextWindow(state)) {
+      if (error.contextWindow && error.contextWindow < (fields(state).learnedWindow ?? Number.POSITIVE_INFINITY)) {
         fields(state).learnedWindow = error.contextWindow;
         llm.learnContextWindow?.(error.contextWindow);
         scope.log.warn({ contextWindow: error.contextWindow }, "context-window-learned");

@@ -10,20 +10,33 @@
  *   or "…longer than the maximum model length of 4096"
  * - llama.cpp: type `exceed_context_size_error`, "the request exceeds the available context size"
  *   with `n_ctx`
- * - Ollama: "input length exceeds maximum context length", `exceed_context_size_error`; its /v1
- *   relays llama.cpp's "request (N tokens) exceeds the available context size (4096 tokens)"
+ * - Ollama: "the input length exceeds the context length", "prompt too long; exceeded max context
+ *   length by N tokens", `exceed_context_size_error`; its /v1 relays llama.cpp's
+ *   "request (N tokens) exceeds the available context size (4096 tokens)"
+ * - OpenAI (newer): "Input tokens exceed the configured limit of 272000 tokens"; Anthropic with
+ *   max_tokens: "input length and `max_tokens` exceed context limit: 195000 + 8192 > 200000"
+ * - Mistral: "…too large for model with 32768 maximum context length"; Gemini's OpenAI-compatible
+ *   endpoint: "…exceeds the maximum number of tokens allowed (1048576)"
  */
 
 const OVERFLOW_CODES = new Set(["context_length_exceeded", "exceed_context_size_error", "string_above_max_length"]);
 
 const OVERFLOW_PATTERN =
-  /maximum context length|context[ _-]?(length|size|window)[ _-]?(exceeded|exceeds|is exceeded)|exceeds? (the )?(available |maximum )?context|prompt is too long|too many tokens|input (is )?too long|longer than the maximum model length|context_length_exceeded|exceed_context_size|reduce the length of the messages/i;
+  /maximum context length|context[ _-]?(length|size|window)[ _-]?(exceeded|exceeds|is exceeded)|exceed(s|ed)? (the )?(available |maximum |max )?context|prompt (is )?too long|too many tokens|input (is )?too long|longer than the maximum model length|context_length_exceeded|exceed_context_size|reduce the length of the messages|exceeds the maximum number of tokens|tokens exceed the configured limit/i;
 
 const WINDOW_PATTERNS: RegExp[] = [
   /maximum context length (?:is|of) (\d[\d,]*)/i,
   /context (?:length|size|window) (?:is|of) (\d[\d,]*)/i,
   /maximum model length (?:is|of) (\d[\d,]*)/i,
   /tokens? > (\d[\d,]*) maximum/i,
+  // Anthropic, input + max_tokens: "exceed context limit: 195000 + 8192 > 200000"
+  /exceed context limit: [\d\s+]+> (\d[\d,]*)/i,
+  // Mistral: "too large for model with 32768 maximum context length"
+  /(\d[\d,]*) maximum context length/i,
+  // OpenAI: "Input tokens exceed the configured limit of 272000 tokens"
+  /configured limit of (\d[\d,]*) tokens/i,
+  // Gemini: "exceeds the maximum number of tokens allowed (1048576)"
+  /maximum number of tokens allowed \((\d[\d,]*)\)/i,
   // llama.cpp's message, which Ollama's /v1 relays without the `n_ctx` field.
   /available context size \((\d[\d,]*) tokens?\)/i,
   /"?n_ctx"?\s*[:=]\s*(\d+)/i,

@@ -9,6 +9,7 @@ import { createLogger, type Logger } from "../../src/logger.js";
 import { createMetrics } from "../../src/metrics.js";
 import { startWorkerRole, type WorkerRole } from "../../workers/worker-role.js";
 import type { ChannelAdapter } from "../../src/adapters/channel-adapter.js";
+import type { Tool } from "../../src/agent/index.js";
 
 export interface LogCapture {
   lines: string[];
@@ -34,12 +35,16 @@ export interface Pipeline {
   close(): Promise<void>;
 }
 
-export async function startPipeline(config: Config, adapters: ChannelAdapter[], options: { worker?: boolean; logs?: LogCapture } = {}): Promise<Pipeline> {
+export async function startPipeline(
+  config: Config,
+  adapters: ChannelAdapter[],
+  options: { worker?: boolean; logs?: LogCapture; tools?: readonly Tool[] } = {},
+): Promise<Pipeline> {
   const logs = options.logs ?? captureLogs("warn");
   const metrics = createMetrics();
   const redisUrl = config.REDIS_URL;
   if (!redisUrl) throw new Error("tests must set REDIS_URL");
-  const worker = options.worker === false ? undefined : startWorkerRole({ config, redisUrl, logger: logs.logger, metrics });
+  const worker = options.worker === false ? undefined : startWorkerRole({ config, redisUrl, logger: logs.logger, metrics, ...(options.tools ? { extraTools: options.tools } : {}) });
   const gateway = await startGateway({ config, redisUrl, adapters, logger: logs.logger, metrics });
   return {
     gateway,

@@ -24,6 +24,7 @@ export function duration(ms: number): string {
   return `${minutes} min`;
 }
 
+/** Dollars; sub-dollar amounts with four decimals, since a turn often costs fractions of a cent. */
 export function usd(amount: number): string {
-  return amount < 0.01 && amount > 0 ? `$${amount.toFixed(4)}` : `$${amount.toFixed(2)}`;
+  return amount < 1 ? `$${amount.toFixed(4)}` : `$${amount.toFixed(2)}`;
 }

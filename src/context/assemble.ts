@@ -1,0 +1,118 @@
+/**
+ * Phase 4: head + summary message + kept tail, then the tool-pair sanitizer.
+ *
+ * The summary is framed as reference material with an explicit end marker: without it, models
+ * read "In Progress" and "Pending User Requests" as fresh orders and resume stale tasks instead
+ * of answering the latest message (the "replies to stale tasks" bug of the systems SPEC §3
+ * compares).
+ */
+import type { AssistantMessage, ChatMessage, SystemMessage, ToolMessage, UserMessage } from "./messages.js";
+import { hasToolCalls } from "./message-groups.js";
+
+/** Appended once to the system prompt, on the first compaction; never again, so the prefix stays cache-stable. */
+export const COMPACTION_NOTE =
+  "[Note: earlier turns of this conversation were compacted to save context; the original messages remain retrievable by id with the recall tool.]";
+
+export const SUMMARY_HEADER =
+  "[Summary of earlier turns — reference only] Earlier turns of this conversation were compacted into the summary below. It is background, not instructions: do not answer questions or resume tasks from it unless the latest user message asks for that. Original messages can be fetched by their [id] with the recall tool.";
+
+export const SUMMARY_END_MARKER =
+  "[End of summary — respond to the latest user message below, not to tasks from the summary.]";
+
+export const STUB_TOOL_RESULT = "[no result: this tool call's result was not kept in the context]";
+
+export function withCompactionNote(system: SystemMessage): SystemMessage {
+  if (system.content.includes(COMPACTION_NOTE)) return system;
+  const { tokens: _staleCount, ...rest } = system;
+  return { ...rest, content: `${system.content}\n\n${COMPACTION_NOTE}` };
+}
+
+export const summaryMessageContent = (summary: string): string => `${SUMMARY_HEADER}\n\n${summary.trim()}\n\n${SUMMARY_END_MARKER}`;
+
+/** The bare summary inside a summary message, for the next compaction's "previous summary". */
+export function extractSummaryText(content: string): string {
+  let text = content.trim();
+  if (text.startsWith(SUMMARY_HEADER)) text = text.slice(SUMMARY_HEADER.length);
+  if (text.endsWith(SUMMARY_END_MARKER)) text = text.slice(0, -SUMMARY_END_MARKER.length);
+  return text.trim();
+}
+
+/**
+ * "user", except between two user messages, where "assistant" alternates. Right after the
+ * system prompt it must be "user" (Anthropic: "first message must use the user role"). Where
+ * neither role can alternate (user before, assistant after, or the reverse) it stays "user":
+ * consecutive same-role messages are valid for the OpenAI API and Anthropic merges them, and
+ * a summary in the assistant's voice gets repeated as the model's own words.
+ */
+export function chooseSummaryRole(before: ChatMessage | undefined, after: ChatMessage | undefined): "user" | "assistant" {
+  return before?.role === "user" && (after === undefined || after.role === "user") ? "assistant" : "user";
+}
+
+export interface AssembleInput {
+  head: readonly ChatMessage[];
+  summary?: { id: string; text: string; at?: number };
+  kept: readonly ChatMessage[];
+  /** The first compaction adds COMPACTION_NOTE to the system prompt. */
+  addNote: boolean;
+}
+
+export function assemble(input: AssembleInput): ChatMessage[] {
+  const head = input.head.map((message, index) =>
+    index === 0 && message.role === "system" && input.addNote ? withCompactionNote(message) : message,
+  );
+  if (input.summary === undefined) return [...head, ...input.kept];
+  const role = chooseSummaryRole(head.at(-1), input.kept[0]);
+  const content = summaryMessageContent(input.summary.text);
+  const meta = { id: input.summary.id, kind: "summary" as const, ...(input.summary.at !== undefined && { at: input.summary.at }) };
+  const summaryMessage: UserMessage | AssistantMessage = role === "user" ? { role, content, ...meta } : { role, content, ...meta };
+  return [...head, summaryMessage, ...input.kept];
+}
+
+export interface SanitizeResult {
+  messages: ChatMessage[];
+  /** Tool results dropped because their call is gone (or misplaced, or a duplicate). */
+  droppedResults: number;
+  /** Stub results added for calls whose result is gone. */
+  stubbedCalls: number;
+}
+
+/**
+ * Makes every assistant tool call have exactly one result, right after it, and removes every
+ * tool result that does not answer a call of the assistant message right before it.
+ */
+export function sanitizeToolPairs(messages: readonly ChatMessage[], newId: () => string): SanitizeResult {
+  const output: ChatMessage[] = [];
+  let droppedResults = 0;
+  let stubbedCalls = 0;
+  let index = 0;
+  while (index < messages.length) {
+    const message = messages[index]!;
+    index += 1;
+    if (message.role === "tool") {
+      droppedResults += 1;
+      continue;
+    }
+    output.push(message);
+    if (!hasToolCalls(message) || message.role !== "assistant") continue;
+
+    // Results keep their order (the tail stays byte-identical); stubs go after them.
+    const answered = new Set<string>();
+    while (index < messages.length && messages[index]!.role === "tool") {
+      const result = messages[index] as ToolMessage;
+      index += 1;
+      const answersCall = message.tool_calls!.some((call) => call.id === result.tool_call_id);
+      if (answersCall && !answered.has(result.tool_call_id)) {
+        answered.add(result.tool_call_id);
+        output.push(result);
+      } else {
+        droppedResults += 1;
+      }
+    }
+    for (const call of message.tool_calls!) {
+      if (answered.has(call.id)) continue;
+      output.push({ role: "tool", tool_call_id: call.id, content: STUB_TOOL_RESULT, id: newId() });
+      stubbedCalls += 1;
+    }
+  }
+  return { messages: output, droppedResults, stubbedCalls };
+}

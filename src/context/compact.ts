@@ -1,0 +1,249 @@
+/**
+ * The compressor (SPEC §3, layer 2): prune → boundaries → summary → assemble, with the failure
+ * policy around the summary. Pure apart from the summarizer call: it returns a new message
+ * list and a record, and never mutates its input (only the token-count cache on messages).
+ */
+import { assemble, extractSummaryText, sanitizeToolPairs } from "./assemble.js";
+import { findBoundaries, PROTECT_LAST_N_BUDGET_FACTOR, type Boundaries } from "./boundaries.js";
+import { defaultHardLimit, thresholdTokens } from "./decisions.js";
+import { groupMessages, groupTurns, isSummary, toolCallsById } from "./message-groups.js";
+import type { ChatMessage, ToolDefinition } from "./messages.js";
+import { cutGroupToFit, pruneToolResults } from "./prune.js";
+import { DEFAULT_RETRY_POLICY, summarizeWithFallback, type RetryPolicy, type SummarizeStats } from "./summarize.js";
+import type { Summarizer } from "./summarizer.js";
+import { summaryBudget } from "./summary-prompt.js";
+import type { TokenCounter } from "./tokens.js";
+
+/**
+ * Dropping turns stops this far under the threshold: stopping just under it would make the very
+ * next step compact (and drop) again.
+ */
+export const DROP_TARGET_RATIO = 0.75;
+
+export type CompactionReason = "hygiene" | "in-loop" | "overflow" | "manual";
+
+/**
+ * - `compacted`: the middle was summarized (or, with nothing to summarize, only pruned);
+ * - `failed`: every summarizer failed and the context was under the hard limit: it is returned unchanged;
+ * - `dropped`: every summarizer failed over the hard limit: the oldest middle turns were removed
+ *   (they stay in the transcript) — tell the user;
+ * - `skipped`: nothing to fold or prune.
+ */
+export type CompactionStatus = "compacted" | "failed" | "dropped" | "skipped";
+
+export interface CompactionSettings {
+  /** The main model's window in tokens. */
+  contextWindow: number;
+  /** COMPACTION_THRESHOLD (default 0.5): the result must land under this fraction of the window. */
+  compactionThreshold: number;
+  /** COMPACTION_TARGET_RATIO (default 0.2): tail budget = threshold tokens × this. */
+  targetRatio: number;
+  /** PROTECT_LAST_N (default 20): recent messages kept while within 1.5× the tail budget. */
+  protectLastN: number;
+  /** Over this, a failed summary drops old turns. Default: the window minus min(8,192, 10%) for the reply. */
+  hardLimitTokens?: number;
+}
+
+/** One compaction, for logs, metrics and /usage. */
+export interface CompactionRecord {
+  reason: CompactionReason;
+  status: CompactionStatus;
+  /** Messages + tool definitions, in the counter's encoding (uncalibrated). */
+  tokensBefore: number;
+  tokensAfter: number;
+  messagesBefore: number;
+  messagesAfter: number;
+  /** Tool results replaced by placeholders (phase 1) or cut to fit (tail). */
+  prunedMessages: number;
+  /** Tokens those replacements removed. */
+  prunedTokens: number;
+  summaryTokens: number;
+  /** Every request made, failed attempts and chunks included. */
+  summarizerCalls: number;
+  /** The model that wrote the summary; null when none did. */
+  summarizerModel: string | null;
+  summarizerPromptTokens: number;
+  summarizerCompletionTokens: number;
+  /** Requests the fold took (more than 1 when the summarizer's window is small). */
+  chunks: number;
+  durationMs: number;
+  droppedMessages: number;
+}
+
+export interface CompactInput {
+  /** The live context, system prompt first. Not mutated. */
+  messages: readonly ChatMessage[];
+  /** Counted into every token figure, as they are sent with every request. */
+  tools?: readonly ToolDefinition[];
+  settings: CompactionSettings;
+  reason: CompactionReason;
+  /** `/compress <focus>`: the topic the summary should keep the most detail on. */
+  focus?: string;
+  summarizer: Summarizer;
+  /** Tried after the summarizer has failed every attempt; usually the main model. */
+  fallbackSummarizer?: Summarizer;
+  counter: TokenCounter;
+  /** Ids for the new messages (the summary, stub results); the caller stores them in the transcript. */
+  newId(): string;
+  retry?: Partial<RetryPolicy>;
+  /** Aborting rejects with the signal's reason; nothing has changed then. */
+  signal?: AbortSignal;
+  now?(): number;
+}
+
+export interface CompactResult {
+  status: CompactionStatus;
+  messages: ChatMessage[];
+  record: CompactionRecord;
+  /** Why the summary failed (`failed` and `dropped`): a SummarizerFailedError. */
+  error?: unknown;
+}
+
+export async function compact(input: CompactInput): Promise<CompactResult> {
+  const now = input.now ?? Date.now;
+  const startedAt = now();
+  input.signal?.throwIfAborted();
+  const { messages, counter, settings } = input;
+  const toolTokens = counter.countTools(input.tools ?? []);
+  const measure = (list: readonly ChatMessage[]) => counter.countMessages(list) + toolTokens;
+  const tokensBefore = measure(messages);
+  const threshold = thresholdTokens(settings.contextWindow, settings.compactionThreshold);
+  const tailBudget = Math.floor(threshold * settings.targetRatio);
+  const hardLimit = settings.hardLimitTokens ?? defaultHardLimit(settings.contextWindow);
+
+  // Phase 1 + 2.
+  const boundaries = findBoundaries(messages, { counter, tailBudgetTokens: tailBudget, protectLastN: settings.protectLastN });
+  const { headEnd, keptStart } = boundaries;
+  const pruned = pruneToolResults(messages, { from: headEnd, to: boundaries.protectedStart }, counter);
+  const working = cutNewestGroup(pruned.messages, boundaries, PROTECT_LAST_N_BUDGET_FACTOR * tailBudget, counter);
+  const prunedMessages = pruned.prunedMessages + working.cutMessages;
+  const prunedTokens = pruned.prunedTokens + working.cutTokens;
+
+  const stats: SummarizeStats = { calls: 0, promptTokens: 0, completionTokens: 0 };
+  const finish = (status: CompactionStatus, result: ChatMessage[], details: Partial<CompactionRecord> = {}, error?: unknown): CompactResult => {
+    const record: CompactionRecord = {
+      reason: input.reason,
+      status,
+      tokensBefore,
+      tokensAfter: measure(result),
+      messagesBefore: messages.length,
+      messagesAfter: result.length,
+      prunedMessages: status === "failed" || status === "skipped" ? 0 : prunedMessages,
+      prunedTokens: status === "failed" || status === "skipped" ? 0 : prunedTokens,
+      summaryTokens: 0,
+      summarizerCalls: stats.calls,
+      summarizerModel: null,
+      summarizerPromptTokens: stats.promptTokens,
+      summarizerCompletionTokens: stats.completionTokens,
+      chunks: 0,
+      droppedMessages: 0,
+      ...details,
+      durationMs: now() - startedAt,
+    };
+    return error === undefined ? { status, messages: result, record } : { status, messages: result, record, error };
+  };
+
+  const middle = messages.slice(headEnd, keptStart);
+  const toFold = middle.filter((message) => !isSummary(message));
+  if (toFold.length === 0) {
+    // Nothing new since the last summary: only pruning can help, and it needs no summarizer.
+    if (prunedMessages === 0) return finish("skipped", [...messages]);
+    return finish("compacted", sanitizeToolPairs(working.messages, input.newId).messages);
+  }
+
+  // Phase 3.
+  const previousSummaries = middle.filter(isSummary).map((message) => extractSummaryText(message.content ?? ""));
+  const middleTokens = working.messages.slice(headEnd, keptStart).reduce((sum, message) => sum + counter.countMessage(message), 0);
+  const toolNames = new Map([...toolCallsById(messages)].map(([id, call]) => [id, call.function.name]));
+  const summarizers =
+    input.fallbackSummarizer && input.fallbackSummarizer !== input.summarizer ? [input.summarizer, input.fallbackSummarizer] : [input.summarizer];
+  try {
+    const outcome = await summarizeWithFallback(
+      {
+        middle: toFold,
+        budgetTokens: summaryBudget({ middleTokens, contextWindow: settings.contextWindow }),
+        counter,
+        toolNames,
+        retry: { ...DEFAULT_RETRY_POLICY, ...input.retry },
+        ...(previousSummaries.length > 0 && { previousSummary: previousSummaries.join("\n\n") }),
+        ...(input.focus !== undefined && { focus: input.focus }),
+        ...(input.signal !== undefined && { signal: input.signal }),
+      },
+      summarizers,
+      stats,
+    );
+    input.signal?.throwIfAborted();
+
+    // Phase 4.
+    const summaryId = input.newId();
+    const assembled = assemble({
+      head: working.messages.slice(0, headEnd),
+      summary: { id: summaryId, text: outcome.text, at: now() },
+      kept: working.messages.slice(keptStart),
+      addNote: true,
+    });
+    const result = sanitizeToolPairs(assembled, input.newId).messages;
+    const summaryMessage = result.find((message) => message.id === summaryId);
+    return finish("compacted", result, {
+      summaryTokens: summaryMessage ? counter.countMessage(summaryMessage) : 0,
+      summarizerModel: outcome.model,
+      chunks: outcome.chunks,
+    });
+  } catch (error) {
+    if (input.signal?.aborted) throw input.signal.reason;
+    if (tokensBefore <= hardLimit) return finish("failed", [...messages], {}, error);
+    const dropped = dropOldestTurns(working.messages, boundaries, Math.floor(threshold * DROP_TARGET_RATIO), measure, counter);
+    const result = sanitizeToolPairs(
+      assemble({ head: dropped.messages.slice(0, headEnd), kept: dropped.messages.slice(headEnd), addNote: true }),
+      input.newId,
+    ).messages;
+    return finish("dropped", result, { droppedMessages: dropped.droppedMessages }, error);
+  }
+}
+
+interface WorkingMessages {
+  messages: ChatMessage[];
+  cutMessages: number;
+  cutTokens: number;
+}
+
+/** The newest group is kept whatever its size; its tool results are cut when it alone exceeds what the tail may hold. */
+function cutNewestGroup(messages: ChatMessage[], boundaries: Boundaries, maxTokens: number, counter: TokenCounter): WorkingMessages {
+  const newest = groupMessages(messages).at(-1);
+  if (newest === undefined || newest.start < boundaries.protectedStart) return { messages, cutMessages: 0, cutTokens: 0 };
+  const group = messages.slice(newest.start);
+  const cut = cutGroupToFit(group, maxTokens, counter);
+  if (cut.cutMessages === 0) return { messages, cutMessages: 0, cutTokens: 0 };
+  const sum = (list: readonly ChatMessage[]) => list.reduce((total, message) => total + counter.countMessage(message), 0);
+  return {
+    messages: [...messages.slice(0, newest.start), ...cut.messages],
+    cutMessages: cut.cutMessages,
+    cutTokens: sum(group) - sum(cut.messages),
+  };
+}
+
+/**
+ * The last resort (every summarizer failed and the context is over the hard limit): remove
+ * whole middle turns, oldest first, until the context is back under the target (75% of the
+ * compaction threshold).
+ * The previous summary is never dropped. The turns remain in the transcript for `recall`.
+ */
+function dropOldestTurns(
+  messages: readonly ChatMessage[],
+  boundaries: Boundaries,
+  targetTokens: number,
+  measure: (list: readonly ChatMessage[]) => number,
+  counter: TokenCounter,
+): { messages: ChatMessage[]; droppedMessages: number } {
+  const removed = new Set<number>();
+  let tokens = measure(messages);
+  for (const turn of groupTurns(messages, boundaries.headEnd, boundaries.keptStart)) {
+    if (tokens < targetTokens) break;
+    for (let index = turn.start; index < turn.end; index += 1) {
+      if (isSummary(messages[index]!)) continue;
+      removed.add(index);
+      tokens -= counter.countMessage(messages[index]!);
+    }
+  }
+  return { messages: messages.filter((_, index) => !removed.has(index)), droppedMessages: removed.size };
+}

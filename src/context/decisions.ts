@@ -1,0 +1,82 @@
+/**
+ * When to compact, as pure functions of counts the caller already has. Thresholds arrive as
+ * plain numbers (HYGIENE_THRESHOLD, COMPACTION_THRESHOLD of SPEC §8); nothing here reads config.
+ */
+
+/** Hygiene never runs on a session this short: there is nothing to fold (Hermes' `len(history) >= 4`). */
+export const HYGIENE_MIN_MESSAGES = 4;
+
+export interface HygieneCheck {
+  messageCount: number;
+  /** The live context's size: messages + tool definitions, calibrated. */
+  tokens: number;
+  contextWindow: number;
+  /** HYGIENE_THRESHOLD, default 0.85. */
+  threshold: number;
+}
+
+/** Pre-turn hygiene: compact before the turn when the session holds ≥ 4 messages and fills ≥ threshold of the window. */
+export const needsHygiene = (check: HygieneCheck): boolean =>
+  check.messageCount >= HYGIENE_MIN_MESSAGES && check.tokens >= check.threshold * check.contextWindow;
+
+export interface CompactionCheck {
+  tokens: number;
+  contextWindow: number;
+  /** COMPACTION_THRESHOLD, default 0.5. */
+  threshold: number;
+}
+
+/** In-loop compaction between steps. */
+export const needsCompaction = (check: CompactionCheck): boolean => check.tokens >= check.threshold * check.contextWindow;
+
+/** The token count a compaction must get under (and the in-loop trigger). */
+export const thresholdTokens = (contextWindow: number, threshold: number): number => Math.floor(contextWindow * threshold);
+
+/**
+ * The hard limit when the caller does not give one: the window minus room for the reply
+ * (10% of the window, at most 8,192 tokens). Over it, the next request would be refused.
+ */
+export const defaultHardLimit = (contextWindow: number): number =>
+  contextWindow - Math.min(8_192, Math.floor(contextWindow * 0.1));
+
+/**
+ * Anti-thrash. A compaction that cannot get under the threshold (the kept tail alone is too
+ * big, or the summarizer keeps failing) would otherwise rerun on every step, paying for a
+ * summary each time. After two such compactions in a row, automatic compaction stops until
+ * the context grows by a meaningful amount, or the user runs /compress.
+ */
+export interface AntiThrashState {
+  /** Consecutive compactions that ended at or over the threshold. */
+  ineffective: number;
+  /** Set while suspended: the context size when automatic compaction stopped. */
+  suspendedAtTokens?: number;
+}
+
+export const INEFFECTIVE_COMPACTIONS_BEFORE_SUSPENDING = 2;
+/** Growth (fraction of the window) after which a suspended session may try again. */
+export const RESUME_AFTER_GROWTH_RATIO = 0.1;
+
+export const initialAntiThrash = (): AntiThrashState => ({ ineffective: 0 });
+
+export function autoCompactionAllowed(state: AntiThrashState, tokens: number, contextWindow: number): boolean {
+  if (state.suspendedAtTokens === undefined) return true;
+  return tokens >= state.suspendedAtTokens + RESUME_AFTER_GROWTH_RATIO * contextWindow;
+}
+
+export interface CompactionOutcome {
+  tokensAfter: number;
+  /** `thresholdTokens(contextWindow, COMPACTION_THRESHOLD)`. */
+  thresholdTokens: number;
+  /** A /compress by the user lifts a suspension before this outcome is counted. */
+  manual?: boolean;
+}
+
+/** Folds one compaction's result (any status: a failed one counts as ineffective) into the state. */
+export function recordCompactionOutcome(state: AntiThrashState, outcome: CompactionOutcome): AntiThrashState {
+  const base = outcome.manual ? initialAntiThrash() : state;
+  if (outcome.tokensAfter < outcome.thresholdTokens) return initialAntiThrash();
+  const ineffective = base.ineffective + 1;
+  return ineffective >= INEFFECTIVE_COMPACTIONS_BEFORE_SUSPENDING
+    ? { ineffective, suspendedAtTokens: outcome.tokensAfter }
+    : { ineffective };
+}

@@ -1,0 +1,95 @@
+/**
+ * The context engine (SPEC §3): pure code, no Redis, no HTTP, no config. Everything other
+ * folders may use is exported here; the rest of `src/context` is private.
+ *
+ * Tokens (tokens.ts, calibration.ts)
+ *   getTokenCounter(model: string): TokenCounter            one per encoding per process, built on first use
+ *   encodingForModel(model: string): "o200k_base" | "cl100k_base"
+ *   createTokenCounter(encoding: string, countText: (text: string) => number): TokenCounter
+ *   TokenCounter { encoding; countText(text); countMessage(message) (cached in message.tokens);
+ *                  countMessages(messages) (+3 reply priming); countTools(tools) }
+ *   initialCalibration(): CalibrationState                    { ratio: 1, samples: 0 }
+ *   updateCalibration(state, { estimatedTokens, reportedPromptTokens })
+ *     → { state, observedRatio, suspectedTruncation }         log a warning when suspectedTruncation
+ *   calibratedCount(state, estimatedTokens): number
+ *
+ * Decisions (decisions.ts)
+ *   needsHygiene({ messageCount, tokens, contextWindow, threshold }): boolean      pre-turn, HYGIENE_THRESHOLD
+ *   needsCompaction({ tokens, contextWindow, threshold }): boolean                 in-loop, COMPACTION_THRESHOLD
+ *   thresholdTokens(contextWindow, threshold): number
+ *   defaultHardLimit(contextWindow): number
+ *   initialAntiThrash(): AntiThrashState                                           { ineffective: 0 }
+ *   autoCompactionAllowed(state, tokens, contextWindow): boolean
+ *   recordCompactionOutcome(state, { tokensAfter, thresholdTokens, manual? }): AntiThrashState
+ *
+ * Compaction (compact.ts)
+ *   compact({ messages, tools?, settings: { contextWindow, compactionThreshold, targetRatio,
+ *             protectLastN, hardLimitTokens? }, reason, focus?, summarizer, fallbackSummarizer?,
+ *             counter, newId, retry?: { attempts?, baseDelayMs?, timeoutMs? }, signal?, now? })
+ *     → Promise<{ status: "compacted" | "failed" | "dropped" | "skipped"; messages; record; error? }>
+ *   The input is never mutated (only token counts are cached on messages). New messages (the
+ *   summary, stub tool results) carry ids from `newId`: store them in the transcript. Rejects
+ *   with the signal's reason when aborted.
+ *
+ * Prompt caching (caching.ts)
+ *   applyPromptCaching(messages: ApiMessage[], { model, sessionId })
+ *     → { messages: WireMessage[]; promptCacheKey?: string }
+ *
+ * Overflow (overflow.ts)
+ *   detectContextOverflow({ status?, code?, type?, message?, body? }) → { overflow; contextWindow? }
+ *
+ * Recall helpers
+ *   extractRecallId(content): string | undefined     the id in a placeholder's `recall("…")`
+ *   recallIdOf(message): string                      the transcript id of a message's original
+ */
+export type { ApiMessage, ChatMessage, MessageMeta, ToolCall, ToolDefinition } from "./messages.js";
+export { toApiMessage, toApiMessages } from "./messages.js";
+
+export {
+  APPROXIMATE_ENCODING,
+  approximateTokenCounter,
+  createTokenCounter,
+  encodingForModel,
+  getTokenCounter,
+  type EncodingName,
+  type TokenCounter,
+} from "./tokens.js";
+export {
+  calibratedCount,
+  initialCalibration,
+  updateCalibration,
+  type CalibrationSample,
+  type CalibrationState,
+  type CalibrationUpdate,
+} from "./calibration.js";
+
+export {
+  autoCompactionAllowed,
+  defaultHardLimit,
+  initialAntiThrash,
+  needsCompaction,
+  needsHygiene,
+  recordCompactionOutcome,
+  thresholdTokens,
+  type AntiThrashState,
+  type CompactionCheck,
+  type CompactionOutcome,
+  type HygieneCheck,
+} from "./decisions.js";
+
+export {
+  compact,
+  type CompactInput,
+  type CompactResult,
+  type CompactionReason,
+  type CompactionRecord,
+  type CompactionSettings,
+  type CompactionStatus,
+} from "./compact.js";
+export type { Summarizer, SummaryRequest, SummaryResponse } from "./summarizer.js";
+export { SummarizerFailedError, SummarizerTimeoutError, SummarizerWindowError, type RetryPolicy } from "./summarize.js";
+export { COMPACTION_NOTE, SUMMARY_END_MARKER, SUMMARY_HEADER } from "./assemble.js";
+export { extractRecallId, recallIdOf } from "./prune.js";
+
+export { applyPromptCaching, isAnthropicFamily, type CachedRequest, type PromptCachingOptions } from "./caching.js";
+export { detectContextOverflow, type OverflowVerdict, type ProviderErrorShape } from "./overflow.js";

@@ -1,0 +1,161 @@
+/**
+ * Phase 1 (prune, no LLM) and the tail's cut-to-fit. Both replace a tool result's content and
+ * nothing else: the message keeps its id and its place, so the call/result pair stays valid,
+ * and the transcript still holds the original under that id for the `recall` tool.
+ */
+import type { ChatMessage, ToolCall, ToolMessage } from "./messages.js";
+import { toolCallsById } from "./message-groups.js";
+import type { TokenCounter } from "./tokens.js";
+
+/** Tool results up to this many characters stay: a placeholder would save next to nothing. */
+export const PRUNE_MIN_CHARS = 200;
+const ARGUMENTS_MAX_CHARS = 100;
+const ARGUMENT_VALUE_MAX_CHARS = 40;
+/** A cut never leaves less than this much of a result: the head of an output is what the model needs most. */
+const MIN_CUT_TOKENS = 64;
+
+/** The id under which the transcript keeps the untouched original. */
+export const recallIdOf = (message: ChatMessage): string => message.originalId ?? message.id;
+
+const formatCount = (value: number): string => value.toLocaleString("en-US");
+
+/** The `recall("…")` id a placeholder or cut note carries. */
+export function extractRecallId(content: string): string | undefined {
+  return /recall\("([^"]+)"\)/.exec(content)?.[1];
+}
+
+/** Tool-call arguments on one short line: long string values shortened, the whole capped. */
+export function shortenArguments(argumentsJson: string): string {
+  let text: string;
+  try {
+    const shorten = (value: unknown): unknown => {
+      if (typeof value === "string") return value.length > ARGUMENT_VALUE_MAX_CHARS ? `${value.slice(0, ARGUMENT_VALUE_MAX_CHARS)}…` : value;
+      if (Array.isArray(value)) return value.map(shorten);
+      if (value !== null && typeof value === "object") {
+        return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, shorten(inner)]));
+      }
+      return value;
+    };
+    text = JSON.stringify(shorten(JSON.parse(argumentsJson)));
+  } catch {
+    // Some backends send non-JSON arguments; show them as they are.
+    text = argumentsJson.replace(/\s+/g, " ");
+  }
+  return text.length > ARGUMENTS_MAX_CHARS ? `${sliceSafely(text, 0, ARGUMENTS_MAX_CHARS)}…` : text;
+}
+
+/** `[tool output pruned: read_file {"path":"src/a.ts"} · 12,345 chars · recall("m17") to fetch it]` */
+export function prunedPlaceholder(message: ToolMessage, call: ToolCall | undefined): string {
+  const tool = call ? `${call.function.name} ${shortenArguments(call.function.arguments)}` : "unknown tool";
+  return `[tool output pruned: ${tool} · ${formatCount(message.content.length)} chars · recall("${recallIdOf(message)}") to fetch it]`;
+}
+
+export interface PruneResult {
+  /** A new array; untouched messages are the same objects. */
+  messages: ChatMessage[];
+  prunedMessages: number;
+  /** Tokens the placeholders saved. */
+  prunedTokens: number;
+}
+
+/** Replaces every tool result longer than PRUNE_MIN_CHARS in `[from, to)` with a one-line placeholder. */
+export function pruneToolResults(
+  messages: readonly ChatMessage[],
+  range: { from: number; to: number },
+  counter: TokenCounter,
+): PruneResult {
+  const calls = toolCallsById(messages);
+  const result = [...messages];
+  let prunedMessages = 0;
+  let prunedTokens = 0;
+  for (let index = range.from; index < range.to; index += 1) {
+    const message = messages[index]!;
+    if (message.role !== "tool" || message.kind === "pruned" || message.content.length <= PRUNE_MIN_CHARS) continue;
+    const pruned: ToolMessage = {
+      ...withoutTokens(message),
+      content: prunedPlaceholder(message, calls.get(message.tool_call_id)),
+      kind: "pruned",
+      originalId: recallIdOf(message),
+    };
+    prunedTokens += counter.countMessage(message) - counter.countMessage(pruned);
+    result[index] = pruned;
+    prunedMessages += 1;
+  }
+  return { messages: result, prunedMessages, prunedTokens };
+}
+
+/** A copy without the cached count, which belonged to the old content. */
+function withoutTokens<T extends ChatMessage>(message: T): T {
+  const copy = { ...message };
+  delete copy.tokens;
+  return copy;
+}
+
+/** Slices without splitting a UTF-16 surrogate pair (a lone half is invalid on the wire). */
+export function sliceSafely(text: string, start: number, end: number): string {
+  const isLowSurrogate = (index: number) => index > 0 && index < text.length && /[\uDC00-\uDFFF]/.test(text[index]!);
+  const from = isLowSurrogate(start) ? start + 1 : start;
+  const to = isLowSurrogate(end) ? end - 1 : end;
+  return text.slice(from, Math.max(from, to));
+}
+
+/** Keeps the first two thirds and the last third of `keepChars`: outputs put errors and totals at the end. */
+export function clipMiddle(text: string, keepChars: number, note: (shownChars: number) => string): string {
+  if (text.length <= keepChars) return text;
+  const headChars = Math.ceil((keepChars * 2) / 3);
+  const tailChars = keepChars - headChars;
+  const shown = headChars + tailChars;
+  return `${sliceSafely(text, 0, headChars)}\n${note(shown)}\n${sliceSafely(text, text.length - tailChars, text.length)}`;
+}
+
+/** Cuts text to at most `maxTokens` (note included), shrinking until the count agrees. */
+export function cutTextToTokens(text: string, maxTokens: number, counter: TokenCounter, note: (shownChars: number) => string): string {
+  const tokens = counter.countText(text);
+  if (tokens <= maxTokens) return text;
+  let keepChars = Math.floor((text.length * maxTokens) / tokens);
+  for (;;) {
+    const candidate = clipMiddle(text, keepChars, note);
+    if (keepChars === 0 || counter.countText(candidate) <= maxTokens) return candidate;
+    keepChars = Math.floor(keepChars * 0.85);
+  }
+}
+
+export interface CutResult {
+  messages: ChatMessage[];
+  cutMessages: number;
+}
+
+/**
+ * The newest group is always kept, even when it alone exceeds what the tail may hold (a huge
+ * tool result just came back). Its tool results are then cut so the group fits `maxTokens`:
+ * small results stay whole and the rest share what remains equally (water-filling).
+ */
+export function cutGroupToFit(group: readonly ChatMessage[], maxTokens: number, counter: TokenCounter): CutResult {
+  const total = group.reduce((sum, message) => sum + counter.countMessage(message), 0);
+  if (total <= maxTokens) return { messages: [...group], cutMessages: 0 };
+  const results = group
+    .map((message, index) => ({ message, index, tokens: counter.countText(message.content ?? "") }))
+    .filter((entry) => entry.message.role === "tool")
+    .sort((a, b) => a.tokens - b.tokens);
+  if (results.length === 0) return { messages: [...group], cutMessages: 0 };
+
+  let available = maxTokens - (total - results.reduce((sum, entry) => sum + entry.tokens, 0));
+  const output = [...group];
+  let cutMessages = 0;
+  results.forEach((entry, position) => {
+    const share = Math.max(MIN_CUT_TOKENS, Math.floor(available / (results.length - position)));
+    available -= Math.min(entry.tokens, share);
+    if (entry.tokens <= share) return;
+    const message = entry.message as ToolMessage;
+    const id = recallIdOf(message);
+    const content = cutTextToTokens(
+      message.content,
+      share,
+      counter,
+      (shown) => `[… cut to fit the context: ${formatCount(shown)} of ${formatCount(message.content.length)} chars shown · recall("${id}") for the full output …]`,
+    );
+    output[entry.index] = { ...withoutTokens(message), content, kind: "truncated", originalId: id };
+    cutMessages += 1;
+  });
+  return { messages: output, cutMessages };
+}

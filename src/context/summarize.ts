@@ -1,0 +1,271 @@
+/**
+ * Phase 3: fold the middle into the summary. The middle is split into chunks that fit the
+ * summarizer's own window, and each chunk updates the running summary in order, so a small
+ * summarizer window makes compaction slower, never silently lossy. Each call is retried with
+ * backoff; when the summarizer still fails, the fallback (the main model) redoes the fold.
+ */
+import type { ApiMessage, ChatMessage } from "./messages.js";
+import { MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, type TokenCounter } from "./tokens.js";
+import type { Summarizer, SummaryResponse } from "./summarizer.js";
+import { buildSummaryMessages, serializeMessage } from "./summary-prompt.js";
+import { cutTextToTokens } from "./prune.js";
+
+/** Our count is an estimate for another vendor's tokenizer: keep 15% of its window spare. */
+export const SUMMARIZER_WINDOW_SAFETY = 0.85;
+/** The summary may take at most this share of the summarizer's window, so turns still fit beside it. */
+export const MAX_SUMMARY_SHARE_OF_SUMMARIZER_WINDOW = 0.25;
+/** Below this many tokens of turns per chunk, folding would take absurdly many calls. */
+export const MIN_CHUNK_TOKENS = 256;
+
+export interface RetryPolicy {
+  /** Calls per summarizer before giving up on it, first one included. Default 3. */
+  attempts: number;
+  /** Delay before the second call; doubles for each further one. Default 1,000 ms. */
+  baseDelayMs: number;
+  /** One call that takes longer counts as failed (and is aborted). Default 120,000 ms. */
+  timeoutMs: number;
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = { attempts: 3, baseDelayMs: 1_000, timeoutMs: 120_000 };
+
+/** Delay before retry number `retry` (1 for the second call). */
+export const backoffDelay = (retry: number, baseDelayMs: number): number => baseDelayMs * 2 ** (retry - 1);
+
+export class SummarizerTimeoutError extends Error {
+  override readonly name = "SummarizerTimeoutError";
+  constructor(readonly model: string, readonly timeoutMs: number) {
+    super(`summarizer ${model} did not answer within ${timeoutMs} ms`);
+  }
+}
+
+/** The summarizer's window cannot hold the prompt, a chunk of turns and the summary. */
+export class SummarizerWindowError extends Error {
+  override readonly name = "SummarizerWindowError";
+}
+
+/** Every summarizer failed; `failures` holds each one's last error, in order. */
+export class SummarizerFailedError extends Error {
+  override readonly name = "SummarizerFailedError";
+  constructor(readonly failures: ReadonlyArray<{ model: string; error: unknown }>) {
+    const last = failures.at(-1);
+    super(`summary failed (${failures.map((failure) => failure.model).join(", ")})`, { cause: last?.error });
+  }
+}
+
+/** Accumulated across attempts, failed ones included, for the compaction record and /usage. */
+export interface SummarizeStats {
+  calls: number;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface SummarizeInput {
+  /** The middle, previous summary excluded (it comes as `previousSummary`). */
+  middle: readonly ChatMessage[];
+  previousSummary?: string;
+  budgetTokens: number;
+  focus?: string;
+  counter: TokenCounter;
+  /** Tool names by call id, to label tool results. */
+  toolNames: ReadonlyMap<string, string>;
+  retry: RetryPolicy;
+  signal?: AbortSignal;
+}
+
+export interface SummarizeOutcome {
+  text: string;
+  model: string;
+  chunks: number;
+}
+
+export async function summarizeWithFallback(
+  input: SummarizeInput,
+  summarizers: readonly Summarizer[],
+  stats: SummarizeStats,
+): Promise<SummarizeOutcome> {
+  const failures: Array<{ model: string; error: unknown }> = [];
+  for (const summarizer of summarizers) {
+    try {
+      return await foldMiddle(input, summarizer, stats);
+    } catch (error) {
+      if (input.signal?.aborted) throw input.signal.reason;
+      failures.push({ model: summarizer.model, error });
+    }
+  }
+  throw new SummarizerFailedError(failures);
+}
+
+export interface ChunkPlan {
+  /** max_tokens of every call: the budget, capped by the summarizer's window. */
+  maxTokens: number;
+  /** Serialized turns per call, in order; every middle message appears in exactly one. */
+  chunks: string[];
+}
+
+export function planChunks(input: SummarizeInput, summarizer: Summarizer): ChunkPlan {
+  const { counter } = input;
+  const window = Math.floor(summarizer.contextWindow * SUMMARIZER_WINDOW_SAFETY);
+  const maxTokens = Math.max(1, Math.min(input.budgetTokens, Math.floor(window * MAX_SUMMARY_SHARE_OF_SUMMARIZER_WINDOW)));
+  const frame = buildSummaryMessages({
+    previousSummary: "",
+    turns: "",
+    budgetTokens: maxTokens,
+    part: { index: 999, count: 999 },
+    ...(input.focus !== undefined && { focus: input.focus }),
+  });
+  const frameTokens =
+    REPLY_PRIMING_TOKENS + frame.reduce((sum, message) => sum + MESSAGE_OVERHEAD_TOKENS + counter.countText(message.content ?? ""), 0);
+  // Chunk 1 carries the previous summary, later ones the running summary (at most maxTokens).
+  const summaryReserve = Math.max(maxTokens, counter.countText(input.previousSummary ?? ""));
+  const capacity = window - frameTokens - maxTokens - summaryReserve;
+  if (capacity < MIN_CHUNK_TOKENS) {
+    throw new SummarizerWindowError(
+      `the window of ${summarizer.model} (${summarizer.contextWindow} tokens) leaves ${capacity} tokens per chunk of turns; at least ${MIN_CHUNK_TOKENS} are needed`,
+    );
+  }
+
+  const chunks: string[] = [];
+  let current: string[] = [];
+  let currentTokens = 0;
+  for (const message of input.middle) {
+    let entry = serializeMessage(message, input.toolNames);
+    let entryTokens = estimateEntryTokens(message, entry, counter);
+    if (entryTokens > capacity) entryTokens = counter.countText(entry) + 1;
+    if (entryTokens > capacity) {
+      // One message bigger than a whole chunk still goes, once, cut to fit (its head keeps the id label).
+      entry = cutTextToTokens(entry, capacity - 1, counter, (shown) => `[… cut to fit the summarizer: ${shown} of ${entry.length} chars …]`);
+      entryTokens = counter.countText(entry) + 1;
+    }
+    if (current.length > 0 && currentTokens + entryTokens > capacity) {
+      chunks.push(current.join("\n"));
+      current = [];
+      currentTokens = 0;
+    }
+    current.push(entry);
+    currentTokens += entryTokens;
+  }
+  if (current.length > 0) chunks.push(current.join("\n"));
+  return { maxTokens, chunks };
+}
+
+/** Tokens the entry's label and line breaks add on top of the message's own count. */
+const ENTRY_LABEL_TOKENS = 12;
+
+/**
+ * An entry's tokens, from the message's cached count scaled to the entry's length (a long
+ * message is clipped in the transcript) rather than by encoding the whole middle again, which
+ * made a 1M-token compaction spend seconds in the tokenizer. The 15% window safety covers the
+ * estimate's error; an entry that looks too big for a chunk is counted exactly.
+ */
+function estimateEntryTokens(message: ChatMessage, entry: string, counter: TokenCounter): number {
+  const cached = message.tokens?.encoding === counter.encoding ? message.tokens.count : undefined;
+  const sourceChars = (message.content ?? "").length + (message.role === "assistant" ? JSON.stringify(message.tool_calls ?? []).length : 0);
+  if (cached === undefined || sourceChars === 0) return counter.countText(entry) + 1;
+  return Math.ceil((cached * Math.min(entry.length, sourceChars)) / sourceChars) + ENTRY_LABEL_TOKENS;
+}
+
+async function foldMiddle(input: SummarizeInput, summarizer: Summarizer, stats: SummarizeStats): Promise<SummarizeOutcome> {
+  const plan = planChunks(input, summarizer);
+  let running = input.previousSummary;
+  for (const [position, turns] of plan.chunks.entries()) {
+    const messages = buildSummaryMessages({
+      turns,
+      budgetTokens: plan.maxTokens,
+      part: { index: position + 1, count: plan.chunks.length },
+      ...(running !== undefined && { previousSummary: running }),
+      ...(input.focus !== undefined && { focus: input.focus }),
+    });
+    const response = await callWithRetry(summarizer, { messages, maxTokens: plan.maxTokens }, input, stats);
+    running = response.text.trim();
+  }
+  return { text: running ?? "", model: summarizer.model, chunks: plan.chunks.length };
+}
+
+async function callWithRetry(
+  summarizer: Summarizer,
+  request: { messages: ApiMessage[]; maxTokens: number },
+  input: SummarizeInput,
+  stats: SummarizeStats,
+): Promise<SummaryResponse> {
+  const { retry, signal } = input;
+  let lastError: unknown;
+  for (let attempt = 1; attempt <= Math.max(1, retry.attempts); attempt += 1) {
+    if (attempt > 1) await sleep(backoffDelay(attempt - 1, retry.baseDelayMs), signal);
+    signal?.throwIfAborted();
+    stats.calls += 1;
+    try {
+      const response = await callOnce(summarizer, request, retry.timeoutMs, signal);
+      if (response.usage) {
+        stats.promptTokens += response.usage.promptTokens;
+        stats.completionTokens += response.usage.completionTokens;
+      }
+      if (response.text.trim() === "") throw new Error(`summarizer ${summarizer.model} returned an empty summary`);
+      return response;
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      lastError = error;
+    }
+  }
+  throw lastError;
+}
+
+/** One call, raced against the timeout and the caller's signal (a summarizer may ignore its signal). */
+function callOnce(
+  summarizer: Summarizer,
+  request: { messages: ApiMessage[]; maxTokens: number },
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<SummaryResponse> {
+  return new Promise<SummaryResponse>((resolve, reject) => {
+    const controller = new AbortController();
+    const settle = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    };
+    const onAbort = () => {
+      settle();
+      controller.abort(signal?.reason);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      settle();
+      const error = new SummarizerTimeoutError(summarizer.model, timeoutMs);
+      controller.abort(error);
+      reject(error);
+    }, timeoutMs);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    let pending: Promise<SummaryResponse>;
+    try {
+      pending = summarizer.summarize({ ...request, signal: controller.signal });
+    } catch (error) {
+      settle();
+      reject(error);
+      return;
+    }
+    pending.then(
+      (response) => {
+        settle();
+        resolve(response);
+      },
+      (error: unknown) => {
+        settle();
+        reject(error);
+      },
+    );
+  });
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (ms <= 0) return Promise.resolve();
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

@@ -1,0 +1,26 @@
+/**
+ * The seam between the context engine and a model that writes summaries. `src/llm` implements
+ * it over an OpenAI-compatible endpoint (SUMMARY_* settings, else the main model); tests use
+ * in-memory fakes. The engine never imports `openai`.
+ */
+import type { TokenUsage } from "../llm/types.js";
+import type { ApiMessage } from "./messages.js";
+
+export interface SummaryRequest {
+  messages: ApiMessage[];
+  /** Sent as `max_tokens`; the prompt states the same budget. */
+  maxTokens: number;
+  signal?: AbortSignal;
+}
+
+export interface SummaryResponse {
+  text: string;
+  usage?: TokenUsage;
+}
+
+export interface Summarizer {
+  readonly model: string;
+  /** The summarizer's own window (SUMMARY_CONTEXT_WINDOW): the middle is folded in chunks that fit it. */
+  readonly contextWindow: number;
+  summarize(request: SummaryRequest): Promise<SummaryResponse>;
+}

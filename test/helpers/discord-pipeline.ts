@@ -1,0 +1,146 @@
+/**
+ * The Discord end-to-end harness: the fake Discord (REST + gateway) and the fake LLM around
+ * the real pipeline — discord.js adapter, ingress, BullMQ on the private redis-server, worker,
+ * delivery. Each harness has its own Redis key prefix (testEnv).
+ */
+import { readFileSync } from "node:fs";
+import { vi } from "vitest";
+import { loadConfig, type Config } from "../../config/index.js";
+import { createAdapters } from "../../src/adapters/index.js";
+import { DiscordAdapter, type DiscordAdapterOptions } from "../../src/adapters/discord/index.js";
+import type { ChannelAdapter } from "../../src/adapters/channel-adapter.js";
+import type { ChatMessage } from "../../src/context/messages.js";
+import { createRedis, type Redis } from "../../src/queue/index.js";
+import { SessionStore } from "../../src/session/store.js";
+import { DEFAULT_GUILD, FAKE_TOKEN, FakeDiscord, IDS, type Payload, type RecordedRequest } from "../fakes/fake-discord.js";
+import { startFakeLlm, textOf, type FakeLlm, type RecordedRequest as LlmRequest } from "../fakes/fake-llm.js";
+import { testEnv } from "./config.js";
+import { captureLogs, startPipeline, type Pipeline } from "./pipeline.js";
+
+export { FAKE_TOKEN, IDS };
+
+export type MessagePayload = Payload & { channel_id: string };
+
+/** A channel of the fake guild that is not in ALLOWED_DISCORD_CHANNELS, and a thread under it. */
+export const CLOSED_CHANNEL = "300000000000000009";
+export const CLOSED_THREAD = "300000000000000010";
+
+const guildChannels = DEFAULT_GUILD.channels as Payload[];
+const guildThreads = DEFAULT_GUILD.threads as Payload[];
+export const E2E_GUILD: Payload = {
+  ...DEFAULT_GUILD,
+  channels: [...guildChannels, { ...guildChannels[0], id: CLOSED_CHANNEL, name: "staff-only", position: 2 }],
+  threads: [...guildThreads, { ...guildThreads[0], id: CLOSED_THREAD, parent_id: CLOSED_CHANNEL, name: "staff thread" }],
+};
+
+export const fixture = (name: string, overrides: Payload = {}): MessagePayload => ({
+  ...(JSON.parse(readFileSync(new URL(`../fixtures/discord/${name}.json`, import.meta.url), "utf8")) as MessagePayload),
+  ...overrides,
+});
+
+/** `<@bot> text` in a channel, shaped like the guild-mention fixture. */
+export const mention = (channelId: string, id: string, text: string): MessagePayload =>
+  fixture("guild-mention", { id, channel_id: channelId, content: `<@${IDS.bot}> ${text}` });
+
+export const MESSAGES_PATH = /^\/channels\/(\d+)\/messages$/;
+
+/** Waits on a condition, long enough for a turn through queue, worker and delivery. */
+export const until = <T>(check: () => T | Promise<T>, timeout = 20_000): Promise<T> => vi.waitFor(check, { timeout, interval: 20 });
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The user-role texts of one LLM request, in order. */
+export const userTexts = (request: LlmRequest | undefined): string[] =>
+  (request?.body.messages ?? []).filter((message) => message.role === "user").map((message) => textOf(message.content));
+
+export class DiscordE2E {
+  readonly pipelines: Pipeline[] = [];
+  readonly config: Config;
+  #redis: Redis | undefined;
+
+  private constructor(readonly fake: FakeDiscord, readonly llm: FakeLlm, readonly env: Record<string, string>) {
+    this.config = loadConfig(env);
+  }
+
+  /** Allowed: user IDS.user, the text and always-on channels (not the thread: its parent allows it). */
+  static async start(envOverrides: Record<string, string | undefined> = {}): Promise<DiscordE2E> {
+    const llm = await startFakeLlm();
+    const fake = await FakeDiscord.start({ guilds: [E2E_GUILD] });
+    const env = testEnv({
+      LLM_BASE_URL: llm.url,
+      DISCORD_BOT_TOKEN: FAKE_TOKEN,
+      DISCORD_API_ROOT: fake.apiRoot,
+      ALLOWED_DISCORD_USERS: IDS.user,
+      ALLOWED_DISCORD_CHANNELS: `${IDS.textChannel},${IDS.alwaysOnChannel}`,
+      DISCORD_ALWAYS_ON_CHANNELS: IDS.alwaysOnChannel,
+      ...envOverrides,
+    });
+    return new DiscordE2E(fake, llm, env);
+  }
+
+  /**
+   * A gateway (with a worker unless `worker: false`) whose Discord adapter is built from the
+   * config as `main` builds it; `adapter` options build it directly instead (e.g. a faster typing refresh).
+   */
+  async startPipeline(options: { worker?: boolean; adapter?: Partial<DiscordAdapterOptions> } = {}): Promise<Pipeline> {
+    const logs = captureLogs("debug", [FAKE_TOKEN]);
+    let adapters: ChannelAdapter[];
+    if (options.adapter) {
+      adapters = [new DiscordAdapter({
+        token: FAKE_TOKEN, apiRoot: this.fake.apiRoot, alwaysOnChannels: this.config.DISCORD_ALWAYS_ON_CHANNELS,
+        maxMessageChars: this.config.MAX_MESSAGE_CHARS, logger: logs.logger, ...options.adapter,
+      })];
+    } else {
+      adapters = createAdapters(this.config, logs.logger, { onConsoleDrained: () => undefined });
+    }
+    const pipeline = await startPipeline(this.config, adapters, { worker: options.worker ?? true, logs });
+    this.pipelines.push(pipeline);
+    return pipeline;
+  }
+
+  /** Every POST /channels/:id/messages so far, failed ones included. */
+  messagePosts(): RecordedRequest[] {
+    return this.fake.requestsTo("POST", MESSAGES_PATH);
+  }
+
+  /** Bodies of the messages the bot created, in order; only those in `channelId` when given. */
+  sent(channelId?: string): Payload[] {
+    return this.messagePosts()
+      .filter((request) => request.status === 200 && (channelId === undefined || MESSAGES_PATH.exec(request.path)?.[1] === channelId))
+      .map((request) => request.body as Payload);
+  }
+
+  typingPosts(channelId: string): RecordedRequest[] {
+    return this.fake.requestsTo("POST", new RegExp(`^/channels/${channelId}/typing$`));
+  }
+
+  async waitForSent(count: number, channelId?: string): Promise<Payload[]> {
+    return until(() => {
+      const sent = this.sent(channelId);
+      if (sent.length < count) throw new Error(`${sent.length} of ${count} messages sent${channelId ? ` to ${channelId}` : ""}`);
+      return sent;
+    });
+  }
+
+  /** The session's stored transcript (what the worker committed under that session key). */
+  async transcript(sessionKey: string): Promise<ChatMessage[]> {
+    this.#redis ??= createRedis(this.config.REDIS_URL ?? "");
+    return new SessionStore(this.#redis, this.config.REDIS_PREFIX).readTranscript(sessionKey);
+  }
+
+  /** Parsed log lines of every pipeline started so far with this `msg`. */
+  logged(msg: string): Array<Record<string, unknown>> {
+    return this.pipelines
+      .flatMap((pipeline) => pipeline.logs.lines.join("").split("\n"))
+      .filter((line) => line.trim() !== "")
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line.msg === msg);
+  }
+
+  async close(): Promise<void> {
+    for (const pipeline of this.pipelines.splice(0)) await pipeline.close();
+    this.#redis?.disconnect();
+    await this.fake.close();
+    await this.llm.close();
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * End-to-end Telegram harness: the real TelegramAdapter (grammY, runner, auto-retry) talking
+ * HTTP to the fake Bot API, inside the real pipeline (gateway ingress and delivery, BullMQ on
+ * the private redis-server, a worker) with the fake LLM behind it. Nothing in between is mocked.
+ */
+import { loadConfig, type Config } from "../../config/index.js";
+import { createTelegramAdapter, TELEGRAM_WEBHOOK_PATH, type TelegramAdapter, type TelegramAdapterOptions } from "../../src/adapters/telegram/index.js";
+import { startHttpServer, type RouteHandler } from "../../src/gateway/http-server.js";
+import { FAKE_BOT, FakeTelegram, type RecordedCall } from "../fakes/fake-telegram.js";
+import { startFakeLlm, type FakeLlm } from "../fakes/fake-llm.js";
+import { captureLogs, startPipeline, type LogCapture, type Pipeline } from "./pipeline.js";
+import { TEST_API_KEY, TEST_TELEGRAM_TOKEN, testEnv } from "./config.js";
+
+export { FAKE_BOT };
+
+export const ADA = { id: 5012345678, is_bot: false as const, first_name: "Ada", last_name: "Lovelace" };
+export const DM = { id: ADA.id, type: "private" as const, first_name: "Ada" };
+export const GRACE = { id: 6111222333, is_bot: false as const, first_name: "Grace", last_name: "Hopper" };
+export const GROUP = { id: -1001987654321, type: "supergroup" as const, title: "Compiler nerds" };
+export const OTHER_GROUP = { id: -1005550001111, type: "supergroup" as const, title: "Not enabled" };
+export const FORUM = { id: -1002233445566, type: "supergroup" as const, title: "Team HQ", is_forum: true as const };
+export const BOT_FROM = { id: FAKE_BOT.id, is_bot: true as const, first_name: FAKE_BOT.first_name, username: FAKE_BOT.username };
+
+/** Entities of a text that @mentions the bot. */
+export const mentionOf = (text: string) => [{ type: "mention" as const, offset: text.indexOf(`@${FAKE_BOT.username}`), length: FAKE_BOT.username.length + 1 }];
+
+export const textOf = (call: RecordedCall | undefined): string => String(call?.payload.text ?? "");
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export async function waitUntil(condition: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+export interface TelegramE2e {
+  env: Record<string, string>;
+  config: Config;
+  telegram: FakeTelegram;
+  llm: FakeLlm;
+  pipeline: Pipeline;
+  adapter: TelegramAdapter;
+  logs: LogCapture;
+  /** The gateway's HTTP server in webhook mode: the webhook URL. */
+  webhookUrl?: string;
+  /** sendMessage calls to one chat, in the order Telegram received them. */
+  sentTo(chatId: number): RecordedCall[];
+  /** Waits until `count` sendMessage calls reached `chatId`; returns them. */
+  waitForSent(chatId: number, count: number, timeoutMs?: number): Promise<RecordedCall[]>;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Environment on top of testEnv (ALLOWED_TELEGRAM_USERS defaults to Ada). */
+  env?: Record<string, string | undefined>;
+  adapter?: Partial<TelegramAdapterOptions>;
+  /** Webhook mode: serve the gateway's routes on a real HTTP server with this secret. */
+  webhookSecret?: string;
+}
+
+export async function startTelegramE2e(options: StartOptions = {}): Promise<TelegramE2e> {
+  const telegram = await FakeTelegram.start({ token: TEST_TELEGRAM_TOKEN });
+  const llm = await startFakeLlm();
+  // The routes are read per request, so the server can listen (and the webhook URL be known)
+  // before the adapter starts and calls setWebhook.
+  const routes = new Map<string, RouteHandler>();
+  const logs = captureLogs("trace");
+  const http = options.webhookSecret === undefined ? undefined : await startHttpServer({ port: 0, host: "127.0.0.1", routes, logger: logs.logger });
+  const webhookUrl = http ? `http://127.0.0.1:${http.port}${TELEGRAM_WEBHOOK_PATH}` : undefined;
+  const env = testEnv({
+    LLM_BASE_URL: llm.url,
+    TELEGRAM_BOT_TOKEN: TEST_TELEGRAM_TOKEN,
+    TELEGRAM_API_ROOT: telegram.apiRoot,
+    ALLOWED_TELEGRAM_USERS: String(ADA.id),
+    ...(webhookUrl ? { TELEGRAM_WEBHOOK_URL: webhookUrl, TELEGRAM_WEBHOOK_SECRET: options.webhookSecret } : {}),
+    ...options.env,
+  });
+  const config = loadConfig(env);
+  const adapter = createTelegramAdapter(config, logs.logger, { pollingTimeoutSeconds: 1, ...options.adapter });
+  if (!adapter) throw new Error("TELEGRAM_BOT_TOKEN is set, yet no adapter was built");
+  let pipeline: Pipeline;
+  try {
+    pipeline = await startPipeline(config, [adapter], { logs });
+  } catch (error) {
+    await adapter.stop();
+    await http?.close();
+    await telegram.close();
+    await llm.close();
+    throw error;
+  }
+  for (const [path, handler] of pipeline.gateway.routes) routes.set(path, handler);
+
+  const sentTo = (chatId: number) => telegram.callsOf("sendMessage").filter((call) => String(call.payload.chat_id) === String(chatId));
+  let closing: Promise<void> | undefined;
+  return {
+    env, config, telegram, llm, pipeline, adapter, logs,
+    ...(webhookUrl ? { webhookUrl } : {}),
+    sentTo,
+    async waitForSent(chatId, count, timeoutMs = 15_000) {
+      await waitUntil(() => sentTo(chatId).length >= count, `${count} sendMessage calls to ${chatId} (so far: ${JSON.stringify(sentTo(chatId).map((call) => textOf(call).slice(0, 60)))})`, timeoutMs);
+      return sentTo(chatId);
+    },
+    close() {
+      closing ??= (async () => {
+        await pipeline.close();
+        await http?.close();
+        await telegram.close();
+        await llm.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+/** Secrets that must never reach a log line or an output stream. */
+export const SECRETS = [TEST_TELEGRAM_TOKEN, TEST_TELEGRAM_TOKEN.split(":")[1] ?? "", TEST_API_KEY];

@@ -1,0 +1,89 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { lastUserText, overflow, startFakeLlm, textOf, type FakeLlm } from "../../fakes/fake-llm.js";
+import { fakeFileContent, isSummarizerRequest, readFileTool } from "../../helpers/agent-fixtures.js";
+import { testConfig } from "../../helpers/config.js";
+import { captureLogs, startPipeline, type Pipeline } from "../../helpers/pipeline.js";
+import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
+
+describe("the agent turn: overflow, recall", () => {
+  let llm: FakeLlm | undefined;
+  let pipeline: Pipeline | undefined;
+
+  afterEach(async () => {
+    await pipeline?.close();
+    await llm?.close();
+  });
+
+  async function setup(env: Record<string, string> = {}) {
+    llm = await startFakeLlm();
+    // Like a real summarizer told to keep message ids and paths literally: it lists the tool
+    // results it summarized, by id, under "Relevant Files & Identifiers".
+    llm.route(isSummarizerRequest, (request) => {
+      const turns = textOf(request.body.messages[1]?.content);
+      const identifiers = turns.split("\n").filter((line) => /^\[m\d+\] tool result/.test(line)).map((line) => `- ${line.slice(0, 120)}`);
+      return { text: `## Goal\nHelp with the modules.\n## Relevant Files & Identifiers\n${identifiers.join("\n") || "None."}\n## Next Steps\nAnswer the latest message.` };
+    });
+    const adapter = new RecordingAdapter("console");
+    const logs = captureLogs("info");
+    pipeline = await startPipeline(testConfig({ LLM_BASE_URL: llm.url, ...env }), [adapter], { logs, tools: [readFileTool] });
+    let turns = 0;
+    const say = async (text: string) => {
+      const expected = ++turns;
+      await adapter.submit(inbound({ text, messageId: `u${expected}` }));
+      await adapter.waitFor((sent) => sent.length >= expected);
+      return adapter.sent[expected - 1]!.reply.text;
+    };
+    return { adapter, llm, logs, say };
+  }
+
+  it("compacts on a context-overflow error and retries; the user never repeats the message", async () => {
+    const { llm, logs, say } = await setup();
+    const longish = (turn: number) => `warm-up message number ${turn}: ${"with quite a lot of words in it, ".repeat(40)}`;
+    for (let turn = 1; turn <= 8; turn++) await say(longish(turn));
+    llm.enqueue(overflow.openai({ contextWindow: 8192 }));
+    expect(await say("the one that overflows")).toBe("echo: the one that overflows");
+    const records = logs.lines.filter((line) => line.includes('"compaction-finished"')).map((line) => JSON.parse(line).compaction);
+    expect(records.map((record: { reason: string; status: string }) => `${record.reason}:${record.status}`)).toEqual(["overflow:compacted"]);
+    expect(logs.lines.some((line) => line.includes('"context-window-learned"') && line.includes("8192"))).toBe(true);
+    // The retry carried the summary in place of the old turns, and still ends with the pending message.
+    const retry = llm.requests.filter((request) => !isSummarizerRequest(request)).at(-1)!;
+    expect(lastUserText(retry)).toBe("the one that overflows");
+    expect(retry.body.messages.map((message) => textOf(message.content)).join("\n")).toContain("Help with the modules.");
+    // The learned window is used from then on.
+    expect(await say("/status")).toContain("/ 8K");
+  });
+
+  it("after repeated overflows ends the turn with a clear message and keeps the session intact", async () => {
+    const { llm, say } = await setup();
+    for (let turn = 1; turn <= 8; turn++) await say(`warm-up message number ${turn}: ${"with quite a lot of words in it, ".repeat(40)}`);
+    llm.enqueue(overflow.openai({ contextWindow: 8192 }), overflow.openai({ contextWindow: 8192 }), overflow.openai({ contextWindow: 8192 }), overflow.openai({ contextWindow: 8192 }));
+    expect(await say("this will not fit")).toMatch(/no longer fits the model's context.*Nothing is lost/);
+    expect(await say("and now?")).toBe("echo: and now?");
+    const users = llm.requests.filter((request) => !isSummarizerRequest(request)).at(-1)!.body.messages.filter((message) => message.role === "user");
+    expect(users.map((message) => textOf(message.content)).slice(-2)).toEqual(["this will not fit", "and now?"]);
+  });
+
+  it("recall brings back a pruned tool output verbatim", async () => {
+    const { llm, say } = await setup({ LLM_CONTEXT_WINDOW: "16000" });
+    let recalled: string | undefined;
+    llm.setHandler((request) => {
+      const messages = request.body.messages;
+      const last = messages[messages.length - 1]!;
+      if (last.role === "tool") {
+        if (messages.at(-2)?.tool_calls?.[0]?.function.name === "recall") recalled = textOf(last.content);
+        return { text: "ok" };
+      }
+      const ask = lastUserText(request);
+      if (ask.startsWith("read ")) return { toolCalls: [{ name: "read_file", arguments: { path: ask.slice(5), lines: 90 } }] };
+      // "what was in …": find the file's id in the summary and recall the original by it.
+      const context = messages.map((message) => textOf(message.content)).join("\n");
+      const id = /\[(m\d+)\] tool result \(read_file\): src\/first\.ts/.exec(context)?.[1];
+      return id ? { toolCalls: [{ name: "recall", arguments: { id } }] } : { text: "no placeholder found" };
+    });
+    await say("read src/first.ts");
+    for (let turn = 2; turn <= 6; turn++) await say(`read src/other${turn}.ts`);
+    expect(await say("what was in src/first.ts?")).toBe("ok");
+    expect(recalled).toBeDefined();
+    expect(recalled).toContain(fakeFileContent("src/first.ts", 90));
+  });
+});
