@@ -17,6 +17,7 @@ import { createRedis } from "../src/queue/index.js";
 import { startFakeLlm } from "../test/fakes/fake-llm.js";
 import { spawnApp } from "../test/helpers/app-process.js";
 import { startRedisServer } from "../test/helpers/redis-server.js";
+import { buildForChildProcesses } from "../test/helpers/test-build.js";
 import { isMain, percentile, table } from "./stats.js";
 
 interface RunResult {
@@ -129,6 +130,7 @@ async function runBaseline(redisUrl: string, sessions: number, messages: number)
 export async function main(args: string[] = process.argv.slice(2)): Promise<string> {
   const sessions = Number(args[0] ?? 20);
   const messages = Number(args[1] ?? 25);
+  const build = buildForChildProcesses();
   const redis = await startRedisServer();
   const llm = await startFakeLlm();
   try {
@@ -152,6 +154,7 @@ export async function main(args: string[] = process.argv.slice(2)): Promise<stri
   } finally {
     await llm.close();
     await redis.dispose();
+    build.remove();
   }
 }
 

@@ -1,6 +1,7 @@
 /**
- * Runs longhaul as a real child process (`node --import tsx src/main.ts`), the way an operator
- * runs it, so tests can pipe stdin, read stdout, and kill it with SIGKILL or SIGTERM.
+ * Runs longhaul as a real child process, the way an operator runs it, so tests can pipe stdin,
+ * read stdout, and kill it with SIGKILL or SIGTERM. It runs the JavaScript the global setup
+ * compiled (test-build.ts; entries are given as source paths: `src/main.ts`).
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -19,7 +20,10 @@ export interface AppProcess {
 }
 
 export function spawnApp(env: Record<string, string>, options: { entry?: string; args?: string[] } = {}): AppProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", options.entry ?? "src/main.ts", ...(options.args ?? [])], {
+  const buildDir = process.env.LONGHAUL_TEST_BUILD_DIR;
+  if (!buildDir) throw new Error("no test build: call buildForChildProcesses() first (the vitest global setup does)");
+  const entry = `${buildDir}/${(options.entry ?? "src/main.ts").replace(/\.ts$/, ".js")}`;
+  const child = spawn(process.execPath, [entry, ...(options.args ?? [])], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", NODE_ENV: "test", ...env },
     stdio: ["pipe", "pipe", "pipe"],

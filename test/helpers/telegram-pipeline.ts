@@ -5,6 +5,7 @@
  */
 import { loadConfig, type Config } from "../../config/index.js";
 import { createTelegramAdapter, TELEGRAM_WEBHOOK_PATH, type TelegramAdapter, type TelegramAdapterOptions } from "../../src/adapters/telegram/index.js";
+import { getTokenCounter } from "../../src/context/tokens.js";
 import { startHttpServer, type RouteHandler } from "../../src/gateway/http-server.js";
 import { FAKE_BOT, FakeTelegram, type RecordedCall } from "../fakes/fake-telegram.js";
 import { startFakeLlm, type FakeLlm } from "../fakes/fake-llm.js";
@@ -27,7 +28,17 @@ export const mentionOf = (text: string) => [{ type: "mention" as const, offset: 
 export const textOf = (call: RecordedCall | undefined): string => String(call?.payload.text ?? "");
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export async function waitUntil(condition: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
+/**
+ * The first turn in a process builds the tokenizer: about 1.5 s of blocked event loop alone,
+ * over 10 s when test files share the CPUs, which also costs the worker its 3 s job lock. The
+ * e2e files build it once up front (beforeAll), so the first test's turn is as quick as the rest.
+ */
+export function warmUpTokenizer(model = "gpt-4o-mini"): void {
+  getTokenCounter(model).countText("warm up");
+}
+
+/** Generous by default: these files share two CPUs with other test files. */
+export async function waitUntil(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -98,7 +109,7 @@ export async function startTelegramE2e(options: StartOptions = {}): Promise<Tele
     env, config, telegram, llm, pipeline, adapter, logs,
     ...(webhookUrl ? { webhookUrl } : {}),
     sentTo,
-    async waitForSent(chatId, count, timeoutMs = 15_000) {
+    async waitForSent(chatId, count, timeoutMs = 30_000) {
       await waitUntil(() => sentTo(chatId).length >= count, `${count} sendMessage calls to ${chatId} (so far: ${JSON.stringify(sentTo(chatId).map((call) => textOf(call).slice(0, 60)))})`, timeoutMs);
       return sentTo(chatId);
     },
