@@ -80,6 +80,7 @@ export const configSchema = z.object({
   TOOL_OUTPUT_MAX_CHARS: positiveInt(16_000, "Longer tool outputs are cut (the original stays reachable through recall)"),
   BUSY_MODE: z.enum(["collect", "queue", "interrupt"]).default("collect").describe("Messages during a turn: answered together next (collect), one turn each (queue), or restart the turn (interrupt)"),
   IDLE_RESET_HOURS: z.coerce.number().min(0).default(0).describe("Archive a session idle this long and start fresh; 0 never"),
+  ARCHIVE_RETENTION_DAYS: z.coerce.number().min(0).default(0).describe("How long an archived conversation (/new, idle reset) is kept; 0 forever"),
 
   // Ingress
   MAX_MESSAGE_CHARS: positiveInt(16_000, "Longer inbound messages are truncated with a notice"),

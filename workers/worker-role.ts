@@ -35,7 +35,7 @@ export function startWorkerRole(options: WorkerRoleOptions): WorkerRole {
   const prefix = config.REDIS_PREFIX;
   const redis = createRedis(options.redisUrl);
   redis.on("error", (error) => logger.warn({ err: error }, "redis-error"));
-  const store = new SessionStore(redis, prefix);
+  const store = new SessionStore(redis, prefix, { archiveRetentionMs: config.ARCHIVE_RETENTION_DAYS * 86_400_000 });
   const producers = createProducers(redis, prefix);
   const abortFlags = new AbortFlags(redis, prefix);
   const activityChannel = globalKeys(prefix).activityChannel;
@@ -91,6 +91,7 @@ export function startWorkerRole(options: WorkerRoleOptions): WorkerRole {
     maxSteps: config.AGENT_MAX_STEPS,
     maxOutputTokens: config.LLM_MAX_OUTPUT_TOKENS,
     toolOutputMaxChars: config.TOOL_OUTPUT_MAX_CHARS,
+    idleResetMs: config.IDLE_RESET_HOURS * 3_600_000,
     prices: { input: config.LLM_PRICE_INPUT, cachedInput: config.LLM_PRICE_CACHED_INPUT, output: config.LLM_PRICE_OUTPUT },
     transcriptReader: (sessionKey) => ({
       get: (id) => store.transcriptMessage(sessionKey, id),

@@ -3,7 +3,7 @@ import type { ChatMessage, UserMessage } from "../context/messages.js";
 import { AbortedError, ContextOverflowError, errorMessage } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { LlmClient } from "../llm/types.js";
-import { messageIdAllocator, type SessionState } from "../session/state.js";
+import { messageIdAllocator, newSessionState, type SessionState } from "../session/state.js";
 import type { InboxEntry } from "../session/store.js";
 import { runCommand, type CommandContext } from "./commands/run-command.js";
 import { parseCommand, type ParsedCommand } from "./commands/parse.js";
@@ -21,6 +21,8 @@ export interface TurnEngine {
   maxOutputTokens: number;
   toolOutputMaxChars: number;
   prices: { input: number; cachedInput: number; output: number };
+  /** Archive a session idle this long before its next turn; 0 never (IDLE_RESET_HOURS). */
+  idleResetMs: number;
   transcriptReader(sessionKey: string): TranscriptReader;
   transcriptLength(sessionKey: string): Promise<number>;
   now(): number;
@@ -81,6 +83,14 @@ export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput):
   const transcript: ChatMessage[] = [];
   const replies: OutboundReply[] = [];
   let archivedSessionId: string | undefined;
+  // Optional idle reset (off by default: users of long-running chats hated nightly wipes).
+  if (engine.idleResetMs > 0 && state.live.length > 0 && engine.now() - state.updatedAt >= engine.idleResetMs) {
+    archivedSessionId = state.sessionId;
+    const fresh = newSessionState(engine.now(), state.version);
+    fresh.nextSeq = state.nextSeq;
+    state = fresh;
+    input.log.info({ archivedSessionId }, "session-idle-reset");
+  }
   const reply = (text: string, kind: OutboundReply["kind"], inReplyTo: readonly InboxEntry[]) => {
     replies.push({
       replyId: `${input.sessionKey}#${input.state.version + 1}#${replies.length}`,

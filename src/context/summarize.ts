@@ -133,7 +133,8 @@ export function planChunks(input: SummarizeInput, summarizer: Summarizer): Chunk
     if (entryTokens > capacity) entryTokens = counter.countText(entry) + 1;
     if (entryTokens > capacity) {
       // One message bigger than a whole chunk still goes, once, cut to fit (its head keeps the id label).
-      entry = cutTextToTokens(entry, capacity - 1, counter, (shown) => `[… cut to fit the summarizer: ${shown} of ${entry.length} chars …]`);
+      const fullChars = entry.length;
+      entry = cutTextToTokens(entry, capacity - 1, counter, (shown) => `[… cut to fit the summarizer: ${shown} of ${fullChars} chars …]`);
       entryTokens = counter.countText(entry) + 1;
     }
     if (current.length > 0 && currentTokens + entryTokens > capacity) {
@@ -256,6 +257,7 @@ function callOnce(
 }
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted) return Promise.reject(signal.reason);
   if (ms <= 0) return Promise.resolve();
   return new Promise<void>((resolve, reject) => {
     const onAbort = () => {

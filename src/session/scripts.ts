@@ -32,25 +32,33 @@ return redis.call('LRANGE', KEYS[2], 0, -1)`;
 
 /**
  * KEYS: state, version, transcript, pending, outbox, archive, transcript index, archive index.
- * ARGV: expected version, state JSON, clear pending '1'|'0', archive '1'|'0',
- *       transcript count N, then N message ids, then N transcript entries, then outbox entries.
+ * ARGV: expected version, state JSON, clear pending '1'|'0', archive '1'|'0', archive TTL ms
+ *       (0 keeps it forever), transcript count N, then N message ids, then N transcript
+ *       entries, then outbox entries.
  * → the new version, or -1 when another commit got there first.
  */
 export const COMMIT_TURN = `
 local current = tonumber(redis.call('GET', KEYS[2]) or '0')
 if current ~= tonumber(ARGV[1]) then return -1 end
 if ARGV[4] == '1' then
-  if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('RENAME', KEYS[3], KEYS[6]) end
-  if redis.call('EXISTS', KEYS[7]) == 1 then redis.call('RENAME', KEYS[7], KEYS[8]) end
+  local ttl = tonumber(ARGV[5])
+  if redis.call('EXISTS', KEYS[3]) == 1 then
+    redis.call('RENAME', KEYS[3], KEYS[6])
+    if ttl > 0 then redis.call('PEXPIRE', KEYS[6], ttl) end
+  end
+  if redis.call('EXISTS', KEYS[7]) == 1 then
+    redis.call('RENAME', KEYS[7], KEYS[8])
+    if ttl > 0 then redis.call('PEXPIRE', KEYS[8], ttl) end
+  end
 end
 redis.call('SET', KEYS[1], ARGV[2])
 redis.call('SET', KEYS[2], current + 1)
-local count = tonumber(ARGV[5])
+local count = tonumber(ARGV[6])
 for i = 1, count do
-  local length = redis.call('RPUSH', KEYS[3], ARGV[5 + count + i])
-  redis.call('HSET', KEYS[7], ARGV[5 + i], length - 1)
+  local length = redis.call('RPUSH', KEYS[3], ARGV[6 + count + i])
+  redis.call('HSET', KEYS[7], ARGV[6 + i], length - 1)
 end
-for i = 6 + 2 * count, #ARGV do redis.call('RPUSH', KEYS[5], ARGV[i]) end
+for i = 7 + 2 * count, #ARGV do redis.call('RPUSH', KEYS[5], ARGV[i]) end
 if ARGV[3] == '1' then redis.call('DEL', KEYS[4]) end
 return current + 1`;
 

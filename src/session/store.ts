@@ -35,9 +35,13 @@ export class SessionStore {
   readonly #redis: Redis;
   readonly #prefix: string;
 
-  constructor(redis: Redis, prefix: string) {
+  readonly #archiveRetentionMs: number;
+
+  /** `archiveRetentionMs`: how long an archived conversation (`/new`) is kept; 0 forever. */
+  constructor(redis: Redis, prefix: string, options: { archiveRetentionMs?: number } = {}) {
     this.#redis = redis;
     this.#prefix = prefix;
+    this.#archiveRetentionMs = options.archiveRetentionMs ?? 0;
   }
 
   get redis(): Redis {
@@ -96,7 +100,7 @@ export class SessionStore {
       keys.state, keys.version, keys.transcript, keys.pending, keys.outbox,
       keys.archive(archivedId), keys.transcriptIndex, keys.archiveIndex(archivedId),
       expected, JSON.stringify(stored), input.clearPending ? "1" : "0", input.archivedSessionId ? "1" : "0",
-      input.transcript.length,
+      this.#archiveRetentionMs, input.transcript.length,
       ...input.transcript.map((message) => message.id),
       ...input.transcript.map((message) => JSON.stringify(stripTokenCache(message))),
       ...input.outbox.map((reply) => JSON.stringify(reply)),

@@ -79,3 +79,22 @@ describe("chat commands", () => {
     expect(await say("/reset")).toBe("Started a new conversation. The previous one is archived.");
   });
 });
+
+describe("idle reset (IDLE_RESET_HOURS)", () => {
+  it("archives a session idle longer than the limit and starts fresh", async () => {
+    const llm = await startFakeLlm();
+    const adapter = new RecordingAdapter("console");
+    const pipeline = await startPipeline(testConfig({ LLM_BASE_URL: llm.url, IDLE_RESET_HOURS: "0.0003" }), [adapter]);
+    try {
+      await adapter.submit(inbound({ text: "remember the number 7", messageId: "idle1" }));
+      await adapter.waitFor((sent) => sent.length === 1);
+      await new Promise((resolve) => setTimeout(resolve, 1_300));
+      await adapter.submit(inbound({ text: "which number?", messageId: "idle2" }));
+      await adapter.waitFor((sent) => sent.length === 2);
+      expect(llm.requests.at(-1)!.body.messages.map((message) => textOf(message.content)).slice(1)).toEqual(["which number?"]);
+    } finally {
+      await pipeline.close();
+      await llm.close();
+    }
+  });
+});

@@ -70,7 +70,7 @@ describe("a worker killed during a compaction", () => {
       const transcript = await store.readTranscript(sessionKey);
       expect(transcript.slice(0, transcriptAtCrash.length)).toEqual(transcriptAtCrash);
       const users = transcript.filter((message) => message.role === "user" && message.kind !== "summary");
-      expect(users.map((message) => message.content.slice(0, 8))).toEqual([1, 2, 3, 4, 5, 6].map((turn) => `day ${turn} of`));
+      expect(users.map((message) => (message.content ?? "").slice(0, 8))).toEqual([1, 2, 3, 4, 5, 6].map((turn) => `day ${turn} of`));
     } finally {
       redis.disconnect();
     }
