@@ -1,0 +1,202 @@
+/**
+ * Token counting: js-tiktoken (what the engine uses) beside gpt-tokenizer (reference, same
+ * counts expected) on a deterministic 1 MiB corpus of mixed prose and code from node_modules,
+ * and the per-turn cost of the hygiene check on a 5,000-message session with and without the
+ * per-message count cache.
+ *
+ *   npx tsx bench/tokens.ts
+ */
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { calibratedCount, initialCalibration } from "../src/context/calibration.js";
+import { needsHygiene } from "../src/context/decisions.js";
+import type { ChatMessage, ToolDefinition } from "../src/context/messages.js";
+import { buildTokenCounter, createTokenCounter, type EncodingName } from "../src/context/tokens.js";
+import { isMain, median, percentile, table } from "./stats.js";
+
+const MiB = 1024 * 1024;
+const PROSE_ROOTS = ["bullmq", "discord.js", "grammy", "ioredis", "luxon", "openai", "pino", "prom-client", "semver", "yaml", "zod"];
+const CODE_ROOTS = ["bullmq/dist/esm", "grammy/out", "ioredis/built", "pino/lib", "yaml/dist", "zod/v4/core"];
+
+function filesUnder(directory: string, extensions: readonly string[]): string[] {
+  let entries: string[];
+  try {
+    entries = readdirSync(directory).sort();
+  } catch {
+    return [];
+  }
+  return entries.flatMap((entry) => {
+    const path = join(directory, entry);
+    if (statSync(path).isDirectory()) return entry === "node_modules" ? [] : filesUnder(path, extensions);
+    return extensions.some((extension) => entry.endsWith(extension)) ? [path] : [];
+  });
+}
+
+function collect(roots: readonly string[], extensions: readonly string[], bytes: number): string {
+  let text = "";
+  for (const root of roots) {
+    for (const file of filesUnder(join("node_modules", root), extensions)) {
+      text += `${readFileSync(file, "utf8")}\n`;
+      if (Buffer.byteLength(text) >= bytes) return text;
+    }
+  }
+  return text;
+}
+
+/** Half README prose, half JS/TS code, interleaved in 4 KiB pieces, cut to 1 MiB of UTF-16 code units. */
+export function buildCorpus(): { text: string; sha256: string; bytes: number } {
+  const prose = collect(PROSE_ROOTS, [".md"], MiB / 2 + 4096);
+  const code = collect(CODE_ROOTS, [".js", ".ts", ".mjs"], MiB / 2 + 4096);
+  let text = "";
+  for (let offset = 0; text.length < MiB; offset += 4096) {
+    text += prose.slice(offset, offset + 4096) + code.slice(offset, offset + 4096);
+    if (offset > prose.length && offset > code.length) break;
+  }
+  text = text.slice(0, MiB);
+  return { text, sha256: createHash("sha256").update(text).digest("hex"), bytes: Buffer.byteLength(text) };
+}
+
+const p95 = (values: readonly number[]) => percentile([...values].sort((a, b) => a - b), 95);
+
+const time = (run: () => void): number => {
+  const started = performance.now();
+  run();
+  return performance.now() - started;
+};
+
+async function throughput(corpus: string) {
+  const messages = Array.from({ length: Math.floor(corpus.length / 200) }, (_, index) => corpus.slice(index * 200, index * 200 + 200));
+  const messageBytes = messages.reduce((sum, message) => sum + Buffer.byteLength(message), 0);
+  const bytes = Buffer.byteLength(corpus);
+  const rows: Array<Array<string | number>> = [];
+  const counts = new Map<string, number>();
+  // Init = loading the rank data and building the encoder (gpt-tokenizer does both at import).
+  const libraries: Array<{ name: string; encoding: EncodingName; build: () => Promise<(text: string) => number> }> = [
+    { name: "js-tiktoken/lite", encoding: "o200k_base", build: async () => buildTokenCounter("o200k_base").countText },
+    {
+      name: "gpt-tokenizer",
+      encoding: "o200k_base",
+      build: async () => {
+        const { countTokens } = await import("gpt-tokenizer/encoding/o200k_base");
+        return (text) => countTokens(text, { disallowedSpecial: new Set() });
+      },
+    },
+    { name: "js-tiktoken/lite", encoding: "cl100k_base", build: async () => buildTokenCounter("cl100k_base").countText },
+    {
+      name: "gpt-tokenizer",
+      encoding: "cl100k_base",
+      build: async () => {
+        const { countTokens } = await import("gpt-tokenizer/encoding/cl100k_base");
+        return (text) => countTokens(text, { disallowedSpecial: new Set() });
+      },
+    },
+  ];
+  for (const library of libraries) {
+    const started = performance.now();
+    const count = await library.build();
+    count("warm up");
+    const initMs = performance.now() - started;
+    let tokens = 0;
+    count(corpus);
+    const runs = Array.from({ length: 5 }, () => time(() => (tokens = count(corpus))));
+    const perMessage = Array.from({ length: 3 }, () => time(() => messages.forEach((message) => count(message))));
+    counts.set(`${library.name} ${library.encoding}`, tokens);
+    const ms = median(runs);
+    rows.push([
+      `${library.name} (${library.encoding})`,
+      Math.round(initMs),
+      Math.round(ms),
+      (bytes / 1e6 / (ms / 1000)).toFixed(2),
+      Math.round(tokens / (ms / 1000)),
+      tokens,
+      (messageBytes / 1e6 / (median(perMessage) / 1000)).toFixed(2),
+    ]);
+  }
+  return { rows, counts, messageCount: messages.length };
+}
+
+const tools: ToolDefinition[] = [
+  { type: "function", function: { name: "recall", description: "Search the transcript or fetch an original message by id.", parameters: { type: "object", properties: { id: { type: "string" }, query: { type: "string" } } } } },
+  { type: "function", function: { name: "current_time", description: "The current date and time.", parameters: { type: "object", properties: {} } } },
+];
+
+/** A long session made of corpus slices: user asks, tool calls with outputs, replies. */
+export function syntheticSession(corpus: string, messageCount: number, sizes = { user: 300, output: 2_400, reply: 700 }): ChatMessage[] {
+  const messages: ChatMessage[] = [{ id: "m0", role: "system", content: "You are longhaul, a helpful assistant in a long-running chat." }];
+  let offset = 0;
+  const slice = (length: number) => {
+    if (offset + length > corpus.length) offset = (offset * 7 + 13) % (corpus.length - length);
+    const text = corpus.slice(offset, offset + length);
+    offset += length;
+    return text;
+  };
+  let seq = 1;
+  while (messages.length < messageCount) {
+    messages.push({ id: `m${seq++}`, role: "user", content: slice(sizes.user) });
+    const callId = `call_${seq}`;
+    messages.push({ id: `m${seq++}`, role: "assistant", content: null, tool_calls: [{ id: callId, type: "function", function: { name: "read_file", arguments: JSON.stringify({ path: `src/file_${seq}.ts` }) } }] });
+    messages.push({ id: `m${seq++}`, role: "tool", tool_call_id: callId, content: slice(sizes.output) });
+    messages.push({ id: `m${seq++}`, role: "assistant", content: slice(sizes.reply) });
+  }
+  return messages.slice(0, messageCount);
+}
+
+function hygieneCost(corpus: string) {
+  const encoder = buildTokenCounter("o200k_base");
+  const session = syntheticSession(corpus, 5_000);
+  const counter = createTokenCounter("o200k_base", encoder.countText);
+  const calibration = { ...initialCalibration(), ratio: 1.07, samples: 5 };
+  const check = (messages: readonly ChatMessage[], measureWith = counter) =>
+    needsHygiene({
+      messageCount: messages.length,
+      tokens: calibratedCount(calibration, measureWith.countMessages(messages) + measureWith.countTools(tools)),
+      contextWindow: 128_000,
+      threshold: 0.85,
+    });
+
+  // Cached: every message was counted when it arrived; a turn adds one message and re-checks.
+  const live = session.slice(0, 4_800);
+  check(live);
+  const cachedTurns: number[] = [];
+  const newMessageCounts: number[] = [];
+  for (const message of session.slice(4_800)) {
+    const next = { ...message };
+    delete next.tokens;
+    live.push(next);
+    newMessageCounts.push(time(() => counter.countMessage(next)));
+    cachedTurns.push(time(() => check(live)));
+  }
+
+  // Uncached: a fresh encoding name makes every cached count miss, as with counts that are never stored.
+  const uncachedTurns = Array.from({ length: 3 }, (_, run) => {
+    const cold = createTokenCounter(`o200k_base-cold-${run}`, encoder.countText);
+    return time(() => check(session, cold));
+  });
+  const tokens = counter.countMessages(session) + counter.countTools(tools);
+  return { cachedTurns, newMessageCounts, uncachedTurns, tokens, chars: session.reduce((sum, message) => sum + (message.content ?? "").length, 0) };
+}
+
+export async function main(): Promise<void> {
+  const corpus = buildCorpus();
+  console.log(`## Token counting\n\nCorpus: ${corpus.bytes.toLocaleString("en-US")} B of mixed README prose and JS/TS code from node_modules, sha256 ${corpus.sha256.slice(0, 12)}…\n`);
+  const { rows, counts, messageCount } = await throughput(corpus.text);
+  console.log(table(["library (encoding)", "init ms", "median ms / corpus", "MB/s", "tokens/s", "tokens", `${messageCount} × 200-char messages, MB/s`], rows));
+  const same = (encoding: string) => counts.get(`js-tiktoken/lite ${encoding}`) === counts.get(`gpt-tokenizer ${encoding}`);
+  console.log(`\nSame counts: o200k_base ${same("o200k_base") ? "yes" : "NO"}, cl100k_base ${same("cl100k_base") ? "yes" : "NO"}\n`);
+
+  const hygiene = hygieneCost(corpus.text);
+  console.log(`## Hygiene check per turn, 5,000-message session (${hygiene.tokens.toLocaleString("en-US")} tokens, ${hygiene.chars.toLocaleString("en-US")} chars)\n`);
+  console.log(
+    table(
+      ["counts", "turns measured", "median ms", "p95 ms"],
+      [
+        ["cached on messages: the check", hygiene.cachedTurns.length, median(hygiene.cachedTurns).toFixed(3), p95(hygiene.cachedTurns).toFixed(3)],
+        ["cached on messages: counting the turn's new message (once in its life)", hygiene.newMessageCounts.length, median(hygiene.newMessageCounts).toFixed(3), p95(hygiene.newMessageCounts).toFixed(3)],
+        ["not cached (every message re-encoded)", hygiene.uncachedTurns.length, Math.round(median(hygiene.uncachedTurns)), Math.round(Math.max(...hygiene.uncachedTurns))],
+      ],
+    ),
+  );
+}
+
+if (isMain(import.meta.url)) await main();

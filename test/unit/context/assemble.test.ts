@@ -1,0 +1,95 @@
+import { describe, expect, it } from "vitest";
+import type { ChatMessage } from "../../../src/context/messages.js";
+import {
+  COMPACTION_NOTE,
+  STUB_TOOL_RESULT,
+  SUMMARY_END_MARKER,
+  SUMMARY_HEADER,
+  assemble,
+  chooseSummaryRole,
+  extractSummaryText,
+  sanitizeToolPairs,
+  summaryMessageContent,
+  withCompactionNote,
+} from "../../../src/context/assemble.js";
+
+const system: ChatMessage = { id: "m1", role: "system", content: "You are longhaul." };
+const user = (id: string): ChatMessage => ({ id, role: "user", content: `question ${id}` });
+const reply = (id: string): ChatMessage => ({ id, role: "assistant", content: `answer ${id}` });
+const calls = (id: string, ...callIds: string[]): ChatMessage => ({
+  id,
+  role: "assistant",
+  content: null,
+  tool_calls: callIds.map((callId) => ({ id: callId, type: "function", function: { name: "t", arguments: "{}" } })),
+});
+const result = (id: string, callId: string): ChatMessage => ({ id, role: "tool", tool_call_id: callId, content: `result ${callId}` });
+
+describe("the system note", () => {
+  it("is appended once and never again", () => {
+    const once = withCompactionNote(system) as Extract<ChatMessage, { role: "system" }>;
+    expect(once.content).toBe(`You are longhaul.\n\n${COMPACTION_NOTE}`);
+    expect(once.id).toBe("m1");
+    expect(withCompactionNote(once)).toBe(once);
+  });
+});
+
+describe("the summary message", () => {
+  it("frames the summary as reference material with an end marker, and unwraps back to the bare summary", () => {
+    const content = summaryMessageContent("## Goal\nShip it");
+    expect(content.startsWith(SUMMARY_HEADER)).toBe(true);
+    expect(content.endsWith(SUMMARY_END_MARKER)).toBe(true);
+    expect(SUMMARY_END_MARKER).toMatch(/latest user message/);
+    expect(extractSummaryText(content)).toBe("## Goal\nShip it");
+  });
+
+  it.each([
+    ["system", "user", "user"],
+    ["system", "assistant", "user"],
+    ["user", "user", "assistant"],
+    ["user", "assistant", "user"],
+    ["assistant", "user", "user"],
+    ["assistant", "assistant", "user"],
+  ] as const)("between %s and %s is a %s message", (before, after, expected) => {
+    const message = (role: "system" | "user" | "assistant"): ChatMessage =>
+      role === "system" ? system : role === "user" ? user("m5") : reply("m6");
+    expect(chooseSummaryRole(message(before), message(after))).toBe(expected);
+  });
+
+  it("sits between head and kept messages with a fresh id and kind summary", () => {
+    const kept = [user("m8"), reply("m9")];
+    const output = assemble({ head: [system], summary: { id: "m20", text: "## Goal\nx", at: 5 }, kept, addNote: true });
+    expect(output).toHaveLength(4);
+    expect(output[0]!.content).toContain(COMPACTION_NOTE);
+    expect(output[1]).toMatchObject({ id: "m20", role: "user", kind: "summary", at: 5 });
+    expect(output[2]).toBe(kept[0]);
+    expect(output[3]).toBe(kept[1]);
+  });
+});
+
+describe("sanitizeToolPairs", () => {
+  const ids = () => {
+    let next = 100;
+    return () => `m${next++}`;
+  };
+
+  it("leaves a valid sequence as it is", () => {
+    const messages = [system, user("m2"), calls("m3", "c1", "c2"), result("m4", "c2"), result("m5", "c1"), reply("m6")];
+    const output = sanitizeToolPairs(messages, ids());
+    expect(output).toEqual({ messages, droppedResults: 0, stubbedCalls: 0 });
+  });
+
+  it("drops results whose call is gone, and duplicates", () => {
+    const messages = [system, user("m2"), result("m3", "c0"), calls("m4", "c1"), result("m5", "c1"), result("m6", "c1"), result("m7", "c9"), reply("m8")];
+    const output = sanitizeToolPairs(messages, ids());
+    expect(output.messages.map((message) => message.id)).toEqual(["m1", "m2", "m4", "m5", "m8"]);
+    expect(output.droppedResults).toBe(3);
+  });
+
+  it("gives calls whose result is gone a stub result right after them", () => {
+    const messages = [system, user("m2"), calls("m3", "c1", "c2"), result("m4", "c2"), user("m5"), result("m6", "c1")];
+    const output = sanitizeToolPairs(messages, ids());
+    expect(output.messages.map((message) => message.id)).toEqual(["m1", "m2", "m3", "m4", "m100", "m5"]);
+    expect(output.messages[4]).toEqual({ id: "m100", role: "tool", tool_call_id: "c1", content: STUB_TOOL_RESULT });
+    expect(output).toMatchObject({ droppedResults: 1, stubbedCalls: 1 });
+  });
+});
