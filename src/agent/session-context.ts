@@ -175,6 +175,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     recordStep(state, context, result, log) {
       state.stats.steps++;
       const usage = result.usage;
+      log.debug({ step: state.stats.steps, usage, finishReason: result.finishReason, toolCalls: result.toolCalls.length }, "llm-step-finished");
       if (!usage) return;
       state.stats.promptTokens += usage.promptTokens;
       state.stats.completionTokens += usage.completionTokens;

@@ -87,3 +87,44 @@ describe("the agent turn: overflow, recall", () => {
     expect(recalled).toContain(fakeFileContent("src/first.ts", 90));
   });
 });
+
+describe("prompt caching in every request", () => {
+  it("marks the system prompt and the last 3 non-system messages for Anthropic-family models", async () => {
+    const llm = await startFakeLlm();
+    const adapter = new RecordingAdapter("console");
+    const pipeline = await startPipeline(testConfig({ LLM_BASE_URL: llm.url, LLM_MODEL: "anthropic/claude-sonnet-4.5" }), [adapter]);
+    try {
+      for (let turn = 1; turn <= 3; turn++) {
+        await adapter.submit(inbound({ text: `question ${turn}`, messageId: `a${turn}` }));
+        await adapter.waitFor((sent) => sent.length === turn);
+      }
+      const request = llm.requests.at(-1)!.body;
+      const marked = request.messages.map((message) => Array.isArray(message.content) && message.content.some((part: { cache_control?: unknown }) => part.cache_control !== undefined));
+      // system, q1, a1, q2, a2, q3: the system prompt and the last three messages carry a breakpoint.
+      expect(marked).toEqual([true, false, false, true, true, true]);
+      expect(request.prompt_cache_key).toBeUndefined();
+    } finally {
+      await pipeline.close();
+      await llm.close();
+    }
+  });
+
+  it("sends the session id as prompt_cache_key for OpenAI models, stable across turns", async () => {
+    const llm = await startFakeLlm();
+    const adapter = new RecordingAdapter("console");
+    const pipeline = await startPipeline(testConfig({ LLM_BASE_URL: llm.url, LLM_MODEL: "gpt-4o-mini" }), [adapter]);
+    try {
+      for (let turn = 1; turn <= 2; turn++) {
+        await adapter.submit(inbound({ text: `question ${turn}`, messageId: `o${turn}` }));
+        await adapter.waitFor((sent) => sent.length === turn);
+      }
+      const keys = llm.requests.map((request) => request.body.prompt_cache_key);
+      expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/);
+      expect(keys[1]).toBe(keys[0]);
+      expect(llm.requests.every((request) => typeof request.body.messages[0]?.content === "string")).toBe(true);
+    } finally {
+      await pipeline.close();
+      await llm.close();
+    }
+  });
+});
