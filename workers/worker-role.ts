@@ -101,6 +101,9 @@ export function startWorkerRole(options: WorkerRoleOptions): WorkerRole {
     now: () => Date.now(),
   };
 
+  // Before taking jobs: building the tokenizer blocks the event loop, which mid-turn would stall
+  // lock renewals and, in role "all", the gateway.
+  engine.context.warmUp();
   const worker = startTurnWorker({
     redisUrl: options.redisUrl,
     prefix,

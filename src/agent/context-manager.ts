@@ -23,6 +23,8 @@ export interface ContextManager {
   recordStep(state: SessionState, context: readonly ChatMessage[], result: ChatResult, log: Logger): void;
   /** Notices produced during the turn that the user must see (compaction failed, context dropped). */
   takeNotices(state: SessionState): string[];
+  /** Builds the tokenizer now (~1.5 s of CPU) so the first turn does not freeze the event loop. */
+  warmUp(): void;
 }
 
 export interface CompactionScope {

@@ -51,7 +51,8 @@ const MANUAL_TAIL_SHARE = 0.25;
 
 export function createContextManager(options: ContextManagerOptions): ContextManager {
   const { llm, settings } = options;
-  // Built on first use: the encoder costs ~1.5 s and ~150 MB, which start-up should not pay.
+  // Built on first use (or by warmUp, when a worker starts), never at import time: the encoder
+  // costs ~1.5 s and ~150 MB, which a process that only runs the gateway should not pay.
   let cachedCounter: TokenCounter | undefined;
   const counter = () => (cachedCounter ??= getTokenCounter(llm.model));
 
@@ -193,6 +194,10 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       if (update.suspectedTruncation) {
         log.warn({ estimated: estimate(context), reported: usage.promptTokens }, "prompt-tokens-far-below-estimate-server-may-truncate-silently");
       }
+    },
+
+    warmUp() {
+      counter();
     },
 
     takeNotices(state) {

@@ -1,6 +1,6 @@
-import { UnrecoverableError, Worker, type Job } from "bullmq";
+import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import type { ChannelAdapter, Platform } from "../adapters/channel-adapter.js";
-import { PermanentError } from "../errors.js";
+import { PermanentError, RetryableError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { DELIVERY_QUEUE, PAYLOAD_VERSION, createRedis, type DeliveryJobData } from "../queue/index.js";
 import type { SessionStore } from "../session/store.js";
@@ -27,7 +27,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
   const log = options.logger.child({ component: "delivery" });
   const worker = new Worker<DeliveryJobData>(
     DELIVERY_QUEUE,
-    async (job: Job<DeliveryJobData>) => {
+    async (job: Job<DeliveryJobData>, token?: string) => {
       if (job.data.v !== PAYLOAD_VERSION) throw new UnrecoverableError(`unknown delivery payload version ${String(job.data.v)}`);
       const { sessionKey } = job.data;
       const { store } = options;
@@ -43,6 +43,13 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
           options.onDelivered?.(reply.target.platform);
           log.info({ sessionKey, jobId: job.id, replyId: reply.replyId }, "reply-delivered");
         } catch (error) {
+          if (error instanceof RetryableError && error.retryAfterMs !== undefined && token) {
+            // The platform said when to come back (a long 429): wait that long without using
+            // up an attempt; the sent parts are recorded, so sending resumes where it stopped.
+            log.warn({ sessionKey, replyId: reply.replyId, retryAfterMs: error.retryAfterMs }, "delivery-rate-limited");
+            await job.moveToDelayed(Date.now() + error.retryAfterMs, token);
+            throw new DelayedError();
+          }
           // The platform refused it for good (chat gone, bot blocked): retrying cannot help,
           // and the replies queued behind it must not wait forever.
           if (!(error instanceof PermanentError)) throw error;

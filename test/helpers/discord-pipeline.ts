@@ -44,8 +44,14 @@ export const mention = (channelId: string, id: string, text: string): MessagePay
 
 export const MESSAGES_PATH = /^\/channels\/(\d+)\/messages$/;
 
-/** Waits on a condition, long enough for a turn through queue, worker and delivery. */
-export const until = <T>(check: () => T | Promise<T>, timeout = 20_000): Promise<T> => vi.waitFor(check, { timeout, interval: 20 });
+/**
+ * Waits on a condition, long enough for a turn through queue, worker and delivery on a loaded
+ * two-core machine: a process' first turn builds the tokenizer (seconds of CPU).
+ */
+export const until = <T>(check: () => T | Promise<T>, timeout = 45_000): Promise<T> => vi.waitFor(check, { timeout, interval: 20 });
+
+/** For describe(): room for `until` plus set-up and tear-down. */
+export const E2E_TIMEOUT = { timeout: 90_000 };
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -137,10 +143,11 @@ export class DiscordE2E {
       .filter((line) => line.msg === msg);
   }
 
+  /** Closes everything, even when one part fails to close; then reports the first failure. */
   async close(): Promise<void> {
-    for (const pipeline of this.pipelines.splice(0)) await pipeline.close();
-    this.#redis?.disconnect();
-    await this.fake.close();
-    await this.llm.close();
+    const closers = [...this.pipelines.splice(0).map((pipeline) => () => pipeline.close()), async () => this.#redis?.disconnect(), () => this.fake.close(), () => this.llm.close()];
+    const failures: unknown[] = [];
+    for (const close of closers) await close().catch((error: unknown) => failures.push(error));
+    if (failures.length > 0) throw failures[0];
   }
 }

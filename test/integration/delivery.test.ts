@@ -1,0 +1,54 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { OutboundReply, SendOptions } from "../../src/adapters/channel-adapter.js";
+import { PermanentError, RetryableError } from "../../src/errors.js";
+import { startFakeLlm, type FakeLlm } from "../fakes/fake-llm.js";
+import { testConfig } from "../helpers/config.js";
+import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
+import { inbound, RecordingAdapter } from "../helpers/recording-adapter.js";
+
+/** A platform that refuses the first `failures.length` sends with the given errors. */
+class FlakyAdapter extends RecordingAdapter {
+  attempts: number[] = [];
+  constructor(private readonly failures: Error[]) {
+    super("console");
+  }
+  override async send(reply: OutboundReply, options: SendOptions): Promise<void> {
+    this.attempts.push(Date.now());
+    const failure = this.failures.shift();
+    if (failure) throw failure;
+    await super.send(reply, options);
+  }
+}
+
+describe("reply delivery", () => {
+  let llm: FakeLlm | undefined;
+  let pipeline: Pipeline | undefined;
+  afterEach(async () => {
+    await pipeline?.close();
+    await llm?.close();
+  });
+
+  it("waits out a platform's retry-after without losing or doubling the reply", async () => {
+    llm = await startFakeLlm();
+    const adapter = new FlakyAdapter([new RetryableError("429", { retryAfterMs: 1_500 })]);
+    pipeline = await startPipeline(testConfig({ LLM_BASE_URL: llm.url }), [adapter]);
+    await adapter.submit(inbound({ text: "slowly", messageId: "d1" }));
+    await adapter.waitFor((sent) => sent.length === 1);
+    expect(adapter.attempts).toHaveLength(2);
+    expect(adapter.attempts[1]! - adapter.attempts[0]!).toBeGreaterThanOrEqual(1_400);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(adapter.sent).toHaveLength(1);
+  });
+
+  it("drops a reply the platform refuses for good and delivers the next one", async () => {
+    llm = await startFakeLlm();
+    const adapter = new FlakyAdapter([new PermanentError("403 bot was blocked by the user")]);
+    pipeline = await startPipeline(testConfig({ LLM_BASE_URL: llm.url }), [adapter]);
+    await adapter.submit(inbound({ text: "first", messageId: "p1" }));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await adapter.waitFor(() => adapter.attempts.length === 1);
+    await adapter.submit(inbound({ text: "second", messageId: "p2" }));
+    await adapter.waitFor((sent) => sent.length === 1);
+    expect(adapter.sent[0]?.reply.text).toBe("echo: second");
+  });
+});
