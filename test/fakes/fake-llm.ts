@@ -281,7 +281,7 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       gate = held;
       return { release: () => { if (gate === held) gate = undefined; open(); } };
     },
-    waitForRequests(count, timeoutMs = 5_000) {
+    waitForRequests(count, timeoutMs = 30_000) {
       return new Promise((resolve, reject) => {
         const settle = (outcome: () => void) => { clearTimeout(timer); waiters.delete(check); outcome(); };
         const check = () => { if (requests.length >= count) settle(() => resolve(requests.slice(0, count))); };

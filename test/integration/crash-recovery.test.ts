@@ -64,7 +64,7 @@ describe("worker crash and shutdown", () => {
   });
 
   it("on SIGTERM hands a hanging turn back; another worker answers it once", async () => {
-    const { env, adapter, startWorker, llm } = await setup({ SHUTDOWN_TIMEOUT_MS: "3000" });
+    const { env, adapter, startWorker, llm } = await setup({ SHUTDOWN_TIMEOUT_MS: "8000" });
     const first = startWorker();
     await first.waitForStderr(/longhaul-ready/);
     const gate = llm.hold();
