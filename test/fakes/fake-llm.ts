@@ -16,7 +16,7 @@
  * A `FakeResponse` is
  *   - `"text"` or `{ text?, toolCalls?, usage?, finishReason?, model?, delayMs? }`: a 200
  *     `chat.completion`. `usage` is the wire object (`prompt_tokens`, `completion_tokens`,
- *     `prompt_tokens_details.cached_tokens`); omitted, it is estimated as chars / 4 without
+ *     `prompt_tokens_details.cached_tokens`); omitted, it is estimated as chars / 4 (messages with framing, tools) without
  *     `prompt_tokens_details` (like vLLM and llama.cpp); `null` leaves it out;
  *   - `{ status, headers?, body?, delayMs? }`: any HTTP answer, raw. `httpError.*` and
  *     `overflow.*` build the bodies real backends send;
@@ -190,7 +190,9 @@ function completionBody(reply: FakeReply, request: RecordedRequest): unknown {
   const content = reply.text ?? null;
   let usage: WireUsage | undefined;
   if (reply.usage !== null) {
-    const promptChars = request.body.messages.reduce((sum, message) => sum + textOf(message.content).length, 0);
+    // Like a real server, the prompt includes the tool definitions and each message's framing.
+    const promptChars = request.body.messages.reduce((sum, message) => sum + textOf(message.content).length + 16, 0) +
+      JSON.stringify(request.body.tools ?? []).length;
     const prompt = reply.usage?.prompt_tokens ?? estimateTokens(promptChars);
     const completion = reply.usage?.completion_tokens ?? estimateTokens((content ?? JSON.stringify(toolCalls)).length);
     usage = { ...reply.usage, prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };

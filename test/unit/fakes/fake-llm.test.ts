@@ -33,7 +33,7 @@ describe("fake LLM", () => {
     const body = (await response.json()) as { choices: Array<{ message: { content: string } }>; usage: Record<string, unknown> };
 
     expect(body.choices[0]?.message.content).toBe("echo: hello there");
-    expect(body.usage).toEqual({ prompt_tokens: 7, completion_tokens: 5, total_tokens: 12 });
+    expect(body.usage).toEqual({ prompt_tokens: 15, completion_tokens: 5, total_tokens: 20 });
     expect(fake.requests).toHaveLength(1);
     expect(fake.requests[0]?.body.messages[1]).toEqual({ role: "user", content: "hello there" });
     expect(fake.requests[0]?.headers.authorization).toBe("Bearer k");
