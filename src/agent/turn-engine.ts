@@ -137,7 +137,9 @@ export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput):
       signal: input.signal,
       now: engine.now,
       prepareRequest: (current) => engine.context.prepareRequest(state, current),
-      beforeStep: (current, step) => (step === 1 ? Promise.resolve(current) : engine.context.beforeStep(state, current, scope)),
+      // Before every step, the first included: a plain chat without tool calls must compact at
+      // the threshold too, not only at the hygiene limit.
+      beforeStep: (current) => engine.context.beforeStep(state, current, scope),
       onOverflow: (current, error: ContextOverflowError) => engine.context.onOverflow(state, current, error, scope),
       onStepFinished: (stepResult, _step, sent) => engine.context.recordStep(state, sent, stepResult, input.log),
     });

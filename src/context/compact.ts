@@ -153,7 +153,10 @@ export async function compact(input: CompactInput): Promise<CompactResult> {
 
   // Phase 3.
   const previousSummaries = middle.filter(isSummary).map((message) => extractSummaryText(message.content ?? ""));
-  const middleTokens = working.messages.slice(headEnd, keptStart).reduce((sum, message) => sum + counter.countMessage(message), 0);
+  // The budget scales with what is being folded: the middle as the conversation held it, not
+  // as phase 1 pruned it (the summarizer reads the originals), else tool-heavy sessions would
+  // always get the minimum budget.
+  const middleTokens = toFold.reduce((sum, message) => sum + counter.countMessage(message), 0);
   const toolNames = new Map([...toolCallsById(messages)].map(([id, call]) => [id, call.function.name]));
   const summarizers =
     input.fallbackSummarizer && input.fallbackSummarizer !== input.summarizer ? [input.summarizer, input.fallbackSummarizer] : [input.summarizer];
