@@ -1,0 +1,105 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runTurn, ToolRegistry, type Tool } from "../../../src/agent/index.js";
+import type { ChatMessage } from "../../../src/context/messages.js";
+import { toApiMessages } from "../../../src/context/messages.js";
+import { AbortedError } from "../../../src/errors.js";
+import { createLlmClient } from "../../../src/llm/index.js";
+import { startFakeLlm, textOf, type FakeLlm } from "../../fakes/fake-llm.js";
+
+const tool = (name: string, run: Tool["run"]): Tool => ({
+  definition: { type: "function", function: { name, description: name, parameters: { type: "object", properties: {} } } },
+  run,
+});
+
+describe("the tool loop (real openai client ↔ fake LLM)", () => {
+  let llm: FakeLlm;
+  beforeAll(async () => {
+    llm = await startFakeLlm();
+  });
+  afterAll(() => llm.close());
+
+  const run = (overrides: { maxSteps?: number; signal?: AbortSignal; tools?: Tool[]; toolOutputMaxChars?: number } = {}) => {
+    let id = 0;
+    const tools = new ToolRegistry();
+    for (const entry of overrides.tools ?? []) tools.register(entry);
+    const context: ChatMessage[] = [{ id: "m0", role: "system", content: "sys" }, { id: "m1", role: "user", content: "go" }];
+    return runTurn({
+      llm: createLlmClient({ baseUrl: llm.url, model: "gpt-4o-mini", timeoutMs: 5_000, maxRetries: 0 }),
+      context,
+      tools,
+      toolContext: { sessionKey: "s", signal: overrides.signal ?? new AbortController().signal, transcript: { get: async () => undefined, search: async () => [] }, now: () => 0 },
+      maxSteps: overrides.maxSteps ?? 5,
+      toolOutputMaxChars: overrides.toolOutputMaxChars ?? 10_000,
+      maxOutputTokens: 256,
+      newId: () => `n${++id}`,
+      signal: overrides.signal ?? new AbortController().signal,
+      now: () => 0,
+      prepareRequest: (current) => ({ messages: toApiMessages(current) }),
+    });
+  };
+
+  it("runs parallel tool calls, turns failures into results for the model, and answers", async () => {
+    llm.enqueue(
+      { toolCalls: [{ name: "ok_tool", id: "a" }, { name: "broken", id: "b" }, { name: "missing", id: "c" }, { name: "ok_tool", id: "d", arguments: "{not json" }] },
+      "all done",
+    );
+    const started: string[] = [];
+    const result = await run({
+      tools: [
+        tool("ok_tool", async () => {
+          started.push("ok");
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          return "fine";
+        }),
+        tool("broken", async () => {
+          started.push("broken");
+          throw new Error("boom");
+        }),
+      ],
+    });
+    expect(result.reply).toBe("all done");
+    expect(result.steps).toBe(2);
+    expect(started).toEqual(["ok", "broken"]);
+    const second = llm.requests.at(-1)!.body.messages;
+    expect(second.slice(2).map((message) => [message.role, message.tool_call_id ?? null, textOf(message.content)])).toEqual([
+      ["assistant", null, ""],
+      ["tool", "a", "fine"],
+      ["tool", "b", "Error: broken failed: boom"],
+      ["tool", "c", 'Error: there is no tool named "missing".'],
+      ["tool", "d", expect.stringMatching(/^Error: invalid arguments for ok_tool/)],
+    ]);
+    expect(result.transcript.map((message) => message.role)).toEqual(["assistant", "tool", "tool", "tool", "tool", "assistant"]);
+  });
+
+  it("caps a tool output in the live context but keeps it whole for the transcript", async () => {
+    llm.enqueue({ toolCalls: [{ name: "big", id: "x" }] }, "read it");
+    const result = await run({ toolOutputMaxChars: 500, tools: [tool("big", async () => "y".repeat(5_000))] });
+    const live = result.context.find((message) => message.role === "tool")!;
+    const original = result.transcript.find((message) => message.role === "tool")!;
+    expect(live.content!.length).toBeLessThanOrEqual(500);
+    expect(live.content).toContain(`recall("${original.id}")`);
+    expect(original.content).toBe("y".repeat(5_000));
+  });
+
+  it("stops at max steps with a last step that offers no tools", async () => {
+    llm.setHandler((request) => (request.body.tools ? { toolCalls: [{ name: "loop" }] } : { text: "forced answer" }));
+    try {
+      const result = await run({ maxSteps: 3, tools: [tool("loop", async () => "again")] });
+      expect(result.steps).toBe(3);
+      expect(result.reply).toBe("forced answer");
+      expect(llm.requests.at(-1)!.body.tools).toBeUndefined();
+    } finally {
+      llm.setHandler((request) => ({ text: `echo: ${textOf(request.body.messages.at(-1)?.content)}` }));
+    }
+  });
+
+  it("aborts at the step boundary when its signal fires", async () => {
+    const controller = new AbortController();
+    llm.enqueue({ toolCalls: [{ name: "slow" }] });
+    const turn = run({ signal: controller.signal, tools: [tool("slow", async () => {
+      controller.abort("stop");
+      return "finished anyway";
+    })] });
+    await expect(turn).rejects.toBeInstanceOf(AbortedError);
+  });
+});
