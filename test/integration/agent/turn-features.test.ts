@@ -128,3 +128,30 @@ describe("prompt caching in every request", () => {
     }
   });
 });
+
+describe("session isolation", () => {
+  it("recall in one session never sees another session's transcript", async () => {
+    const llm = await startFakeLlm();
+    const adapter = new RecordingAdapter("console");
+    const pipeline = await startPipeline(testConfig({ LLM_BASE_URL: llm.url }), [adapter]);
+    try {
+      llm.setHandler((request) => {
+        const last = request.body.messages.at(-1)!;
+        if (last.role === "tool") return { text: textOf(last.content) };
+        const query = /^search: (.*)$/.exec(lastUserText(request))?.[1];
+        return query ? { toolCalls: [{ name: "recall", arguments: { query } }] } : { text: "noted" };
+      });
+      await adapter.submit(inbound({ chatId: "alice", text: "my server is called Nimbus-7", messageId: "iso1" }));
+      await adapter.waitFor((sent) => sent.length === 1);
+      await adapter.submit(inbound({ chatId: "bob", text: "search: Nimbus", messageId: "iso2" }));
+      await adapter.waitFor((sent) => sent.length === 2);
+      expect(adapter.sent[1]?.reply.text).toBe('Nothing in the transcript matches "Nimbus".');
+      await adapter.submit(inbound({ chatId: "alice", text: "search: Nimbus", messageId: "iso3" }));
+      await adapter.waitFor((sent) => sent.length === 3);
+      expect(adapter.sent[2]?.reply.text).toMatch(/^m\d+ \(user\): my server is called Nimbus-7/);
+    } finally {
+      await pipeline.close();
+      await llm.close();
+    }
+  });
+});
