@@ -9,7 +9,7 @@ import { createAdapters } from "./adapters/index.js";
 import { resolveRedis } from "./embedded-redis.js";
 import { startGateway, type Gateway } from "./gateway/gateway.js";
 import { startHttpServer, type RouteHandler } from "./gateway/http-server.js";
-import { createLogger, type Logger } from "./logger.js";
+import { createLogger } from "./logger.js";
 import { createMetrics } from "./metrics.js";
 
 async function main(): Promise<void> {
@@ -61,25 +61,11 @@ async function main(): Promise<void> {
   process.on("SIGINT", () => void shutdown("SIGINT"));
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
 
-  const runsGateway = config.LONGHAUL_ROLE !== "worker";
-  const runsWorker = config.LONGHAUL_ROLE !== "gateway";
-  if (runsWorker) worker = startWorkerRole({ config, redisUrl: redis.url, logger, metrics });
-  if (runsGateway) {
-    const adapters = createAdapters(config, logger, { onConsoleDrained: () => void shutdown("console-input-ended") });
-    gateway = await startGateway({ config, redisUrl: redis.url, adapters, logger, metrics });
-  }
-  http = await startHealthServer(config, logger, metrics, gateway, worker);
-  logger.info({ httpPort: http?.port }, "longhaul-ready");
-}
-
-async function startHealthServer(
-  config: Config, logger: Logger, metrics: ReturnType<typeof createMetrics>, gateway: Gateway | undefined, worker: WorkerRole | undefined,
-) {
-  if (config.HTTP_PORT === 0) return undefined;
-  const routes = new Map<string, RouteHandler>(gateway?.routes ?? []);
+  // The HTTP server comes first: a webhook registered while the gateway starts must find it.
+  const routes = new Map<string, RouteHandler>();
   routes.set("/healthz", async (_request, response) => {
     const checks = { ...(await worker?.health()), ...(await gateway?.health()) };
-    const healthy = Object.values(checks).every(Boolean);
+    const healthy = shuttingDown === undefined && Object.values(checks).every(Boolean);
     response.writeHead(healthy ? 200 : 503, { "content-type": "application/json" })
       .end(JSON.stringify({ status: healthy ? "ok" : "unhealthy", role: config.LONGHAUL_ROLE, checks }));
   });
@@ -87,7 +73,15 @@ async function startHealthServer(
     await gateway?.refreshQueueDepth().catch(() => undefined);
     response.writeHead(200, { "content-type": metrics.registry.contentType }).end(await metrics.registry.metrics());
   });
-  return startHttpServer({ port: config.HTTP_PORT, routes, logger });
+  if (config.HTTP_PORT > 0) http = await startHttpServer({ port: config.HTTP_PORT, routes, logger });
+
+  if (config.LONGHAUL_ROLE !== "gateway") worker = startWorkerRole({ config, redisUrl: redis.url, logger, metrics });
+  if (config.LONGHAUL_ROLE !== "worker") {
+    const adapters = createAdapters(config, logger, { onConsoleDrained: () => void shutdown("console-input-ended") });
+    gateway = await startGateway({ config, redisUrl: redis.url, adapters, logger, metrics });
+    for (const [path, handler] of gateway.routes) routes.set(path, handler);
+  }
+  logger.info({ httpPort: http?.port }, "longhaul-ready");
 }
 
 main().catch((error: unknown) => {

@@ -1,4 +1,4 @@
-import type { ChannelAdapter, InboundMessage, Platform, TurnActivity } from "../adapters/channel-adapter.js";
+import type { ChannelAdapter, InboundMessage, IngressPort, Platform, TurnActivity } from "../adapters/channel-adapter.js";
 import type { Config } from "../../config/index.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
@@ -60,7 +60,6 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
     logger: log,
     onAccepted: async (message: InboundMessage) => {
-      metrics.inbound.inc({ platform: message.platform, result: "accepted" });
       const command = parseCommand(message.text);
       if (command?.name === "stop") await abortFlags.request(message.sessionKey, "stop");
       else if (config.BUSY_MODE === "interrupt" && !command) await abortFlags.request(message.sessionKey, "interrupt");
@@ -85,8 +84,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     adapters.get(activity.target.platform)?.onActivity?.(activity);
   });
 
+  // What adapters see: the ingress, counted by outcome for /metrics.
+  const port: IngressPort = {
+    submit: async (message) => {
+      const result = await ingress.submit(message);
+      metrics.inbound.inc({ platform: message.platform, result: result.status });
+      return result;
+    },
+  };
   for (const adapter of adapters.values()) {
-    await adapter.start(ingress);
+    await adapter.start(port);
     log.info({ platform: adapter.platform }, "adapter-started");
   }
 

@@ -38,6 +38,7 @@ describe("/healthz and /metrics", () => {
     expect(text).toMatch(/^longhaul_llm_tokens_total\{kind="cached",role="main"\} 64$/m);
     expect(text).toMatch(/^longhaul_queue_depth\{queue="turns"\} 0$/m);
     expect(text).toMatch(/^longhaul_replies_delivered_total\{platform="console"\} 1$/m);
+    expect(text).toMatch(/^longhaul_inbound_messages_total\{platform="console",result="accepted"\} 1$/m);
   });
 
   it("answers 404 elsewhere", async () => {
