@@ -10,7 +10,7 @@ import { createRecallTool } from "../src/agent/tools/recall.js";
 import { createLlmClient, createSummarizer } from "../src/llm/index.js";
 import type { Logger } from "../src/logger.js";
 import type { Metrics } from "../src/metrics.js";
-import { createProducers, createRedis } from "../src/queue/index.js";
+import { createProducers, createRedis, pingWithin } from "../src/queue/index.js";
 import { AbortFlags } from "../src/session/abort.js";
 import { globalKeys } from "../src/session/keys.js";
 import { SessionStore } from "../src/session/store.js";
@@ -130,7 +130,7 @@ export function startWorkerRole(options: WorkerRoleOptions): WorkerRole {
 
   let closing: Promise<void> | undefined;
   return {
-    health: async () => ({ redis: await redis.ping().then(() => true, () => false) }),
+    health: async () => ({ redis: await pingWithin(redis) }),
     close() {
       closing ??= (async () => {
         await worker.close();

@@ -2,7 +2,7 @@ import type { ChannelAdapter, InboundMessage, IngressPort, Platform, TurnActivit
 import type { Config } from "../../config/index.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import { createProducers, createRedis } from "../queue/index.js";
+import { createProducers, createRedis, pingWithin } from "../queue/index.js";
 import { AbortFlags } from "../session/abort.js";
 import { globalKeys } from "../session/keys.js";
 import { SessionStore } from "../session/store.js";
@@ -98,11 +98,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   }
 
   const health = async (): Promise<Record<string, boolean>> => {
-    const redisOk = await Promise.race([
-      redis.ping().then(() => true, () => false),
-      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 1_000).unref()),
-    ]);
-    return { redis: redisOk, ...Object.fromEntries([...adapters.values()].map((adapter) => [adapter.platform, adapter.isConnected()])) };
+    return { redis: await pingWithin(redis), ...Object.fromEntries([...adapters.values()].map((adapter) => [adapter.platform, adapter.isConnected()])) };
   };
   const refreshQueueDepth = async () => {
     for (const queue of [producers.turnQueue, producers.deliveryQueue]) {

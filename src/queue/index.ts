@@ -1,3 +1,3 @@
 export * from "./jobs.js";
 export { createProducers, type Producers } from "./producers.js";
-export { createRedis, type Redis } from "./redis.js";
+export { createRedis, pingWithin, type Redis } from "./redis.js";

@@ -16,3 +16,19 @@ export function createRedis(url: string, options: RedisOptions = {}): Redis {
 }
 
 export type { Redis };
+
+/**
+ * Whether Redis answers within `timeoutMs`. Commands wait for a reconnect instead of failing
+ * (see above), so a plain PING would hang for as long as Redis is down.
+ */
+export async function pingWithin(redis: Redis, timeoutMs = 1_000): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+  });
+  try {
+    return await Promise.race([redis.ping().then(() => true, () => false), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

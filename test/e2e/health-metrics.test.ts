@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeLlm, type FakeLlm } from "../fakes/fake-llm.js";
 import { spawnApp, type AppProcess } from "../helpers/app-process.js";
 import { testEnv } from "../helpers/config.js";
-import { freePort } from "../helpers/redis-server.js";
+import { freePort, startRedisServer } from "../helpers/redis-server.js";
 
 describe("/healthz and /metrics", () => {
   let llm: FakeLlm;
@@ -43,5 +43,35 @@ describe("/healthz and /metrics", () => {
 
   it("answers 404 elsewhere", async () => {
     expect((await fetch(`${base}/nope`)).status).toBe(404);
+  });
+});
+
+describe("/healthz while Redis is down", () => {
+  it("reports unhealthy (503) and recovers when Redis is back", async () => {
+    const redis = await startRedisServer({ appendOnly: true });
+    const llm = await startFakeLlm();
+    const port = await freePort();
+    const app = spawnApp(testEnv({ REDIS_URL: redis.url, LLM_BASE_URL: llm.url, HTTP_PORT: String(port), LONGHAUL_ROLE: "worker", LOG_LEVEL: "info" }));
+    const health = async () => {
+      const response = await fetch(`http://127.0.0.1:${port}/healthz`);
+      return { status: response.status, body: (await response.json()) as { checks: Record<string, boolean> } };
+    };
+    try {
+      await app.waitForStderr(/longhaul-ready/);
+      expect((await health()).status).toBe(200);
+      await redis.stop();
+      const down = await health();
+      expect(down.status).toBe(503);
+      expect(down.body.checks.redis).toBe(false);
+      await redis.start();
+      const deadline = Date.now() + 20_000;
+      let status = 0;
+      while (Date.now() < deadline && (status = (await health()).status) !== 200) await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(status).toBe(200);
+    } finally {
+      await app.kill("SIGTERM");
+      await llm.close();
+      await redis.dispose();
+    }
   });
 });

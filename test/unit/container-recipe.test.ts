@@ -1,0 +1,65 @@
+/**
+ * No Docker engine runs here, so the container recipe is checked by construction: what
+ * compose.yaml and the Dockerfile promise (SPEC §9) is read back and asserted. The steps
+ * themselves run in test/e2e/production-build.test.ts.
+ */
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { configSchema } from "../../config/index.js";
+
+const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), "utf8");
+
+interface Service {
+  command?: string[];
+  environment?: Record<string, string>;
+  deploy?: { replicas?: number };
+  healthcheck?: unknown;
+  depends_on?: Record<string, { condition: string }>;
+  stop_grace_period?: string;
+  env_file?: Array<{ path: string; required: boolean }>;
+  build?: string;
+}
+
+describe("container recipe", () => {
+  // compose applies YAML merge keys (`<<: *app`), as YAML 1.1 does.
+  const compose = parse(read("compose.yaml"), { merge: true }) as { services: Record<string, Service> };
+  const dockerfile = read("Dockerfile");
+
+  it("runs Redis with AOF and noeviction, and health-checks it", () => {
+    const redis = compose.services.redis!;
+    expect(redis.command?.join(" ")).toMatch(/--appendonly yes/);
+    expect(redis.command?.join(" ")).toMatch(/--maxmemory-policy noeviction/);
+    expect(redis.healthcheck).toBeDefined();
+  });
+
+  it("runs one gateway and scalable workers from the same image, configured from .env", () => {
+    const { gateway, worker } = compose.services;
+    expect(gateway?.environment?.LONGHAUL_ROLE).toBe("gateway");
+    expect(worker?.environment?.LONGHAUL_ROLE).toBe("worker");
+    expect(worker?.deploy?.replicas).toBeGreaterThanOrEqual(2);
+    for (const service of [gateway!, worker!]) {
+      expect(service.build).toBe(".");
+      expect(service.environment?.REDIS_URL).toBe("redis://redis:6379");
+      expect(service.depends_on?.redis?.condition).toBe("service_healthy");
+      expect(service.env_file?.[0]?.path).toBe(".env");
+      // Every variable compose sets is one the app knows.
+      for (const key of Object.keys(service.environment ?? {})) expect(Object.keys(configSchema.shape)).toContain(key);
+    }
+  });
+
+  it("gives a turn time to finish or be handed back before Docker kills the container", () => {
+    const grace = Number(/^(\d+)s$/.exec(compose.services.worker?.stop_grace_period ?? "")?.[1]) * 1_000;
+    const defaults = configSchema.parse({});
+    expect(defaults.SHUTDOWN_TIMEOUT_MS).toBeLessThan(grace);
+  });
+
+  it("builds in two stages and runs the compiled entry point as a non-root user with production dependencies", () => {
+    expect(dockerfile.match(/^FROM /gm)).toHaveLength(2);
+    expect(dockerfile).toMatch(/^RUN npm ci --omit=dev/m);
+    expect(dockerfile).toMatch(/^USER node$/m);
+    expect(dockerfile).toMatch(/^HEALTHCHECK .*\n?.*\/healthz/m);
+    expect(dockerfile).toMatch(/^CMD \["node", "dist\/src\/main\.js"\]$/m);
+    expect(dockerfile).toMatch(/FROM node:20/);
+  });
+});
