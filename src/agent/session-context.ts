@@ -35,7 +35,11 @@ export interface ContextManagerOptions {
 
 /** What this binding keeps in `state.engine` (JSON, stored with the session). */
 interface EngineFields {
+  /** The tokenizer-to-provider ratio, for the model it was measured on. */
   calibration?: CalibrationState;
+  calibrationModel?: string;
+  /** Set after telling the user a compaction failed; cleared by the next one that works. */
+  compactionFailureNotified?: boolean;
   antiThrash?: AntiThrashState;
   /** The real window, learned from an overflow error ("maximum context length is 8192"). */
   learnedWindow?: number;
@@ -59,7 +63,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
   const contextWindow = (state: SessionState) => Math.min(llm.contextWindow, fields(state).learnedWindow ?? Number.POSITIVE_INFINITY);
   const estimate = (context: readonly ChatMessage[]) => counter().countMessages(context) + counter().countTools(options.tools());
   const countContext = (state: SessionState, context: readonly ChatMessage[]) =>
-    calibratedCount(fields(state).calibration ?? initialCalibration(), estimate(context));
+    calibratedCount(calibrationOf(state), estimate(context));
 
   /**
    * `/compress` is asked for while the context may still be far below the threshold, where the
@@ -71,6 +75,12 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     const threshold = thresholdTokens(window, settings.compactionThreshold);
     const tail = Math.min(threshold * settings.targetRatio, estimate(context) * MANUAL_TAIL_SHARE);
     return Math.max(0.01, tail / threshold);
+  };
+
+  /** A ratio measured on another model (the operator switched) says nothing about this one. */
+  const calibrationOf = (state: SessionState) => {
+    const engine = fields(state);
+    return engine.calibration && engine.calibrationModel === llm.model ? engine.calibration : initialCalibration();
   };
 
   const notify = (state: SessionState, notice: string) => {
@@ -108,6 +118,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     scope.log.info({ compaction: record }, "compaction-finished");
 
     if (result.status === "compacted" || result.status === "dropped") {
+      delete fields(state).compactionFailureNotified;
       state.stats.compactions++;
       const saved = Math.max(0, record.tokensBefore - record.tokensAfter);
       state.stats.compactionTokensSaved += saved;
@@ -117,7 +128,11 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       rememberSystemNote(state, result.messages);
     }
     if (result.status === "failed") {
-      notify(state, "I couldn't compact our conversation just now (the summarizer failed). Nothing is lost; I'll try again later, or send /compress.");
+      // Once per streak of failures: the user needs to know, not to hear it every turn.
+      if (!fields(state).compactionFailureNotified) {
+        notify(state, "I couldn't compact our conversation just now (the summarizer failed). Nothing is lost; I'll try again later, or send /compress.");
+        fields(state).compactionFailureNotified = true;
+      }
     } else if (result.status === "dropped") {
       notify(state, `Our conversation outgrew my context and the summarizer failed, so I set aside the ${record.droppedMessages} oldest messages. They're kept in the transcript and I can still recall them.`);
     }
@@ -186,11 +201,12 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       options.metrics?.llmTokens.inc({ kind: "output", role: "main" }, usage.completionTokens);
       options.metrics?.llmTokens.inc({ kind: "cached", role: "main" }, usage.cachedTokens);
       const engine = fields(state);
-      const update = updateCalibration(engine.calibration ?? initialCalibration(), {
+      const update = updateCalibration(calibrationOf(state), {
         estimatedTokens: estimate(context),
         reportedPromptTokens: usage.promptTokens,
       });
       engine.calibration = update.state;
+      engine.calibrationModel = llm.model;
       if (update.suspectedTruncation) {
         log.warn({ estimated: estimate(context), reported: usage.promptTokens }, "prompt-tokens-far-below-estimate-server-may-truncate-silently");
       }

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { lastUserText, overflow, startFakeLlm, textOf, type FakeLlm } from "../../fakes/fake-llm.js";
+import { httpError, lastUserText, overflow, startFakeLlm, textOf, type FakeLlm } from "../../fakes/fake-llm.js";
 import { fakeFileContent, isSummarizerRequest, readFileTool } from "../../helpers/agent-fixtures.js";
 import { testConfig } from "../../helpers/config.js";
 import { captureLogs, startPipeline, type Pipeline } from "../../helpers/pipeline.js";
@@ -154,4 +154,32 @@ describe("session isolation", () => {
       await llm.close();
     }
   });
+});
+
+describe("when the summarizer fails", () => {
+  it("keeps the context, answers anyway, and tells the user once", async () => {
+    const llm = await startFakeLlm();
+    llm.route(isSummarizerRequest, httpError.server(500));
+    const adapter = new RecordingAdapter("console");
+    const logs = captureLogs("info");
+    const pipeline = await startPipeline(testConfig({ LLM_BASE_URL: llm.url, LLM_CONTEXT_WINDOW: "16000", LLM_MAX_RETRIES: "0" }), [adapter], { logs });
+    try {
+      for (let turn = 1; turn <= 9; turn++) {
+        await adapter.submit(inbound({ text: `part ${turn}: ${"a detailed paragraph about the project plan. ".repeat(90)}`, messageId: `f${turn}` }));
+        await adapter.waitFor((sent) => sent.length === turn, 60_000);
+      }
+      const failed = logs.lines.filter((line) => line.includes('"compaction-finished"') && line.includes('"status":"failed"'));
+      expect(failed.length).toBeGreaterThanOrEqual(2);
+      const notices = adapter.sent.filter((entry) => entry.reply.text.startsWith("⚠️ I couldn't compact our conversation just now"));
+      expect(notices).toHaveLength(1);
+      // Every message was still answered, after the notice where there was one.
+      for (const [index, entry] of adapter.sent.entries()) expect(entry.reply.text).toMatch(new RegExp(`echo: part ${index + 1}: `));
+      // Nothing was dropped from the live context: the last request holds all nine messages.
+      const users = llm.requests.filter((request) => !isSummarizerRequest(request)).at(-1)!.body.messages.filter((message) => message.role === "user");
+      expect(users).toHaveLength(9);
+    } finally {
+      await pipeline.close();
+      await llm.close();
+    }
+  }, 120_000);
 });
