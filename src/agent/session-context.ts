@@ -201,14 +201,15 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       options.metrics?.llmTokens.inc({ kind: "output", role: "main" }, usage.completionTokens);
       options.metrics?.llmTokens.inc({ kind: "cached", role: "main" }, usage.cachedTokens);
       const engine = fields(state);
+      const estimatedTokens = estimate(context);
       const update = updateCalibration(calibrationOf(state), {
-        estimatedTokens: estimate(context),
+        estimatedTokens,
         reportedPromptTokens: usage.promptTokens,
       });
       engine.calibration = update.state;
       engine.calibrationModel = llm.model;
       if (update.suspectedTruncation) {
-        log.warn({ estimated: estimate(context), reported: usage.promptTokens }, "prompt-tokens-far-below-estimate-server-may-truncate-silently");
+        log.warn({ estimated: estimatedTokens, reported: usage.promptTokens }, "prompt-tokens-far-below-estimate-server-may-truncate-silently");
       }
     },
 

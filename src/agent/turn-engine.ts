@@ -3,7 +3,7 @@ import type { ChatMessage, UserMessage } from "../context/messages.js";
 import { AbortedError, ContextOverflowError, errorMessage } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { LlmClient } from "../llm/types.js";
-import { messageIdAllocator, newSessionState, type SessionState } from "../session/state.js";
+import { freshSessionAfter, messageIdAllocator, type SessionState } from "../session/state.js";
 import type { InboxEntry } from "../session/store.js";
 import { runCommand, type CommandContext } from "./commands/run-command.js";
 import { parseCommand, type ParsedCommand } from "./commands/parse.js";
@@ -86,20 +86,11 @@ export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput):
   // Optional idle reset (off by default: users of long-running chats hated nightly wipes).
   if (engine.idleResetMs > 0 && state.live.length > 0 && engine.now() - state.updatedAt >= engine.idleResetMs) {
     archivedSessionId = state.sessionId;
-    const fresh = newSessionState(engine.now(), state.version);
-    fresh.nextSeq = state.nextSeq;
-    state = fresh;
+    state = freshSessionAfter(state, engine.now());
     input.log.info({ archivedSessionId }, "session-idle-reset");
   }
-  const reply = (text: string, kind: OutboundReply["kind"], inReplyTo: readonly InboxEntry[]) => {
-    replies.push({
-      replyId: `${input.sessionKey}#${input.state.version + 1}#${replies.length}`,
-      sessionKey: input.sessionKey,
-      target: { ...input.target, replyToMessageId: inReplyTo[inReplyTo.length - 1]?.messageId ?? input.target.replyToMessageId },
-      text,
-      inReplyTo: inReplyTo.map((entry) => entry.messageId),
-      kind,
-    });
+  const reply = (text: string, kind: OutboundReply["kind"], answers: readonly InboxEntry[]) => {
+    replies.push(buildReply(input, replies.length, text, kind, answers));
   };
 
   for (const segment of segmentBatch(input.batch)) {
@@ -186,15 +177,23 @@ export function settleWithoutAnswer(
   const userMessages = toUserMessages(chatEntries, newId);
   state.live.push(...userMessages);
   state.updatedAt = engine.now();
-  const replies: OutboundReply[] = text === undefined ? [] : [{
-    replyId: `${input.sessionKey}#${input.state.version + 1}#0`,
-    sessionKey: input.sessionKey,
-    target: input.target,
-    text,
-    inReplyTo: input.batch.map((entry) => entry.messageId),
-    kind: "notice",
-  }];
+  const replies = text === undefined ? [] : [buildReply(input, 0, text, "notice", input.batch)];
   return { state, transcript: userMessages, replies };
+}
+
+/**
+ * Reply `index` of this turn. Its id names the version the turn commits, so a retried turn
+ * produces the same ids, and it answers (and replies to the last of) `answers`.
+ */
+function buildReply(input: SettleInput, index: number, text: string, kind: OutboundReply["kind"], answers: readonly InboxEntry[]): OutboundReply {
+  return {
+    replyId: `${input.sessionKey}#${input.state.version + 1}#${index}`,
+    sessionKey: input.sessionKey,
+    target: { ...input.target, replyToMessageId: answers[answers.length - 1]?.messageId ?? input.target.replyToMessageId },
+    text,
+    inReplyTo: answers.map((entry) => entry.messageId),
+    kind,
+  };
 }
 
 export function failureNotice(error: unknown): string {

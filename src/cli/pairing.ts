@@ -4,7 +4,7 @@
  */
 import { ConfigError, loadConfig } from "../../config/index.js";
 import { resolveRedis } from "../embedded-redis.js";
-import { AccessControl } from "../gateway/access.js";
+import { AccessControl, accessListsFrom } from "../gateway/access.js";
 import { silentLogger } from "../logger.js";
 import { createRedis } from "../queue/index.js";
 import type { Platform } from "../adapters/channel-adapter.js";
@@ -23,10 +23,7 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig(process.env);
   const redisHandle = await resolveRedis({ ...(config.REDIS_URL ? { redisUrl: config.REDIS_URL } : {}), dataDir: config.DATA_DIR, logger: silentLogger });
   const redis = createRedis(redisHandle.url, { maxRetriesPerRequest: 3 });
-  const access = new AccessControl(redis, config.REDIS_PREFIX, {
-    users: { telegram: config.ALLOWED_TELEGRAM_USERS, discord: config.ALLOWED_DISCORD_USERS },
-    chats: { telegram: config.ALLOWED_TELEGRAM_CHATS, discord: config.ALLOWED_DISCORD_CHANNELS },
-  });
+  const access = new AccessControl(redis, config.REDIS_PREFIX, accessListsFrom(config));
   try {
     switch (command) {
       case "approve": {

@@ -1,5 +1,6 @@
 import { randomInt } from "node:crypto";
 import type { Redis } from "ioredis";
+import type { Config } from "../../config/index.js";
 import type { InboundMessage, Platform } from "../adapters/channel-adapter.js";
 import { globalKeys } from "../session/keys.js";
 
@@ -7,6 +8,12 @@ export interface AccessLists {
   users: Partial<Record<Platform, readonly string[]>>;
   chats: Partial<Record<Platform, readonly string[]>>;
 }
+
+/** The allowlists of the configuration (SPEC §8), by platform. */
+export const accessListsFrom = (config: Config): AccessLists => ({
+  users: { telegram: config.ALLOWED_TELEGRAM_USERS, discord: config.ALLOWED_DISCORD_USERS },
+  chats: { telegram: config.ALLOWED_TELEGRAM_CHATS, discord: config.ALLOWED_DISCORD_CHANNELS },
+});
 
 export type AccessVerdict = { allowed: true } | { allowed: false; notice?: string };
 

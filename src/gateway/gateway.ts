@@ -7,7 +7,7 @@ import { AbortFlags } from "../session/abort.js";
 import { globalKeys } from "../session/keys.js";
 import { SessionStore } from "../session/store.js";
 import { parseCommand } from "../agent/commands/parse.js";
-import { AccessControl } from "./access.js";
+import { AccessControl, accessListsFrom } from "./access.js";
 import { startDeliveryWorker } from "./delivery.js";
 import type { RouteHandler } from "./http-server.js";
 import { Ingress } from "./ingress.js";
@@ -48,10 +48,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const store = new SessionStore(redis, prefix);
   const producers = createProducers(redis, prefix);
   const abortFlags = new AbortFlags(redis, prefix);
-  const access = new AccessControl(redis, prefix, {
-    users: { telegram: config.ALLOWED_TELEGRAM_USERS, discord: config.ALLOWED_DISCORD_USERS },
-    chats: { telegram: config.ALLOWED_TELEGRAM_CHATS, discord: config.ALLOWED_DISCORD_CHANNELS },
-  });
+  const access = new AccessControl(redis, prefix, accessListsFrom(config));
   const adapters = new Map<Platform, ChannelAdapter>(options.adapters.map((adapter) => [adapter.platform, adapter]));
 
   const ingress = new Ingress({

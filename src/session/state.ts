@@ -55,6 +55,15 @@ export function newSessionState(now: number, version = 0): SessionState {
   };
 }
 
+/**
+ * The fresh session that replaces `previous` (`/new`, idle reset): a new id and history, but
+ * the same version line (commits stay checked) and message counter (ids stay unique within
+ * the key's transcripts).
+ */
+export function freshSessionAfter(previous: SessionState, now: number): SessionState {
+  return { ...newSessionState(now, previous.version), nextSeq: previous.nextSeq };
+}
+
 /** Hands out message ids for one turn; the state's counter moves with it. */
 export function messageIdAllocator(state: SessionState): () => string {
   return () => `m${state.nextSeq++}`;

@@ -36,25 +36,20 @@ export class SessionStore {
   readonly #prefix: string;
 
   readonly #archiveRetentionMs: number;
+  readonly #global: ReturnType<typeof globalKeys>;
 
   /** `archiveRetentionMs`: how long an archived conversation (`/new`) is kept; 0 forever. */
   constructor(redis: Redis, prefix: string, options: { archiveRetentionMs?: number } = {}) {
     this.#redis = redis;
     this.#prefix = prefix;
     this.#archiveRetentionMs = options.archiveRetentionMs ?? 0;
-  }
-
-  get redis(): Redis {
-    return this.#redis;
+    this.#global = globalKeys(prefix);
   }
 
   keys(sessionKey: string) {
     return sessionKeys(this.#prefix, sessionKey);
   }
 
-  get global() {
-    return globalKeys(this.#prefix);
-  }
 
   /** Persists an inbound message unless its platform id was seen before. → false for a duplicate. */
   async appendInbox(message: InboundMessage, receivedAt: number): Promise<boolean> {
@@ -62,7 +57,7 @@ export class SessionStore {
     const entry: InboxEntry = { ...message, receivedAt };
     const added = await this.#redis.eval(
       APPEND_INBOX, 3,
-      this.global.seen(message.platform, message.chatId, message.messageId), keys.inbox, this.global.workSet,
+      this.#global.seen(message.platform, message.chatId, message.messageId), keys.inbox, this.#global.workSet,
       JSON.stringify(entry), DEDUPE_TTL_SECONDS, message.sessionKey,
     );
     return added === 1;
@@ -171,7 +166,7 @@ export class SessionStore {
 
   /** Sessions that had work; the sweeper re-enqueues what is still pending. */
   async sessionsWithWork(): Promise<string[]> {
-    return this.#redis.smembers(this.global.workSet);
+    return this.#redis.smembers(this.#global.workSet);
   }
 
   async pendingWork(sessionKey: string): Promise<{ inbox: number; pending: boolean; outbox: number }> {
@@ -186,7 +181,7 @@ export class SessionStore {
   /** Drops the session from the work set when nothing is left to do. */
   async settle(sessionKey: string): Promise<boolean> {
     const keys = this.keys(sessionKey);
-    return (await this.#redis.eval(SETTLE, 4, keys.inbox, keys.pending, keys.outbox, this.global.workSet, sessionKey)) === 1;
+    return (await this.#redis.eval(SETTLE, 4, keys.inbox, keys.pending, keys.outbox, this.#global.workSet, sessionKey)) === 1;
   }
 
   async acquireLease(sessionKey: string, token: string, ttlMs: number): Promise<boolean> {

@@ -1,29 +1,23 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { lastUserText, startFakeLlm, textOf, type FakeLlm } from "../fakes/fake-llm.js";
-import { spawnApp, type AppProcess } from "../helpers/app-process.js";
-import { testConfig, testEnv } from "../helpers/config.js";
-import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
-import { inbound, RecordingAdapter } from "../helpers/recording-adapter.js";
+import { lastUserText, textOf } from "../fakes/fake-llm.js";
+import type { AppProcess } from "../helpers/app-process.js";
+import { inbound } from "../helpers/recording-adapter.js";
+import { startWorkerFleet, type WorkerFleet } from "../helpers/worker-fleet.js";
 
 describe("busy modes and /stop (gateway here, worker in another process)", () => {
-  let llm: FakeLlm | undefined;
-  let pipeline: Pipeline | undefined;
+  let fleet: WorkerFleet | undefined;
   let worker: AppProcess | undefined;
 
   afterEach(async () => {
-    await pipeline?.close();
-    await worker?.kill("SIGKILL");
-    await llm?.close();
+    await fleet?.close();
+    fleet = undefined;
   });
 
   async function setup(busyMode: string) {
-    llm = await startFakeLlm();
-    const env = testEnv({ LLM_BASE_URL: llm.url, BUSY_MODE: busyMode, LOG_LEVEL: "info" });
-    const adapter = new RecordingAdapter("console");
-    pipeline = await startPipeline(testConfig({ ...env, LONGHAUL_ROLE: "gateway" }), [adapter], { worker: false });
-    worker = spawnApp({ ...env, LONGHAUL_ROLE: "worker" });
+    fleet = await startWorkerFleet({ BUSY_MODE: busyMode });
+    worker = fleet.startWorker();
     await worker.waitForStderr(/longhaul-ready/);
-    return { adapter, llm };
+    return fleet;
   }
 
   it("collect: messages sent during a turn are answered together in the next turn", async () => {

@@ -1,48 +1,24 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { startFakeLlm, type FakeLlm } from "../fakes/fake-llm.js";
-import { spawnApp, type AppProcess } from "../helpers/app-process.js";
-import { testConfig, testEnv } from "../helpers/config.js";
-import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
-import { inbound, RecordingAdapter } from "../helpers/recording-adapter.js";
-import { createRedis } from "../../src/queue/index.js";
-import { SessionStore } from "../../src/session/store.js";
+import { inbound } from "../helpers/recording-adapter.js";
+import { startWorkerFleet, type WorkerFleet } from "../helpers/worker-fleet.js";
 
 describe("worker crash and shutdown", () => {
-  let llm: FakeLlm | undefined;
-  let pipeline: Pipeline | undefined;
-  let workers: AppProcess[] = [];
+  let fleet: WorkerFleet | undefined;
 
   afterEach(async () => {
-    await pipeline?.close();
-    await Promise.all(workers.map((worker) => worker.kill("SIGKILL")));
-    workers = [];
-    await llm?.close();
+    await fleet?.close();
+    fleet = undefined;
   });
 
   async function setup(overrides: Record<string, string> = {}) {
-    llm = await startFakeLlm();
-    const env = testEnv({ LLM_BASE_URL: llm.url, JOB_LOCK_MS: "1500", LOG_LEVEL: "info", ...overrides });
-    const adapter = new RecordingAdapter("console");
-    pipeline = await startPipeline(testConfig({ ...env, LONGHAUL_ROLE: "gateway" }), [adapter], { worker: false });
-    const startWorker = () => {
-      const worker = spawnApp({ ...env, LONGHAUL_ROLE: "worker" });
-      workers.push(worker);
-      return worker;
-    };
-    return { env, adapter, startWorker, llm };
+    fleet = await startWorkerFleet({ JOB_LOCK_MS: "1500", ...overrides });
+    return fleet;
   }
 
-  async function transcriptOf(prefix: string, sessionKey: string) {
-    const redis = createRedis(testConfig().REDIS_URL!);
-    try {
-      return await new SessionStore(redis, prefix).readTranscript(sessionKey);
-    } finally {
-      redis.disconnect();
-    }
-  }
+  const transcriptOf = (sessionKey: string) => fleet!.withStore((store) => store.readTranscript(sessionKey));
 
   it("finishes the turn of a worker killed with SIGKILL mid-turn on another worker, replying exactly once", async () => {
-    const { env, adapter, startWorker, llm } = await setup();
+    const { adapter, startWorker, llm } = await setup();
     const first = startWorker();
     await first.waitForStderr(/longhaul-ready/);
     const gate = llm.hold();
@@ -58,13 +34,13 @@ describe("worker crash and shutdown", () => {
     expect(adapter.sent).toHaveLength(1);
     expect(adapter.sent[0]?.reply.text).toBe("echo: survive this");
     expect(second.stderr()).toContain("turn-committed");
-    const transcript = await transcriptOf(env.REDIS_PREFIX!, message.sessionKey);
+    const transcript = await transcriptOf(message.sessionKey);
     expect(transcript.filter((entry) => entry.role === "user").map((entry) => entry.content)).toEqual(["survive this"]);
     expect(transcript.filter((entry) => entry.role === "assistant")).toHaveLength(1);
   });
 
   it("on SIGTERM hands a hanging turn back; another worker answers it once", async () => {
-    const { env, adapter, startWorker, llm } = await setup({ SHUTDOWN_TIMEOUT_MS: "8000" });
+    const { adapter, startWorker, llm } = await setup({ SHUTDOWN_TIMEOUT_MS: "8000" });
     const first = startWorker();
     await first.waitForStderr(/longhaul-ready/);
     const gate = llm.hold();
@@ -81,7 +57,7 @@ describe("worker crash and shutdown", () => {
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(adapter.sent).toHaveLength(1);
     expect(adapter.sent[0]?.reply.text).toBe("echo: finish me");
-    const transcript = await transcriptOf(env.REDIS_PREFIX!, message.sessionKey);
+    const transcript = await transcriptOf(message.sessionKey);
     expect(transcript.filter((entry) => entry.role === "user")).toHaveLength(1);
   });
 

@@ -1,4 +1,4 @@
-import { newSessionState, type SessionState } from "../../session/state.js";
+import { freshSessionAfter, type SessionState } from "../../session/state.js";
 import type { CompactionScope } from "../context-manager.js";
 import type { TurnEngine } from "../turn-engine.js";
 import { compactNumber, contextMeter, duration, usd } from "./format.js";
@@ -39,9 +39,7 @@ export async function runCommand(command: ParsedCommand, context: CommandContext
       return { state, text: HELP_TEXT };
     case "new":
     case "reset": {
-      const fresh = newSessionState(context.now, state.version);
-      fresh.nextSeq = state.nextSeq;
-      return { state: fresh, text: "Started a new conversation. The previous one is archived.", archive: true };
+      return { state: freshSessionAfter(state, context.now), text: "Started a new conversation. The previous one is archived.", archive: true };
     }
     case "stop": {
       const stopped = state.engine.lastTurnAborted === true;

@@ -1,35 +1,19 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
 import { isSummarizerRequest } from "../../helpers/agent-fixtures.js";
-import { spawnApp, type AppProcess } from "../../helpers/app-process.js";
-import { testConfig, testEnv } from "../../helpers/config.js";
-import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
-import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
-import { createRedis } from "../../../src/queue/index.js";
-import { SessionStore } from "../../../src/session/store.js";
+import { inbound } from "../../helpers/recording-adapter.js";
+import { startWorkerFleet, type WorkerFleet } from "../../helpers/worker-fleet.js";
 
 describe("a worker killed during a compaction", () => {
-  let llm: FakeLlm | undefined;
-  let pipeline: Pipeline | undefined;
-  const workers: AppProcess[] = [];
+  let fleet: WorkerFleet | undefined;
 
   afterEach(async () => {
-    await pipeline?.close();
-    await Promise.all(workers.map((worker) => worker.kill("SIGKILL")));
-    await llm?.close();
+    await fleet?.close();
   });
 
   it("leaves a consistent session, and the turn completes once on another worker", async () => {
-    llm = await startFakeLlm();
+    fleet = await startWorkerFleet({ JOB_LOCK_MS: "1500" });
+    const { llm, adapter, startWorker } = fleet;
     llm.route(isSummarizerRequest, { text: "## Goal\nPlan the trip." });
-    const env = testEnv({ LLM_BASE_URL: llm.url, JOB_LOCK_MS: "1500", LOG_LEVEL: "info" });
-    const adapter = new RecordingAdapter("console");
-    pipeline = await startPipeline(testConfig({ ...env, LONGHAUL_ROLE: "gateway" }), [adapter], { worker: false });
-    const startWorker = () => {
-      const worker = spawnApp({ ...env, LONGHAUL_ROLE: "worker" });
-      workers.push(worker);
-      return worker;
-    };
     const first = startWorker();
     await first.waitForStderr(/longhaul-ready/);
 
@@ -44,9 +28,7 @@ describe("a worker killed during a compaction", () => {
     expect(isSummarizerRequest(held!)).toBe(true);
     expect(await first.kill("SIGKILL")).toBeNull();
 
-    const redis = createRedis(env.REDIS_URL!);
-    const store = new SessionStore(redis, env.REDIS_PREFIX!);
-    try {
+    await fleet.withStore(async (store) => {
       const sessionKey = "console:chat-1";
       const stateAtCrash = await store.load(sessionKey);
       const transcriptAtCrash = await store.readTranscript(sessionKey);
@@ -71,8 +53,6 @@ describe("a worker killed during a compaction", () => {
       expect(transcript.slice(0, transcriptAtCrash.length)).toEqual(transcriptAtCrash);
       const users = transcript.filter((message) => message.role === "user" && message.kind !== "summary");
       expect(users.map((message) => (message.content ?? "").slice(0, 8))).toEqual([1, 2, 3, 4, 5, 6].map((turn) => `day ${turn} of`));
-    } finally {
-      redis.disconnect();
-    }
+    });
   });
 });
