@@ -12,7 +12,7 @@ import { assemble, sanitizeToolPairs } from "../src/context/assemble.js";
 import { findBoundaries } from "../src/context/boundaries.js";
 import { compact, type CompactResult } from "../src/context/compact.js";
 import { thresholdTokens } from "../src/context/decisions.js";
-import type { ChatMessage, ToolCall } from "../src/context/messages.js";
+import type { ChatMessage, ToolCall } from "../src/core/messages.js";
 import { pruneToolResults } from "../src/context/prune.js";
 import type { Summarizer, SummaryRequest, SummaryResponse } from "../src/context/summarizer.js";
 import { getTokenCounter, type TokenCounter } from "../src/context/tokens.js";

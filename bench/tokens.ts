@@ -11,7 +11,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { calibratedCount, initialCalibration } from "../src/context/calibration.js";
 import { needsHygiene } from "../src/context/decisions.js";
-import type { ChatMessage, ToolDefinition } from "../src/context/messages.js";
+import type { ChatMessage, ToolDefinition } from "../src/core/messages.js";
 import { buildTokenCounter, createTokenCounter, type EncodingName } from "../src/context/tokens.js";
 import { isMain, median, percentile, table } from "./stats.js";
 

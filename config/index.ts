@@ -1,2 +1,3 @@
-export { configSchema, type Config, type ConfigKey } from "./schema.js";
-export { loadConfig, ConfigError, mainApiKey } from "./load.js";
+export { configSchema, type ConfigKey, type FlatConfig } from "./schema.js";
+export { sectionSchemas, type ConfigSections, type SectionName } from "./sections.js";
+export { loadConfig, configSecrets, ConfigError, mainApiKey, type Config } from "./load.js";

@@ -107,5 +107,6 @@ export const configSchema = z.object({
   CONSOLE_EXIT_ON_EOF: flag(true, "With piped stdin, exit once every line has been answered"),
 });
 
-export type Config = Readonly<z.infer<typeof configSchema>>;
+/** The flat keys; `Config` (load.ts) adds the nested file sections. */
+export type FlatConfig = z.infer<typeof configSchema>;
 export type ConfigKey = keyof z.infer<typeof configSchema>;

@@ -3,7 +3,7 @@
  * LONGHAUL_ROLE=all (default) runs the gateway and a worker in one process; `gateway` and
  * `worker` run one side, so many workers on many machines can share one Redis.
  */
-import { ConfigError, loadConfig, mainApiKey, type Config } from "../config/index.js";
+import { ConfigError, configSecrets, loadConfig, type Config } from "../config/index.js";
 import { startWorkerRole, type WorkerRole } from "../workers/worker-role.js";
 import { createAdapters } from "./adapters/index.js";
 import { resolveRedis } from "./embedded-redis.js";
@@ -23,9 +23,7 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const secrets = [mainApiKey(config), config.SUMMARY_API_KEY, config.TELEGRAM_BOT_TOKEN, config.DISCORD_BOT_TOKEN, config.TELEGRAM_WEBHOOK_SECRET]
-    .filter((secret): secret is string => typeof secret === "string");
-  const logger = createLogger({ level: config.LOG_LEVEL, secrets });
+  const logger = createLogger({ level: config.LOG_LEVEL, secrets: configSecrets(config) });
   const metrics = createMetrics();
   const redis = await resolveRedis({ ...(config.REDIS_URL ? { redisUrl: config.REDIS_URL } : {}), dataDir: config.DATA_DIR, logger });
   logger.info({ role: config.LONGHAUL_ROLE, model: config.LLM_MODEL, busyMode: config.BUSY_MODE }, "longhaul-starting");

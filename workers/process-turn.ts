@@ -2,7 +2,7 @@
  * One turn, on one screen: lease → drain inbox → load → commands / hygiene → agent loop →
  * commit (atomic, version-checked) → hand the reply to delivery.
  */
-import type { ReplyTarget, TurnActivity } from "../src/adapters/channel-adapter.js";
+import type { ReplyTarget, TurnActivity } from "../src/core/channel.js";
 import { failureNotice, runTurnSegments, settleWithoutAnswer, type AbortReason, type SegmentsResult, type TurnEngine } from "../src/agent/index.js";
 import { AbortedError, PermanentError, RetryableError } from "../src/errors.js";
 import { classifyLlmError } from "../src/llm/index.js";

@@ -1,82 +1,12 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IngressPort, OutboundReply, Platform, TurnActivity } from "../core/channel.js";
+
+export type { InboundMessage, IngressPort, OutboundReply, Platform, ReplyTarget, SubmitResult, TurnActivity } from "../core/channel.js";
 
 /**
  * The seam between chat platforms and the pipeline. Only `src/adapters/` imports grammy or
  * discord.js; everything else speaks these types.
  */
-
-export type Platform = "telegram" | "discord" | "console";
-
-/** Where a reply goes back to: enough for the gateway to send without any other lookup. */
-export interface ReplyTarget {
-  platform: Platform;
-  /** Platform chat / channel id, as a string. */
-  chatId: string;
-  /** Telegram forum topic id (message_thread_id), when the message came from a topic. */
-  threadId?: string;
-  /** The platform message id to reply to (the latest message of the turn). */
-  replyToMessageId?: string;
-}
-
-/** One chat message from a platform, normalised. */
-export interface InboundMessage {
-  platform: Platform;
-  /** Session key (SPEC §2): `tg:<chatId>[:<topicId>]`, `dc:<channelId>`, `dc:dm:<userId>`, `console:<name>`. */
-  sessionKey: string;
-  /** Platform message id; with `platform` and `chatId` it dedupes re-deliveries. */
-  messageId: string;
-  chatId: string;
-  /** Telegram forum topic id; the reply goes back into the topic. */
-  threadId?: string;
-  /**
-   * The channel that holds `chatId` when `chatId` is a Discord thread: access rules name
-   * channels, and a thread of an allowed channel is allowed.
-   */
-  parentChatId?: string;
-  userId: string;
-  /** Display name of the speaker; prefixed to the text in shared chats. */
-  userName: string;
-  chatType: "private" | "group";
-  text: string;
-  /** Unix ms as the platform reported it (or arrival time). */
-  sentAt: number;
-}
-
-/** A reply the worker produced, on its way out. */
-export interface OutboundReply {
-  /** Stable id: `<sessionKey>#<turn version>`; the sender never sends one id twice. */
-  replyId: string;
-  sessionKey: string;
-  target: ReplyTarget;
-  /** The model's Markdown; adapters render and split it for their platform. */
-  text: string;
-  /** Platform message ids this reply answers (all messages collected into the turn). */
-  inReplyTo: string[];
-  /** `notice` marks system notices (errors, pairing) as opposed to the agent's answers. */
-  kind: "answer" | "notice";
-}
-
-/** Turn lifecycle the gateway hears about (e.g. to keep a typing indicator alive). */
-export interface TurnActivity {
-  type: "turn-started" | "turn-finished";
-  sessionKey: string;
-  target: ReplyTarget;
-}
-
-/**
- * What the gateway hands each adapter. `submit` persists the message (access check, dedupe,
- * inbox, enqueue) and resolves only once it is durable: acknowledge the platform after it.
- */
-export interface IngressPort {
-  submit(message: InboundMessage): Promise<SubmitResult>;
-}
-
-export type SubmitResult =
-  | { status: "accepted" }
-  | { status: "duplicate" }
-  /** Not allowed: the adapter must send `notice` (pairing instructions or a refusal) and stop. */
-  | { status: "denied"; notice?: string }
-  | { status: "rate-limited"; notice?: string };
 
 export interface ChannelAdapter {
   readonly platform: Platform;

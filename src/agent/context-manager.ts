@@ -1,7 +1,7 @@
-import type { ChatMessage } from "../context/messages.js";
+import type { ChatMessage } from "../core/messages.js";
 import type { ContextOverflowError } from "../errors.js";
 import type { Logger } from "../logger.js";
-import type { ChatRequest, ChatResult } from "../llm/types.js";
+import type { ChatRequest, ChatResult } from "../core/llm.js";
 import type { SessionState } from "../session/state.js";
 
 /** What a turn needs from the context engine, bound to one session's state. */

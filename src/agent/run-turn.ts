@@ -1,6 +1,6 @@
-import type { AssistantMessage, ChatMessage, ToolMessage } from "../context/messages.js";
+import type { AssistantMessage, ChatMessage, ToolMessage } from "../core/messages.js";
 import { AbortedError, ContextOverflowError, errorMessage } from "../errors.js";
-import type { ChatRequest, ChatResult, LlmClient } from "../llm/types.js";
+import type { ChatRequest, ChatResult, LlmClient } from "../core/llm.js";
 import type { ToolContext, ToolRegistry } from "./tools/registry.js";
 
 export interface RunTurnInput {

@@ -9,7 +9,7 @@ import {
   type AntiThrashState, type CalibrationState, type ChatMessage, type CompactionReason, type Summarizer, type TokenCounter, type ToolDefinition,
 } from "../context/index.js";
 import type { ContextOverflowError } from "../errors.js";
-import type { LlmClient } from "../llm/types.js";
+import type { LlmClient } from "../core/llm.js";
 import type { Metrics } from "../metrics.js";
 import type { SessionState } from "../session/state.js";
 import type { CompactionScope, ContextManager } from "./context-manager.js";

@@ -1,8 +1,8 @@
-import type { OutboundReply, ReplyTarget } from "../adapters/channel-adapter.js";
-import type { ChatMessage, UserMessage } from "../context/messages.js";
+import type { OutboundReply, ReplyTarget } from "../core/channel.js";
+import type { ChatMessage, UserMessage } from "../core/messages.js";
 import { AbortedError, ContextOverflowError, errorMessage } from "../errors.js";
 import type { Logger } from "../logger.js";
-import type { LlmClient } from "../llm/types.js";
+import type { LlmClient } from "../core/llm.js";
 import { freshSessionAfter, messageIdAllocator, type SessionState } from "../session/state.js";
 import type { InboxEntry } from "../session/store.js";
 import { runCommand, type CommandContext } from "./commands/run-command.js";

@@ -7,7 +7,7 @@ import { resolveRedis } from "../embedded-redis.js";
 import { AccessControl, accessListsFrom } from "../gateway/access.js";
 import { silentLogger } from "../logger.js";
 import { createRedis } from "../queue/index.js";
-import type { Platform } from "../adapters/channel-adapter.js";
+import type { Platform } from "../core/channel.js";
 
 const USAGE = `usage:
   npm run pairing -- approve CODE          let the user who got CODE talk to the bot

@@ -6,7 +6,7 @@
  * of answering the latest message (the "replies to stale tasks" bug of the systems SPEC §3
  * compares).
  */
-import type { AssistantMessage, ChatMessage, SystemMessage, ToolMessage, UserMessage } from "./messages.js";
+import type { AssistantMessage, ChatMessage, SystemMessage, ToolMessage, UserMessage } from "../core/messages.js";
 import { hasToolCalls } from "./message-groups.js";
 
 /** Appended once to the system prompt, on the first compaction; never again, so the prefix stays cache-stable. */

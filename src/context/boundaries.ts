@@ -12,7 +12,7 @@
  *
  * Boundaries fall between message groups only, so a tool call is never split from its results.
  */
-import type { ChatMessage } from "./messages.js";
+import type { ChatMessage } from "../core/messages.js";
 import { groupMessages, hasToolCalls, isSummary, lastIndexWhere } from "./message-groups.js";
 import type { TokenCounter } from "./tokens.js";
 

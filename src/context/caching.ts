@@ -9,8 +9,8 @@
  * - Everyone else (OpenAI caches automatically): `prompt_cache_key` = the session id, which
  *   routes a session's requests to the same cache.
  */
-import type { TextPart, WireMessage } from "../llm/types.js";
-import type { ApiMessage } from "./messages.js";
+import type { TextPart, WireMessage } from "../core/llm.js";
+import type { ApiMessage } from "../core/messages.js";
 
 export interface PromptCachingOptions {
   model: string;

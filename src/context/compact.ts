@@ -7,7 +7,7 @@ import { assemble, extractSummaryText, sanitizeToolPairs } from "./assemble.js";
 import { findBoundaries, PROTECT_LAST_N_BUDGET_FACTOR, type Boundaries } from "./boundaries.js";
 import { defaultHardLimit, thresholdTokens } from "./decisions.js";
 import { groupMessages, groupTurns, isSummary, toolCallsById } from "./message-groups.js";
-import type { ChatMessage, ToolDefinition } from "./messages.js";
+import type { ChatMessage, ToolDefinition } from "../core/messages.js";
 import { cutGroupToFit, pruneToolResults } from "./prune.js";
 import { DEFAULT_RETRY_POLICY, summarizeWithFallback, type RetryPolicy, type SummarizeStats } from "./summarize.js";
 import type { Summarizer } from "./summarizer.js";

@@ -42,8 +42,8 @@
  *   extractRecallId(content): string | undefined     the id in a placeholder's `recall("…")`
  *   recallIdOf(message): string                      the transcript id of a message's original
  */
-export type { ApiMessage, ChatMessage, MessageMeta, ToolCall, ToolDefinition } from "./messages.js";
-export { toApiMessage, toApiMessages } from "./messages.js";
+export type { ApiMessage, ChatMessage, MessageMeta, ToolCall, ToolDefinition } from "../core/messages.js";
+export { toApiMessage, toApiMessages } from "../core/messages.js";
 
 export {
   APPROXIMATE_ENCODING,

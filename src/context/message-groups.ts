@@ -3,7 +3,7 @@
  * (the API rejects a result without its call, and a call without its results), so boundaries
  * are only ever placed between groups.
  */
-import type { ChatMessage, ToolCall } from "./messages.js";
+import type { ChatMessage, ToolCall } from "../core/messages.js";
 
 /** Messages `[start, end)`: an assistant message with tool calls and the tool results right after it, or one message. */
 export interface MessageGroup {

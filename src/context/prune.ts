@@ -3,7 +3,7 @@
  * nothing else: the message keeps its id and its place, so the call/result pair stays valid,
  * and the transcript still holds the original under that id for the `recall` tool.
  */
-import type { ChatMessage, ToolCall, ToolMessage } from "./messages.js";
+import type { ChatMessage, ToolCall, ToolMessage } from "../core/messages.js";
 import { toolCallsById } from "./message-groups.js";
 import type { TokenCounter } from "./tokens.js";
 

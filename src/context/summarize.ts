@@ -4,7 +4,7 @@
  * summarizer window makes compaction slower, never silently lossy. Each call is retried with
  * backoff; when the summarizer still fails, the fallback (the main model) redoes the fold.
  */
-import type { ApiMessage, ChatMessage } from "./messages.js";
+import type { ApiMessage, ChatMessage } from "../core/messages.js";
 import { MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, type TokenCounter } from "./tokens.js";
 import type { Summarizer, SummaryResponse } from "./summarizer.js";
 import { buildSummaryMessages, serializeMessage } from "./summary-prompt.js";

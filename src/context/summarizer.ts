@@ -3,8 +3,8 @@
  * it over an OpenAI-compatible endpoint (SUMMARY_* settings, else the main model); tests use
  * in-memory fakes. The engine never imports `openai`.
  */
-import type { TokenUsage } from "../llm/types.js";
-import type { ApiMessage } from "./messages.js";
+import type { TokenUsage } from "../core/llm.js";
+import type { ApiMessage } from "../core/messages.js";
 
 export interface SummaryRequest {
   messages: ApiMessage[];

@@ -4,7 +4,7 @@
  * live conversation and answer it, and tool results need no call/result pairing there.
  * Message ids stay in the labels so the summary can point the agent at `recall`.
  */
-import type { ApiMessage, ChatMessage } from "./messages.js";
+import type { ApiMessage, ChatMessage } from "../core/messages.js";
 import { clipMiddle, recallIdOf } from "./prune.js";
 
 export const SUMMARY_TEMPLATE = `## Goal

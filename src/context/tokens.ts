@@ -6,7 +6,7 @@
  */
 import { createRequire } from "node:module";
 import { Tiktoken, type TiktokenBPE } from "js-tiktoken/lite";
-import type { ChatMessage, ToolDefinition } from "./messages.js";
+import type { ChatMessage, ToolDefinition } from "../core/messages.js";
 
 export type EncodingName = "o200k_base" | "cl100k_base";
 

@@ -1,7 +1,7 @@
 import { randomInt } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Config } from "../../config/index.js";
-import type { InboundMessage, Platform } from "../adapters/channel-adapter.js";
+import type { InboundMessage, Platform } from "../core/channel.js";
 import { globalKeys } from "../session/keys.js";
 
 export interface AccessLists {

@@ -1,5 +1,6 @@
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
-import type { ChannelAdapter, Platform } from "../adapters/channel-adapter.js";
+import type { ChannelAdapter } from "../adapters/channel-adapter.js";
+import type { Platform } from "../core/channel.js";
 import { PermanentError, RetryableError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { DELIVERY_QUEUE, PAYLOAD_VERSION, createRedis, type DeliveryJobData } from "../queue/index.js";

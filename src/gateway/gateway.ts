@@ -1,4 +1,5 @@
-import type { ChannelAdapter, InboundMessage, IngressPort, Platform, TurnActivity } from "../adapters/channel-adapter.js";
+import type { ChannelAdapter } from "../adapters/channel-adapter.js";
+import type { InboundMessage, IngressPort, Platform, TurnActivity } from "../core/channel.js";
 import type { Config } from "../../config/index.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";

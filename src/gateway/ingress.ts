@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import type { InboundMessage, IngressPort, SubmitResult } from "../adapters/channel-adapter.js";
+import type { InboundMessage, IngressPort, SubmitResult } from "../core/channel.js";
 import type { Logger } from "../logger.js";
 import type { Producers } from "../queue/index.js";
 import { globalKeys } from "../session/keys.js";

@@ -18,12 +18,12 @@
 import { randomUUID } from "node:crypto";
 import OpenAI from "openai";
 import type { Logger } from "pino";
-import type { ToolCall } from "../context/messages.js";
+import type { ToolCall } from "../core/messages.js";
 import { AbortedError, ContextOverflowError } from "../errors.js";
 import { silentLogger } from "../logger.js";
 import { classifyLlmError, errorFromCompletionBody, rememberRawBody, retryAfterMsFromHeaders, toLlmError } from "./errors.js";
 import { resolveContextWindow, usesMaxCompletionTokens } from "./models.js";
-import type { ChatRequest, ChatResult, LlmClient, TokenUsage, WireMessage } from "./types.js";
+import type { ChatRequest, ChatResult, LlmClient, TokenUsage, WireMessage } from "../core/llm.js";
 
 export interface LlmClientOptions {
   /** OpenAI-compatible base URL ending in `/v1`, e.g. `http://127.0.0.1:11434/v1` for Ollama. */

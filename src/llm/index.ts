@@ -3,4 +3,4 @@ export { createLlmClient, type LlmClientOptions, type OpenAiLlmClient } from "./
 export { classifyLlmError, retryAfterMsFromHeaders, toLlmError, type LlmErrorKind } from "./errors.js";
 export { DEFAULT_CONTEXT_WINDOW, lookupContextWindow, resolveContextWindow } from "./models.js";
 export { createSummarizer, type Summarizer } from "./summarizer.js";
-export type { ChatRequest, ChatResult, LlmClient, TextPart, TokenUsage, WireMessage } from "./types.js";
+export type { ChatRequest, ChatResult, LlmClient, TextPart, TokenUsage, WireMessage } from "../core/llm.js";

@@ -5,7 +5,7 @@
  */
 import type { Summarizer } from "../context/summarizer.js";
 import { RetryableError } from "../errors.js";
-import type { LlmClient } from "./types.js";
+import type { LlmClient } from "../core/llm.js";
 
 export type { Summarizer };
 

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import type { ChatMessage } from "../context/messages.js";
-import type { ReplyTarget } from "../adapters/channel-adapter.js";
+import type { ChatMessage } from "../core/messages.js";
+import type { ReplyTarget } from "../core/channel.js";
 
 /** Running totals of one session, for /status and /usage. */
 export interface SessionStats {

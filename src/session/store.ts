@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
-import type { InboundMessage, OutboundReply } from "../adapters/channel-adapter.js";
-import type { ChatMessage } from "../context/messages.js";
+import type { InboundMessage, OutboundReply } from "../core/channel.js";
+import type { ChatMessage } from "../core/messages.js";
 import { globalKeys, sessionKeys } from "./keys.js";
 import {
   ACQUIRE_LEASE, APPEND_INBOX, CLAIM_INBOX, COMMIT_TURN, POP_OUTBOX, RELEASE_LEASE, SETTLE,

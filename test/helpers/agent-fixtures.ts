@@ -1,6 +1,6 @@
 import type { Tool } from "../../src/agent/index.js";
 import { getTokenCounter } from "../../src/context/index.js";
-import type { ChatMessage } from "../../src/context/messages.js";
+import type { ChatMessage } from "../../src/core/messages.js";
 import { type RecordedRequest, textOf } from "../fakes/fake-llm.js";
 
 /** A deterministic pseudo file: `lines` numbered lines that name the path, so outputs are large and unique. */

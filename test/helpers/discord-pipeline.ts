@@ -9,7 +9,7 @@ import { loadConfig, type Config } from "../../config/index.js";
 import { createAdapters } from "../../src/adapters/index.js";
 import { DiscordAdapter, type DiscordAdapterOptions } from "../../src/adapters/discord/index.js";
 import type { ChannelAdapter } from "../../src/adapters/channel-adapter.js";
-import type { ChatMessage } from "../../src/context/messages.js";
+import type { ChatMessage } from "../../src/core/messages.js";
 import { createRedis, type Redis } from "../../src/queue/index.js";
 import { SessionStore } from "../../src/session/store.js";
 import { DEFAULT_GUILD, FAKE_TOKEN, FakeDiscord, IDS, type Payload, type RecordedRequest } from "../fakes/fake-discord.js";

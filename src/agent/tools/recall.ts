@@ -1,4 +1,4 @@
-import type { ChatMessage } from "../../context/messages.js";
+import type { ChatMessage } from "../../core/messages.js";
 import type { Tool } from "./registry.js";
 
 /** Most characters one recall returns; longer originals are paged with `offset`. */

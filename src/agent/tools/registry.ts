@@ -1,4 +1,4 @@
-import type { ToolDefinition } from "../../context/messages.js";
+import type { ToolDefinition } from "../../core/messages.js";
 
 /** What a tool may use while it runs: only the current session's data, never another's. */
 export interface ToolContext {
@@ -10,8 +10,8 @@ export interface ToolContext {
 }
 
 export interface TranscriptReader {
-  get(id: string): Promise<import("../../context/messages.js").ChatMessage | undefined>;
-  search(query: string, limit: number): Promise<Array<import("../../context/messages.js").ChatMessage>>;
+  get(id: string): Promise<import("../../core/messages.js").ChatMessage | undefined>;
+  search(query: string, limit: number): Promise<Array<import("../../core/messages.js").ChatMessage>>;
 }
 
 export interface Tool {

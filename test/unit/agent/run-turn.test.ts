@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runTurn, ToolRegistry, type Tool } from "../../../src/agent/index.js";
-import type { ChatMessage } from "../../../src/context/messages.js";
-import { toApiMessages } from "../../../src/context/messages.js";
+import type { ChatMessage } from "../../../src/core/messages.js";
+import { toApiMessages } from "../../../src/core/messages.js";
 import { AbortedError } from "../../../src/errors.js";
 import { createLlmClient } from "../../../src/llm/index.js";
 import { startFakeLlm, textOf, type FakeLlm } from "../../fakes/fake-llm.js";

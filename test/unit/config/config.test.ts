@@ -1,6 +1,8 @@
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, configSchema, loadConfig, mainApiKey } from "../../../config/index.js";
+import { ConfigError, configSchema, configSecrets, loadConfig, mainApiKey } from "../../../config/index.js";
 import { describeConfig } from "../../../scripts/config-docs.js";
 
 describe("configuration", () => {
@@ -56,5 +58,41 @@ describe("configuration", () => {
       expect(example, key).toMatch(new RegExp(`^#? ?${key}=`, "m"));
       expect(readme, key).toContain(`\`${key}\``);
     }
+  });
+});
+
+describe("configuration file", () => {
+  const withFile = (yaml: string) => {
+    const dir = mkdtempSync(join(tmpdir(), "lh-config-"));
+    const file = join(dir, "longhaul.yaml");
+    writeFileSync(file, yaml);
+    return file;
+  };
+
+  it("reads flat keys from the file, the environment winning", () => {
+    const file = withFile("LLM_MODEL: from-file\nPROTECT_LAST_N: 7\nALLOWED_TELEGRAM_USERS: [1, 2]\n");
+    const config = loadConfig({ LONGHAUL_CONFIG_FILE: file, LLM_MODEL: "from-env" });
+    expect(config.LLM_MODEL).toBe("from-env");
+    expect(config.PROTECT_LAST_N).toBe(7);
+    expect(config.ALLOWED_TELEGRAM_USERS).toEqual(["1", "2"]);
+  });
+
+  it("reads ${VAR} from the environment and treats the value as a secret", () => {
+    const file = withFile("LLM_API_KEY: ${MY_KEY}\nSYSTEM_PROMPT: \"costs $${PRICE} here\"\n");
+    const config = loadConfig({ LONGHAUL_CONFIG_FILE: file, MY_KEY: "sk-interpolated-0123" });
+    expect(config.LLM_API_KEY).toBe("sk-interpolated-0123");
+    expect(config.SYSTEM_PROMPT).toBe("costs ${PRICE} here");
+    expect(configSecrets(config)).toContain("sk-interpolated-0123");
+  });
+
+  it("names the path of a ${VAR} that is not set, and never its value", () => {
+    const file = withFile("LLM_API_KEY: ${MISSING_KEY}\n");
+    expect(() => loadConfig({ LONGHAUL_CONFIG_FILE: file })).toThrow(/LLM_API_KEY refers to \$\{MISSING_KEY\}/);
+  });
+
+  it("refuses unknown keys and files that are not a mapping", () => {
+    expect(() => loadConfig({ LONGHAUL_CONFIG_FILE: withFile("NOT_A_KEY: 1\n") })).toThrow(/unknown key NOT_A_KEY/);
+    expect(() => loadConfig({ LONGHAUL_CONFIG_FILE: withFile("- a\n- b\n") })).toThrow(/expected a mapping/);
+    expect(() => loadConfig({ LONGHAUL_CONFIG_FILE: withFile("LLM_MODEL: { nested: 1 }\n") })).toThrow(/LLM_MODEL must be a single value/);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ChatMessage } from "../../../src/context/messages.js";
+import type { ChatMessage } from "../../../src/core/messages.js";
 import { findBoundaries, headEndOf } from "../../../src/context/boundaries.js";
 import { createTokenCounter } from "../../../src/context/tokens.js";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { applyPromptCaching, isAnthropicFamily } from "../../../src/context/caching.js";
-import type { ApiMessage } from "../../../src/context/messages.js";
-import type { WireMessage } from "../../../src/llm/types.js";
+import type { ApiMessage } from "../../../src/core/messages.js";
+import type { WireMessage } from "../../../src/core/llm.js";
 
 const breakpoint = { type: "ephemeral" } as const;
 

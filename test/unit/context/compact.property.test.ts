@@ -21,7 +21,7 @@ import {
   thresholdTokens,
   type AntiThrashState,
 } from "../../../src/context/decisions.js";
-import type { ChatMessage, ToolCall } from "../../../src/context/messages.js";
+import type { ChatMessage, ToolCall } from "../../../src/core/messages.js";
 import { extractRecallId } from "../../../src/context/prune.js";
 import type { Summarizer, SummaryRequest, SummaryResponse } from "../../../src/context/summarizer.js";
 import { createTokenCounter, getTokenCounter, type TokenCounter } from "../../../src/context/tokens.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { COMPACTION_NOTE } from "../../../src/context/assemble.js";
 import { compact, type CompactInput } from "../../../src/context/compact.js";
-import type { ChatMessage, ToolCall, ToolDefinition } from "../../../src/context/messages.js";
+import type { ChatMessage, ToolCall, ToolDefinition } from "../../../src/core/messages.js";
 import { extractRecallId } from "../../../src/context/prune.js";
 import { SummarizerFailedError, SummarizerTimeoutError } from "../../../src/context/summarize.js";
 import type { Summarizer, SummaryRequest, SummaryResponse } from "../../../src/context/summarizer.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ChatMessage, ToolMessage } from "../../../src/context/messages.js";
+import type { ChatMessage, ToolMessage } from "../../../src/core/messages.js";
 import {
   PRUNE_MIN_CHARS,
   cutGroupToFit,

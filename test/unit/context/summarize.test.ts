@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { compact, type CompactInput } from "../../../src/context/compact.js";
-import type { ChatMessage, ToolCall } from "../../../src/context/messages.js";
+import type { ChatMessage, ToolCall } from "../../../src/core/messages.js";
 import { SUMMARY_TEMPLATE, buildSummaryMessages, summaryBudget } from "../../../src/context/summary-prompt.js";
 import type { Summarizer, SummaryRequest, SummaryResponse } from "../../../src/context/summarizer.js";
 import { createTokenCounter } from "../../../src/context/tokens.js";

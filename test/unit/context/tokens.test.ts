@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ChatMessage, ToolDefinition } from "../../../src/context/messages.js";
+import type { ChatMessage, ToolDefinition } from "../../../src/core/messages.js";
 import {
   APPROXIMATE_ENCODING,
   MESSAGE_OVERHEAD_TOKENS,

@@ -1,4 +1,4 @@
-import type { ApiMessage, ToolCall, ToolDefinition } from "../context/messages.js";
+import type { ApiMessage, ToolCall, ToolDefinition } from "./messages.js";
 
 /** A text part with an optional Anthropic cache breakpoint (OpenRouter passes it through). */
 export interface TextPart {

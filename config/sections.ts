@@ -1,0 +1,13 @@
+/**
+ * Nested sections of the configuration file (SPEC §11): structured settings that do not fit
+ * one environment variable — `mcp.servers`, `access.tools`, `models`, `personas`, `budgets`.
+ * Each capability declares its section's zod schema here; the loader validates the file's
+ * sections against them and names the failing path (`mcp.servers.files.command`).
+ * Every section is optional: absent means the capability's defaults.
+ */
+import { z } from "zod";
+
+export const sectionSchemas = {} satisfies Record<string, z.ZodType>;
+
+export type SectionName = keyof typeof sectionSchemas;
+export type ConfigSections = { readonly [K in SectionName]?: z.infer<(typeof sectionSchemas)[K]> };

@@ -1,0 +1,7 @@
+/**
+ * The bottom layer: types shared by every other folder (messages, replies, targets, the LLM
+ * request shape). Imports nothing of ours.
+ */
+export * from "./channel.js";
+export * from "./llm.js";
+export * from "./messages.js";
