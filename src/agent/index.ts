@@ -1,6 +1,6 @@
 export { runTurn, capToolOutput, MAX_OVERFLOW_RETRIES, type RunTurnInput, type RunTurnResult } from "./run-turn.js";
 export {
-  runTurnSegments, segmentBatch, toUserMessages, settleWithoutAnswer, failureNotice,
+  runTurnSegments, segmentBatch, toUserMessages, userMessageText, settleWithoutAnswer, failureNotice,
   type TurnEngine, type SegmentsInput, type SegmentsResult, type SettleInput, type AbortReason,
 } from "./turn-engine.js";
 export type { ContextManager, CompactionScope } from "./context-manager.js";

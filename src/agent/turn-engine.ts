@@ -1,4 +1,4 @@
-import type { OutboundReply, ReplyTarget } from "../core/channel.js";
+import type { InboundMessage, OutboundReply, ReplyTarget } from "../core/channel.js";
 import type { ChatMessage, UserMessage } from "../core/messages.js";
 import { AbortedError, ContextOverflowError, errorMessage } from "../errors.js";
 import type { Logger } from "../logger.js";
@@ -73,8 +73,27 @@ export function toUserMessages(entries: readonly InboxEntry[], newId: () => stri
     id: newId(),
     at: entry.sentAt,
     role: "user",
-    content: entry.chatType === "group" ? `${entry.userName}: ${entry.text}` : entry.text,
+    content: userMessageText(entry),
   }));
+}
+
+/**
+ * What the model reads for one inbound message: the speaker in shared chats, then where it
+ * was forwarded from and what it replies to (quoted, so the model can tell it from the
+ * user's own words), then the text itself.
+ */
+export function userMessageText(entry: InboundMessage): string {
+  const lines: string[] = [];
+  if (entry.forwardedFrom !== undefined) lines.push(`[forwarded from ${entry.forwardedFrom}]`);
+  if (entry.replyTo !== undefined) {
+    const { author, text, quote } = entry.replyTo;
+    const shown = quote !== undefined && quote.trim() !== "" ? quote : text;
+    const quoted = shown.split("\n").map((line) => `> ${line}`).join("\n");
+    lines.push(`[in reply to ${author}${quote ? " (quoting part of it)" : ""}:]\n${quoted}`);
+  }
+  lines.push(entry.text);
+  const body = lines.join("\n");
+  return entry.chatType === "group" ? `${entry.userName}: ${body}` : body;
 }
 
 /** Runs a batch: each segment in order, all on one working copy of the state. */

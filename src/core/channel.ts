@@ -39,7 +39,18 @@ export interface InboundMessage {
   text: string;
   /** Unix ms as the platform reported it (or arrival time). */
   sentAt: number;
+  /**
+   * The message this one replies to or quotes, when the platform says: "is this right?" sent
+   * as a reply to Bob's message means nothing without Bob's text. `text` is trimmed by the
+   * adapter (REPLY_CONTEXT_MAX_CHARS); `quote` is the part the user selected, when they did.
+   */
+  replyTo?: { author: string; text: string; quote?: string; isBot?: boolean };
+  /** Where a forwarded message came from (a user's or a chat's name), when the platform gives it. */
+  forwardedFrom?: string;
 }
+
+/** Longest replied-to text an adapter puts into `InboundMessage.replyTo` (the rest is elided). */
+export const REPLY_CONTEXT_MAX_CHARS = 500;
 
 /** A reply the worker produced, on its way out. */
 export interface OutboundReply {
