@@ -31,7 +31,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { loadConfig } from "../config/index.js";
-import type { Tool } from "../src/agent/index.js";
+import type { Tool } from "../src/tools/index.js";
 import { shortenArguments } from "../src/context/prune.js";
 import { getTokenCounter, MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, type TokenCounter } from "../src/context/tokens.js";
 import { createRedis } from "../src/queue/index.js";

@@ -2,7 +2,7 @@ import { readFileSync, existsSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { configSchema, type FlatConfig } from "./schema.js";
-import { sectionSchemas, type ConfigSections } from "./sections.js";
+import { checkSections, sectionSchemas, type ConfigSections } from "./sections.js";
 
 /** The whole configuration: the flat keys (environment names) and the nested file sections. */
 export type Config = Readonly<FlatConfig & ConfigSections>;
@@ -58,6 +58,7 @@ function parseSections(sections: Record<string, unknown>, file: string): ConfigS
     if (result.success) parsed[name] = result.data;
     else for (const issue of result.error.issues) lines.push(`  ${[name, ...issue.path.map(String)].join(".")}: ${issue.message}`);
   }
+  if (lines.length === 0) lines.push(...checkSections(parsed as ConfigSections));
   if (lines.length > 0) throw new ConfigError(`Invalid configuration in ${file}:\n${lines.join("\n")}`);
   return parsed as ConfigSections;
 }

@@ -77,7 +77,8 @@ export const configSchema = z.object({
 
   // Agent
   AGENT_MAX_STEPS: positiveInt(12, "LLM steps one turn may take before it must answer"),
-  TOOL_OUTPUT_MAX_CHARS: positiveInt(16_000, "Longer tool outputs are cut (the original stays reachable through recall)"),
+  TOOL_OUTPUT_MAX_CHARS: positiveInt(50_000, "Tool outputs over this (or a tenth of the context window at ~4 characters a token, if smaller) become a preview; recall pages through the stored original"),
+  APPROVAL_TIMEOUT_S: positiveInt(300, "A tool call waiting for approval (mcp.servers.*.approval) is denied after this many seconds without an answer"),
   BUSY_MODE: z.enum(["collect", "queue", "interrupt"]).default("collect").describe("Messages during a turn: answered together next (collect), one turn each (queue), or restart the turn (interrupt)"),
   IDLE_RESET_HOURS: z.coerce.number().min(0).default(0).describe("Archive a session idle this long and start fresh; 0 never"),
   ARCHIVE_RETENTION_DAYS: z.coerce.number().min(0).default(0).describe("How long an archived conversation (/new, idle reset) is kept; 0 forever"),
@@ -93,12 +94,14 @@ export const configSchema = z.object({
   TELEGRAM_WEBHOOK_SECRET: z.string().regex(/^[A-Za-z0-9_-]{1,256}$/).optional().describe("Secret token Telegram sends with webhook calls; required with TELEGRAM_WEBHOOK_URL"),
   ALLOWED_TELEGRAM_USERS: list("Telegram user ids allowed to talk to the bot; empty: pairing"),
   ALLOWED_TELEGRAM_CHATS: list("Telegram group chat ids the bot serves; empty: none"),
+  ADMIN_TELEGRAM_USERS: list("Telegram user ids of admins (may answer anyone's tool approval)"),
 
   // Discord
   DISCORD_BOT_TOKEN: optionalText("Enables the Discord adapter"),
   DISCORD_API_ROOT: z.url().default("https://discord.com/api").describe("Discord REST root (proxies, tests)"),
   ALLOWED_DISCORD_USERS: list("Discord user ids allowed to talk to the bot; empty: pairing"),
   ALLOWED_DISCORD_CHANNELS: list("Discord guild channel ids the bot serves; empty: none"),
+  ADMIN_DISCORD_USERS: list("Discord user ids of admins (may answer anyone's tool approval)"),
   DISCORD_ALWAYS_ON_CHANNELS: list("Discord channel ids answered without a mention"),
 
   // Console

@@ -6,8 +6,17 @@
  * Every section is optional: absent means the capability's defaults.
  */
 import { z } from "zod";
+import { accessSection, checkToolSections, mcpSection } from "./tool-sections.js";
 
-export const sectionSchemas = {} satisfies Record<string, z.ZodType>;
+export const sectionSchemas = {
+  mcp: mcpSection,
+  access: accessSection,
+} satisfies Record<string, z.ZodType>;
 
 export type SectionName = keyof typeof sectionSchemas;
 export type ConfigSections = { readonly [K in SectionName]?: z.infer<(typeof sectionSchemas)[K]> };
+
+/** Checks across sections, after each parsed alone. → issue lines naming the path. */
+export function checkSections(sections: ConfigSections): string[] {
+  return [...checkToolSections(sections)];
+}

@@ -25,6 +25,8 @@ export interface TurnDeps {
   logger: Logger;
   metrics: Metrics;
   now(): number;
+  /** After a commit that archived a conversation (/new, idle reset): its stored tool outputs expire with it. */
+  onArchived?(sessionKey: string, sessionId: string): Promise<void>;
 }
 
 export type TurnOutcome =
@@ -38,6 +40,8 @@ export interface TurnAttempt {
   /** No retry follows a failure of this attempt: the user must get an answer now. */
   finalAttempt: boolean;
   signal: AbortSignal;
+  /** Set for an approval's timeout job: the approval it denies if still pending. */
+  approvalTimeout?: string;
 }
 
 export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: TurnAttempt): Promise<TurnOutcome> {
@@ -55,20 +59,25 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
 
     await deps.clearAbort(sessionKey);
     const batch = await store.claimInbox(sessionKey, deps.busyMode === "queue" ? "one" : "all");
-    if (batch.length === 0) {
+    // An approval's timeout job has no message of its own: it runs only while that approval waits.
+    const state = batch.length > 0 || attempt.approvalTimeout ? await store.load(sessionKey, deps.now()) : undefined;
+    const timedOut = attempt.approvalTimeout !== undefined && state?.pendingApproval?.id === attempt.approvalTimeout ? state.pendingApproval : undefined;
+    if (!state || (batch.length === 0 && !timedOut)) {
       await store.settle(sessionKey);
       return { status: "idle" };
     }
-    target = targetOf(batch);
+    target = batch.length > 0 ? targetOf(batch) : timedOut!.target;
     await deps.publishActivity({ type: "turn-started", sessionKey, target });
 
     const startedAt = performance.now();
     let outcome: "answered" | "stopped" | "failed" = "answered";
-    const state = await store.load(sessionKey, deps.now());
     const abort = deps.watchAbort(sessionKey, attempt.signal);
     let result: SegmentsResult;
     try {
-      result = await runTurnSegments(deps.engine, { sessionKey, state, batch, target, signal: abort.signal, log });
+      result = await runTurnSegments(deps.engine, {
+        sessionKey, state, batch, target, signal: abort.signal, log,
+        ...(timedOut ? { approvalTimeout: timedOut.id } : {}),
+      });
     } catch (error) {
       const reason = abort.signal.aborted ? (abort.signal.reason as AbortReason) : undefined;
       if (reason === "interrupt" || reason === "shutdown" || attempt.signal.aborted) {
@@ -111,6 +120,8 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
     deps.metrics.turns.inc({ outcome });
     deps.metrics.turnSeconds.observe((performance.now() - startedAt) / 1_000);
     if (result.replies.length > 0) await producers.enqueueDelivery(sessionKey);
+    for (const timeout of result.approvalTimeouts ?? []) await producers.enqueueApprovalTimeout(sessionKey, timeout.approvalId, timeout.delayMs);
+    if (result.archivedSessionId) await deps.onArchived?.(sessionKey, result.archivedSessionId);
     if ((await store.inboxLength(sessionKey)) > 0) await producers.enqueueTurn(sessionKey);
     else await store.settle(sessionKey);
     return { status: "answered", version, messages: batch.length, replies: result.replies.length };

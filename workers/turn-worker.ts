@@ -48,6 +48,7 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
           token: `${workerId}:${job.id}:${job.attemptsMade}`,
           finalAttempt: job.attemptsMade + 1 >= attempts,
           signal: signal ?? new AbortController().signal,
+          ...(job.data.approvalId ? { approvalTimeout: job.data.approvalId } : {}),
         },
       );
       if (outcome.status === "busy") {

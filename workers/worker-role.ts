@@ -4,9 +4,9 @@
  */
 import type { Config } from "../config/index.js";
 import { mainApiKey } from "../config/index.js";
-import { currentTimeTool, ToolRegistry, type Tool, type TurnEngine } from "../src/agent/index.js";
+import type { TurnEngine } from "../src/agent/index.js";
 import { createContextManager } from "../src/agent/session-context.js";
-import { createRecallTool } from "../src/agent/tools/recall.js";
+import { createRecallTool, currentTimeTool, McpManager, ToolCatalog, type Tool } from "../src/tools/index.js";
 import { createLlmClient, createSummarizer } from "../src/llm/index.js";
 import type { Logger } from "../src/logger.js";
 import type { Metrics } from "../src/metrics.js";
@@ -14,6 +14,7 @@ import { createProducers, createRedis, pingWithin } from "../src/queue/index.js"
 import { AbortFlags } from "../src/session/abort.js";
 import { globalKeys } from "../src/session/keys.js";
 import { SessionStore } from "../src/session/store.js";
+import { ToolOutputStore } from "../src/session/tool-outputs.js";
 import { startTurnWorker } from "./turn-worker.js";
 
 export interface WorkerRole {
@@ -26,7 +27,7 @@ export interface WorkerRoleOptions {
   redisUrl: string;
   logger: Logger;
   metrics: Metrics;
-  /** Tools beyond the built-ins (MCP servers will register here; tests add their own). */
+  /** Tools beyond the built-ins and the configured MCP servers (tests add their own). */
   extraTools?: readonly Tool[];
 }
 
@@ -66,10 +67,16 @@ export function startWorkerRole(options: WorkerRoleOptions): WorkerRole {
       logger,
     });
 
-  const tools = new ToolRegistry()
-    .register(currentTimeTool)
-    .register(createRecallTool());
-  for (const tool of options.extraTools ?? []) tools.register(tool);
+  const toolOutputs = new ToolOutputStore(redis, prefix);
+  const mcpServers = config.mcp?.servers ?? {};
+  // No server is started here: each connects when a turn first needs it.
+  const mcp = Object.keys(mcpServers).length > 0 ? new McpManager({ config: { servers: mcpServers }, logger, clientVersion: "0.1.0" }) : undefined;
+  const tools = new ToolCatalog({
+    builtins: [currentTimeTool, createRecallTool(), ...(options.extraTools ?? [])],
+    mcp,
+    access: config.access?.tools,
+    logger,
+  });
 
   const engine: TurnEngine = {
     llm,
@@ -84,13 +91,21 @@ export function startWorkerRole(options: WorkerRoleOptions): WorkerRole {
         targetRatio: config.COMPACTION_TARGET_RATIO,
         protectLastN: config.PROTECT_LAST_N,
       },
-      tools: () => tools.definitions(),
+      tools: () => tools.builtinDefinitions(),
       metrics,
     }),
     systemPrompt: config.SYSTEM_PROMPT,
     maxSteps: config.AGENT_MAX_STEPS,
     maxOutputTokens: config.LLM_MAX_OUTPUT_TOKENS,
     toolOutputMaxChars: config.TOOL_OUTPUT_MAX_CHARS,
+    toolOutputs: {
+      save: (sessionKey, sessionId, id, text) => toolOutputs.save(sessionKey, sessionId, id, text),
+      read: (sessionKey, sessionId, id, offset, length) => toolOutputs.read(sessionKey, sessionId, id, offset, length),
+    },
+    approval: {
+      timeoutMs: config.APPROVAL_TIMEOUT_S * 1_000,
+      admins: { telegram: config.ADMIN_TELEGRAM_USERS, discord: config.ADMIN_DISCORD_USERS },
+    },
     idleResetMs: config.IDLE_RESET_HOURS * 3_600_000,
     prices: { input: config.LLM_PRICE_INPUT, cachedInput: config.LLM_PRICE_CACHED_INPUT, output: config.LLM_PRICE_OUTPUT },
     transcriptReader: (sessionKey) => ({
@@ -125,6 +140,7 @@ export function startWorkerRole(options: WorkerRoleOptions): WorkerRole {
       logger,
       metrics,
       now: () => Date.now(),
+      onArchived: (sessionKey, sessionId) => toolOutputs.expireArchived(sessionKey, sessionId, config.ARCHIVE_RETENTION_DAYS * 86_400_000),
     },
   });
 
@@ -134,6 +150,8 @@ export function startWorkerRole(options: WorkerRoleOptions): WorkerRole {
     close() {
       closing ??= (async () => {
         await worker.close();
+        // After the turns: a turn handed back mid-call has let go of its server by now.
+        await tools.close();
         await producers.close();
         await redis.quit().catch(() => redis.disconnect());
       })();

@@ -1,4 +1,4 @@
-import type { ChatMessage } from "../core/messages.js";
+import type { ChatMessage, ToolDefinition } from "../core/messages.js";
 import type { ContextOverflowError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { ChatRequest, ChatResult } from "../core/llm.js";
@@ -8,8 +8,8 @@ import type { SessionState } from "../session/state.js";
 export interface ContextManager {
   /** The main model's window as currently known (a learned smaller window wins). */
   contextWindow(state: SessionState): number;
-  /** Estimated tokens of the context as the next request would send it. */
-  countContext(state: SessionState, context: readonly ChatMessage[]): number;
+  /** Estimated tokens of the context as the next request would send it (with `tools`; default the built-ins). */
+  countContext(state: SessionState, context: readonly ChatMessage[], tools?: readonly ToolDefinition[]): number;
   /** Pre-turn hygiene. `notice` is set when the user must be told something. */
   hygiene(state: SessionState, context: ChatMessage[], scope: CompactionScope): Promise<{ context: ChatMessage[]; notice?: string }>;
   /** In-loop compaction between steps. */
@@ -20,7 +20,7 @@ export interface ContextManager {
   compactNow(state: SessionState, context: ChatMessage[], focus: string | undefined, scope: CompactionScope): Promise<{ context: ChatMessage[]; summary: string }>;
   prepareRequest(state: SessionState, context: readonly ChatMessage[]): Pick<ChatRequest, "messages" | "promptCacheKey">;
   /** After each step: usage totals, calibration, truncation warning. */
-  recordStep(state: SessionState, context: readonly ChatMessage[], result: ChatResult, log: Logger): void;
+  recordStep(state: SessionState, context: readonly ChatMessage[], result: ChatResult, log: Logger, tools?: readonly ToolDefinition[]): void;
   /** Notices produced during the turn that the user must see (compaction failed, context dropped). */
   takeNotices(state: SessionState): string[];
   /** Builds the tokenizer now (~1.5 s of CPU) so the first turn does not freeze the event loop. */
@@ -33,4 +33,6 @@ export interface CompactionScope {
   newId: () => string;
   /** New messages a compaction made (the summary, stub results) join the transcript. */
   addToTranscript(messages: readonly ChatMessage[]): void;
+  /** The tools this turn offers (they count in the budgets); unset: the built-ins. */
+  tools?: readonly ToolDefinition[];
 }

@@ -1,10 +1,8 @@
-export { runTurn, capToolOutput, MAX_OVERFLOW_RETRIES, type RunTurnInput, type RunTurnResult } from "./run-turn.js";
+export { runTurn, runCalls, MAX_OVERFLOW_RETRIES, type RunTurnInput, type RunTurnResult, type PausedStep } from "./run-turn.js";
 export {
-  runTurnSegments, segmentBatch, toUserMessages, userMessageText, settleWithoutAnswer, failureNotice,
-  type TurnEngine, type SegmentsInput, type SegmentsResult, type SettleInput, type AbortReason,
+  runTurnSegments, segmentBatch, toUserMessages, userMessageText, settleWithoutAnswer, failureNotice, toolScopeOf,
+  type TurnEngine, type SegmentsInput, type SegmentsResult, type SettleInput, type AbortReason, type ApprovalTimeout, type ToolOutputStorage,
 } from "./turn-engine.js";
 export type { ContextManager, CompactionScope } from "./context-manager.js";
-export { ToolRegistry, type Tool, type ToolContext, type TranscriptReader } from "./tools/registry.js";
-export { currentTimeTool } from "./tools/current-time.js";
 export { parseCommand, type ParsedCommand } from "./commands/parse.js";
 export { HELP_TEXT } from "./commands/run-command.js";

@@ -1,20 +1,26 @@
-import type { AssistantMessage, ChatMessage, ToolMessage } from "../core/messages.js";
-import { AbortedError, ContextOverflowError, errorMessage } from "../errors.js";
+import type { AssistantMessage, ChatMessage, ToolCall, ToolMessage } from "../core/messages.js";
+import type { WaitingCall } from "../core/tools.js";
+import { AbortedError, ContextOverflowError } from "../errors.js";
 import type { ChatRequest, ChatResult, LlmClient } from "../core/llm.js";
-import type { ToolContext, ToolRegistry } from "./tools/registry.js";
+import { runToolCall, toolResultMessage, type Tool, type ToolContext, type ToolOutputWriter, type ToolSet } from "../tools/index.js";
 
 export interface RunTurnInput {
   llm: LlmClient;
-  /** The live context, ending with the turn's new user message(s). Not mutated. */
+  /** The live context, ending with the turn's new user message(s) or a resolved tool step. Not mutated. */
   context: readonly ChatMessage[];
-  tools: ToolRegistry;
+  tools: ToolSet;
   toolContext: ToolContext;
   maxSteps: number;
-  toolOutputMaxChars: number;
+  /** The output cap of one call of `tool` (undefined: a tool the set does not have). */
+  outputCap: (tool: Tool | undefined) => number;
+  /** Where capped originals are stored for `recall`. */
+  toolOutputs: ToolOutputWriter;
   maxOutputTokens: number;
   newId: () => string;
   signal: AbortSignal;
   now: () => number;
+  /** Steps already taken by this turn before a pause for approval (the loop goes on from there). */
+  stepsTaken?: number;
   /** Turns the live context into the request (prompt caching lives there). */
   prepareRequest: (context: readonly ChatMessage[]) => Pick<ChatRequest, "messages" | "promptCacheKey">;
   /** Between steps: in-loop compaction. Returns the context the next step uses. */
@@ -25,14 +31,24 @@ export interface RunTurnInput {
   onStepFinished?: (result: ChatResult, step: number, sent: readonly ChatMessage[]) => void;
 }
 
+/** A step that waits for a person: calls that need approval, and the results of those that did not. */
+export interface PausedStep {
+  assistant: AssistantMessage;
+  results: ToolMessage[];
+  waiting: WaitingCall[];
+  step: number;
+}
+
 export interface RunTurnResult {
-  /** The live context after the turn (possibly compacted, tool outputs capped). */
+  /** The live context after the turn (possibly compacted). A paused step is not in it. */
   context: ChatMessage[];
-  /** Every message the turn added, uncut, for the append-only transcript. */
+  /** Every message the turn added, as kept (tool outputs capped), for the append-only transcript. */
   transcript: ChatMessage[];
   reply: string;
   steps: number;
-  stoppedBy: "answer" | "max-steps";
+  stoppedBy: "answer" | "max-steps" | "approval";
+  /** Set when `stoppedBy` is "approval". */
+  paused?: PausedStep;
 }
 
 /** Consecutive overflow errors a turn survives by compacting; then it gives up (SPEC §3). */
@@ -41,14 +57,16 @@ export const MAX_OVERFLOW_RETRIES = 3;
 /**
  * The tool loop: steps until the model answers without tool calls or `maxSteps` is reached
  * (the last step offers no tools, so the model must answer). Tool failures are results for
- * the model, not failed turns. Checks the abort signal at every step boundary.
+ * the model, not failed turns. Checks the abort signal at every step boundary. A step that
+ * calls a tool needing approval runs its other calls and pauses: the step leaves the loop
+ * whole (`paused`), outside the context, until someone answers.
  */
 export async function runTurn(input: RunTurnInput): Promise<RunTurnResult> {
   let context = [...input.context];
   const transcript: ChatMessage[] = [];
   let overflowRetries = 0;
 
-  for (let step = 1; ; step++) {
+  for (let step = (input.stepsTaken ?? 0) + 1; ; step++) {
     if (input.signal.aborted) throw new AbortedError("turn aborted", { cause: input.signal.reason });
     if (input.beforeStep) context = await input.beforeStep(context, step);
     const finalStep = step >= input.maxSteps;
@@ -77,17 +95,20 @@ export async function runTurn(input: RunTurnInput): Promise<RunTurnResult> {
     overflowRetries = 0;
     input.onStepFinished?.(result, step, context);
 
+    // A call on the last step (no tools were offered) cannot be answered: keep only the text,
+    // never a tool call without its result.
+    const calls = finalStep ? [] : result.toolCalls;
     const assistant: AssistantMessage = {
       id: input.newId(),
       at: input.now(),
       role: "assistant",
       content: result.content,
-      ...(result.toolCalls.length > 0 ? { tool_calls: result.toolCalls } : {}),
+      ...(calls.length > 0 ? { tool_calls: calls } : {}),
     };
-    context.push(assistant);
-    transcript.push(assistant);
 
-    if (result.toolCalls.length === 0 || finalStep) {
+    if (calls.length === 0) {
+      context.push(assistant);
+      transcript.push(assistant);
       return {
         context,
         transcript,
@@ -97,39 +118,41 @@ export async function runTurn(input: RunTurnInput): Promise<RunTurnResult> {
       };
     }
 
-    const outputs = await Promise.all(result.toolCalls.map((call) => runTool(input, call.function.name, call.function.arguments)));
-    result.toolCalls.forEach((call, index) => {
-      const output = outputs[index] ?? "";
-      const id = input.newId();
-      const original: ToolMessage = { id, at: input.now(), role: "tool", tool_call_id: call.id, content: output };
-      transcript.push(original);
-      context.push(capToolOutput(original, input.toolOutputMaxChars));
-    });
+    const waiting = calls.filter((call) => input.tools.get(call.function.name)?.needsApproval === true);
+    const runNow = calls.filter((call) => !waiting.includes(call));
+    const results = await runCalls(input, runNow);
+    if (waiting.length > 0) {
+      return {
+        context,
+        transcript,
+        reply: "",
+        steps: step,
+        stoppedBy: "approval",
+        paused: { assistant, results, waiting: waiting.map((call) => waitingCall(input.tools, call)), step },
+      };
+    }
+    context.push(assistant, ...results);
+    transcript.push(assistant, ...results);
   }
 }
 
-async function runTool(input: RunTurnInput, name: string, rawArguments: string): Promise<string> {
-  const tool = input.tools.get(name);
-  if (!tool) return `Error: there is no tool named "${name}".`;
-  let args: Record<string, unknown>;
-  try {
-    const parsed: unknown = rawArguments.trim() === "" ? {} : JSON.parse(rawArguments);
-    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("arguments must be a JSON object");
-    args = parsed as Record<string, unknown>;
-  } catch (error) {
-    return `Error: invalid arguments for ${name}: ${errorMessage(error)}`;
-  }
-  try {
-    return await tool.run(args, input.toolContext);
-  } catch (error) {
-    if (input.signal.aborted) throw new AbortedError("turn aborted", { cause: error });
-    return `Error: ${name} failed: ${errorMessage(error)}`;
-  }
+/** Runs calls in parallel; their results keep the calls' order. */
+export async function runCalls(input: Pick<RunTurnInput, "tools" | "toolContext" | "outputCap" | "toolOutputs" | "newId" | "now">, calls: readonly ToolCall[]): Promise<ToolMessage[]> {
+  const outputs = await Promise.all(calls.map((call) => runToolCall(input.tools, call, input.toolContext)));
+  return Promise.all(calls.map((call, index) => toolResultMessage(call, outputs[index] ?? { text: "" }, {
+    id: input.newId(),
+    at: input.now(),
+    maxChars: input.outputCap(input.tools.get(call.function.name)),
+    writer: input.toolOutputs,
+  })));
 }
 
-/** Caps a tool output in the live context; the transcript keeps it whole under the same id. */
-export function capToolOutput(message: ToolMessage, maxChars: number): ToolMessage {
-  if (message.content.length <= maxChars) return message;
-  const note = `\n[output cut at ${maxChars} of ${message.content.length} characters; the full output is kept: recall("${message.id}")]`;
-  return { ...message, content: message.content.slice(0, Math.max(0, maxChars - note.length)) + note, kind: "truncated", originalId: message.id };
+function waitingCall(tools: ToolSet, call: ToolCall): WaitingCall {
+  const origin = tools.get(call.function.name)?.origin;
+  return {
+    callId: call.id,
+    name: call.function.name,
+    arguments: call.function.arguments,
+    ...(origin ? { server: origin.server, tool: origin.tool } : {}),
+  };
 }

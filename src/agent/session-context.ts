@@ -61,19 +61,22 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
   const counter = () => (cachedCounter ??= getTokenCounter(llm.model));
 
   const contextWindow = (state: SessionState) => Math.min(llm.contextWindow, fields(state).learnedWindow ?? Number.POSITIVE_INFINITY);
-  const estimate = (context: readonly ChatMessage[]) => counter().countMessages(context) + counter().countTools(options.tools());
-  const countContext = (state: SessionState, context: readonly ChatMessage[]) =>
-    calibratedCount(calibrationOf(state), estimate(context));
+  // A turn's tools depend on the chat (access.tools): the scope carries them; else the built-ins.
+  const toolsOf = (tools: readonly ToolDefinition[] | undefined) => tools ?? options.tools();
+  const estimate = (context: readonly ChatMessage[], tools?: readonly ToolDefinition[]) =>
+    counter().countMessages(context) + counter().countTools([...toolsOf(tools)]);
+  const countContext = (state: SessionState, context: readonly ChatMessage[], tools?: readonly ToolDefinition[]) =>
+    calibratedCount(calibrationOf(state), estimate(context, tools));
 
   /**
    * `/compress` is asked for while the context may still be far below the threshold, where the
    * usual tail budget would keep everything. It keeps the most recent quarter of the context
    * (at most the usual tail), so a manual compaction always has a middle to fold.
    */
-  const targetRatioFor = (reason: CompactionReason, context: readonly ChatMessage[], window: number) => {
+  const targetRatioFor = (reason: CompactionReason, context: readonly ChatMessage[], window: number, tools: readonly ToolDefinition[] | undefined) => {
     if (reason !== "manual") return settings.targetRatio;
     const threshold = thresholdTokens(window, settings.compactionThreshold);
-    const tail = Math.min(threshold * settings.targetRatio, estimate(context) * MANUAL_TAIL_SHARE);
+    const tail = Math.min(threshold * settings.targetRatio, estimate(context, tools) * MANUAL_TAIL_SHARE);
     return Math.max(0.01, tail / threshold);
   };
 
@@ -92,8 +95,8 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     const window = contextWindow(state);
     const result = await compact({
       messages: context,
-      tools: options.tools(),
-      settings: { contextWindow: window, compactionThreshold: settings.compactionThreshold, targetRatio: targetRatioFor(reason, context, window), protectLastN: settings.protectLastN },
+      tools: [...toolsOf(scope.tools)],
+      settings: { contextWindow: window, compactionThreshold: settings.compactionThreshold, targetRatio: targetRatioFor(reason, context, window, scope.tools), protectLastN: settings.protectLastN },
       reason,
       ...(focus ? { focus } : {}),
       summarizer: options.summarizer,
@@ -144,7 +147,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     countContext,
 
     async hygiene(state, context, scope) {
-      const tokens = countContext(state, context);
+      const tokens = countContext(state, context, scope.tools);
       if (!needsHygiene({ messageCount: context.length, tokens, contextWindow: contextWindow(state), threshold: settings.hygieneThreshold })) {
         return { context };
       }
@@ -153,7 +156,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     },
 
     async beforeStep(state, context, scope) {
-      const tokens = countContext(state, context);
+      const tokens = countContext(state, context, scope.tools);
       const window = contextWindow(state);
       if (!needsCompaction({ tokens, contextWindow: window, threshold: settings.compactionThreshold })) return context;
       if (!autoCompactionAllowed(fields(state).antiThrash ?? initialAntiThrash(), tokens, window)) return context;
@@ -188,7 +191,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       return applyPromptCaching(toApiMessages(context), { model: llm.model, sessionId: state.sessionId });
     },
 
-    recordStep(state, context, result, log) {
+    recordStep(state, context, result, log, tools) {
       state.stats.steps++;
       const usage = result.usage;
       log.debug({ step: state.stats.steps, usage, finishReason: result.finishReason, toolCalls: result.toolCalls.length }, "llm-step-finished");
@@ -201,7 +204,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       options.metrics?.llmTokens.inc({ kind: "output", role: "main" }, usage.completionTokens);
       options.metrics?.llmTokens.inc({ kind: "cached", role: "main" }, usage.cachedTokens);
       const engine = fields(state);
-      const estimatedTokens = estimate(context);
+      const estimatedTokens = estimate(context, tools);
       const update = updateCalibration(calibrationOf(state), {
         estimatedTokens,
         reportedPromptTokens: usage.promptTokens,

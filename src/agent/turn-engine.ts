@@ -1,25 +1,40 @@
-import type { InboundMessage, OutboundReply, ReplyTarget } from "../core/channel.js";
+import type { InboundMessage, OutboundReply, Platform, ReplyTarget } from "../core/channel.js";
 import type { ChatMessage, UserMessage } from "../core/messages.js";
 import { AbortedError, ContextOverflowError, errorMessage } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { LlmClient } from "../core/llm.js";
 import { freshSessionAfter, messageIdAllocator, type SessionState } from "../session/state.js";
 import type { InboxEntry } from "../session/store.js";
+import { describeTools, type ToolCatalog, type ToolScope, type TranscriptReader } from "../tools/index.js";
+import { answerApproval, expireApproval, resolveApproval, type TurnRun } from "./approvals.js";
 import { runCommand, type CommandContext } from "./commands/run-command.js";
 import { parseCommand, type ParsedCommand } from "./commands/parse.js";
-import type { ContextManager } from "./context-manager.js";
-import { runTurn } from "./run-turn.js";
-import type { ToolRegistry, TranscriptReader } from "./tools/registry.js";
+import type { CompactionScope, ContextManager } from "./context-manager.js";
+import { finishLoop, runLoop } from "./tool-loop.js";
+
+/** Full originals of capped tool outputs, per conversation (`sessionId`). */
+export interface ToolOutputStorage {
+  save(sessionKey: string, sessionId: string, id: string, text: string): Promise<void>;
+  read(sessionKey: string, sessionId: string, id: string, offset: number, length: number): Promise<{ text: string; total: number } | undefined>;
+}
 
 /** Everything a turn needs besides the session itself; built once per worker process. */
 export interface TurnEngine {
   llm: LlmClient;
-  tools: ToolRegistry;
+  tools: ToolCatalog;
   context: ContextManager;
   systemPrompt: string;
   maxSteps: number;
   maxOutputTokens: number;
+  /** TOOL_OUTPUT_MAX_CHARS; scaled down for small windows (outputCapChars). */
   toolOutputMaxChars: number;
+  toolOutputs: ToolOutputStorage;
+  approval: {
+    /** APPROVAL_TIMEOUT_S in ms: an unanswered approval is denied after this. */
+    timeoutMs: number;
+    /** ADMIN_TELEGRAM_USERS / ADMIN_DISCORD_USERS: may answer anyone's approval. */
+    admins: Partial<Record<Platform, readonly string[]>>;
+  };
   prices: { input: number; cachedInput: number; output: number };
   /** Archive a session idle this long before its next turn; 0 never (IDLE_RESET_HOURS). */
   idleResetMs: number;
@@ -38,23 +53,40 @@ export interface SegmentsInput {
   target: ReplyTarget;
   signal: AbortSignal;
   log: Logger;
+  /** The pending approval whose timeout job fired (it is denied first). */
+  approvalTimeout?: string;
 }
 
 export type SettleInput = Omit<SegmentsInput, "signal">;
+
+/** A delayed turn that denies an approval nobody answered. */
+export interface ApprovalTimeout {
+  approvalId: string;
+  delayMs: number;
+}
 
 export interface SegmentsResult {
   state: SessionState;
   transcript: ChatMessage[];
   replies: OutboundReply[];
   archivedSessionId?: string;
+  /** To schedule once the turn is committed. */
+  approvalTimeouts?: ApprovalTimeout[];
 }
 
-type Segment = { kind: "command"; command: ParsedCommand; entry: InboxEntry } | { kind: "chat"; entries: InboxEntry[] };
+type Segment =
+  | { kind: "command"; command: ParsedCommand; entry: InboxEntry }
+  | { kind: "action"; entry: InboxEntry }
+  | { kind: "chat"; entries: InboxEntry[] };
 
-/** Commands are handled one by one, in order; consecutive chat messages form one agent turn. */
+/** Commands and button presses are handled one by one, in order; consecutive chat messages form one agent turn. */
 export function segmentBatch(batch: readonly InboxEntry[]): Segment[] {
   const segments: Segment[] = [];
   for (const entry of batch) {
+    if (entry.action) {
+      segments.push({ kind: "action", entry });
+      continue;
+    }
     const command = parseCommand(entry.text);
     if (command) {
       segments.push({ kind: "command", command, entry });
@@ -96,73 +128,123 @@ export function userMessageText(entry: InboundMessage): string {
   return entry.chatType === "group" ? `${entry.userName}: ${body}` : body;
 }
 
+/** The tool access of a turn answering `entries` (access.tools looks at the chat and the speakers). */
+export function toolScopeOf(sessionKey: string, entries: readonly InboundMessage[], target: ReplyTarget): ToolScope {
+  const last = entries[entries.length - 1];
+  return {
+    sessionKey,
+    platform: target.platform,
+    chatId: last?.chatId ?? target.chatId,
+    ...(last?.parentChatId ? { parentChatId: last.parentChatId } : {}),
+    userIds: entries.map((entry) => entry.userId),
+  };
+}
+
 /** Runs a batch: each segment in order, all on one working copy of the state. */
 export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput): Promise<SegmentsResult> {
-  let state = structuredClone(input.state);
-  const transcript: ChatMessage[] = [];
-  const replies: OutboundReply[] = [];
+  const run: TurnRun = { engine, input, state: structuredClone(input.state), transcript: [], replies: [], approvalTimeouts: [] };
   let archivedSessionId: string | undefined;
   // Optional idle reset (off by default: users of long-running chats hated nightly wipes).
-  if (engine.idleResetMs > 0 && state.live.length > 0 && engine.now() - state.updatedAt >= engine.idleResetMs) {
-    archivedSessionId = state.sessionId;
-    state = freshSessionAfter(state, engine.now());
+  if (engine.idleResetMs > 0 && run.state.live.length > 0 && engine.now() - run.state.updatedAt >= engine.idleResetMs) {
+    archivedSessionId = run.state.sessionId;
+    run.state = freshSessionAfter(run.state, engine.now());
     input.log.info({ archivedSessionId }, "session-idle-reset");
   }
-  const reply = (text: string, kind: OutboundReply["kind"], answers: readonly InboxEntry[]) => {
-    replies.push(buildReply(input, replies.length, text, kind, answers));
-  };
+  ensureSystemPrompt(run.state, engine.systemPrompt, messageIdAllocator(run.state), engine.now());
+  // An approval nobody answered in time is denied before anything else (its timeout job, or
+  // any later turn if that job was lost).
+  await expireApproval(run);
 
   for (const segment of segmentBatch(input.batch)) {
-    const newId = messageIdAllocator(state);
-    const scope = { signal: input.signal, log: input.log, newId, addToTranscript: (messages: readonly ChatMessage[]) => transcript.push(...messages) };
-    ensureSystemPrompt(state, engine.systemPrompt, newId, engine.now());
+    const newId = messageIdAllocator(run.state);
+    const scope = compactionScope(run, newId);
+    ensureSystemPrompt(run.state, engine.systemPrompt, newId, engine.now());
 
-    if (segment.kind === "command") {
-      const commandContext: CommandContext = { engine, state, sessionKey: input.sessionKey, scope, now: engine.now() };
-      const outcome = await runCommand(segment.command, commandContext);
-      // Messages of this batch before /new land in the fresh transcript: kept, not lost.
-      if (outcome.archive) archivedSessionId = state.sessionId;
-      state = outcome.state;
-      reply(outcome.text, "notice", [segment.entry]);
+    if (segment.kind === "action") {
+      await answerApproval(run, segment.entry);
       continue;
     }
 
+    if (segment.kind === "command") {
+      const toolScope = toolScopeOf(input.sessionKey, [segment.entry], input.target);
+      if (segment.command.name === "stop" && run.state.pendingApproval) {
+        await resolveApproval(run, "stopped", { continueLoop: false });
+        addReply(run, "Stopped: the tool call waiting for approval was not run.", "notice", answering(run, [segment.entry]));
+        continue;
+      }
+      const commandContext: CommandContext = {
+        engine, state: run.state, sessionKey: input.sessionKey, scope, now: engine.now(),
+        describeTools: async () => describeTools(await engine.tools.forTurn(toolScope, input.log), engine.tools.builtins),
+      };
+      const outcome = await runCommand(segment.command, commandContext);
+      // Messages of this batch before /new land in the fresh transcript: kept, not lost.
+      if (outcome.archive) archivedSessionId = run.state.sessionId;
+      run.state = outcome.state;
+      addReply(run, outcome.text, "notice", answering(run, [segment.entry]));
+      continue;
+    }
+
+    // A new message while a tool call waits for approval: the call is not run, and the
+    // conversation goes on with what the user wrote (docs/tools.md).
+    if (run.state.pendingApproval) await resolveApproval(run, "superseded", { continueLoop: false });
+
     const userMessages = toUserMessages(segment.entries, newId);
-    transcript.push(...userMessages);
-    let context: ChatMessage[] = [...state.live, ...userMessages];
-    state.lastTarget = input.target;
+    run.transcript.push(...userMessages);
+    let context: ChatMessage[] = [...run.state.live, ...userMessages];
+    run.state.lastTarget = input.target;
 
-    const hygiene = await engine.context.hygiene(state, context, scope);
+    const toolScope = toolScopeOf(input.sessionKey, segment.entries, input.target);
+    const { tools } = await engine.tools.forTurn(toolScope, input.log);
+    const toolsScope: CompactionScope = { ...scope, tools: tools.definitions() };
+    const hygiene = await engine.context.hygiene(run.state, context, toolsScope);
     context = hygiene.context;
-
-    const result = await runTurn({
-      llm: engine.llm,
-      context,
-      tools: engine.tools,
-      toolContext: { sessionKey: input.sessionKey, signal: input.signal, transcript: engine.transcriptReader(input.sessionKey), now: engine.now },
-      maxSteps: engine.maxSteps,
-      maxOutputTokens: engine.maxOutputTokens,
-      toolOutputMaxChars: engine.toolOutputMaxChars,
-      newId,
-      signal: input.signal,
-      now: engine.now,
-      prepareRequest: (current) => engine.context.prepareRequest(state, current),
-      // Before every step, the first included: a plain chat without tool calls must compact at
-      // the threshold too, not only at the hygiene limit.
-      beforeStep: (current) => engine.context.beforeStep(state, current, scope),
-      onOverflow: (current, error: ContextOverflowError) => engine.context.onOverflow(state, current, error, scope),
-      onStepFinished: (stepResult, _step, sent) => engine.context.recordStep(state, sent, stepResult, input.log),
+    const result = await runLoop(run, context, tools, toolsScope, 0);
+    const last = segment.entries[segment.entries.length - 1];
+    finishLoop(run, result, {
+      answers: answering(run, segment.entries),
+      requestedBy: { platform: input.target.platform, userId: last?.userId ?? "", userName: last?.userName ?? "" },
+      scope: { chatId: toolScope.chatId, ...(toolScope.parentChatId ? { parentChatId: toolScope.parentChatId } : {}), userIds: [...toolScope.userIds] },
+      ...(hygiene.notice ? { notices: [hygiene.notice] } : {}),
     });
-    transcript.push(...result.transcript);
-    state.live = result.context;
-    state.stats.turns++;
-    const notices = [...(hygiene.notice ? [hygiene.notice] : []), ...engine.context.takeNotices(state)];
-    const text = notices.length > 0 ? `${notices.map((notice) => `⚠️ ${notice}`).join("\n")}\n\n${result.reply}` : result.reply;
-    reply(text, "answer", segment.entries);
   }
 
-  state.updatedAt = engine.now();
-  return archivedSessionId === undefined ? { state, transcript, replies } : { state, transcript, replies, archivedSessionId };
+  run.state.updatedAt = engine.now();
+  return {
+    state: run.state,
+    transcript: run.transcript,
+    replies: run.replies,
+    ...(archivedSessionId === undefined ? {} : { archivedSessionId }),
+    ...(run.approvalTimeouts.length > 0 ? { approvalTimeouts: run.approvalTimeouts } : {}),
+  };
+}
+
+export function compactionScope(run: TurnRun, newId: () => string): CompactionScope {
+  return { signal: run.input.signal, log: run.input.log, newId, addToTranscript: (messages) => run.transcript.push(...messages) };
+}
+
+/** Where a reply goes and which messages it answers. */
+export interface Answering {
+  target: ReplyTarget;
+  inReplyTo: string[];
+}
+
+/**
+ * A reply to `entries`: it replies to the last of them; for a button press, to the message
+ * that carried the buttons (a press has no platform message of its own).
+ */
+export function answering(run: Pick<TurnRun, "input">, entries: readonly InboxEntry[]): Answering {
+  const last = entries[entries.length - 1];
+  const anchor = last?.action ? last.action.sourceMessageId : (last?.messageId ?? run.input.target.replyToMessageId);
+  const { replyToMessageId: _previous, ...target } = run.input.target;
+  return { target: anchor === undefined ? target : { ...target, replyToMessageId: anchor }, inReplyTo: entries.map((entry) => entry.messageId) };
+}
+
+/**
+ * Reply `index` of this turn. Its id names the version the turn commits, so a retried turn
+ * produces the same ids.
+ */
+export function addReply(run: Pick<TurnRun, "input" | "replies">, text: string, kind: OutboundReply["kind"], to: Answering, extra: Pick<OutboundReply, "actions" | "replaces"> = {}): void {
+  run.replies.push(buildReply(run.input, run.replies.length, text, kind, to, extra));
 }
 
 /**
@@ -192,26 +274,29 @@ export function settleWithoutAnswer(
   mark?.(state);
   const newId = messageIdAllocator(state);
   ensureSystemPrompt(state, engine.systemPrompt, newId, engine.now());
-  const chatEntries = input.batch.filter((entry) => !parseCommand(entry.text));
+  const chatEntries = input.batch.filter((entry) => !entry.action && !parseCommand(entry.text));
   const userMessages = toUserMessages(chatEntries, newId);
   state.live.push(...userMessages);
   state.updatedAt = engine.now();
-  const replies = text === undefined ? [] : [buildReply(input, 0, text, "notice", input.batch)];
+  const last = input.batch[input.batch.length - 1];
+  const to: Answering = {
+    target: { ...input.target, replyToMessageId: last?.action?.sourceMessageId ?? last?.messageId ?? input.target.replyToMessageId },
+    inReplyTo: input.batch.map((entry) => entry.messageId),
+  };
+  const replies = text === undefined ? [] : [buildReply(input, 0, text, "notice", to)];
   return { state, transcript: userMessages, replies };
 }
 
-/**
- * Reply `index` of this turn. Its id names the version the turn commits, so a retried turn
- * produces the same ids, and it answers (and replies to the last of) `answers`.
- */
-function buildReply(input: SettleInput, index: number, text: string, kind: OutboundReply["kind"], answers: readonly InboxEntry[]): OutboundReply {
+function buildReply(input: SettleInput, index: number, text: string, kind: OutboundReply["kind"], to: Answering, extra: Pick<OutboundReply, "actions" | "replaces"> = {}): OutboundReply {
   return {
     replyId: `${input.sessionKey}#${input.state.version + 1}#${index}`,
     sessionKey: input.sessionKey,
-    target: { ...input.target, replyToMessageId: answers[answers.length - 1]?.messageId ?? input.target.replyToMessageId },
+    target: to.target,
     text,
-    inReplyTo: answers.map((entry) => entry.messageId),
+    inReplyTo: to.inReplyTo,
     kind,
+    ...(extra.actions ? { actions: extra.actions } : {}),
+    ...(extra.replaces ? { replaces: extra.replaces } : {}),
   };
 }
 

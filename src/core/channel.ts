@@ -47,6 +47,20 @@ export interface InboundMessage {
   replyTo?: { author: string; text: string; quote?: string; isBot?: boolean };
   /** Where a forwarded message came from (a user's or a chat's name), when the platform gives it. */
   forwardedFrom?: string;
+  /**
+   * A button press (Telegram callback query, Discord component interaction, console "y"/"n")
+   * instead of typed text: `id` is the pressed `ReplyAction.id`, `sourceMessageId` the platform
+   * message that carried the buttons (so the outcome can replace it). `text` holds the label.
+   */
+  action?: { id: string; sourceMessageId?: string };
+}
+
+/** A button under a reply (approval requests). `id` comes back as `InboundMessage.action.id`. */
+export interface ReplyAction {
+  /** At most 64 bytes (Telegram's callback_data limit; Discord allows 100). */
+  id: string;
+  label: string;
+  style?: "primary" | "danger";
 }
 
 /** Longest replied-to text an adapter puts into `InboundMessage.replyTo` (the rest is elided). */
@@ -64,6 +78,13 @@ export interface OutboundReply {
   inReplyTo: string[];
   /** `notice` marks system notices (errors, pairing) as opposed to the agent's answers. */
   kind: "answer" | "notice";
+  /** Buttons shown under the reply's last part (approval requests). */
+  actions?: ReplyAction[];
+  /**
+   * The platform message this reply replaces in place (the approval request, once answered):
+   * its text becomes this reply's and its buttons go. Adapters that cannot edit send anew.
+   */
+  replaces?: string;
 }
 
 /** Turn lifecycle the gateway hears about (e.g. to keep a typing indicator alive). */

@@ -5,3 +5,4 @@
 export * from "./channel.js";
 export * from "./llm.js";
 export * from "./messages.js";
+export * from "./tools.js";

@@ -12,6 +12,8 @@ export const PAYLOAD_VERSION = 1;
 export interface TurnJobData {
   v: typeof PAYLOAD_VERSION;
   sessionKey: string;
+  /** A delayed turn that denies this pending tool approval if nobody answered it. */
+  approvalId?: string;
 }
 
 export interface DeliveryJobData {
@@ -26,3 +28,8 @@ export interface DeliveryJobData {
  */
 export const turnDedupId = (sessionKey: string) => `turn/${sessionKey}`;
 export const deliveryDedupId = (sessionKey: string) => `deliver/${sessionKey}`;
+/**
+ * One timeout job per approval (a retried hand-over schedules it again without doubling it).
+ * The approval id is a UUID; BullMQ refuses ':' in job ids, which session keys contain.
+ */
+export const approvalTimeoutJobId = (approvalId: string) => `approval-${approvalId}`;

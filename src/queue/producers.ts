@@ -1,7 +1,7 @@
 import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import {
-  DELIVERY_QUEUE, PAYLOAD_VERSION, TURN_QUEUE, deliveryDedupId, turnDedupId,
+  DELIVERY_QUEUE, PAYLOAD_VERSION, TURN_QUEUE, approvalTimeoutJobId, deliveryDedupId, turnDedupId,
   type DeliveryJobData, type TurnJobData,
 } from "./jobs.js";
 
@@ -14,6 +14,8 @@ const RETENTION = {
 export interface Producers {
   enqueueTurn(sessionKey: string): Promise<void>;
   enqueueDelivery(sessionKey: string): Promise<void>;
+  /** A turn after `delayMs` that denies the approval if it is still pending (APPROVAL_TIMEOUT_S). */
+  enqueueApprovalTimeout(sessionKey: string, approvalId: string, delayMs: number): Promise<void>;
   readonly turnQueue: Queue<TurnJobData>;
   readonly deliveryQueue: Queue<DeliveryJobData>;
   close(): Promise<void>;
@@ -35,6 +37,19 @@ export function createProducers(connection: Redis, prefix: string, turnAttempts 
         { v: PAYLOAD_VERSION, sessionKey },
         {
           deduplication: { id: turnDedupId(sessionKey), keepLastIfActive: true },
+          attempts: turnAttempts,
+          backoff: { type: "exponential", delay: 2_000 },
+          ...RETENTION,
+        },
+      );
+    },
+    async enqueueApprovalTimeout(sessionKey, approvalId, delayMs) {
+      await turnQueue.add(
+        "approval-timeout",
+        { v: PAYLOAD_VERSION, sessionKey, approvalId },
+        {
+          jobId: approvalTimeoutJobId(approvalId),
+          delay: delayMs,
           attempts: turnAttempts,
           backoff: { type: "exponential", delay: 2_000 },
           ...RETENTION,

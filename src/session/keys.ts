@@ -14,6 +14,8 @@ export interface SessionKeys {
   outboxProgress: string;
   lease: string;
   abort: string;
+  /** Hash: full originals of capped tool outputs of one conversation (session id), by message id. */
+  toolOutputs(sessionId: string): string;
   archive(sessionId: string): string;
   archiveIndex(sessionId: string): string;
 }
@@ -31,6 +33,7 @@ export function sessionKeys(prefix: string, sessionKey: string): SessionKeys {
     outboxProgress: `${base}:outbox-progress`,
     lease: `${base}:lease`,
     abort: `${base}:abort`,
+    toolOutputs: (sessionId) => `${base}:tool-outputs:${sessionId}`,
     archive: (sessionId) => `${prefix}:archive:${sessionKey}:${sessionId}`,
     archiveIndex: (sessionId) => `${prefix}:archive:${sessionKey}:${sessionId}:index`,
   };

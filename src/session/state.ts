@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { ChatMessage } from "../core/messages.js";
 import type { ReplyTarget } from "../core/channel.js";
+import type { PendingApproval } from "../core/tools.js";
 
 /** Running totals of one session, for /status and /usage. */
 export interface SessionStats {
@@ -35,6 +36,8 @@ export interface SessionState {
   stats: SessionStats;
   engine: EngineState;
   lastTarget?: ReplyTarget;
+  /** A tool step waiting for a person's approval; its call is outside `live` until resolved. */
+  pendingApproval?: PendingApproval;
 }
 
 export const emptyStats = (): SessionStats => ({

@@ -1,4 +1,4 @@
-import type { Tool } from "../../src/agent/index.js";
+import type { Tool } from "../../src/tools/index.js";
 import { getTokenCounter } from "../../src/context/index.js";
 import type { ChatMessage } from "../../src/core/messages.js";
 import { type RecordedRequest, textOf } from "../fakes/fake-llm.js";

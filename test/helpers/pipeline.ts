@@ -9,7 +9,7 @@ import { createLogger, type Logger } from "../../src/logger.js";
 import { createMetrics } from "../../src/metrics.js";
 import { startWorkerRole, type WorkerRole } from "../../workers/worker-role.js";
 import type { ChannelAdapter } from "../../src/adapters/channel-adapter.js";
-import type { Tool } from "../../src/agent/index.js";
+import type { Tool } from "../../src/tools/index.js";
 
 export interface LogCapture {
   lines: string[];

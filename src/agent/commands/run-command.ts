@@ -10,6 +10,8 @@ export interface CommandContext {
   sessionKey: string;
   scope: CompactionScope;
   now: number;
+  /** `/tools`: what this chat can use (the chat's access decides). */
+  describeTools(): Promise<string>;
 }
 
 export interface CommandOutcome {
@@ -27,6 +29,7 @@ export const HELP_TEXT = [
   "/compress [focus] — compact the conversation now, optionally focusing the summary on a topic",
   "/status — model, how full the context is, compactions, session age",
   "/usage — tokens used, estimated cost, what compaction saved",
+  "/tools — the tools I can use in this chat",
   "/stop — stop what I'm doing",
   "/help — this message",
 ].join("\n");
@@ -50,6 +53,8 @@ export async function runCommand(command: ParsedCommand, context: CommandContext
       return { state, text: await statusText(context) };
     case "usage":
       return { state, text: usageText(state, engine.prices) };
+    case "tools":
+      return { state, text: await context.describeTools() };
     case "compress": {
       if (state.live.filter((message) => message.role !== "system").length < 2) {
         return { state, text: "There is nothing to compress yet." };

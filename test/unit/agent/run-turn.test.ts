@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runTurn, ToolRegistry, type Tool } from "../../../src/agent/index.js";
+import { runTurn } from "../../../src/agent/index.js";
+import { ToolRegistry, type Tool } from "../../../src/tools/index.js";
 import type { ChatMessage } from "../../../src/core/messages.js";
 import { toApiMessages } from "../../../src/core/messages.js";
 import { AbortedError } from "../../../src/errors.js";
@@ -18,6 +19,7 @@ describe("the tool loop (real openai client ↔ fake LLM)", () => {
   });
   afterAll(() => llm.close());
 
+  const saved = new Map<string, string>();
   const run = (overrides: { maxSteps?: number; signal?: AbortSignal; tools?: Tool[]; toolOutputMaxChars?: number } = {}) => {
     let id = 0;
     const tools = new ToolRegistry();
@@ -27,9 +29,10 @@ describe("the tool loop (real openai client ↔ fake LLM)", () => {
       llm: createLlmClient({ baseUrl: llm.url, model: "gpt-4o-mini", timeoutMs: 5_000, maxRetries: 0 }),
       context,
       tools,
-      toolContext: { sessionKey: "s", signal: overrides.signal ?? new AbortController().signal, transcript: { get: async () => undefined, search: async () => [] }, now: () => 0 },
+      toolContext: { sessionKey: "s", signal: overrides.signal ?? new AbortController().signal, transcript: { get: async () => undefined, search: async () => [] }, outputs: { read: async () => undefined }, now: () => 0 },
       maxSteps: overrides.maxSteps ?? 5,
-      toolOutputMaxChars: overrides.toolOutputMaxChars ?? 10_000,
+      outputCap: () => overrides.toolOutputMaxChars ?? 10_000,
+      toolOutputs: { save: async (id, text) => void saved.set(id, text) },
       maxOutputTokens: 256,
       newId: () => `n${++id}`,
       signal: overrides.signal ?? new AbortController().signal,
@@ -71,14 +74,38 @@ describe("the tool loop (real openai client ↔ fake LLM)", () => {
     expect(result.transcript.map((message) => message.role)).toEqual(["assistant", "tool", "tool", "tool", "tool", "assistant"]);
   });
 
-  it("caps a tool output in the live context but keeps it whole for the transcript", async () => {
+  it("caps a tool output everywhere it is kept and stores the original once, under the message id", async () => {
     llm.enqueue({ toolCalls: [{ name: "big", id: "x" }] }, "read it");
     const result = await run({ toolOutputMaxChars: 500, tools: [tool("big", async () => "y".repeat(5_000))] });
     const live = result.context.find((message) => message.role === "tool")!;
-    const original = result.transcript.find((message) => message.role === "tool")!;
+    const kept = result.transcript.find((message) => message.role === "tool")!;
+    expect(live).toEqual(kept);
     expect(live.content!.length).toBeLessThanOrEqual(500);
-    expect(live.content).toContain(`recall("${original.id}")`);
-    expect(original.content).toBe("y".repeat(5_000));
+    expect(live.content).toContain(`recall with id "${live.id}" and offset`);
+    expect(saved.get(live.id)).toBe("y".repeat(5_000));
+    // The model saw the capped form too.
+    const sent = llm.requests.at(-1)!.body.messages.find((message) => message.role === "tool");
+    expect(textOf(sent?.content)).toBe(live.content);
+  });
+
+  it("pauses a step that calls a tool needing approval: the other calls run, the call leaves the context", async () => {
+    llm.enqueue({ toolCalls: [{ name: "safe", id: "s1" }, { name: "risky", id: "r1", arguments: { path: "/etc" } }] });
+    const ran: string[] = [];
+    const before = llm.requests.length;
+    const result = await run({
+      tools: [
+        tool("safe", async () => (ran.push("safe"), "safe result")),
+        { ...tool("risky", async () => (ran.push("risky"), "done")), needsApproval: true },
+      ],
+    });
+    expect(result.stoppedBy).toBe("approval");
+    expect(ran).toEqual(["safe"]);
+    expect(llm.requests.length - before).toBe(1);
+    expect(result.context.map((message) => message.role)).toEqual(["system", "user"]);
+    expect(result.transcript).toEqual([]);
+    expect(result.paused?.assistant.tool_calls?.map((call) => call.id)).toEqual(["s1", "r1"]);
+    expect(result.paused?.results.map((message) => [message.tool_call_id, message.content])).toEqual([["s1", "safe result"]]);
+    expect(result.paused?.waiting).toEqual([{ callId: "r1", name: "risky", arguments: JSON.stringify({ path: "/etc" }) }]);
   });
 
   it("stops at max steps with a last step that offers no tools", async () => {
@@ -88,6 +115,19 @@ describe("the tool loop (real openai client ↔ fake LLM)", () => {
       expect(result.steps).toBe(3);
       expect(result.reply).toBe("forced answer");
       expect(llm.requests.at(-1)!.body.tools).toBeUndefined();
+    } finally {
+      llm.setHandler((request) => ({ text: `echo: ${textOf(request.body.messages.at(-1)?.content)}` }));
+    }
+  });
+
+  it("never keeps a tool call the last step made without offering tools (it would have no result)", async () => {
+    llm.setHandler(() => ({ text: "trying anyway", toolCalls: [{ name: "loop" }] }));
+    try {
+      const result = await run({ maxSteps: 1, tools: [tool("loop", async () => "again")] });
+      expect(result.stoppedBy).toBe("max-steps");
+      const last = result.context.at(-1)!;
+      expect(last).toMatchObject({ role: "assistant", content: "trying anyway" });
+      expect("tool_calls" in last).toBe(false);
     } finally {
       llm.setHandler((request) => ({ text: `echo: ${textOf(request.body.messages.at(-1)?.content)}` }));
     }

@@ -1,4 +1,4 @@
-import type { Tool } from "./registry.js";
+import type { Tool } from "../registry.js";
 
 /**
  * The time is a tool, not part of the system prompt: a per-turn timestamp in the prompt

@@ -1,0 +1,108 @@
+/**
+ * Durable approval of tool calls, on the turn's side. A step that calls a tool needing
+ * approval ends the turn: the step waits in `state.pendingApproval` (outside the live
+ * context, so no LLM request carries a call without its result), the request goes out with
+ * buttons, and a delayed turn job is scheduled. The answer comes back through the ordinary
+ * ingress as a button press; the turn that takes it resolves the step (runs the calls, or
+ * turns them into "not run" results) and goes on with the tool loop. A restart loses nothing:
+ * all of it is in Redis.
+ */
+import type { OutboundReply } from "../core/channel.js";
+import type { ChatMessage, ToolMessage } from "../core/messages.js";
+import type { PendingApproval } from "../core/tools.js";
+import type { SessionState } from "../session/state.js";
+import type { InboxEntry } from "../session/store.js";
+import { mayAnswer, notRunResult, outcomeText, parseApprovalAction, type ApprovalOutcome } from "../tools/index.js";
+import { runCalls } from "./run-turn.js";
+import { finishLoop, runLoop, toolPlumbing } from "./tool-loop.js";
+import { addReply, answering, compactionScope, type ApprovalTimeout, type SegmentsInput, type TurnEngine } from "./turn-engine.js";
+import { messageIdAllocator } from "../session/state.js";
+
+/** One turn in progress: the engine, its input, and what it has produced so far. */
+export interface TurnRun {
+  engine: TurnEngine;
+  input: SegmentsInput;
+  state: SessionState;
+  transcript: ChatMessage[];
+  replies: OutboundReply[];
+  approvalTimeouts: ApprovalTimeout[];
+}
+
+/** Denies a pending approval whose time is up (its timeout job fired, or a later turn found it late). */
+export async function expireApproval(run: TurnRun): Promise<void> {
+  const pending = run.state.pendingApproval;
+  if (!pending) return;
+  if (run.input.approvalTimeout !== pending.id && run.engine.now() < pending.expiresAt) return;
+  await resolveApproval(run, "expired", { continueLoop: true });
+}
+
+/** A button press: resolves the pending approval it names, if the presser may answer it. */
+export async function answerApproval(run: TurnRun, entry: InboxEntry): Promise<void> {
+  const pressed = entry.action ? parseApprovalAction(entry.action.id) : undefined;
+  const pending = run.state.pendingApproval;
+  const sourceMessageId = entry.action?.sourceMessageId;
+  if (!pressed || !pending || pending.id !== pressed.approvalId) {
+    // Answered already, expired, or superseded: the buttons go, nothing runs.
+    addReply(run, "This request is no longer waiting for an answer.", "notice", answering(run, [entry]), sourceMessageId ? { replaces: sourceMessageId } : {});
+    return;
+  }
+  if (!mayAnswer(pending, entry, run.engine.approval.admins)) {
+    run.input.log.info({ approvalId: pending.id, userId: entry.userId }, "tool-approval-refused-not-the-requester");
+    addReply(run, `Only ${pending.requestedBy.userName}, who asked, or an admin can answer this request.`, "notice", answering(run, [entry]));
+    return;
+  }
+  await resolveApproval(run, pressed.approve ? "approved" : "denied", {
+    by: entry.userName,
+    continueLoop: true,
+    ...(sourceMessageId ? { sourceMessageId } : {}),
+  });
+}
+
+export interface ResolveOptions {
+  /** Who answered, for the outcome line. */
+  by?: string;
+  /** The request message, replaced by the outcome. */
+  sourceMessageId?: string;
+  /** Go on with the tool loop (answered, expired) or not (a new message or /stop took over). */
+  continueLoop: boolean;
+}
+
+/**
+ * Resolves the pending step: approved calls run now, the others get a "not run" result the
+ * model reads; the whole step (the call and every result, in the call's order) joins the
+ * context and the transcript; then the loop goes on from the step it paused at.
+ */
+export async function resolveApproval(run: TurnRun, outcome: ApprovalOutcome, options: ResolveOptions): Promise<void> {
+  const pending = run.state.pendingApproval;
+  if (!pending) return;
+  delete run.state.pendingApproval;
+  const { engine, input } = run;
+  const newId = messageIdAllocator(run.state);
+  const scope = compactionScope(run, newId);
+  const toolScope = { sessionKey: input.sessionKey, platform: pending.target.platform, ...pending.scope };
+  const turnTools = outcome === "approved" || options.continueLoop ? await engine.tools.forTurn(toolScope, input.log) : undefined;
+  const waitingIds = new Set(pending.waiting.map((call) => call.callId));
+  const calls = (pending.assistant.tool_calls ?? []).filter((call) => waitingIds.has(call.id));
+
+  let resolved: ToolMessage[];
+  if (outcome === "approved" && turnTools) {
+    resolved = await runCalls(toolPlumbing(run, turnTools.tools, newId), calls);
+  } else {
+    resolved = calls.map((call) => ({ id: newId(), at: engine.now(), role: "tool", tool_call_id: call.id, content: notRunResult(outcome === "approved" ? "denied" : outcome, engine.approval.timeoutMs) }));
+  }
+  const byCall = new Map([...pending.results, ...resolved].map((message) => [message.tool_call_id, message]));
+  const step: ChatMessage[] = [pending.assistant, ...(pending.assistant.tool_calls ?? []).flatMap((call) => byCall.get(call.id) ?? [])];
+  run.state.live.push(...step);
+  run.transcript.push(...step);
+  input.log.info({ approvalId: pending.id, outcome, by: options.by }, "tool-approval-resolved");
+
+  const answers = { target: pending.target, inReplyTo: pending.inReplyTo };
+  if (outcome !== "superseded" && outcome !== "stopped") {
+    addReply(run, outcomeText(pending, outcome, options.by, engine.approval.timeoutMs), "notice", answers, options.sourceMessageId ? { replaces: options.sourceMessageId } : {});
+  }
+  if (!options.continueLoop || !turnTools) return;
+  const result = await runLoop(run, [...run.state.live], turnTools.tools, { ...scope, tools: turnTools.tools.definitions() }, pending.step);
+  finishLoop(run, result, { answers, requestedBy: pending.requestedBy, scope: pending.scope });
+}
+
+export type { PendingApproval };

@@ -1,0 +1,99 @@
+/**
+ * The tool loop bound to a turn: runTurn with the session's context engine, output caps and
+ * stores wired in, and what becomes of its result (an answer, or a step paused for approval).
+ */
+import { randomUUID } from "node:crypto";
+import type { ChatMessage } from "../core/messages.js";
+import type { PendingApproval } from "../core/tools.js";
+import { approvalActions, approvalRequestText, outputCapChars, type ToolRegistry } from "../tools/index.js";
+import type { ContextOverflowError } from "../errors.js";
+import type { TurnRun } from "./approvals.js";
+import type { CompactionScope } from "./context-manager.js";
+import { runTurn, type RunTurnInput, type RunTurnResult } from "./run-turn.js";
+import { addReply, type Answering } from "./turn-engine.js";
+
+/** The parts of runTurn's input that tie tools to this session: context, caps, stores. */
+export function toolPlumbing(run: TurnRun, tools: ToolRegistry, newId: () => string): Pick<RunTurnInput, "tools" | "toolContext" | "outputCap" | "toolOutputs" | "newId" | "now"> {
+  const { engine, input } = run;
+  const state = run.state;
+  const { sessionId } = state;
+  return {
+    tools,
+    toolContext: {
+      sessionKey: input.sessionKey,
+      signal: input.signal,
+      transcript: engine.transcriptReader(input.sessionKey),
+      outputs: { read: (id, offset, length) => engine.toolOutputs.read(input.sessionKey, sessionId, id, offset, length) },
+      now: engine.now,
+    },
+    outputCap: (tool) => outputCapChars({ configured: engine.toolOutputMaxChars, contextWindow: engine.context.contextWindow(state), perTool: tool?.maxOutputChars }),
+    toolOutputs: { save: (id, text) => engine.toolOutputs.save(input.sessionKey, sessionId, id, text) },
+    newId,
+    now: engine.now,
+  };
+}
+
+export function runLoop(run: TurnRun, context: ChatMessage[], tools: ToolRegistry, scope: CompactionScope, stepsTaken: number): Promise<RunTurnResult> {
+  const { engine, input } = run;
+  const state = run.state;
+  const definitions = tools.definitions();
+  const toolsScope: CompactionScope = { ...scope, tools: definitions };
+  return runTurn({
+    ...toolPlumbing(run, tools, scope.newId),
+    llm: engine.llm,
+    context,
+    maxSteps: engine.maxSteps,
+    maxOutputTokens: engine.maxOutputTokens,
+    signal: input.signal,
+    stepsTaken,
+    prepareRequest: (current) => engine.context.prepareRequest(state, current),
+    // Before every step, the first included: a plain chat without tool calls must compact at
+    // the threshold too, not only at the hygiene limit.
+    beforeStep: (current) => engine.context.beforeStep(state, current, toolsScope),
+    onOverflow: (current, error: ContextOverflowError) => engine.context.onOverflow(state, current, error, toolsScope),
+    onStepFinished: (stepResult, _step, sent) => engine.context.recordStep(state, sent, stepResult, input.log, definitions),
+  });
+}
+
+export interface LoopOrigin {
+  answers: Answering;
+  requestedBy: PendingApproval["requestedBy"];
+  scope: PendingApproval["scope"];
+  notices?: string[];
+}
+
+/**
+ * Takes the loop's result into the turn: the context and transcript, then either the answer,
+ * or (a step paused for approval) the pending approval in the state, the request with its
+ * buttons, and a timeout to schedule once the turn is committed.
+ */
+export function finishLoop(run: TurnRun, result: RunTurnResult, origin: LoopOrigin): void {
+  const { engine, state } = run;
+  run.transcript.push(...result.transcript);
+  state.live = result.context;
+  if (result.stoppedBy === "approval" && result.paused) {
+    const now = engine.now();
+    const pending: PendingApproval = {
+      id: randomUUID(),
+      requestedBy: origin.requestedBy,
+      requestedAt: now,
+      expiresAt: now + engine.approval.timeoutMs,
+      target: origin.answers.target,
+      assistant: result.paused.assistant,
+      results: result.paused.results,
+      waiting: result.paused.waiting,
+      step: result.paused.step,
+      inReplyTo: origin.answers.inReplyTo,
+      scope: origin.scope,
+    };
+    state.pendingApproval = pending;
+    addReply(run, approvalRequestText(pending, engine.approval.timeoutMs), "notice", origin.answers, { actions: approvalActions(pending.id) });
+    run.approvalTimeouts.push({ approvalId: pending.id, delayMs: engine.approval.timeoutMs });
+    run.input.log.info({ approvalId: pending.id, tools: pending.waiting.map((call) => call.name) }, "tool-approval-requested");
+    return;
+  }
+  state.stats.turns++;
+  const notices = [...(origin.notices ?? []), ...engine.context.takeNotices(state)];
+  const text = notices.length > 0 ? `${notices.map((notice) => `⚠️ ${notice}`).join("\n")}\n\n${result.reply}` : result.reply;
+  addReply(run, text, "answer", origin.answers);
+}

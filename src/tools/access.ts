@@ -1,0 +1,46 @@
+/**
+ * Who may use which MCP servers (`access.tools`). A server a chat may not use is never offered
+ * to the model there. Without an `access.tools` section every configured server is offered
+ * everywhere (a single operator's setup); with one, only what it grants:
+ *
+ *   default  ∪  chats[this chat]  ∪  (users[speaker] for every speaker of the turn)
+ *
+ * A chat key matches the session key (`tg:-100123:7` for a topic), its chat (`tg:-100123`)
+ * or, for a Discord thread, its parent channel. A user grant applies only when every person
+ * whose message the turn answers has it: in a group, one member's grant must not act for another.
+ */
+import type { ToolAccessConfig } from "../../config/tool-sections.js";
+import type { Platform } from "../core/channel.js";
+
+export interface ToolScope {
+  sessionKey: string;
+  platform: Platform;
+  chatId: string;
+  /** The channel of a Discord thread. */
+  parentChatId?: string;
+  /** The people whose messages the turn answers. */
+  userIds: readonly string[];
+}
+
+export const platformPrefix = (platform: Platform): string => (platform === "telegram" ? "tg" : platform === "discord" ? "dc" : "console");
+
+export function allowedServers(servers: readonly string[], access: ToolAccessConfig | undefined, scope: ToolScope): string[] {
+  if (!access) return [...servers];
+  const granted = new Set<string>();
+  const grant = (names: readonly string[] | undefined) => {
+    for (const name of names ?? []) for (const server of name === "*" ? servers : [name]) granted.add(server);
+  };
+  grant(access.default);
+  const prefix = platformPrefix(scope.platform);
+  const chatKeys = new Set([scope.sessionKey, `${prefix}:${scope.chatId}`, ...(scope.parentChatId ? [`${prefix}:${scope.parentChatId}`] : [])]);
+  for (const key of chatKeys) grant(access.chats[key]);
+  const speakers = [...new Set(scope.userIds)];
+  if (speakers.length > 0) {
+    const perUser = speakers.map((userId) => expand(access.users[`${prefix}:${userId}`], servers));
+    for (const server of perUser[0] ?? []) if (perUser.every((set) => set.has(server))) granted.add(server);
+  }
+  return servers.filter((server) => granted.has(server));
+}
+
+const expand = (names: readonly string[] | undefined, servers: readonly string[]) =>
+  new Set((names ?? []).flatMap((name) => (name === "*" ? servers : [name])));

@@ -1,0 +1,83 @@
+import type { ChatMessage } from "../../core/messages.js";
+import type { Tool, ToolContext } from "../registry.js";
+
+/** Characters one recall returns by default, and at most (`length` asks for fewer or more). */
+export const RECALL_DEFAULT_CHARS = 8_000;
+export const RECALL_MAX_CHARS = 20_000;
+const SEARCH_LIMIT = 8;
+const SNIPPET_CHARS = 240;
+
+/**
+ * `recall`: the agent's way back to what compaction or an output cap took out of the live
+ * context. Pruned tool outputs and summarized messages stay in the session's transcript;
+ * capped outputs are stored whole beside it. Placeholders name the id (and offset) to pass
+ * here. Reads only the current session's data.
+ */
+export function createRecallTool(): Tool {
+  return {
+    definition: {
+      type: "function",
+      function: {
+        name: "recall",
+        description:
+          "Look up earlier parts of this conversation that were compacted away or cut short. Pass `id` (from a placeholder such as recall(\"m42\")) to read that message or full tool output verbatim, page by page with `offset`; or `query` to search the full transcript by words.",
+        parameters: {
+          type: "object",
+          properties: {
+            id: { type: "string", description: "Message id, e.g. m42" },
+            query: { type: "string", description: "Words to search for in the transcript" },
+            offset: { type: "integer", minimum: 0, description: "Character offset to read from (long outputs are paged)" },
+            length: { type: "integer", minimum: 1, maximum: RECALL_MAX_CHARS, description: `Characters to read (default ${RECALL_DEFAULT_CHARS})` },
+          },
+          additionalProperties: false,
+        },
+      },
+    },
+    async run(args, context) {
+      if (typeof args.id === "string" && args.id.trim() !== "") {
+        const offset = typeof args.offset === "number" && args.offset > 0 ? Math.floor(args.offset) : 0;
+        const length = typeof args.length === "number" && args.length > 0 ? Math.min(RECALL_MAX_CHARS, Math.floor(args.length)) : RECALL_DEFAULT_CHARS;
+        return readById(args.id.trim(), offset, length, context);
+      }
+      if (typeof args.query === "string" && args.query.trim() !== "") {
+        const found = await context.transcript.search(args.query, SEARCH_LIMIT);
+        if (found.length === 0) return `Nothing in the transcript matches "${args.query}".`;
+        return found.map((message) => `${message.id} (${message.role}): ${snippet(textOf(message), args.query as string)}`).join("\n");
+      }
+      throw new Error("pass either id or query");
+    },
+  };
+}
+
+/** A capped tool output is read from its stored original; anything else from the transcript. */
+async function readById(id: string, offset: number, length: number, context: ToolContext): Promise<string> {
+  const stored = await context.outputs.read(id, offset, length);
+  if (stored) return page(id, "tool output", stored.text, offset, stored.total);
+  const message = await context.transcript.get(id);
+  if (!message) return `No message with id ${id} in this conversation.`;
+  const text = textOf(message);
+  return page(id, message.role, text.slice(offset, offset + length), offset, text.length);
+}
+
+function textOf(message: ChatMessage): string {
+  if (message.role === "assistant" && message.tool_calls?.length) {
+    const calls = message.tool_calls.map((call) => `${call.function.name}(${call.function.arguments})`).join(", ");
+    return `${message.content ?? ""} [tool calls: ${calls}]`.trim();
+  }
+  return message.content ?? "";
+}
+
+function page(id: string, what: string, chunk: string, offset: number, total: number): string {
+  const end = offset + chunk.length;
+  const range = offset > 0 || end < total ? `, characters ${offset}–${end} of ${total}` : "";
+  const more = end < total ? `\n[${total - end} more characters: recall with id "${id}" and offset ${end}]` : "";
+  return `${id} (${what}${range}):\n${chunk}${more}`;
+}
+
+function snippet(text: string, query: string): string {
+  const first = query.toLowerCase().split(/\s+/).find((word) => word.length > 0) ?? "";
+  const at = Math.max(0, text.toLowerCase().indexOf(first));
+  const start = Math.max(0, at - SNIPPET_CHARS / 2);
+  const body = text.slice(start, start + SNIPPET_CHARS).replace(/\s+/g, " ");
+  return `${start > 0 ? "…" : ""}${body}${start + SNIPPET_CHARS < text.length ? "…" : ""}`;
+}

@@ -1,0 +1,16 @@
+/**
+ * The tools the agent can use: the registry, the built-ins (recall, current time), MCP servers
+ * behind per-chat access, output caps, tool execution and approval. The agent imports from here.
+ */
+export { ToolRegistry, type Tool, type ToolContext, type ToolSet, type TranscriptReader, type ToolOutputReader } from "./registry.js";
+export { currentTimeTool } from "./builtin/current-time.js";
+export { createRecallTool, RECALL_DEFAULT_CHARS, RECALL_MAX_CHARS } from "./builtin/recall.js";
+export { outputCapChars, capToolResult, type ToolOutputWriter } from "./output-cap.js";
+export { runToolCall, toolResultMessage, parseArguments } from "./execute.js";
+export { allowedServers, platformPrefix, type ToolScope } from "./access.js";
+export { ToolCatalog, describeTools, type TurnTools, type ToolCatalogOptions } from "./catalog.js";
+export { McpManager } from "./mcp/index.js";
+export {
+  approvalActions, parseApprovalAction, approvalRequestText, notRunResult, outcomeText, mayAnswer, summariseArguments,
+  type ApprovalOutcome,
+} from "./approval.js";

@@ -1,0 +1,73 @@
+import type { ChatMessage, ToolDefinition } from "../core/messages.js";
+import type { ToolOutput } from "../core/tools.js";
+
+/** What a tool may use while it runs: only the current session's data, never another's. */
+export interface ToolContext {
+  sessionKey: string;
+  signal: AbortSignal;
+  /** Reads the current session's transcript (for `recall`). */
+  transcript: TranscriptReader;
+  /** Reads the full originals of capped tool outputs (for `recall`). */
+  outputs: ToolOutputReader;
+  now(): number;
+}
+
+export interface TranscriptReader {
+  get(id: string): Promise<ChatMessage | undefined>;
+  search(query: string, limit: number): Promise<ChatMessage[]>;
+}
+
+/** One page of a stored tool output; `undefined` when no output is stored under that id. */
+export interface ToolOutputReader {
+  read(id: string, offset: number, length: number): Promise<{ text: string; total: number } | undefined>;
+}
+
+export interface Tool {
+  definition: ToolDefinition;
+  /** Returns what the model sees. Throwing is fine: the loop turns it into an error result. */
+  run(args: Record<string, unknown>, context: ToolContext): Promise<string | ToolOutput>;
+  /** A person must approve each call before it runs (MCP `approval` setting). */
+  needsApproval?: boolean;
+  /** Longest output the model sees from this tool; unset: the turn's cap. */
+  maxOutputChars?: number;
+  /** The MCP server and tool behind it, for /tools and approval requests. */
+  origin?: { server: string; tool: string };
+}
+
+/** The tools of one turn, as the loop sees them. */
+export interface ToolSet {
+  get(name: string): Tool | undefined;
+  /** Sorted by name, so the request prefix stays byte-stable for prompt caching. */
+  definitions(): ToolDefinition[];
+}
+
+/**
+ * A set of tools by name. Definitions are sorted by code unit (not by locale, which may differ
+ * between machines), so the request prefix stays byte-stable for prompt caching.
+ */
+export class ToolRegistry implements ToolSet {
+  readonly #tools = new Map<string, Tool>();
+
+  constructor(tools: Iterable<Tool> = []) {
+    for (const tool of tools) this.register(tool);
+  }
+
+  register(tool: Tool): this {
+    this.#tools.set(tool.definition.function.name, tool);
+    return this;
+  }
+
+  get(name: string): Tool | undefined {
+    return this.#tools.get(name);
+  }
+
+  list(): Tool[] {
+    return [...this.#tools.values()].sort((a, b) => compareNames(a.definition.function.name, b.definition.function.name));
+  }
+
+  definitions(): ToolDefinition[] {
+    return this.list().map((tool) => tool.definition);
+  }
+}
+
+const compareNames = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
