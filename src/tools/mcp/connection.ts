@@ -160,10 +160,12 @@ export class McpConnection {
     });
     const transport = this.#transport();
     const live: Live = { client, transport, closing: false };
+    let connected = false;
     client.onclose = () => {
       if (this.#live === live) this.#live = undefined;
       if (!live.closing) {
         live.closing = true;
+        if (this.#live === undefined && !connected) return this.#recordFailure();
         this.#log.warn("mcp-server-exited");
         this.#recordFailure();
       }
@@ -173,9 +175,10 @@ export class McpConnection {
     try {
       await client.connect(transport, { timeout: this.config.connect_timeout_ms });
     } catch (error) {
+      // The server may have exited (and been counted by onclose) before connect gave up.
+      if (!live.closing) this.#recordFailure();
       live.closing = true;
       await transport.close().catch(() => undefined);
-      this.#recordFailure();
       this.#log.warn({ err: { message: errorMessage(error) } }, "mcp-connect-failed");
       throw new ServerUnavailableError(errorMessage(error), { cause: error });
     }
@@ -184,6 +187,7 @@ export class McpConnection {
       await transport.close().catch(() => undefined);
       throw new ServerUnavailableError("shutting down");
     }
+    connected = true;
     this.#live = live;
     this.#tools = undefined;
     const server = client.getServerVersion();
