@@ -3,7 +3,10 @@
  * node_modules/<pkg>/dist/index.js` (devDependencies), and helpers to look at processes.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { stringify as stringifyYaml } from "yaml";
 import { fileURLToPath } from "node:url";
 import type { McpServerConfig } from "../../config/tool-sections.js";
 import { freePort } from "./redis-server.js";
@@ -85,4 +88,12 @@ function readdirSafe(path: string): string[] {
   } catch {
     return [];
   }
+}
+
+/** A config file (LONGHAUL_CONFIG_FILE) holding these nested sections. */
+export function writeConfigFile(sections: Record<string, unknown>): string {
+  const dir = mkdtempSync(join(tmpdir(), "lh-mcp-config-"));
+  const file = join(dir, "longhaul.yaml");
+  writeFileSync(file, stringifyYaml(sections));
+  return file;
 }

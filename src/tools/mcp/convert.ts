@@ -56,9 +56,7 @@ export function toToolOutput(result: McpCallResult, exposedName: string): ToolOu
         lines.push(`[${part.type} content; not shown]`);
     }
   }
-  if (result.structuredContent !== undefined && !lines.some((line) => sameJson(line, result.structuredContent))) {
-    lines.push(JSON.stringify(result.structuredContent));
-  }
+  if (result.structuredContent !== undefined && !repeats(lines, result.structuredContent)) lines.push(JSON.stringify(result.structuredContent));
   const body = lines.join("\n").trim() || "(no output)";
   const output: ToolOutput = result.isError === true ? { text: `Error from ${exposedName}: ${body}`, isError: true } : { text: body };
   return images.length > 0 ? { ...output, images } : output;
@@ -68,6 +66,26 @@ export function toToolOutput(result: McpCallResult, exposedName: string): ToolOu
 function sizeOf(base64: string): string {
   const bytes = Math.floor((base64.replace(/=+$/, "").length * 3) / 4);
   return bytes >= 1024 ? `${(bytes / 1024).toFixed(1)} KB` : `${bytes} bytes`;
+}
+
+/**
+ * Servers usually put their structured content in a text part too: as the same JSON (the
+ * spec's advice), or as its text (server-filesystem's `{ content }`). Shown twice it only
+ * costs tokens.
+ */
+function repeats(lines: readonly string[], structured: unknown): boolean {
+  if (lines.some((line) => sameJson(line, structured))) return true;
+  const leaves = leafValues(structured);
+  const text = lines.join("\n");
+  return leaves.length > 0 && leaves.every((leaf) => text.includes(leaf));
+}
+
+function leafValues(value: unknown): string[] {
+  if (typeof value === "string") return value === "" ? [] : [value];
+  if (typeof value === "number" || typeof value === "boolean") return [String(value)];
+  if (Array.isArray(value)) return value.flatMap(leafValues);
+  if (value !== null && typeof value === "object") return Object.values(value).flatMap(leafValues);
+  return [];
 }
 
 function sameJson(text: string, value: unknown): boolean {
