@@ -12,7 +12,7 @@ import { createRedis } from "../../src/queue/index.js";
 import { SessionStore } from "../../src/session/store.js";
 import { startFakeLlm, textOf, type FakeLlm, type RecordedRequest } from "../fakes/fake-llm.js";
 import { testConfig } from "../helpers/config.js";
-import { EVERYTHING, FILESYSTEM, writeConfigFile } from "../helpers/mcp.js";
+import { EVERYTHING, FILESYSTEM, assertCallsAnswered, writeConfigFile } from "../helpers/mcp.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { RecordingAdapter, inbound } from "../helpers/recording-adapter.js";
 import { warmUpTokenizer } from "../helpers/telegram-pipeline.js";
@@ -21,17 +21,6 @@ const GROUP = "-100777";
 const OPEN_GROUP = "-100888";
 const ADA = "42";
 const BOB = "43";
-
-/** Every assistant tool call in a request is followed by exactly its results (no call without a result). */
-export function assertCallsAnswered(request: RecordedRequest): void {
-  const messages = request.body.messages;
-  messages.forEach((message, index) => {
-    for (const call of message.tool_calls ?? []) {
-      const answered = messages.slice(index + 1).filter((later) => later.role === "tool" && later.tool_call_id === call.id);
-      expect(answered, `tool call ${call.id} in request ${request.index}`).toHaveLength(1);
-    }
-  });
-}
 
 const toolNames = (request: RecordedRequest | undefined) =>
   ((request?.body.tools ?? []) as Array<{ function: { name: string } }>).map((tool) => tool.function.name);

@@ -7,6 +7,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } fro
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify as stringifyYaml } from "yaml";
+import { expect } from "vitest";
+import type { RecordedRequest } from "../fakes/fake-llm.js";
 import { fileURLToPath } from "node:url";
 import type { McpServerConfig } from "../../config/tool-sections.js";
 import { freePort } from "./redis-server.js";
@@ -96,4 +98,15 @@ export function writeConfigFile(sections: Record<string, unknown>): string {
   const file = join(dir, "longhaul.yaml");
   writeFileSync(file, stringifyYaml(sections));
   return file;
+}
+
+/** Every assistant tool call in a request is followed by exactly one result (providers refuse a call without one). */
+export function assertCallsAnswered(request: RecordedRequest): void {
+  const messages = request.body.messages;
+  messages.forEach((message, index) => {
+    for (const call of message.tool_calls ?? []) {
+      const answered = messages.slice(index + 1).filter((later) => later.role === "tool" && later.tool_call_id === call.id);
+      expect(answered, `tool call ${call.id} in request ${request.index}`).toHaveLength(1);
+    }
+  });
 }
