@@ -80,6 +80,10 @@ export class FakeTelegram {
   private readonly updates: Update[] = [];
   private readonly waiters = new Set<Waiter>();
   private readonly failures = new Map<string, ApiFailure[]>();
+  /** Messages the bot sent, by `chatId:messageId` (for edits and button presses). */
+  readonly botMessages = new Map<string, Message>();
+  private readonly openQueries = new Set<string>();
+  private nextQueryId = 1;
   private nextUpdateId = 100_000;
   private nextMessageId = 1;
   private confirmedOffset = 0;
@@ -118,6 +122,20 @@ export class FakeTelegram {
       ...fields,
     } as Message;
     const update = { update_id: this.nextUpdateId++, message } as Update;
+    this.pushUpdate(update);
+    return update;
+  }
+
+  /**
+   * A press on a button of a message the bot sent, as Telegram delivers it (callback_query
+   * with the whole message). The query must be answered once (answerCallbackQuery).
+   */
+  pushCallbackQuery(from: { id: number; first_name: string; last_name?: string }, chatId: number, messageId: number, data: string): Update {
+    const message = this.botMessages.get(`${chatId}:${messageId}`);
+    if (!message) throw new Error(`fake telegram: the bot sent no message ${messageId} to ${chatId}`);
+    const id = String(this.nextQueryId++);
+    this.openQueries.add(id);
+    const update = { update_id: this.nextUpdateId++, callback_query: { id, from: { ...from, is_bot: false }, message, chat_instance: "-77", data } } as Update;
     this.pushUpdate(update);
     return update;
   }
@@ -191,6 +209,13 @@ export class FakeTelegram {
         return this.getUpdates(payload, response, ok);
       case "sendMessage":
         return this.sendMessage(payload, ok, fail);
+      case "answerCallbackQuery": {
+        // Telegram accepts one answer per query, within about 15 s of the press.
+        if (!this.openQueries.delete(String(payload.callback_query_id))) return fail({ error_code: 400, description: "Bad Request: query is too old and response timeout expired or query ID is invalid" });
+        return ok(true);
+      }
+      case "editMessageText":
+        return this.editMessageText(payload, ok, fail);
       case "sendChatAction":
       case "setMyCommands":
       case "setWebhook":
@@ -237,14 +262,59 @@ export class FakeTelegram {
     if ("error" in parsed) return fail({ error_code: 400, description: parsed.error });
     if (parsed.text.trim().length === 0) return fail({ error_code: 400, description: "Bad Request: message text is empty" });
     if (parsed.text.length > 4096) return fail({ error_code: 400, description: "Bad Request: message is too long" });
+    const markupError = checkInlineKeyboard(payload.reply_markup);
+    if (markupError) return fail({ error_code: 400, description: markupError });
     const chatId = Number(payload.chat_id);
-    ok({
+    const sent = {
       message_id: this.nextMessageId++,
       date: Math.floor(Date.now() / 1000),
       from: { id: this.bot.id, is_bot: true, first_name: this.bot.first_name, username: this.bot.username },
       chat: chatId > 0 ? { id: chatId, type: "private", first_name: "Ada" } : { id: chatId, type: "supergroup", title: "Group" },
       ...(payload.message_thread_id === undefined ? {} : { message_thread_id: payload.message_thread_id, is_topic_message: true }),
       text: parsed.text,
-    });
+      ...(payload.reply_markup === undefined ? {} : { reply_markup: payload.reply_markup }),
+    } as Message;
+    this.botMessages.set(`${chatId}:${sent.message_id}`, sent);
+    ok(sent);
   }
+
+  private editMessageText(payload: Record<string, unknown>, ok: (result: unknown) => void, fail: (failure: ApiFailure) => void): void {
+    const key = `${Number(payload.chat_id)}:${Number(payload.message_id)}`;
+    const existing = this.botMessages.get(key);
+    if (!existing) return fail({ error_code: 400, description: "Bad Request: message to edit not found" });
+    const source = typeof payload.text === "string" ? payload.text : "";
+    const parsed = payload.parse_mode === "HTML" ? parseTelegramHtml(source) : { text: source };
+    if ("error" in parsed) return fail({ error_code: 400, description: parsed.error });
+    if (parsed.text.trim().length === 0) return fail({ error_code: 400, description: "Bad Request: message text is empty" });
+    if (parsed.text.length > 4096) return fail({ error_code: 400, description: "Bad Request: MESSAGE_TOO_LONG" });
+    const markupError = checkInlineKeyboard(payload.reply_markup);
+    if (markupError) return fail({ error_code: 400, description: markupError });
+    const markup = (payload.reply_markup as { inline_keyboard?: unknown[] } | undefined)?.inline_keyboard?.length ? payload.reply_markup : undefined;
+    if (existing.text === parsed.text && JSON.stringify(existing.reply_markup) === JSON.stringify(markup)) {
+      return fail({ error_code: 400, description: "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message" });
+    }
+    const edited = { ...existing, text: parsed.text, edit_date: Math.floor(Date.now() / 1000) } as Message & { reply_markup?: unknown };
+    if (markup === undefined) delete edited.reply_markup;
+    else edited.reply_markup = markup as never;
+    this.botMessages.set(key, edited);
+    ok(edited);
+  }
+}
+
+/** What Telegram checks in an inline keyboard: button text, and callback_data of 1–64 bytes. */
+function checkInlineKeyboard(markup: unknown): string | undefined {
+  if (markup === undefined) return undefined;
+  const rows = (markup as { inline_keyboard?: unknown }).inline_keyboard;
+  if (!Array.isArray(rows)) return "Bad Request: object expected as reply markup";
+  for (const row of rows) {
+    if (!Array.isArray(row)) return "Bad Request: field \"inline_keyboard\" of the InlineKeyboardMarkup should be an Array of Arrays";
+    for (const button of row as Array<{ text?: unknown; callback_data?: unknown }>) {
+      if (typeof button.text !== "string" || button.text === "") return "Bad Request: text buttons are unallowed in the inline keyboard";
+      if (typeof button.callback_data === "string") {
+        const bytes = Buffer.byteLength(button.callback_data);
+        if (bytes < 1 || bytes > 64) return "Bad Request: BUTTON_DATA_INVALID";
+      }
+    }
+  }
+  return undefined;
 }

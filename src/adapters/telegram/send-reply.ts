@@ -23,6 +23,8 @@ export interface SendReplyOptions {
   maxPartLength?: number;
   signal?: AbortSignal;
   logger: Logger;
+  /** Extra options of the last part (an inline keyboard). */
+  lastPart?: Record<string, unknown>;
 }
 
 /** Renders and splits exactly as `sendReply` does; part indices are stable for a given text. */
@@ -45,6 +47,7 @@ export async function sendReply(api: Api, target: ReplyTarget, markdown: string,
         ...(index === 0 && replyTo !== undefined && !Number.isNaN(replyTo)
           ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }
           : {}),
+        ...(index === parts.length - 1 ? options.lastPart : {}),
       };
       try {
         await api.sendMessage(chatId, html, { ...common, parse_mode: "HTML" }, toApiSignal(options.signal));

@@ -23,11 +23,12 @@ import type { Logger } from "../../logger.js";
 import { describeError, sendReply, toApiSignal, toTelegramError } from "./send-reply.js";
 import { DEFAULT_PART_LENGTH } from "./split.js";
 import { TELEGRAM_COMMANDS, toInboundMessage, truncationNoticeText, type Intake } from "./to-inbound-message.js";
+import { answerPress, inlineKeyboard, replaceMessage, toInboundAction } from "./actions.js";
 
 export const TELEGRAM_WEBHOOK_PATH = "/telegram/webhook";
 
-/** We only read messages; edits are ignored on purpose (docs/telegram.md), so not even fetched. */
-const ALLOWED_UPDATES = ["message"] as const;
+/** Messages and button presses; edits are ignored on purpose (docs/telegram.md), so not even fetched. */
+const ALLOWED_UPDATES = ["message", "callback_query"] as const;
 
 type HttpHandler = (request: IncomingMessage, response: ServerResponse) => void;
 
@@ -186,11 +187,15 @@ export class TelegramAdapter implements ChannelAdapter {
   }
 
   async send(reply: OutboundReply, options: SendOptions): Promise<void> {
+    if (reply.replaces !== undefined && options.fromPart === 0 && (await replaceMessage(this.bot.api, reply, this.logger))) {
+      return options.onPartSent(0);
+    }
     const { parts } = await sendReply(this.bot.api, reply.target, reply.text, {
       fromPart: options.fromPart,
       onPartSent: options.onPartSent,
       maxPartLength: this.options.maxPartLength ?? DEFAULT_PART_LENGTH,
       logger: this.logger,
+      ...(reply.actions?.length ? { lastPart: { reply_markup: inlineKeyboard(reply.actions) } } : {}),
     });
     // The answer is out: Telegram clears "typing…" when our message arrives; keep it cleared.
     if (reply.kind === "answer" && parts > 0) this.stopTyping(reply.sessionKey);
@@ -224,6 +229,7 @@ export class TelegramAdapter implements ChannelAdapter {
   }
 
   private async handleUpdate(update: Update): Promise<void> {
+    if (update.callback_query) return this.handlePress(update.callback_query);
     const me = this.bot.botInfo;
     let intake: Intake;
     try {
@@ -249,6 +255,23 @@ export class TelegramAdapter implements ChannelAdapter {
         this.afterSubmit(result, intake.target, intake.truncatedFrom);
         return;
       }
+    }
+  }
+
+  /** A button press goes through the ingress like a message; the spinner stops once it is stored. */
+  private async handlePress(query: NonNullable<Update["callback_query"]>): Promise<void> {
+    const message = toInboundAction(query);
+    if (!message) return answerPress(this.bot.api, query, false, this.logger);
+    let result: SubmitResult;
+    try {
+      result = await this.submit(message);
+    } catch (error) {
+      await answerPress(this.bot.api, query, false, this.logger);
+      throw error;
+    }
+    await answerPress(this.bot.api, query, result.status === "accepted" || result.status === "duplicate", this.logger);
+    if ((result.status === "denied" || result.status === "rate-limited") && result.notice) {
+      this.notify({ platform: "telegram", chatId: message.chatId, ...(message.threadId ? { threadId: message.threadId } : {}) }, result.notice, result.status);
     }
   }
 

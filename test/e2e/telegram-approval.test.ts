@@ -1,0 +1,57 @@
+/**
+ * Tool approval on Telegram end to end: the request goes out with an inline keyboard, a press
+ * arrives as a callback_query through the real grammY adapter and the ingress, the query is
+ * answered once, and the request message is edited to show the outcome (its keyboard gone).
+ */
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { textOf as contentText } from "../fakes/fake-llm.js";
+import { FILESYSTEM, assertCallsAnswered, writeConfigFile } from "../helpers/mcp.js";
+import { ADA, DM, SECRETS, startTelegramE2e, textOf, waitUntil, warmUpTokenizer, type TelegramE2e } from "../helpers/telegram-pipeline.js";
+
+let e2e: TelegramE2e | undefined;
+
+beforeAll(() => warmUpTokenizer());
+
+afterEach(async () => {
+  const logs = e2e?.logs.lines.join("") ?? "";
+  await e2e?.close();
+  e2e = undefined;
+  for (const secret of SECRETS) expect(logs).not.toContain(secret);
+});
+
+describe("telegram: tool approval with buttons", () => {
+  it("asks with an inline keyboard, takes the press, edits the request to the outcome, and answers", async () => {
+    const root = mkdtempSync(join(tmpdir(), "lh-tg-approval-"));
+    const file = writeConfigFile({ mcp: { servers: { files: { command: process.execPath, args: [FILESYSTEM, root], approval: "always" } } } });
+    e2e = await startTelegramE2e({ env: { LONGHAUL_CONFIG_FILE: file } });
+    const { telegram, llm } = e2e;
+    llm.setHandler((request) => request.body.messages.at(-1)?.role === "tool"
+      ? { text: `wrote it: ${contentText(request.body.messages.at(-1)?.content)}` }
+      : { toolCalls: [{ name: "files__write_file", arguments: { path: join(root, "tg.txt"), content: "from telegram" } }] });
+
+    telegram.pushMessage({ chat: DM, from: ADA, text: "save a note" });
+    const [request] = await e2e.waitForSent(DM.id, 1);
+    const keyboard = (request?.payload.reply_markup as { inline_keyboard: Array<Array<{ text: string; callback_data: string }>> }).inline_keyboard;
+    expect(keyboard[0]?.map((button) => button.text)).toEqual(["Approve", "Deny"]);
+    expect(textOf(request)).toContain("write_file");
+    const [sent] = [...telegram.botMessages.values()].filter((message) => message.chat.id === DM.id);
+
+    telegram.pushCallbackQuery(ADA, DM.id, sent!.message_id, keyboard[0]![0]!.callback_data);
+    const answers = await e2e.waitForSent(DM.id, 2);
+    expect(textOf(answers[1])).toBe("wrote it: Successfully wrote to " + join(root, "tg.txt"));
+    expect(readFileSync(join(root, "tg.txt"), "utf8")).toBe("from telegram");
+
+    await waitUntil(() => telegram.callsOf("editMessageText").length === 1, "the request to be edited");
+    const edit = telegram.callsOf("editMessageText")[0]!;
+    expect(edit.payload).toMatchObject({ chat_id: String(DM.id), message_id: sent!.message_id, reply_markup: { inline_keyboard: [] } });
+    const edited = telegram.botMessages.get(`${DM.id}:${sent!.message_id}`)!;
+    expect(edited.text).toBe("✅ Approved by Ada Lovelace: ran files__write_file.");
+    expect("reply_markup" in edited).toBe(false);
+    // The press was answered exactly once (the fake refuses a second answer).
+    expect(telegram.callsOf("answerCallbackQuery")).toHaveLength(1);
+    for (const sentRequest of llm.requests) assertCallsAnswered(sentRequest);
+  });
+});
