@@ -53,6 +53,7 @@ export async function answerApproval(run: TurnRun, entry: InboxEntry): Promise<v
   }
   await resolveApproval(run, pressed.approve ? "approved" : "denied", {
     by: entry.userName,
+    pressId: entry.messageId,
     continueLoop: true,
     ...(sourceMessageId ? { sourceMessageId } : {}),
   });
@@ -63,6 +64,8 @@ export interface ResolveOptions {
   by?: string;
   /** The request message, replaced by the outcome. */
   sourceMessageId?: string;
+  /** The press being answered (the outcome answers it too). */
+  pressId?: string;
   /** Go on with the tool loop (answered, expired) or not (a new message or /stop took over). */
   continueLoop: boolean;
 }
@@ -98,7 +101,8 @@ export async function resolveApproval(run: TurnRun, outcome: ApprovalOutcome, op
 
   const answers = { target: pending.target, inReplyTo: pending.inReplyTo };
   if (outcome !== "superseded" && outcome !== "stopped") {
-    addReply(run, outcomeText(pending, outcome, options.by, engine.approval.timeoutMs), "notice", answers, options.sourceMessageId ? { replaces: options.sourceMessageId } : {});
+    const outcomeAnswers = options.pressId ? { ...answers, inReplyTo: [...answers.inReplyTo, options.pressId] } : answers;
+    addReply(run, outcomeText(pending, outcome, options.by, engine.approval.timeoutMs), "notice", outcomeAnswers, options.sourceMessageId ? { replaces: options.sourceMessageId } : {});
   }
   if (!options.continueLoop || !turnTools) return;
   const result = await runLoop(run, [...run.state.live], turnTools.tools, { ...scope, tools: turnTools.tools.definitions() }, pending.step);

@@ -2,6 +2,10 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startFakeLlm, type FakeLlm } from "../fakes/fake-llm.js";
 import { spawnApp, type AppProcess } from "../helpers/app-process.js";
 import { testEnv } from "../helpers/config.js";
+import { FILESYSTEM, writeConfigFile } from "../helpers/mcp.js";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 describe("console chat (the app as a child process, piped stdin)", () => {
   let llm: FakeLlm;
@@ -43,6 +47,27 @@ describe("console chat (the app as a child process, piped stdin)", () => {
     const last = llm.requests[llm.requests.length - 1]?.body.messages ?? [];
     const userTexts = last.filter((message) => message.role === "user").map((message) => message.content);
     expect(userTexts).toEqual(["one", "two", "three"]);
+  });
+
+  it("asks for tool approval with y/n and takes the answer from the next line", async () => {
+    const root = mkdtempSync(join(tmpdir(), "lh-console-approval-"));
+    const file = writeConfigFile({ mcp: { servers: { files: { command: process.execPath, args: [FILESYSTEM, root], approval: "always" } } } });
+    llm.setHandler((request) => request.body.messages.at(-1)?.role === "tool"
+      ? { text: "note saved" }
+      : { toolCalls: [{ name: "files__write_file", arguments: { path: join(root, "console.txt"), content: "typed y" } }] });
+    app = spawnApp(testEnv({ LLM_BASE_URL: llm.url, CONSOLE: "auto", LONGHAUL_CONFIG_FILE: file }));
+    app.child.stdin.write("save a note\n");
+    const deadline = Date.now() + 60_000;
+    while (!app.stdout().includes("(y = Approve, n = Deny)")) {
+      if (Date.now() > deadline) throw new Error(`no approval request on stdout: ${app.stdout()}\n${app.stderr().slice(-2000)}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    app.child.stdin.end("y\n");
+    expect(await app.exited()).toBe(0);
+    const out = app.stdout();
+    expect(out).toContain("✅ Approved by you: ran `files__write_file`.");
+    expect(out.trim().endsWith("note saved")).toBe(true);
+    expect(readFileSync(join(root, "console.txt"), "utf8")).toBe("typed y");
   });
 
   it("refuses to start with a wrong setting and names the variable", async () => {

@@ -26,6 +26,8 @@ export class ConsoleAdapter implements ChannelAdapter {
   #sequence = 0;
   #inputEnded = false;
   #submitting: Promise<unknown> = Promise.resolve();
+  /** The buttons of the last reply that had some: "y" presses the first, "n" the second. */
+  #actions: { yes: string; no: string } | undefined;
 
   constructor(options: ConsoleAdapterOptions) {
     this.#options = options;
@@ -39,7 +41,10 @@ export class ConsoleAdapter implements ChannelAdapter {
       const text = line.trim();
       if (text === "") return this.#prompt();
       const messageId = `${this.#runId}-${++this.#sequence}`;
-      const message = toInboundMessage({ text, messageId, userName: this.#options.userName, now: Date.now() });
+      const base = toInboundMessage({ text, messageId, userName: this.#options.userName, now: Date.now() });
+      const answer = this.#actions && /^(y|yes|n|no)$/i.test(text) ? (/^y/i.test(text) ? this.#actions.yes : this.#actions.no) : undefined;
+      if (answer !== undefined) this.#actions = undefined;
+      const message = answer === undefined ? base : { ...base, action: { id: answer } };
       this.#outstanding.add(messageId);
       // Lines are submitted one after another so the inbox keeps their order.
       this.#submitting = this.#submitting.then(async () => {
@@ -63,7 +68,10 @@ export class ConsoleAdapter implements ChannelAdapter {
 
   async send(reply: OutboundReply, options: SendOptions): Promise<void> {
     if (options.fromPart === 0) {
-      this.#write(this.#options.interactive ? `\nlonghaul › ${reply.text}\n` : reply.text);
+      const [yes, no] = reply.actions ?? [];
+      if (yes && no) this.#actions = { yes: yes.id, no: no.id };
+      const text = yes && no ? `${reply.text}\n(y = ${yes.label}, n = ${no.label})` : reply.text;
+      this.#write(this.#options.interactive ? `\nlonghaul › ${text}\n` : text);
       await options.onPartSent(0);
     }
     for (const id of reply.inReplyTo) this.#outstanding.delete(id);
