@@ -85,6 +85,10 @@ export class FakeDiscord {
   private readonly messages = new Map<string, Payload>();
   private readonly sockets = new Set<WebSocket>();
   private readonly faults: SendFault[] = [];
+  /** Interactions dispatched and not yet acknowledged: id → token and when it was sent. */
+  private readonly openInteractions = new Map<string, { token: string; at: number }>();
+  /** Interaction callbacks received, in order. */
+  readonly interactionCallbacks: Array<{ id: string; type: number; late: boolean }> = [];
   private sequence = 0;
   private nextId = 500_000_000_000_000_000n;
 
@@ -124,6 +128,11 @@ export class FakeDiscord {
     return this.requests.filter((r) => r.method === "POST" && /^\/channels\/\d+\/messages$/.test(r.path) && r.status === 200).map((r) => r.body as Payload);
   }
 
+  /** Messages the bot created, as they are now (edits applied), in order. */
+  botMessages(): Payload[] {
+    return [...this.messages.values()].filter((message) => (message.author as Payload).id === IDS.bot);
+  }
+
   requestsTo(method: string, pattern: RegExp): RecordedRequest[] {
     return this.requests.filter((r) => r.method === method && pattern.test(r.path));
   }
@@ -158,6 +167,34 @@ export class FakeDiscord {
     this.messages.set(String(message.id), message);
     this.dispatch("MESSAGE_CREATE", message);
     return message;
+  }
+
+  /**
+   * A user pressing a button of a bot message, as Discord dispatches it (INTERACTION_CREATE,
+   * type 3). It must be acknowledged within 3 s, once (POST /interactions/:id/:token/callback).
+   */
+  dispatchButtonPress(channelId: string, messageId: string, customId: string, user: Payload = HUMAN_USER): string {
+    const message = this.messages.get(messageId);
+    if (!message || (message.author as Payload).id !== IDS.bot) throw new Error(`fake discord: no bot message ${messageId}`);
+    const channel = this.channels.get(channelId);
+    if (!channel) throw new Error(`fake discord: no channel ${channelId}`);
+    const buttons = ((message.components as Payload[] | undefined) ?? []).flatMap((row) => row.components as Payload[]);
+    if (!buttons.some((button) => button.custom_id === customId)) throw new Error(`fake discord: message ${messageId} has no button ${customId}`);
+    const id = this.snowflake();
+    const token = `itoken-${id}`;
+    this.openInteractions.set(id, { token, at: Date.now() });
+    const inGuild = channel.guild_id !== undefined;
+    this.dispatch("INTERACTION_CREATE", {
+      id, application_id: IDS.application, type: 3, token, version: 1,
+      data: { custom_id: customId, component_type: 2 },
+      channel: { id: channel.id, type: channel.type, ...(inGuild ? { guild_id: channel.guild_id } : {}) }, channel_id: channel.id,
+      ...(inGuild
+        ? { guild_id: channel.guild_id, member: { user, nick: null, roles: [], joined_at: "2026-01-01T00:00:00.000Z", deaf: false, mute: false, flags: 0, permissions: "1071698660929" } }
+        : { user }),
+      message, app_permissions: "1071698660929", locale: "en-US", guild_locale: "en-US", entitlements: [],
+      authorizing_integration_owners: { 0: IDS.guild }, context: inGuild ? 0 : 1, attachment_size_limit: 26214400,
+    });
+    return id;
   }
 
   async close(): Promise<void> {
@@ -220,6 +257,18 @@ export class FakeDiscord {
       response.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(payload));
     };
 
+    // Interaction callbacks are authorised by the interaction's token, not the bot token.
+    const interactionRoute = /^\/interactions\/(\d+)\/([^/]+)\/callback$/.exec(path);
+    if (method === "POST" && interactionRoute) {
+      const open = this.openInteractions.get(interactionRoute[1] ?? "");
+      if (!open || open.token !== interactionRoute[2]) return reply(400, { message: "Interaction has already been acknowledged.", code: 40060 });
+      this.openInteractions.delete(interactionRoute[1] ?? "");
+      // After 3 s Discord has already shown "This interaction failed" and refuses the token.
+      const late = Date.now() - open.at > 3_000;
+      this.interactionCallbacks.push({ id: interactionRoute[1] ?? "", type: Number((body as Payload | undefined)?.type), late });
+      if (late) return reply(404, { message: "Unknown interaction", code: 10062 });
+      return reply(204);
+    }
     if (request.headers.authorization !== `Bot ${FAKE_TOKEN}`) return reply(401, { message: "401: Unauthorized", code: 0 });
     const channelRoute = /^\/channels\/(\d+)(\/messages|\/typing)?$/.exec(path);
     const channel = channelRoute ? this.channels.get(channelRoute[1] ?? "") : undefined;
@@ -235,6 +284,18 @@ export class FakeDiscord {
     if (channelRoute && !channel) return reply(404, { message: "Unknown Channel", code: 10003 });
     if (channelRoute && channel && method === "GET" && channelRoute[2] === undefined) return reply(200, channel);
     if (channelRoute && channel && method === "POST" && channelRoute[2] === "/typing") return reply(204);
+    const messageRoute = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(path);
+    if (method === "PATCH" && messageRoute) {
+      const existing = this.messages.get(messageRoute[2] ?? "");
+      if (!existing || existing.channel_id !== messageRoute[1]) return reply(404, { message: "Unknown Message", code: 10008 });
+      if ((existing.author as Payload).id !== IDS.bot) return reply(403, { message: "Cannot edit a message authored by another user", code: 50005 });
+      const patch = (body ?? {}) as Payload;
+      const componentsError = checkComponents(patch.components);
+      if (componentsError) return reply(400, { message: "Invalid Form Body", code: 50035, errors: { components: { _errors: [{ code: "BASE_TYPE_INVALID", message: componentsError }] } } });
+      const edited: Payload = { ...existing, ...(typeof patch.content === "string" ? { content: patch.content } : {}), ...(patch.components !== undefined ? { components: patch.components } : {}), edited_timestamp: new Date().toISOString() };
+      this.messages.set(String(existing.id), edited);
+      return reply(200, edited);
+    }
     if (channelRoute && channel && method === "POST" && channelRoute[2] === "/messages") {
       const fault = this.faults.shift();
       if (fault) return this.replyFault(fault, reply);
@@ -265,6 +326,8 @@ export class FakeDiscord {
       return reply(400, { message: "Invalid Form Body", code: 50035, errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH", message: "Must be 2000 or fewer in length." }] } } });
     }
     if (content.trim() === "") return reply(400, { message: "Cannot send an empty message", code: 50006 });
+    const componentsError = checkComponents(body.components);
+    if (componentsError) return reply(400, { message: "Invalid Form Body", code: 50035, errors: { components: { _errors: [{ code: "BASE_TYPE_INVALID", message: componentsError }] } } });
     // enforce_nonce: the message already created with this nonce comes back, no new one.
     if (body.enforce_nonce === true && body.nonce !== undefined) {
       const existing = [...this.messages.values()].find((m) => m.nonce === body.nonce && m.channel_id === channel.id && (m.author as Payload).id === IDS.bot);
@@ -275,6 +338,7 @@ export class FakeDiscord {
       id: this.snowflake(), channel_id: channel.id, author: BOT_USER, content, timestamp: new Date().toISOString(),
       edited_timestamp: null, tts: false, mention_everyone: false, mentions: [], mention_roles: [], attachments: [],
       embeds: [], pinned: false, type: reference ? 19 : 0, flags: 0, nonce: body.nonce,
+      ...(Array.isArray(body.components) ? { components: body.components } : {}),
       ...(channel.guild_id === undefined ? {} : { guild_id: channel.guild_id }),
       ...(reference ? {
         message_reference: { type: 0, message_id: reference.message_id, channel_id: channel.id, guild_id: channel.guild_id },
@@ -284,4 +348,20 @@ export class FakeDiscord {
     this.messages.set(String(message.id), message);
     reply(200, message, { "x-ratelimit-limit": "5", "x-ratelimit-remaining": "4", "x-ratelimit-reset-after": "5.000", "x-ratelimit-bucket": "fake-messages-bucket" });
   }
+}
+
+/** What Discord checks in message components: rows (type 1) of at most 5 buttons (type 2), labels ≤ 80, custom_id 1–100. */
+function checkComponents(components: unknown): string | undefined {
+  if (components === undefined) return undefined;
+  if (!Array.isArray(components) || components.length > 5) return "components must be an array of at most 5 action rows";
+  for (const row of components as Payload[]) {
+    const buttons = row.components as Payload[] | undefined;
+    if (row.type !== 1 || !Array.isArray(buttons) || buttons.length === 0 || buttons.length > 5) return "an action row holds 1 to 5 components";
+    for (const button of buttons) {
+      if (button.type !== 2) return "only buttons are supported here";
+      if (typeof button.label !== "string" || button.label.length > 80) return "button label must be 80 or fewer in length";
+      if (typeof button.custom_id !== "string" || button.custom_id.length < 1 || button.custom_id.length > 100) return "custom_id must be 1 to 100 characters";
+    }
+  }
+  return undefined;
 }

@@ -1,10 +1,11 @@
 import { once } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Client, Events, GatewayIntentBits, Partials, Status, type Message, type SendableChannels } from "discord.js";
+import { Client, Events, GatewayIntentBits, Partials, Status, type Interaction, type Message, type SendableChannels } from "discord.js";
 import { PermanentError, errorMessage } from "../../errors.js";
 import { silentLogger, type Logger } from "../../logger.js";
 import type { ChannelAdapter, IngressPort, OutboundReply, SendOptions, SubmitResult, TurnActivity } from "../channel-adapter.js";
 import { NO_MENTIONS, sendParts, toSendError } from "./send-reply.js";
+import { buttonRow, replaceMessage, toInboundAction } from "./actions.js";
 import { splitMessage } from "./split.js";
 import { describeMessage, toInboundMessage, type DiscordInboundMessage, type InboundRules } from "./to-inbound-message.js";
 
@@ -86,6 +87,7 @@ export class DiscordAdapter implements ChannelAdapter {
       rest: { api: options.apiRoot ?? "https://discord.com/api" },
     });
     this.client.on(Events.MessageCreate, (message) => this.onMessage(message));
+    this.client.on(Events.InteractionCreate, (interaction) => this.onInteraction(interaction));
     this.client.on(Events.Error, (error) => this.logger.error({ error: errorMessage(error) }, "discord client error"));
     this.client.on(Events.ShardError, (error, shardId) => this.logger.warn({ shardId, error: errorMessage(error) }, "discord gateway error"));
     this.client.on(Events.ShardDisconnect, (event, shardId) =>
@@ -122,7 +124,12 @@ export class DiscordAdapter implements ChannelAdapter {
       return;
     }
     const channel = await this.resolveChannel(reply.target.chatId);
+    if (reply.replaces !== undefined && options.fromPart === 0 && (await replaceMessage(channel, reply, 2_000))) {
+      await options.onPartSent(0);
+      return;
+    }
     await sendParts(channel, parts, {
+      ...(reply.actions?.length ? { lastPart: { components: buttonRow(reply.actions) } } : {}),
       replyToMessageId: reply.target.replyToMessageId ?? reply.inReplyTo.at(-1),
       fromPart: options.fromPart,
       onPartSent: (partIndex) => {
@@ -177,6 +184,23 @@ export class DiscordAdapter implements ChannelAdapter {
       this.inSessionOrder(decision.message.sessionKey, () => this.deliver(message, decision.message, decision.truncatedFrom));
     } catch (error) {
       this.logger.warn({ messageId: message.id, error: errorMessage(error) }, "malformed discord message skipped");
+    }
+  }
+
+  /** A button press: acknowledged at once (Discord's 3 s), then handed to the ingress in session order. */
+  private onInteraction(interaction: Interaction): void {
+    if (!interaction.isButton() || !this.ingress || this.stopping) return;
+    try {
+      const inbound = toInboundAction(interaction);
+      const acknowledged = interaction.deferUpdate().catch((error: unknown) =>
+        this.logger.warn({ interactionId: interaction.id, error: errorMessage(error) }, "interaction not acknowledged"));
+      this.inSessionOrder(inbound.sessionKey, async () => {
+        await acknowledged;
+        const result = await this.submit(inbound);
+        this.logger.debug({ messageId: inbound.messageId, status: result?.status }, "button press submitted");
+      });
+    } catch (error) {
+      this.logger.warn({ interactionId: interaction.id, error: errorMessage(error) }, "malformed interaction skipped");
     }
   }
 

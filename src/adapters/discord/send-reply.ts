@@ -20,6 +20,8 @@ export interface SendPartsOptions {
   onPartSent?: ((partIndex: number) => Promise<void>) | undefined;
   /** Stable id of what is being sent (the reply id); seeds each part's nonce. */
   nonceKey: string;
+  /** Extra options of the last part (buttons). */
+  lastPart?: Pick<MessageCreateOptions, "components"> | undefined;
 }
 
 export async function sendParts(channel: SendableChannels, parts: readonly string[], options: SendPartsOptions): Promise<void> {
@@ -38,6 +40,7 @@ export async function sendParts(channel: SendableChannels, parts: readonly strin
         nonce: partNonce(options.nonceKey, index),
         enforceNonce: true,
         ...reply,
+        ...(index === parts.length - 1 ? options.lastPart : {}),
       });
     } catch (error) {
       throw toSendError(error, `send part ${index + 1}/${parts.length} to channel ${channel.id}`);

@@ -1,0 +1,54 @@
+/**
+ * Tool approval on Discord end to end: the request goes out with buttons (message components),
+ * a press arrives as INTERACTION_CREATE through the real discord.js adapter, is acknowledged
+ * within Discord's 3 s (deferred update), goes through the ingress, and the request message is
+ * edited to the outcome with its buttons removed.
+ */
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { textOf } from "../fakes/fake-llm.js";
+import type { Payload } from "../fakes/fake-discord.js";
+import { DiscordE2E, E2E_TIMEOUT, IDS, mention, until } from "../helpers/discord-pipeline.js";
+import { FILESYSTEM, assertCallsAnswered, writeConfigFile } from "../helpers/mcp.js";
+
+describe("Discord: tool approval with buttons", E2E_TIMEOUT, () => {
+  let e2e: DiscordE2E;
+  let root: string;
+
+  beforeEach(async () => {
+    root = mkdtempSync(join(tmpdir(), "lh-dc-approval-"));
+    const file = writeConfigFile({ mcp: { servers: { files: { command: process.execPath, args: [FILESYSTEM, root], approval: "always" } } } });
+    e2e = await DiscordE2E.start({ LONGHAUL_CONFIG_FILE: file });
+    await e2e.startPipeline();
+  });
+  afterEach(() => e2e.close());
+
+  it("asks with buttons, acknowledges the press in time, edits the request to the outcome, and answers", async () => {
+    e2e.llm.setHandler((request) => request.body.messages.at(-1)?.role === "tool"
+      ? { text: `result: ${textOf(request.body.messages.at(-1)?.content)}` }
+      : { toolCalls: [{ name: "files__write_file", arguments: { path: join(root, "dc.txt"), content: "from discord" } }] });
+    e2e.fake.dispatchMessage(mention(IDS.textChannel, "600000000000000701", "save a note"));
+    const [request] = await e2e.waitForSent(1, IDS.textChannel);
+    const row = (request?.components as Payload[])[0]!;
+    const buttons = row.components as Payload[];
+    expect(buttons.map((button) => [button.label, button.style])).toEqual([["Approve", 1], ["Deny", 4]]);
+    const created = e2e.fake.botMessages()[0]!;
+
+    e2e.fake.dispatchButtonPress(IDS.textChannel, String(created.id), String(buttons[0]!.custom_id));
+    const sent = await e2e.waitForSent(2, IDS.textChannel);
+    expect(sent[1]?.content).toBe(`result: Successfully wrote to ${join(root, "dc.txt")}`);
+    expect(readFileSync(join(root, "dc.txt"), "utf8")).toBe("from discord");
+
+    expect(e2e.fake.interactionCallbacks).toEqual([{ id: expect.any(String), type: 6, late: false }]);
+    const edits = await until(() => {
+      const found = e2e.fake.requestsTo("PATCH", new RegExp(`^/channels/${IDS.textChannel}/messages/${String(created.id)}$`));
+      if (found.length === 0) throw new Error("no edit yet");
+      return found;
+    });
+    expect(edits[0]?.status).toBe(200);
+    expect(edits[0]?.body).toMatchObject({ content: "✅ Approved by Ada L.: ran `files__write_file`.", components: [] });
+    for (const llmRequest of e2e.llm.requests) assertCallsAnswered(llmRequest);
+  });
+});
