@@ -111,7 +111,9 @@ export class McpConnection {
       }
       try {
         const result = await live.client.callTool({ name: tool, arguments: args }, undefined, {
-          signal,
+          // A signal of its own per call: the SDK's abort listener then goes with the call,
+          // not onto the turn's signal, which a long turn shares across many calls.
+          signal: AbortSignal.any([signal]),
           timeout: this.config.timeout_ms,
         });
         return toToolOutput(result as McpCallResult, exposedName);
