@@ -95,4 +95,27 @@ describe("configuration file", () => {
     expect(() => loadConfig({ LONGHAUL_CONFIG_FILE: withFile("- a\n- b\n") })).toThrow(/expected a mapping/);
     expect(() => loadConfig({ LONGHAUL_CONFIG_FILE: withFile("LLM_MODEL: { nested: 1 }\n") })).toThrow(/LLM_MODEL must be a single value/);
   });
+
+  it("reads mcp and access sections, and names the path of every mistake", () => {
+    const good = withFile([
+      "mcp:",
+      "  servers:",
+      "    files: { command: node, args: [server.js], approval: { tools: [write_file] } }",
+      "    search: { url: 'http://127.0.0.1:3001/mcp', headers: { Authorization: 'Bearer ${SEARCH_TOKEN}' } }",
+      "access:",
+      "  tools: { default: [files], users: { 'tg:42': ['*'] } }",
+    ].join("\n"));
+    const config = loadConfig({ LONGHAUL_CONFIG_FILE: good, SEARCH_TOKEN: "tok-SECRET-1" });
+    expect(config.mcp?.servers.files).toMatchObject({ command: "node", timeout_ms: 60_000, approval: { tools: ["write_file"] }, tools: { include: ["*"], exclude: [] } });
+    expect(config.mcp?.servers.search?.headers).toEqual({ Authorization: "Bearer tok-SECRET-1" });
+    expect(configSecrets(config)).toContain("tok-SECRET-1");
+
+    const bad = (yaml: string) => () => loadConfig({ LONGHAUL_CONFIG_FILE: withFile(yaml) });
+    expect(bad("mcp: { servers: { files: { args: [x] } } }")).toThrow(/mcp\.servers\.files: set either command .* or url/);
+    expect(bad("mcp: { servers: { files: { command: node, headers: { a: b } } } }")).toThrow(/mcp\.servers\.files\.headers: only for HTTP servers/);
+    expect(bad("mcp: { servers: { files: { command: node, approval: sometimes } } }")).toThrow(/mcp\.servers\.files\.approval/);
+    expect(bad("mcp: { servers: { bad__name: { command: node } } }")).toThrow(/mcp\.servers\.bad__name/);
+    expect(bad("mcp: { servers: { files: { command: node } } }\naccess: { tools: { chats: { 'tg:1': [nope] } } }")).toThrow(/access\.tools\.chats\.tg:1: no server "nope" in mcp\.servers/);
+  });
 });
+
