@@ -257,13 +257,8 @@ export class FakeTelegram {
   }
 
   private sendMessage(payload: Record<string, unknown>, ok: (result: unknown) => void, fail: (failure: ApiFailure) => void): void {
-    const source = typeof payload.text === "string" ? payload.text : "";
-    const parsed = payload.parse_mode === "HTML" ? parseTelegramHtml(source) : { text: source };
+    const parsed = checkMessage(payload, "Bad Request: message is too long");
     if ("error" in parsed) return fail({ error_code: 400, description: parsed.error });
-    if (parsed.text.trim().length === 0) return fail({ error_code: 400, description: "Bad Request: message text is empty" });
-    if (parsed.text.length > 4096) return fail({ error_code: 400, description: "Bad Request: message is too long" });
-    const markupError = checkInlineKeyboard(payload.reply_markup);
-    if (markupError) return fail({ error_code: 400, description: markupError });
     const chatId = Number(payload.chat_id);
     const sent = {
       message_id: this.nextMessageId++,
@@ -282,13 +277,8 @@ export class FakeTelegram {
     const key = `${Number(payload.chat_id)}:${Number(payload.message_id)}`;
     const existing = this.botMessages.get(key);
     if (!existing) return fail({ error_code: 400, description: "Bad Request: message to edit not found" });
-    const source = typeof payload.text === "string" ? payload.text : "";
-    const parsed = payload.parse_mode === "HTML" ? parseTelegramHtml(source) : { text: source };
+    const parsed = checkMessage(payload, "Bad Request: MESSAGE_TOO_LONG");
     if ("error" in parsed) return fail({ error_code: 400, description: parsed.error });
-    if (parsed.text.trim().length === 0) return fail({ error_code: 400, description: "Bad Request: message text is empty" });
-    if (parsed.text.length > 4096) return fail({ error_code: 400, description: "Bad Request: MESSAGE_TOO_LONG" });
-    const markupError = checkInlineKeyboard(payload.reply_markup);
-    if (markupError) return fail({ error_code: 400, description: markupError });
     const markup = (payload.reply_markup as { inline_keyboard?: unknown[] } | undefined)?.inline_keyboard?.length ? payload.reply_markup : undefined;
     if (existing.text === parsed.text && JSON.stringify(existing.reply_markup) === JSON.stringify(markup)) {
       return fail({ error_code: 400, description: "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message" });
@@ -299,6 +289,17 @@ export class FakeTelegram {
     this.botMessages.set(key, edited);
     ok(edited);
   }
+}
+
+/** What Telegram checks in a message's text (after entity parsing) and keyboard; `tooLong` is worded per method. */
+function checkMessage(payload: Record<string, unknown>, tooLong: string): { text: string } | { error: string } {
+  const source = typeof payload.text === "string" ? payload.text : "";
+  const parsed = payload.parse_mode === "HTML" ? parseTelegramHtml(source) : { text: source };
+  if ("error" in parsed) return parsed;
+  if (parsed.text.trim().length === 0) return { error: "Bad Request: message text is empty" };
+  if (parsed.text.length > 4096) return { error: tooLong };
+  const markupError = checkInlineKeyboard(payload.reply_markup);
+  return markupError ? { error: markupError } : parsed;
 }
 
 /** What Telegram checks in an inline keyboard: button text, and callback_data of 1–64 bytes. */
