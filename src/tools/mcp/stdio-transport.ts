@@ -120,7 +120,26 @@ export class GroupStdioTransport implements Transport {
       if (!(await exitedWithin(grace))) signalGroup(child.pid, "SIGKILL");
     }
     await this.#exited;
+    // The group got SIGKILL when the server exited; wait (briefly) until the kernel has torn
+    // its processes down, so "stopped" means gone, even on a loaded machine.
+    await groupGone(child.pid, GROUP_TEARDOWN_MS);
     this.#buffer.clear();
+  }
+}
+
+/** How long close() waits for the server's process group to vanish after its SIGKILL. */
+const GROUP_TEARDOWN_MS = 2_000;
+
+async function groupGone(pid: number | undefined, timeoutMs: number): Promise<void> {
+  if (pid === undefined) return;
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      process.kill(-pid, 0);
+    } catch {
+      return; // ESRCH: no process left in the group.
+    }
+    await delay(20);
   }
 }
 
