@@ -54,7 +54,8 @@ export function terminalLogDestination(options: { file: string; echo: (summary: 
   } catch {
     // No file yet.
   }
-  const file = pino.destination({ dest: options.file, mkdir: true, sync: false });
+  // Synchronous: a terminal chat logs little, and nothing is lost when the process exits.
+  const file = pino.destination({ dest: options.file, mkdir: true, sync: true });
   const echo: DestinationStream = {
     write: (line: string) => {
       const summary = summarizeLogLine(line);

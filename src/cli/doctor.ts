@@ -43,7 +43,7 @@ async function main(argv: string[]): Promise<number> {
   const code = exitCodeOf(results);
   const failed = results.filter((result) => result.status === "fail").length;
   const warned = results.filter((result) => result.status === "warn").length;
-  process.stdout.write(`\n${failed === 0 && warned === 0 ? "All checks passed." : `${failed} failed, ${warned} warnings.`} Exit code ${code}.\n`);
+  process.stdout.write(`\n${failed === 0 && warned === 0 ? "All checks passed." : `${failed} failed, ${warned} ${warned === 1 ? "warning" : "warnings"}.`} Exit code ${code}.\n`);
   return code;
 }
 

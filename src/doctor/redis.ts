@@ -28,14 +28,16 @@ export interface RedisFacts {
  */
 export async function connectForChecks(url: string, timeoutMs: number): Promise<Redis> {
   const redis = createRedis(url, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: timeoutMs, enableOfflineQueue: false });
-  redis.on("error", () => undefined);
+  // ioredis rejects connect() with "Connection is closed."; the reason comes as an error event.
+  let reason: unknown;
+  redis.on("error", (error) => (reason ??= error));
   try {
     await redis.connect();
     await redis.ping();
     return redis;
   } catch (error) {
     redis.disconnect();
-    throw error;
+    throw reason ?? error;
   }
 }
 

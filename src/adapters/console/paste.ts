@@ -47,6 +47,19 @@ export class PasteSplitter {
     return parts;
   }
 
+  /** Whether a cut marker is held (the caller flushes it after a moment: it may be the Escape key). */
+  get holding(): boolean {
+    return this.#held !== "" && !this.#inPaste;
+  }
+
+  /** Releases held typing: no marker followed, so it was a key (Escape) after all. */
+  flush(): InputPart[] {
+    if (!this.holding) return [];
+    const text = this.#held;
+    this.#held = "";
+    return [{ kind: "typed", text }];
+  }
+
   #take(text: string, parts: InputPart[]): void {
     if (text === "") return;
     if (this.#inPaste) this.#paste += text;
@@ -54,12 +67,9 @@ export class PasteSplitter {
   }
 }
 
-/**
- * Where a proper prefix of `marker` (at least "ESC[") ends `text`, else text.length. A lone
- * ESC is not held: it is the Escape key, and readline times it out itself.
- */
+/** Where a proper prefix of `marker` ends `text`, else text.length. */
 function partialMarkerAt(text: string, marker: string): number {
-  for (let length = Math.min(marker.length - 1, text.length); length >= 2; length--) {
+  for (let length = Math.min(marker.length - 1, text.length); length >= 1; length--) {
     if (text.endsWith(marker.slice(0, length))) return text.length - length;
   }
   return text.length;

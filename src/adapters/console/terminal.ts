@@ -12,7 +12,7 @@ import { EventEmitter } from "node:events";
 import { clearScreenDown, createInterface, cursorTo, moveCursor, type Interface } from "node:readline";
 import { StringDecoder } from "node:string_decoder";
 import type { ConsoleIo } from "./console-io.js";
-import { DISABLE_BRACKETED_PASTE, ENABLE_BRACKETED_PASTE, PasteSplitter } from "./paste.js";
+import { DISABLE_BRACKETED_PASTE, ENABLE_BRACKETED_PASTE, PasteSplitter, type InputPart } from "./paste.js";
 import { renderForTerminal, stripControlCharacters, visibleWidth } from "./render.js";
 
 /** How a newline inside a pasted message is shown in the input line. */
@@ -80,12 +80,19 @@ export class TerminalChat implements ConsoleIo {
 
     const splitter = new PasteSplitter();
     const decoder = new StringDecoder("utf8");
-    const onData = (chunk: Buffer | string) => {
-      for (const part of splitter.push(typeof chunk === "string" ? chunk : decoder.write(chunk))) {
+    let flushTimer: NodeJS.Timeout | undefined;
+    const deliver = (parts: InputPart[]) => {
+      for (const part of parts) {
         if (part.kind === "typed") input.emit("data", part.text);
         // rl.write inserts the text at the cursor in one edit; without newlines it submits nothing.
         else lines.write(stripControlCharacters(part.text).replace(/\n+$/, "").replace(/\n/g, NEWLINE_MARK));
       }
+    };
+    const onData = (chunk: Buffer | string) => {
+      clearTimeout(flushTimer);
+      deliver(splitter.push(typeof chunk === "string" ? chunk : decoder.write(chunk)));
+      // A held ESC with nothing after it was the Escape key, not the start of a paste.
+      if (splitter.holding) flushTimer = setTimeout(() => deliver(splitter.flush()), 50);
     };
     const onEnd = () => input.emit("end");
     tty.on("data", onData);
@@ -93,6 +100,7 @@ export class TerminalChat implements ConsoleIo {
     const restore = () => output.write(DISABLE_BRACKETED_PASTE);
     process.once("exit", restore);
     this.#detach = () => {
+      clearTimeout(flushTimer);
       tty.off("data", onData);
       tty.off("end", onEnd);
       process.off("exit", restore);
