@@ -5,8 +5,7 @@
  * its fix. Exit codes: src/doctor/check.ts (EXIT_CODES), README "Doctor".
  */
 import { ConfigError, loadConfig, type Config } from "../../config/index.js";
-import { EXIT_CODES, exitCodeOf, fail, formatResult } from "../doctor/check.js";
-import { runDoctor } from "../doctor/doctor.js";
+import { EXIT_CODES, exitCodeOf, fail, formatResult, runDoctor } from "../doctor/index.js";
 
 const USAGE = `usage: npm run doctor [-- --timeout-ms N]
 Checks the settings, Redis, the model endpoints and the Telegram/Discord tokens.
