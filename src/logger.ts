@@ -1,3 +1,4 @@
+import { renameSync, statSync } from "node:fs";
 import { pino, type Logger, type DestinationStream } from "pino";
 
 export type { Logger };
@@ -38,3 +39,44 @@ export function createLogger(options: { level: string; destination?: Destination
 }
 
 export const silentLogger: Logger = pino({ level: "silent" });
+
+/** A log file past this size is moved to `<file>.1` when the process starts. */
+const ROTATE_AT_BYTES = 10 * 1024 * 1024;
+
+/**
+ * Where an interactive terminal's logs go (the console chat owns the screen): every line to
+ * `file` (created with its folder), and each warning or error also summarised to `echo` as one
+ * short line. The logger's level still decides what is written at all.
+ */
+export function terminalLogDestination(options: { file: string; echo: (summary: string, level: number) => void }): DestinationStream {
+  try {
+    if (statSync(options.file).size > ROTATE_AT_BYTES) renameSync(options.file, `${options.file}.1`);
+  } catch {
+    // No file yet.
+  }
+  // Synchronous: a terminal chat logs little, and nothing is lost when the process exits.
+  const file = pino.destination({ dest: options.file, mkdir: true, sync: true });
+  const echo: DestinationStream = {
+    write: (line: string) => {
+      const summary = summarizeLogLine(line);
+      if (summary) options.echo(summary.text, summary.level);
+    },
+  };
+  return pino.multistream([{ level: "trace", stream: file }, { level: "warn", stream: echo }]);
+}
+
+/** One short line for a JSON log line: its message and, when there is one, its error's first line. */
+export function summarizeLogLine(line: string): { text: string; level: number } | undefined {
+  let entry: unknown;
+  try {
+    entry = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (typeof entry !== "object" || entry === null) return undefined;
+  const { level, msg, err } = entry as { level?: unknown; msg?: unknown; err?: { message?: unknown } };
+  const message = typeof msg === "string" ? msg : "";
+  const cause = typeof err?.message === "string" ? err.message.split("\n")[0] : undefined;
+  const text = [message, cause].filter((part) => part !== undefined && part !== "").join(": ");
+  return text === "" ? undefined : { text, level: typeof level === "number" ? level : 40 };
+}

@@ -3,19 +3,18 @@
  * LONGHAUL_ROLE=all (default) runs the gateway and a worker in one process; `gateway` and
  * `worker` run one side, so many workers on many machines can share one Redis.
  */
-import { ConfigError, configSecrets, loadConfig, type Config } from "../config/index.js";
-import { startWorkerRole, type WorkerRole } from "../workers/worker-role.js";
-import { createAdapters } from "./adapters/index.js";
-import { resolveRedis } from "./embedded-redis.js";
-import { startGateway, type Gateway } from "./gateway/gateway.js";
-import { startHttpServer, type RouteHandler } from "./gateway/http-server.js";
-import { createLogger } from "./logger.js";
-import { createMetrics } from "./metrics.js";
+import { ConfigError, loadConfig, type Config } from "../config/index.js";
+import type { WorkerRole } from "../workers/worker-role.js";
+import { StartupRefusedError } from "./doctor/check.js";
+import { assertModelConfigured } from "./doctor/settings.js";
+import type { Gateway } from "./gateway/gateway.js";
+import type { RouteHandler } from "./gateway/http-server.js";
 
 async function main(): Promise<void> {
   let config: Config;
   try {
     config = loadConfig(process.env);
+    assertModelConfigured(config);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`longhaul: ${error.message}\n`);
@@ -23,9 +22,19 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const logger = createLogger({ level: config.LOG_LEVEL, secrets: configSecrets(config) });
+  // The rest is loaded once the settings are known to be usable, so a refusal comes at once
+  // (`npm start` compiles every module it loads).
+  const [
+    { startWorkerRole }, { createAdapters }, { checkBeforeStart }, { resolveRedis },
+    { startGateway }, { startHttpServer }, { createMetrics }, { createProcessIo },
+  ] = await Promise.all([
+    import("../workers/worker-role.js"), import("./adapters/index.js"), import("./doctor/startup.js"), import("./embedded-redis.js"),
+    import("./gateway/gateway.js"), import("./gateway/http-server.js"), import("./metrics.js"), import("./process-io.js"),
+  ]);
+  const { logger, terminal } = createProcessIo(config);
   const metrics = createMetrics();
   const redis = await resolveRedis({ ...(config.REDIS_URL ? { redisUrl: config.REDIS_URL } : {}), dataDir: config.DATA_DIR, logger });
+  await checkBeforeStart({ config, redis, logger });
   logger.info({ role: config.LONGHAUL_ROLE, model: config.LLM_MODEL, busyMode: config.BUSY_MODE }, "longhaul-starting");
 
   let gateway: Gateway | undefined;
@@ -75,7 +84,11 @@ async function main(): Promise<void> {
 
   if (config.LONGHAUL_ROLE !== "gateway") worker = startWorkerRole({ config, redisUrl: redis.url, logger, metrics });
   if (config.LONGHAUL_ROLE !== "worker") {
-    const adapters = createAdapters(config, logger, { onConsoleDrained: () => void shutdown("console-input-ended") });
+    const adapters = createAdapters(config, logger, {
+      onConsoleDrained: () => void shutdown("console-input-ended"),
+      onConsoleQuit: () => void shutdown("console-quit"),
+      ...(terminal ? { terminal } : {}),
+    });
     gateway = await startGateway({ config, redisUrl: redis.url, adapters, logger, metrics });
     for (const [path, handler] of gateway.routes) routes.set(path, handler);
   }
@@ -83,6 +96,10 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
+  if (error instanceof StartupRefusedError) {
+    process.stderr.write(`${error.message}\n`);
+    process.exit(error.exitCode);
+  }
   process.stderr.write(`longhaul: failed to start: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
   process.exit(1);
 });

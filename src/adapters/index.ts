@@ -1,14 +1,24 @@
 import type { Config } from "../../config/index.js";
 import type { Logger } from "../logger.js";
 import type { ChannelAdapter } from "./channel-adapter.js";
-import { ConsoleAdapter } from "./console/index.js";
+import { ConsoleAdapter, consoleMode, PlainConsoleIo, type TerminalChat } from "./console/index.js";
 import { DiscordAdapter } from "./discord/index.js";
 import { createTelegramAdapter } from "./telegram/index.js";
 
 export type { ChannelAdapter, InboundMessage, OutboundReply, ReplyTarget, TurnActivity, IngressPort, SubmitResult, Platform } from "./channel-adapter.js";
+export { consoleMode, type ConsoleMode } from "./console/index.js";
+
+export interface AdapterHooks {
+  /** Piped input ended and every line has been answered. */
+  onConsoleDrained: () => void;
+  /** The person left the terminal chat (Ctrl-D, Ctrl-C on an empty line). */
+  onConsoleQuit?: () => void;
+  /** The terminal chat, when stdin and stdout are a terminal (process-io.ts made it for the logger too). */
+  terminal?: TerminalChat;
+}
 
 /** The adapters this gateway runs: each platform with a token, and the console when asked or when none has one. */
-export function createAdapters(config: Config, logger: Logger, hooks: { onConsoleDrained: () => void }): ChannelAdapter[] {
+export function createAdapters(config: Config, logger: Logger, hooks: AdapterHooks): ChannelAdapter[] {
   const adapters: ChannelAdapter[] = [];
   const telegram = createTelegramAdapter(config, logger.child({ platform: "telegram" }));
   if (telegram) adapters.push(telegram);
@@ -21,13 +31,13 @@ export function createAdapters(config: Config, logger: Logger, hooks: { onConsol
       logger: logger.child({ platform: "discord" }),
     }));
   }
-  if (config.CONSOLE === "on" || (config.CONSOLE === "auto" && adapters.length === 0)) {
+  if (hooks.terminal) {
+    adapters.push(new ConsoleAdapter({ io: hooks.terminal, userName: config.CONSOLE_USER, ...(hooks.onConsoleQuit ? { onQuit: hooks.onConsoleQuit } : {}) }));
+  } else if (consoleMode(config, process, process.env) !== "off") {
     const interactive = Boolean(process.stdin.isTTY);
     adapters.push(new ConsoleAdapter({
-      input: process.stdin,
-      output: process.stdout,
+      io: new PlainConsoleIo({ input: process.stdin, output: process.stdout, prompt: `${config.CONSOLE_USER} › `, interactive }),
       userName: config.CONSOLE_USER,
-      interactive,
       ...(!interactive && config.CONSOLE_EXIT_ON_EOF ? { onDrained: hooks.onConsoleDrained } : {}),
     }));
   }

@@ -49,4 +49,6 @@ export const globalKeys = (prefix: string) => ({
   rate: (platform: string, userId: string, minute: number) => `${prefix}:rate:${platform}:${userId}:${minute}`,
   activityChannel: `${prefix}:activity`,
   controlChannel: `${prefix}:control`,
+  /** Says this Redis (under this prefix) is longhaul's: src/doctor/redis.ts. */
+  marker: `${prefix}:longhaul`,
 });

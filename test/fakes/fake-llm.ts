@@ -26,6 +26,10 @@
  * `gate.release()` (or until the client disconnects, as when a worker is killed mid-request).
  * `await fake.waitForRequests(n, timeoutMs)` resolves once n requests have arrived.
  * `stream: true` is refused with a 400: streaming is not faked.
+ *
+ * GET /v1/models lists `options.models` (default: gpt-4o-mini) in OpenAI's shape. With
+ * `options.apiKey`, every route answers 401 as OpenAI does unless `Authorization: Bearer <key>`
+ * matches (such requests are not recorded).
  */
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -216,7 +220,14 @@ function send(response: ServerResponse, status: number, body: unknown, headers: 
   response.writeHead(status, { "content-type": "application/json", ...headers }).end(typeof body === "string" ? body : JSON.stringify(body));
 }
 
-export async function startFakeLlm(): Promise<FakeLlm> {
+export interface FakeLlmOptions {
+  /** The only key accepted; unset: any key (or none) is accepted. */
+  apiKey?: string;
+  /** What GET /v1/models lists. @defaultValue ["gpt-4o-mini"] */
+  models?: readonly string[];
+}
+
+export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLlm> {
   const requests: RecordedRequest[] = [];
   const queue: FakeResponse[] = [];
   const routes: Array<{ predicate: RequestPredicate; handler: FakeHandler | FakeResponse }> = [];
@@ -256,6 +267,14 @@ export async function startFakeLlm(): Promise<FakeLlm> {
     const chunks: Buffer[] = [];
     incoming.on("data", (chunk: Buffer) => chunks.push(chunk));
     incoming.on("end", () => {
+      if (options.apiKey !== undefined && incoming.headers.authorization !== `Bearer ${options.apiKey}`) {
+        const refusal = httpError.unauthorized();
+        return send(response, refusal.status, refusal.body);
+      }
+      if (incoming.method === "GET" && incoming.url === "/v1/models") {
+        const data = (options.models ?? ["gpt-4o-mini"]).map((id) => ({ id, object: "model", created: 1_700_000_000, owned_by: "fake" }));
+        return send(response, 200, { object: "list", data });
+      }
       if (incoming.method !== "POST" || incoming.url !== "/v1/chat/completions") {
         return send(response, 404, { error: { message: `no route ${incoming.method} ${incoming.url}`, type: "invalid_request_error", param: null, code: null } });
       }

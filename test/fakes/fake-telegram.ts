@@ -87,6 +87,8 @@ export class FakeTelegram {
   private nextUpdateId = 100_000;
   private nextMessageId = 1;
   private confirmedOffset = 0;
+  /** What setWebhook set (getWebhookInfo reports it); "" when none. */
+  webhookUrl = "";
 
   private constructor(private readonly server: Server, readonly apiRoot: string, readonly token: string, readonly bot: UserFromGetMe) {}
 
@@ -218,9 +220,19 @@ export class FakeTelegram {
         return this.editMessageText(payload, ok, fail);
       case "sendChatAction":
       case "setMyCommands":
-      case "setWebhook":
-      case "deleteWebhook":
         return ok(true);
+      case "setWebhook":
+        this.webhookUrl = String(payload.url ?? "");
+        return ok(true);
+      case "deleteWebhook":
+        this.webhookUrl = "";
+        return ok(true);
+      case "getWebhookInfo":
+        return ok({
+          url: this.webhookUrl,
+          has_custom_certificate: false,
+          pending_update_count: this.updates.filter((update) => update.update_id >= this.confirmedOffset).length,
+        });
       default:
         return fail({ error_code: 404, description: "Not Found" });
     }

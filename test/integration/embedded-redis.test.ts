@@ -11,6 +11,7 @@ describe("Redis resolution", () => {
   it("uses REDIS_URL when it is set, without starting anything", async () => {
     const resolved = await resolveRedis({ redisUrl: "redis://10.0.0.1:6379", dataDir: "/nonexistent", logger: silentLogger });
     expect(resolved.url).toBe("redis://10.0.0.1:6379");
+    expect(resolved.explicit).toBe(true);
   });
 
   it("runs a private redis-server with AOF under DATA_DIR when nothing listens on the default port, and stops it", async () => {
@@ -22,6 +23,8 @@ describe("Redis resolution", () => {
       const client = createRedis(resolved.url, { maxRetriesPerRequest: 1 });
       await client.set("k", "v");
       expect(await client.config("GET", "appendonly")).toEqual(["appendonly", "yes"]);
+      expect(await client.config("GET", "appendfsync")).toEqual(["appendfsync", "everysec"]);
+      expect(await client.config("GET", "maxmemory-policy")).toEqual(["maxmemory-policy", "noeviction"]);
       client.disconnect();
       expect(existsSync(join(dataDir, "redis"))).toBe(true);
       expect(readdirSync(join(dataDir, "redis")).some((name) => name.startsWith("appendonly"))).toBe(true);

@@ -1,68 +1,66 @@
-import { createInterface, type Interface } from "node:readline";
-import type { Readable, Writable } from "node:stream";
-import type { ChannelAdapter, IngressPort, OutboundReply, SendOptions } from "../channel-adapter.js";
+import type { ChannelAdapter, IngressPort, OutboundReply, SendOptions, TurnActivity } from "../channel-adapter.js";
+import type { ConsoleIo } from "./console-io.js";
 import { toInboundMessage } from "./to-inbound-message.js";
 
 export interface ConsoleAdapterOptions {
-  input: Readable;
-  output: Writable;
+  /** A plain stream (piped stdin, scripts) or a terminal the chat owns (`TerminalChat`). */
+  io: ConsoleIo;
   userName: string;
-  /** An interactive terminal gets a prompt; piped input gets bare replies, one per answer. */
-  interactive: boolean;
-  /** Piped input ended and every line has been answered. */
+  /** Input ended and every message has been answered (piped stdin runs to completion). */
   onDrained?: () => void;
+  /** Input ended and the person does not wait for answers (Ctrl-D or Ctrl-C in a terminal). */
+  onQuit?: () => void;
 }
 
 /**
- * Chat in the terminal through the same ingress, queue and workers as the platforms. One line
- * is one message; replies go to stdout (logs go to stderr), so it can be scripted.
+ * Chat in the terminal through the same ingress, queue and workers as the platforms. Messages
+ * come from the `ConsoleIo`; replies go back to it.
  */
 export class ConsoleAdapter implements ChannelAdapter {
   readonly platform = "console" as const;
   readonly #options: ConsoleAdapterOptions;
   readonly #runId = Date.now().toString(36);
   readonly #outstanding = new Set<string>();
-  #lines?: Interface;
   #sequence = 0;
   #inputEnded = false;
   #submitting: Promise<unknown> = Promise.resolve();
-  /** The buttons of the last reply that had some: "y" presses the first, "n" the second. */
-  #actions: { yes: string; no: string } | undefined;
 
   constructor(options: ConsoleAdapterOptions) {
     this.#options = options;
   }
 
+  /** The buttons of the last reply that had some: "y" presses the first, "n" the second. */
+  #actions: { yes: string; no: string } | undefined;
+
   async start(ingress: IngressPort): Promise<void> {
-    const lines = createInterface({ input: this.#options.input, terminal: false });
-    this.#lines = lines;
-    this.#prompt();
-    lines.on("line", (line) => {
-      const text = line.trim();
-      if (text === "") return this.#prompt();
-      const messageId = `${this.#runId}-${++this.#sequence}`;
-      const base = toInboundMessage({ text, messageId, userName: this.#options.userName, now: Date.now() });
-      const answer = this.#actions && /^(y|yes|n|no)$/i.test(text) ? (/^y/i.test(text) ? this.#actions.yes : this.#actions.no) : undefined;
-      if (answer !== undefined) this.#actions = undefined;
-      const message = answer === undefined ? base : { ...base, action: { id: answer } };
-      this.#outstanding.add(messageId);
-      // Lines are submitted one after another so the inbox keeps their order.
-      this.#submitting = this.#submitting.then(async () => {
-        const result = await ingress.submit(message);
-        if (result.status !== "accepted") {
+    const { io } = this.#options;
+    io.start({
+      onMessage: (text) => {
+        const messageId = `${this.#runId}-${++this.#sequence}`;
+        const base = toInboundMessage({ text, messageId, userName: this.#options.userName, now: Date.now() });
+        const answer = this.#actions && /^(y|yes|n|no)$/i.test(text.trim()) ? (/^y/i.test(text.trim()) ? this.#actions.yes : this.#actions.no) : undefined;
+        if (answer !== undefined) this.#actions = undefined;
+        const message = answer === undefined ? base : { ...base, action: { id: answer } };
+        this.#outstanding.add(messageId);
+        // Messages are submitted one after another so the inbox keeps their order.
+        this.#submitting = this.#submitting.then(async () => {
+          const result = await ingress.submit(message);
+          if (result.status !== "accepted") {
+            this.#outstanding.delete(messageId);
+            if ("notice" in result && result.notice) io.notice(result.notice);
+            this.#checkDrained();
+          }
+        }).catch((error: unknown) => {
           this.#outstanding.delete(messageId);
-          if ("notice" in result && result.notice) this.#write(result.notice);
+          io.notice(`(could not queue that message: ${error instanceof Error ? error.message : String(error)})`);
           this.#checkDrained();
-        }
-      }).catch((error: unknown) => {
-        this.#outstanding.delete(messageId);
-        this.#write(`(could not queue that message: ${error instanceof Error ? error.message : String(error)})`);
-        this.#checkDrained();
-      });
-    });
-    lines.on("close", () => {
-      this.#inputEnded = true;
-      void this.#submitting.then(() => this.#checkDrained());
+        });
+      },
+      onEnd: () => {
+        this.#inputEnded = true;
+        if (this.#options.onQuit) return this.#options.onQuit();
+        void this.#submitting.then(() => this.#checkDrained());
+      },
     });
   }
 
@@ -70,29 +68,23 @@ export class ConsoleAdapter implements ChannelAdapter {
     if (options.fromPart === 0) {
       const [yes, no] = reply.actions ?? [];
       if (yes && no) this.#actions = { yes: yes.id, no: no.id };
-      const text = yes && no ? `${reply.text}\n(y = ${yes.label}, n = ${no.label})` : reply.text;
-      this.#write(this.#options.interactive ? `\nlonghaul › ${text}\n` : text);
+      this.#options.io.reply(yes && no ? `${reply.text}\n(y = ${yes.label}, n = ${no.label})` : reply.text);
       await options.onPartSent(0);
     }
     for (const id of reply.inReplyTo) this.#outstanding.delete(id);
-    this.#prompt();
     this.#checkDrained();
   }
 
+  onActivity(activity: TurnActivity): void {
+    this.#options.io.setBusy?.(activity.type === "turn-started");
+  }
+
   async stop(): Promise<void> {
-    this.#lines?.close();
+    this.#options.io.close();
   }
 
   isConnected(): boolean {
     return !this.#inputEnded || this.#outstanding.size > 0;
-  }
-
-  #write(text: string): void {
-    this.#options.output.write(`${text}\n`);
-  }
-
-  #prompt(): void {
-    if (this.#options.interactive && !this.#inputEnded) this.#options.output.write(`${this.#options.userName} › `);
   }
 
   #checkDrained(): void {
