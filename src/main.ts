@@ -75,7 +75,12 @@ async function main(): Promise<void> {
 
   if (config.LONGHAUL_ROLE !== "gateway") worker = startWorkerRole({ config, redisUrl: redis.url, logger, metrics });
   if (config.LONGHAUL_ROLE !== "worker") {
-    const adapters = createAdapters(config, logger, { onConsoleDrained: () => void shutdown("console-input-ended") });
+    const adapters = createAdapters(config, logger, {
+      onConsoleDrained: () => void shutdown("console-input-ended"),
+      // Intake cannot recover by itself (a 409 that did not clear): exit non-zero so the
+      // supervisor (compose `restart:`) starts a fresh gateway.
+      onFatal: (platform, error) => void shutdown(`${platform}-intake-failed: ${error.message}`, 1),
+    });
     gateway = await startGateway({ config, redisUrl: redis.url, adapters, logger, metrics });
     for (const [path, handler] of gateway.routes) routes.set(path, handler);
   }

@@ -8,9 +8,11 @@ import { createTelegramAdapter } from "./telegram/index.js";
 export type { ChannelAdapter, InboundMessage, OutboundReply, ReplyTarget, TurnActivity, IngressPort, SubmitResult, Platform } from "./channel-adapter.js";
 
 /** The adapters this gateway runs: each platform with a token, and the console when asked or when none has one. */
-export function createAdapters(config: Config, logger: Logger, hooks: { onConsoleDrained: () => void }): ChannelAdapter[] {
+export function createAdapters(config: Config, logger: Logger, hooks: { onConsoleDrained: () => void; onFatal?: (platform: string, error: Error) => void }): ChannelAdapter[] {
   const adapters: ChannelAdapter[] = [];
-  const telegram = createTelegramAdapter(config, logger.child({ platform: "telegram" }));
+  const telegram = createTelegramAdapter(config, logger.child({ platform: "telegram" }), {
+    ...(hooks.onFatal ? { onFatal: (error: Error) => hooks.onFatal?.("telegram", error) } : {}),
+  });
   if (telegram) adapters.push(telegram);
   if (config.DISCORD_BOT_TOKEN) {
     adapters.push(new DiscordAdapter({

@@ -8,3 +8,4 @@ export { ToolRegistry, type Tool, type ToolContext, type TranscriptReader } from
 export { currentTimeTool } from "./tools/current-time.js";
 export { parseCommand, type ParsedCommand } from "./commands/parse.js";
 export { HELP_TEXT } from "./commands/run-command.js";
+export { joinPasteParts, pasteWaitMs, PASTE_WAIT_MS } from "./paste-parts.js";

@@ -7,6 +7,7 @@ import { freshSessionAfter, messageIdAllocator, type SessionState } from "../ses
 import type { InboxEntry } from "../session/store.js";
 import { runCommand, type CommandContext } from "./commands/run-command.js";
 import { parseCommand, type ParsedCommand } from "./commands/parse.js";
+import { joinPasteParts } from "./paste-parts.js";
 import type { ContextManager } from "./context-manager.js";
 import { runTurn } from "./run-turn.js";
 import type { ToolRegistry, TranscriptReader } from "./tools/registry.js";
@@ -54,7 +55,8 @@ type Segment = { kind: "command"; command: ParsedCommand; entry: InboxEntry } | 
 /** Commands are handled one by one, in order; consecutive chat messages form one agent turn. */
 export function segmentBatch(batch: readonly InboxEntry[]): Segment[] {
   const segments: Segment[] = [];
-  for (const entry of batch) {
+  // The parts of one long paste are one message (paste-parts.ts).
+  for (const entry of joinPasteParts(batch)) {
     const command = parseCommand(entry.text);
     if (command) {
       segments.push({ kind: "command", command, entry });
@@ -192,7 +194,7 @@ export function settleWithoutAnswer(
   mark?.(state);
   const newId = messageIdAllocator(state);
   ensureSystemPrompt(state, engine.systemPrompt, newId, engine.now());
-  const chatEntries = input.batch.filter((entry) => !parseCommand(entry.text));
+  const chatEntries = joinPasteParts(input.batch).filter((entry) => !parseCommand(entry.text));
   const userMessages = toUserMessages(chatEntries, newId);
   state.live.push(...userMessages);
   state.updatedAt = engine.now();

@@ -110,6 +110,11 @@ export class FakeTelegram {
     return this.calls.filter((call) => call.method === method);
   }
 
+  /** sendMessage calls Telegram accepted (to `chatId` when given), in order: what users received. */
+  delivered(chatId?: number | string): RecordedCall[] {
+    return this.calls.filter((call) => call.method === "sendMessage" && call.visible !== undefined && (chatId === undefined || String(call.payload.chat_id) === String(chatId)));
+  }
+
   /** The next call of `method` fails with this Bot API error (queue several to fail several). */
   failNext(method: string, failure: ApiFailure): void {
     this.failures.set(method, [...(this.failures.get(method) ?? []), failure]);

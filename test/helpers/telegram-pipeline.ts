@@ -56,7 +56,7 @@ export interface TelegramE2e {
   logs: LogCapture;
   /** The gateway's HTTP server in webhook mode: the webhook URL. */
   webhookUrl?: string;
-  /** sendMessage calls to one chat, in the order Telegram received them. */
+  /** sendMessage calls one chat received (Telegram accepted them), in order. */
   sentTo(chatId: number): RecordedCall[];
   /** Waits until `count` sendMessage calls reached `chatId`; returns them. */
   waitForSent(chatId: number, count: number, timeoutMs?: number): Promise<RecordedCall[]>;
@@ -103,7 +103,7 @@ export async function startTelegramE2e(options: StartOptions = {}): Promise<Tele
   }
   for (const [path, handler] of pipeline.gateway.routes) routes.set(path, handler);
 
-  const sentTo = (chatId: number) => telegram.callsOf("sendMessage").filter((call) => String(call.payload.chat_id) === String(chatId));
+  const sentTo = (chatId: number) => telegram.delivered(chatId);
   let closing: Promise<void> | undefined;
   return {
     env, config, telegram, llm, pipeline, adapter, logs,

@@ -89,7 +89,9 @@ describe("telegram adapter, long polling", () => {
     });
     const commands = await fake.waitForCall("setMyCommands");
     expect((commands.payload.commands as Array<{ command: string }>).map((entry) => entry.command)).toEqual(["help", "new", "compress", "status", "usage", "stop"]);
-    expect(fake.callsOf("deleteWebhook")).toHaveLength(1);
+    // No webhook was set, so none is deleted: deleteWebhook would disconnect another deployment's.
+    expect(fake.callsOf("getWebhookInfo")).toHaveLength(1);
+    expect(fake.callsOf("deleteWebhook")).toHaveLength(0);
     expect(fake.callsOf("getMe")).toHaveLength(0);
     // The adapter sent nothing by itself: the reply comes from the worker.
     expect(fake.callsOf("sendMessage")).toHaveLength(0);
@@ -155,13 +157,14 @@ describe("telegram adapter, long polling", () => {
       onPartSent: async (index) => void progress.push(index),
     });
 
-    const sent = fake.callsOf("sendMessage");
+    const sent = fake.delivered();
     expect(sent.length).toBeGreaterThanOrEqual(3);
     expect(progress).toEqual(sent.map((_, index) => index));
     for (const [index, call] of sent.entries()) {
       expect(call.payload.parse_mode).toBe("HTML");
-      expect(textOf(call).length).toBeLessThanOrEqual(4096);
-      expect(parseTelegramHtml(textOf(call))).not.toHaveProperty("error");
+      const seen = parseTelegramHtml(textOf(call));
+      expect(seen).not.toHaveProperty("error");
+      expect((seen as { text: string }).text.length).toBeLessThanOrEqual(4096);
       expect(call.payload.reply_parameters === undefined).toBe(index > 0);
     }
     for (const [index] of blocks.entries()) {
@@ -173,7 +176,7 @@ describe("telegram adapter, long polling", () => {
     // Resuming a partly delivered reply sends only the rest, without the reply reference.
     const before = sent.length;
     await started.send(reply(markdown, { platform: "telegram", chatId: "5012345678", replyToMessageId: "77" }), { fromPart: 2, onPartSent: async () => {} });
-    const resumed = fake.callsOf("sendMessage").slice(before);
+    const resumed = fake.delivered().slice(before);
     expect(resumed.map(textOf)).toEqual(sent.slice(2).map(textOf));
     expect(resumed.every((call) => call.payload.reply_parameters === undefined)).toBe(true);
   });
@@ -372,12 +375,45 @@ describe("telegram adapter, long polling", () => {
     expect(lines.join("\n")).not.toContain(FAKE_TOKEN.split(":")[1]);
   });
 
-  it("stops polling for good on 409 (another poller on this token) and says so", async () => {
+  it("backs off on 409 (another poller on this token) with a clear log line, and recovers", async () => {
     fake = await FakeTelegram.start();
-    fake.failNext("getUpdates", { error_code: 409, description: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running" });
-    const started = await startAdapter(new RecordingIngress());
+    const conflict = { error_code: 409, description: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running" };
+    for (let index = 0; index < 2; index++) fake.failNext("getUpdates", conflict);
+    const fatal: Error[] = [];
+    const ingress = new RecordingIngress();
+    const started = await startAdapter(ingress, { onFatal: (error) => void fatal.push(error) });
     await waitUntil(() => !started.isConnected());
-    await waitUntil(() => logLines.some((line) => line.includes("telegram polling stopped")));
+    await waitUntil(() => logLines.some((line) => line.includes("409 Conflict: another process polls this bot token")));
+    fake.pushMessage({ chat: DM, from: ADA, text: "still there?" });
+    await waitUntil(() => ingress.submissions.length === 1, 10_000);
+    expect(started.isConnected()).toBe(true);
+    expect(fatal).toEqual([]);
+  });
+
+  it("gives up on a 409 that does not clear: onFatal, so the process exits for its supervisor", async () => {
+    fake = await FakeTelegram.start();
+    for (let index = 0; index < 20; index++) fake.failNext("getUpdates", { error_code: 409, description: "Conflict: terminated by other getUpdates request" });
+    const fatal: Error[] = [];
+    await startAdapter(new RecordingIngress(), { onFatal: (error) => void fatal.push(error), conflictGiveUpMs: 1500 });
+    await waitUntil(() => fatal.length === 1, 10_000);
+    expect(fatal[0]?.message).toMatch(/409/);
+    expect(logLines.some((line) => line.includes("exiting so the supervisor restarts this gateway"))).toBe(true);
+  });
+
+  it("refuses to poll over a webhook set elsewhere, unless told to take over", async () => {
+    fake = await FakeTelegram.start();
+    fake.setWebhookElsewhere("https://other-deployment.example.com/telegram/webhook/s3cret");
+    await expect(startAdapter(new RecordingIngress())).rejects.toThrow(/a webhook is set for this bot \(host other-deployment\.example\.com\).*TELEGRAM_FORCE_POLLING/);
+    expect(fake.callsOf("deleteWebhook")).toHaveLength(0);
+    expect(fake.callsOf("getUpdates")).toHaveLength(0);
+    expect(fake.webhookUrl).not.toBe("");
+    adapter = undefined;
+
+    const ingress = new RecordingIngress();
+    await startAdapter(ingress, { forcePolling: true });
+    expect(fake.callsOf("deleteWebhook")).toHaveLength(1);
+    fake.pushMessage({ chat: DM, from: ADA, text: "polling now" });
+    await waitUntil(() => ingress.submissions.length === 1);
   });
 
   it("reports the connection down when the Bot API is unreachable, and stops cleanly", async () => {
