@@ -5,8 +5,8 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { Update } from "grammy/types";
-import type { InboundMessage, IngressPort, OutboundReply, SubmitResult } from "../../../src/adapters/channel-adapter.js";
-import { TelegramAdapter, type TelegramAdapterOptions } from "../../../src/adapters/telegram/index.js";
+import type { ChatMove, ChatMoveResult, InboundMessage, IngressPort, OutboundReply, SubmitResult } from "../../../src/adapters/channel-adapter.js";
+import { SUBMIT_FAILED_NOTICE, TelegramAdapter, type TelegramAdapterOptions } from "../../../src/adapters/telegram/index.js";
 import { PermanentError, RetryableError } from "../../../src/errors.js";
 import { createLogger } from "../../../src/logger.js";
 import { FAKE_BOT, FAKE_TOKEN, FakeTelegram, parseTelegramHtml, type RecordedCall } from "../../fakes/fake-telegram.js";
@@ -33,6 +33,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const DM = { id: 5012345678, type: "private" as const, first_name: "Ada" };
 const ADA = { id: 5012345678, is_bot: false, first_name: "Ada" };
 const GROUP = { id: -1001987654321, type: "supergroup" as const, title: "Compiler nerds" };
+const OTHER_GROUP = { id: -1005550001111, type: "supergroup" as const, title: "Not enabled" };
 const FORUM = { id: -1002233445566, type: "supergroup" as const, title: "Team HQ", is_forum: true as const };
 const GRACE = { id: 6111222333, is_bot: false, first_name: "Grace", last_name: "Hopper" };
 const mention = (text: string) => [{ type: "mention" as const, offset: text.indexOf("@longhaul_test_bot"), length: 18 }];
@@ -414,6 +415,148 @@ describe("telegram adapter, long polling", () => {
     expect(fake.callsOf("deleteWebhook")).toHaveLength(1);
     fake.pushMessage({ chat: DM, from: ADA, text: "polling now" });
     await waitUntil(() => ingress.submissions.length === 1);
+  });
+
+  it("confirms an update's offset only once its submit resolved, and hands back what is unstored at shutdown", async () => {
+    fake = await FakeTelegram.start();
+    let release: (() => void) | undefined;
+    const ingress = new RecordingIngress(() => new Promise<SubmitResult>((resolve) => (release = () => resolve({ status: "accepted" }))));
+    const started = await startAdapter(ingress);
+    const first = fake.pushMessage({ chat: DM, from: ADA, text: "one" });
+    await waitUntil(() => ingress.submissions.length === 1);
+    // Fetched but not stored: several long polls later, Telegram still holds it.
+    await sleep(300);
+    expect(fake.confirmedOffset).toBeLessThanOrEqual(first.update_id);
+    release?.();
+    await waitUntil(() => fake.confirmedOffset > first.update_id);
+
+    // A submit that hangs when the gateway stops: the update stays unconfirmed for the next process.
+    const second = fake.pushMessage({ chat: DM, from: ADA, text: "two" });
+    await waitUntil(() => ingress.submissions.length === 2);
+    await started.stop();
+    expect(fake.confirmedOffset).toBeLessThanOrEqual(second.update_id);
+    const next = new RecordingIngress();
+    await startAdapter(next);
+    await waitUntil(() => next.submissions.length === 1);
+    expect(next.submissions[0]?.text).toBe("two");
+  });
+
+  it("keeps chats side by side and each chat in order while submits are slow", async () => {
+    fake = await FakeTelegram.start();
+    const order: string[] = [];
+    const ingress = new RecordingIngress(async (message) => {
+      order.push(`start ${message.text}`);
+      await sleep(message.text === "a1" ? 300 : 10);
+      order.push(`end ${message.text}`);
+      return { status: "accepted" };
+    });
+    await startAdapter(ingress);
+    const ADA_GROUP = { ...GROUP };
+    fake.pushMessage({ chat: DM, from: ADA, text: "a1" });
+    fake.pushMessage({ chat: DM, from: ADA, text: "a2" });
+    fake.pushMessage({ chat: ADA_GROUP, from: GRACE, text: "@longhaul_test_bot b1", entities: mention("@longhaul_test_bot b1") });
+    await waitUntil(() => order.length === 6);
+    // The group's message did not wait for the slow DM; the DM's second message did.
+    expect(order.indexOf("end b1")).toBeLessThan(order.indexOf("end a1"));
+    expect(order.indexOf("start a2")).toBeGreaterThan(order.indexOf("end a1"));
+  });
+
+  it("retries a failing submit with a bound, then tells the user and moves on", async () => {
+    fake = await FakeTelegram.start();
+    const ingress = new RecordingIngress(() => Promise.reject(new Error("redis down")));
+    await startAdapter(ingress, { submitRetryDelaysMs: [20, 20] });
+    const update = fake.pushMessage({ chat: DM, from: ADA, text: "are you there?" });
+    const notice = await fake.waitForCall("sendMessage");
+    expect(textOf(notice)).toBe(SUBMIT_FAILED_NOTICE);
+    expect(ingress.submissions).toHaveLength(3);
+    await waitUntil(() => fake.confirmedOffset > update.update_id);
+  });
+
+  it("sends one notice for an album of uncaptioned photos", async () => {
+    fake = await FakeTelegram.start();
+    const ingress = new RecordingIngress();
+    await startAdapter(ingress);
+    const photo = [{ file_id: "p", file_unique_id: "u", width: 1, height: 1 }];
+    for (let index = 0; index < 4; index++) fake.pushMessage({ chat: DM, from: ADA, media_group_id: "album-1", photo });
+    fake.pushMessage({ chat: DM, from: ADA, text: "after the album" });
+    await waitUntil(() => ingress.submissions.length === 1);
+    await sleep(100);
+    expect(fake.callsOf("sendMessage")).toHaveLength(1);
+    expect(textOf(fake.callsOf("sendMessage")[0] as RecordedCall)).toContain("photo");
+  });
+
+  it("takes the continuation of a long paste in a group when its first part addressed the bot", async () => {
+    fake = await FakeTelegram.start();
+    const ingress = new RecordingIngress();
+    await startAdapter(ingress, { botInfo: FAKE_BOT });
+    const first = `@longhaul_test_bot ${"please review this log line. ".repeat(140)}`;
+    fake.pushMessage({ chat: GROUP, from: GRACE, text: first, entities: mention(first) });
+    fake.pushMessage({ chat: GROUP, from: GRACE, text: "the rest of the paste" });
+    fake.pushMessage({ chat: GROUP, from: ADA, text: "unrelated chatter" });
+    await waitUntil(() => ingress.submissions.length === 2);
+    await sleep(200);
+    expect(ingress.submissions.map((message) => message.text.slice(0, 20))).toEqual(["please review this l", "the rest of the past"]);
+    expect(ingress.submissions[0]?.mayContinue).toBe(true);
+  });
+
+  it("passes reply context, the forward origin and a /start payload to the ingress", async () => {
+    fake = await FakeTelegram.start();
+    const ingress = new RecordingIngress();
+    await startAdapter(ingress);
+    const bob = { id: 77, is_bot: false, first_name: "Bob" };
+    fake.pushMessage({ chat: DM, from: ADA, text: "is this right?", reply_to_message: { message_id: 3, date: 1, chat: DM, from: bob, text: "the answer is 42" } as never, quote: { text: "42", position: 14 } });
+    fake.pushMessage({ chat: DM, from: ADA, text: "look at this", forward_origin: { type: "user", date: 1, sender_user: bob } });
+    fake.pushMessage({ chat: DM, from: ADA, text: "/start plan-42", entities: [{ type: "bot_command", offset: 0, length: 6 }] });
+    await waitUntil(() => ingress.submissions.length === 3);
+    expect(ingress.submissions[0]?.replyTo).toEqual({ author: "Bob", text: "the answer is 42", quote: "42" });
+    expect(ingress.submissions[1]?.forwardedFrom).toBe("Bob");
+    expect(ingress.submissions[2]?.text).toContain('"plan-42"');
+  });
+
+  it("follows a group upgraded to a supergroup: moves the chat once and sends to the new id", async () => {
+    fake = await FakeTelegram.start();
+    const moves: ChatMove[] = [];
+    const ingress = Object.assign(new RecordingIngress(), {
+      moveChat: async (move: ChatMove): Promise<ChatMoveResult> => {
+        moves.push(move);
+        return moves.length === 1 ? "moved" : "already-moved";
+      },
+    });
+    const started = await startAdapter(ingress);
+    fake.migrateChat(-4001, -1004001);
+    await waitUntil(() => moves.length === 2);
+    expect(moves[0]).toEqual({ platform: "telegram", fromChatId: "-4001", toChatId: "-1004001", fromSessionKey: "tg:-4001", toSessionKey: "tg:-1004001" });
+
+    // A reply of the moved session that still names the old id follows the new one.
+    await started.send({ ...reply("hello again", { platform: "telegram", chatId: "-4001" }), sessionKey: "tg:-1004001" }, { fromPart: 0, onPartSent: async () => {} });
+    expect(fake.delivered(-1004001).map(textOf)).toEqual(["hello again"]);
+    // A delivery of the old session stops: the moved session delivers its outbox.
+    await expect(started.send(reply("old", { platform: "telegram", chatId: "-4001" }), { fromPart: 0, onPartSent: async () => {} })).rejects.toBeInstanceOf(RetryableError);
+    expect(fake.delivered(-1004001)).toHaveLength(1);
+  });
+
+  it("turns link previews off unless asked, stops typing on 403, and logs a group it is not allowed in once", async () => {
+    fake = await FakeTelegram.start();
+    const started = await startAdapter(new RecordingIngress(() => ({ status: "denied" })), { typingIntervalMs: 30 });
+    await started.send(reply("see https://example.com", { platform: "telegram", chatId: "5012345678" }), { fromPart: 0, onPartSent: async () => {} });
+    expect(fake.delivered()[0]?.payload.link_preview_options).toEqual({ is_disabled: true });
+
+    fake.failNext("sendChatAction", { error_code: 403, description: "Forbidden: bot was blocked by the user" });
+    started.onActivity({ type: "turn-started", sessionKey: "tg:5012345678", target: { platform: "telegram", chatId: "5012345678" } });
+    await sleep(200);
+    expect(fake.callsOf("sendChatAction")).toHaveLength(1);
+
+    for (const text of ["@longhaul_test_bot hi", "@longhaul_test_bot again"]) fake.pushMessage({ chat: OTHER_GROUP, from: GRACE, text, entities: mention(text) });
+    await waitUntil(() => fake.confirmedOffset > 0 && logLines.filter((line) => line.includes("group is not allowed")).length === 1);
+    await sleep(200);
+    expect(logLines.filter((line) => line.includes("group is not allowed"))).toHaveLength(1);
+    expect(fake.callsOf("sendMessage")).toHaveLength(1);
+    await started.stop();
+
+    adapter = undefined;
+    const withPreviews = await startAdapter(new RecordingIngress(), { linkPreviews: true });
+    await withPreviews.send(reply("see https://example.com", { platform: "telegram", chatId: "5012345678" }), { fromPart: 0, onPartSent: async () => {} });
+    expect(fake.delivered()[1]?.payload.link_preview_options).toBeUndefined();
   });
 
   it("reports the connection down when the Bot API is unreachable, and stops cleanly", async () => {
