@@ -82,9 +82,12 @@ export class FakeTelegram {
   private readonly globalSentAt: number[] = [];
   private webhook = { url: "", secret: "", lastErrorDate: 0, lastErrorMessage: "" };
   private nextUpdateId = 100_000;
+  private answerSoon: NodeJS.Immediate | undefined;
   private nextMessageId = 1;
   /** The highest offset a poller confirmed: Telegram forgets every update below it. */
   confirmedOffset = 0;
+  /** The highest update id handed to a poller (fetched, not necessarily confirmed). */
+  fetchedUpTo = 0;
   limits: RateLimits | undefined;
 
   private constructor(private readonly server: Server, readonly apiRoot: string, readonly token: string, readonly bot: UserFromGetMe, limits: RateLimits | undefined) {
@@ -136,7 +139,11 @@ export class FakeTelegram {
   /** Queues a raw update as is (the same object twice is a re-delivery). */
   pushUpdate(update: Update): void {
     this.updates.push(update);
-    for (const waiter of this.waiters) this.answerWaiter(waiter);
+    // Updates queued in the same tick reach a waiting poller as one batch, as Telegram batches them.
+    this.answerSoon ??= setImmediate(() => {
+      this.answerSoon = undefined;
+      for (const waiter of this.waiters) this.answerWaiter(waiter);
+    });
   }
 
   /**
@@ -202,6 +209,7 @@ export class FakeTelegram {
   }
 
   async close(): Promise<void> {
+    if (this.answerSoon) clearImmediate(this.answerSoon);
     for (const waiter of this.waiters) waiter.respond([]);
     this.waiters.clear();
     this.server.closeAllConnections();
@@ -317,6 +325,7 @@ export class FakeTelegram {
   private answerWaiter(waiter: Waiter): boolean {
     const pending = this.updates.filter((update) => update.update_id >= Math.max(waiter.offset, this.confirmedOffset)).slice(0, waiter.limit);
     if (pending.length === 0) return false;
+    this.fetchedUpTo = Math.max(this.fetchedUpTo, ...pending.map((update) => update.update_id));
     waiter.respond(pending);
     return true;
   }
