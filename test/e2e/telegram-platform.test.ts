@@ -81,7 +81,8 @@ describe("telegram end to end: the way people use it", () => {
     await sleep(2500);
     expect(e2e.sentTo(DM.id)).toHaveLength(1);
     expect(llm.requests).toHaveLength(1);
-    expect(lastUserText(llm.requests[0] as never)).toBe(parts.join("\n"));
+    // Each part as the adapter reads it (trimmed), joined with a line break.
+    expect(lastUserText(llm.requests[0] as never)).toBe(parts.map((part) => part.trim()).join("\n"));
     expect(textOf(answer)).toBe("Reviewed: it looks fine.");
   });
 
