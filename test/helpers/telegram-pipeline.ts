@@ -3,6 +3,7 @@
  * HTTP to the fake Bot API, inside the real pipeline (gateway ingress and delivery, BullMQ on
  * the private redis-server, a worker) with the fake LLM behind it. Nothing in between is mocked.
  */
+import { expect } from "vitest";
 import { loadConfig, type Config } from "../../config/index.js";
 import { createTelegramAdapter, TELEGRAM_WEBHOOK_PATH, type TelegramAdapter, type TelegramAdapterOptions } from "../../src/adapters/telegram/index.js";
 import { getTokenCounter } from "../../src/context/tokens.js";
@@ -127,3 +128,10 @@ export async function startTelegramE2e(options: StartOptions = {}): Promise<Tele
 
 /** Secrets that must never reach a log line or an output stream. */
 export const SECRETS = [TEST_TELEGRAM_TOKEN, TEST_TELEGRAM_TOKEN.split(":")[1] ?? "", TEST_API_KEY];
+
+/** Closes a run (after each test); whatever happened, no log line (trace level, nothing masked) carried a secret. */
+export async function closeChecked(run: TelegramE2e | undefined): Promise<void> {
+  const logs = run?.logs.lines.join("") ?? "";
+  await run?.close();
+  for (const secret of SECRETS) expect(logs).not.toContain(secret);
+}
