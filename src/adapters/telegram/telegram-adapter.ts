@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Bot, webhookCallback } from "grammy";
-import type { Message, Update, UserFromGetMe } from "grammy/types";
+import type { Message, Update } from "grammy/types";
 import { autoRetry } from "@grammyjs/auto-retry";
 import type {
   ChannelAdapter,
@@ -28,6 +28,10 @@ import { DEFAULT_PART_LENGTH } from "./split.js";
 import { TELEGRAM_COMMANDS, toInboundMessage, truncationNoticeText, type Intake } from "./to-inbound-message.js";
 import { TypingIndicators } from "./typing.js";
 import { hostOf, serveWebhook, WebhookHealth } from "./webhook.js";
+import { retrying } from "./retrying.js";
+import type { TelegramAdapterOptions } from "./options.js";
+
+export type { TelegramAdapterOptions } from "./options.js";
 
 export const TELEGRAM_WEBHOOK_PATH = "/telegram/webhook";
 
@@ -38,52 +42,6 @@ const ALLOWED_UPDATES = ["message"] as const;
 export const SUBMIT_FAILED_NOTICE = "Sorry, I couldn't take that message just now. Please send it again in a moment.";
 
 type HttpHandler = (request: IncomingMessage, response: ServerResponse) => void;
-
-export interface TelegramAdapterOptions {
-  token: string;
-  /** Bot API root, without a trailing slash. @defaultValue "https://api.telegram.org" */
-  apiRoot?: string;
-  /** Public URL Telegram posts updates to; unset: long polling. */
-  webhookUrl?: string;
-  /** Secret Telegram sends in X-Telegram-Bot-Api-Secret-Token; required with `webhookUrl`. */
-  webhookSecret?: string;
-  /** Inbound text longer than this is truncated, with a notice to the user. */
-  maxMessageChars: number;
-  logger: Logger;
-  /** getMe's answer, to skip the call (tests, cold starts of webhook replicas). */
-  botInfo?: UserFromGetMe;
-  /** Long-poll timeout of getUpdates in seconds. @defaultValue 30 */
-  pollingTimeoutSeconds?: number;
-  /** Timeout of one Bot API request (long polls get their own timeout on top). @defaultValue 60 */
-  requestTimeoutSeconds?: number;
-  /** How often the typing indicator is re-sent; Telegram shows it for about 5 s. @defaultValue 4000 */
-  typingIntervalMs?: number;
-  /** A typing indicator never outlives this, even if turn-finished is lost. @defaultValue 600000 */
-  typingMaxMs?: number;
-  /** Longest part of a reply, in UTF-16 units after parsing (Telegram's limit is 4096). @defaultValue 4096 */
-  maxPartLength?: number;
-  /** Show link previews under replies (LINK_PREVIEWS). @defaultValue false */
-  linkPreviews?: boolean;
-  /** Poll even though a webhook is set, deleting it (TELEGRAM_FORCE_POLLING). @defaultValue false */
-  forcePolling?: boolean;
-  /** How long a 409 Conflict may last before `onFatal` (TELEGRAM_CONFLICT_EXIT_S). @defaultValue 300000 */
-  conflictGiveUpMs?: number;
-  /** Intake cannot go on (401, a 409 that did not clear): the process should exit non-zero. */
-  onFatal?: (error: Error) => void;
-  /**
-   * Polling only: pauses between attempts of a failing `ingress.submit`, each attempt bounded
-   * by `submitAttemptTimeoutMs`. When all fail, the user is told; until then the update is not
-   * confirmed to Telegram. (In webhook mode a failure answers 500 and Telegram re-delivers.)
-   * @defaultValue [500, 2000, 5000, 10000]
-   */
-  submitRetryDelaysMs?: readonly number[];
-  /** @defaultValue 10000 */
-  submitAttemptTimeoutMs?: number;
-  /** Webhook mode: how often getWebhookInfo is checked for delivery errors. @defaultValue 60000 */
-  webhookCheckIntervalMs?: number;
-  /** How long `stop()` waits for the batch in hand, notices and typing calls. @defaultValue 2000 */
-  stopGraceMs?: number;
-}
 
 export class TelegramAdapter implements ChannelAdapter {
   readonly platform = "telegram" as const;
@@ -375,21 +333,14 @@ export class TelegramAdapter implements ChannelAdapter {
     }
   }
 
-  private async withRetries<T>(what: string, attempt: () => Promise<T>): Promise<T> {
-    const delays = this.mode === "webhook" ? [] : (this.options.submitRetryDelaysMs ?? [500, 2000, 5000, 10000]);
-    const timeoutMs = this.options.submitAttemptTimeoutMs ?? 10_000;
-    for (let index = 0; ; index++) {
-      try {
-        return await withTimeout(attempt(), timeoutMs, `${what}: no answer from the store within ${timeoutMs} ms`);
-      } catch (error) {
-        const delay = delays[index];
-        // Stopping: leave the update unconfirmed; the next process gets it again.
-        if (delay === undefined || this.state === "stopped") throw error;
-        this.logger.warn({ what, attempt: index + 1, err: describeError(error) }, "ingress submit failed; retrying");
-        await new Promise((resolve) => setTimeout(resolve, delay));
-        if ((this.state as string) === "stopped") throw error;
-      }
-    }
+  private withRetries<T>(what: string, attempt: () => Promise<T>): Promise<T> {
+    return retrying(what, attempt, {
+      delaysMs: this.mode === "webhook" ? [] : (this.options.submitRetryDelaysMs ?? [500, 2000, 5000, 10000]),
+      attemptTimeoutMs: this.options.submitAttemptTimeoutMs ?? 10_000,
+      // Stopping: leave the update unconfirmed; the next process gets it again.
+      stopped: () => this.state === "stopped",
+      logger: this.logger,
+    });
   }
 
   private async moveChat(fromChatId: string, toChatId: string): Promise<ChatMoveResult | "unsupported"> {
@@ -428,11 +379,3 @@ export class TelegramAdapter implements ChannelAdapter {
 
 /** Session keys of Telegram chats without topics (SPEC §2); a basic group has no topics. */
 const sessionKeyOf = (chatId: string) => `tg:${chatId}`;
-
-function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
