@@ -176,6 +176,9 @@ export class Poller {
 function chatKeyOf(update: Update): string | undefined {
   const message = update.message ?? update.edited_message ?? update.channel_post ?? update.edited_channel_post ?? update.business_message;
   if (message?.chat?.id !== undefined) return String(message.chat.id);
+  // A button press belongs to the chat of the message that carries the button.
+  const pressed = update.callback_query?.message?.chat?.id;
+  if (pressed !== undefined) return String(pressed);
   const member = update.my_chat_member ?? update.chat_member;
   return member?.chat?.id === undefined ? undefined : String(member.chat.id);
 }
