@@ -37,6 +37,14 @@ const flag = (fallback: boolean, description: string) =>
     .transform((value) => value === "true" || value === "1" || value === "yes")
     .describe(description);
 
+/** A switch written as on/off (or true/false, 1/0, yes/no). */
+const onOff = (fallback: boolean, description: string) =>
+  z
+    .enum(["on", "off", "true", "false", "1", "0", "yes", "no"])
+    .default(fallback ? "on" : "off")
+    .transform((value) => value === "on" || value === "true" || value === "1" || value === "yes")
+    .describe(description);
+
 export const configSchema = z.object({
   // Process and storage
   LONGHAUL_ROLE: z.enum(["all", "gateway", "worker"]).default("all").describe("What this process runs: gateway + workers (all), or one of them"),
@@ -92,6 +100,9 @@ export const configSchema = z.object({
   TELEGRAM_API_ROOT: z.url().default("https://api.telegram.org").describe("Bot API root (self-hosted Bot API servers, tests)"),
   TELEGRAM_WEBHOOK_URL: z.url().optional().describe("Public URL of the webhook; unset: long polling"),
   TELEGRAM_WEBHOOK_SECRET: z.string().regex(/^[A-Za-z0-9_-]{1,256}$/).optional().describe("Secret token Telegram sends with webhook calls; required with TELEGRAM_WEBHOOK_URL"),
+  TELEGRAM_FORCE_POLLING: onOff(false, "Poll even though a webhook is set for the bot, deleting it (another deployment's webhook stops working)"),
+  TELEGRAM_CONFLICT_EXIT_S: positiveInt(300, "Seconds of 409 Conflict (another poller on the token) before the gateway exits non-zero for its supervisor to restart it"),
+  LINK_PREVIEWS: onOff(false, "Show link previews under the bot's replies"),
   ALLOWED_TELEGRAM_USERS: list("Telegram user ids allowed to talk to the bot; empty: pairing"),
   ALLOWED_TELEGRAM_CHATS: list("Telegram group chat ids the bot serves; empty: none"),
   ADMIN_TELEGRAM_USERS: list("Telegram user ids of admins (may answer anyone's tool approval)"),

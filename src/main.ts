@@ -88,6 +88,9 @@ async function main(): Promise<void> {
       onConsoleDrained: () => void shutdown("console-input-ended"),
       onConsoleQuit: () => void shutdown("console-quit"),
       ...(terminal ? { terminal } : {}),
+      // Intake cannot recover by itself (a 409 that did not clear): exit non-zero so the
+      // supervisor (compose `restart:`) starts a fresh gateway.
+      onFatal: (platform, error) => void shutdown(`${platform}-intake-failed: ${error.message}`, 1),
     });
     gateway = await startGateway({ config, redisUrl: redis.url, adapters, logger, metrics });
     for (const [path, handler] of gateway.routes) routes.set(path, handler);

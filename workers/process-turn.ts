@@ -3,7 +3,7 @@
  * commit (atomic, version-checked) → hand the reply to delivery.
  */
 import type { ReplyTarget, TurnActivity } from "../src/core/channel.js";
-import { failureNotice, runTurnSegments, settleWithoutAnswer, type AbortReason, type SegmentsResult, type TurnEngine } from "../src/agent/index.js";
+import { failureNotice, pasteWaitMs, runTurnSegments, settleWithoutAnswer, type AbortReason, type SegmentsResult, type TurnEngine } from "../src/agent/index.js";
 import { AbortedError, PermanentError, RetryableError } from "../src/errors.js";
 import { classifyLlmError } from "../src/llm/index.js";
 import type { Logger } from "../src/logger.js";
@@ -58,7 +58,13 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
     if ((await store.outboxLength(sessionKey)) > 0) await producers.enqueueDelivery(sessionKey);
 
     await deps.clearAbort(sessionKey);
-    const batch = await store.claimInbox(sessionKey, deps.busyMode === "queue" ? "one" : "all");
+    let batch = await store.claimInbox(sessionKey, deps.busyMode === "queue" ? "one" : "all");
+    // The newest message may be the first part of a long paste the client split: wait briefly
+    // for the rest, so the turn answers the paste once (bounded: a few parts at most).
+    for (let round = 0, wait = pasteWaitMs(batch, deps.now()); wait > 0 && round < 8; round++, wait = pasteWaitMs(batch, deps.now())) {
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      batch = await store.claimInbox(sessionKey, "all");
+    }
     // An approval's timeout job has no message of its own: it runs only while that approval waits.
     const state = batch.length > 0 || attempt.approvalTimeout ? await store.load(sessionKey, deps.now()) : undefined;
     const timedOut = attempt.approvalTimeout !== undefined && state?.pendingApproval?.id === attempt.approvalTimeout ? state.pendingApproval : undefined;

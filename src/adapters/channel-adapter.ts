@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { IngressPort, OutboundReply, Platform, TurnActivity } from "../core/channel.js";
 
-export type { InboundMessage, IngressPort, OutboundReply, Platform, ReplyAction, ReplyTarget, SubmitResult, TurnActivity } from "../core/channel.js";
+export type { ChatMove, ChatMoveResult, InboundMessage, IngressPort, OutboundReply, Platform, ReplyAction, ReplyTarget, SubmitResult, TurnActivity } from "../core/channel.js";
+export { REPLY_CONTEXT_MAX_CHARS } from "../core/channel.js";
 
 /**
  * The seam between chat platforms and the pipeline. Only `src/adapters/` imports grammy or

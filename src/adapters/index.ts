@@ -15,12 +15,16 @@ export interface AdapterHooks {
   onConsoleQuit?: () => void;
   /** The terminal chat, when stdin and stdout are a terminal (process-io.ts made it for the logger too). */
   terminal?: TerminalChat;
+  /** A platform's intake failed for good (a Telegram 409 that never cleared): the process should exit non-zero. */
+  onFatal?: (platform: string, error: Error) => void;
 }
 
 /** The adapters this gateway runs: each platform with a token, and the console when asked or when none has one. */
 export function createAdapters(config: Config, logger: Logger, hooks: AdapterHooks): ChannelAdapter[] {
   const adapters: ChannelAdapter[] = [];
-  const telegram = createTelegramAdapter(config, logger.child({ platform: "telegram" }));
+  const telegram = createTelegramAdapter(config, logger.child({ platform: "telegram" }), {
+    ...(hooks.onFatal ? { onFatal: (error: Error) => hooks.onFatal?.("telegram", error) } : {}),
+  });
   if (telegram) adapters.push(telegram);
   if (config.DISCORD_BOT_TOKEN) {
     adapters.push(new DiscordAdapter({

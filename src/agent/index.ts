@@ -6,3 +6,4 @@ export {
 export type { ContextManager, CompactionScope } from "./context-manager.js";
 export { parseCommand, type ParsedCommand } from "./commands/parse.js";
 export { HELP_TEXT } from "./commands/run-command.js";
+export { joinPasteParts, pasteWaitMs, PASTE_WAIT_MS } from "./paste-parts.js";

@@ -17,6 +17,7 @@ export interface ToolOutputStorage {
   save(sessionKey: string, sessionId: string, id: string, text: string): Promise<void>;
   read(sessionKey: string, sessionId: string, id: string, offset: number, length: number): Promise<{ text: string; total: number } | undefined>;
 }
+import { joinPasteParts } from "./paste-parts.js";
 
 /** Everything a turn needs besides the session itself; built once per worker process. */
 export interface TurnEngine {
@@ -82,7 +83,8 @@ type Segment =
 /** Commands and button presses are handled one by one, in order; consecutive chat messages form one agent turn. */
 export function segmentBatch(batch: readonly InboxEntry[]): Segment[] {
   const segments: Segment[] = [];
-  for (const entry of batch) {
+  // The parts of one long paste are one message (paste-parts.ts).
+  for (const entry of joinPasteParts(batch)) {
     if (entry.action) {
       segments.push({ kind: "action", entry });
       continue;
@@ -274,7 +276,7 @@ export function settleWithoutAnswer(
   mark?.(state);
   const newId = messageIdAllocator(state);
   ensureSystemPrompt(state, engine.systemPrompt, newId, engine.now());
-  const chatEntries = input.batch.filter((entry) => !entry.action && !parseCommand(entry.text));
+  const chatEntries = joinPasteParts(input.batch).filter((entry) => !entry.action && !parseCommand(entry.text));
   const userMessages = toUserMessages(chatEntries, newId);
   state.live.push(...userMessages);
   state.updatedAt = engine.now();

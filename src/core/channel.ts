@@ -53,6 +53,12 @@ export interface InboundMessage {
    * message that carried the buttons (so the outcome can replace it). `text` holds the label.
    */
   action?: { id: string; sourceMessageId?: string };
+  /**
+   * The client may have split a long paste after this message (Telegram cuts text over 4,096
+   * characters into several messages). The worker waits briefly for the rest and joins the
+   * parts that follow it: same sender, the next message id, sent within ~1.5 s.
+   */
+  mayContinue?: boolean;
 }
 
 /** A button under a reply (approval requests). `id` comes back as `InboundMessage.action.id`. */
@@ -100,7 +106,28 @@ export interface TurnActivity {
  */
 export interface IngressPort {
   submit(message: InboundMessage): Promise<SubmitResult>;
+  /**
+   * A chat changed its id for good (a Telegram group upgraded to a supergroup): the session
+   * moves to the new key atomically (transcript, live context, settings, archives, queued
+   * replies), and the new id inherits the old one's access. Idempotent; resolves once durable.
+   */
+  moveChat?(move: ChatMove): Promise<ChatMoveResult>;
 }
+
+export interface ChatMove {
+  platform: Platform;
+  fromChatId: string;
+  toChatId: string;
+  fromSessionKey: string;
+  toSessionKey: string;
+}
+
+/**
+ * `moved`: the session now lives under the new key; `already-moved`: an earlier call moved it;
+ * `nothing`: the old chat had no session; `target-exists`: the new key already holds a session
+ * (it is left alone, and so is the old one).
+ */
+export type ChatMoveResult = "moved" | "already-moved" | "nothing" | "target-exists";
 
 export type SubmitResult =
   | { status: "accepted" }

@@ -53,12 +53,34 @@ export class AccessControl {
     if (message.chatType === "group") {
       const allowedChats = this.#lists.chats[message.platform] ?? [];
       const allowed = allowedChats.includes(message.chatId) ||
-        (message.parentChatId !== undefined && allowedChats.includes(message.parentChatId));
+        (message.parentChatId !== undefined && allowedChats.includes(message.parentChatId)) ||
+        (await this.#formerIds(message.platform, message.chatId)).some((id) => allowedChats.includes(id));
       // Silence in a group the operator has not enabled: a notice there would be spam.
       return allowed ? { allowed: true } : { allowed: false };
     }
     if (await this.isUserAllowed(message.platform, message.userId)) return { allowed: true };
     return { allowed: false, ...(await this.#pairingNotice(message, now)) };
+  }
+
+  /**
+   * A chat changed its id for good (a Telegram group became a supergroup): the new id keeps the
+   * old one's access, so the operator's allowlist naming the old id goes on working.
+   */
+  async recordChatMigration(platform: Platform, fromChatId: string, toChatId: string): Promise<void> {
+    await this.#redis.hset(this.#keys.chatMigrations(platform), toChatId, fromChatId);
+  }
+
+  /** The ids this chat had before (a chain, in case it moved more than once). */
+  async #formerIds(platform: Platform, chatId: string): Promise<string[]> {
+    const ids: string[] = [];
+    let current = chatId;
+    for (let hop = 0; hop < 4; hop++) {
+      const previous = await this.#redis.hget(this.#keys.chatMigrations(platform), current);
+      if (previous === null || ids.includes(previous)) break;
+      ids.push(previous);
+      current = previous;
+    }
+    return ids;
   }
 
   async isUserAllowed(platform: Platform, userId: string): Promise<boolean> {

@@ -89,6 +89,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       metrics.inbound.inc({ platform: message.platform, result: result.status });
       return result;
     },
+    moveChat: (move) => ingress.moveChat(move),
   };
   for (const adapter of adapters.values()) {
     await adapter.start(port);

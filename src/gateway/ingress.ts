@@ -1,8 +1,9 @@
 import type { Redis } from "ioredis";
-import type { InboundMessage, IngressPort, SubmitResult } from "../core/channel.js";
+import type { ChatMove, ChatMoveResult, InboundMessage, IngressPort, SubmitResult } from "../core/channel.js";
 import type { Logger } from "../logger.js";
 import type { Producers } from "../queue/index.js";
 import { globalKeys } from "../session/keys.js";
+import { moveSession } from "../session/move-session.js";
 import type { SessionStore } from "../session/store.js";
 import type { AccessControl } from "./access.js";
 
@@ -64,6 +65,24 @@ export class Ingress implements IngressPort {
     log.debug({ chars: normalized.text.length }, "message-accepted");
     await this.#options.onAccepted?.(normalized);
     return { status: "accepted" };
+  }
+
+  /**
+   * A chat's id changed for good: its access, then its session (one atomic move), then the
+   * moved session's pending work is enqueued under the new key.
+   */
+  async moveChat(move: ChatMove): Promise<ChatMoveResult> {
+    const { access, redis, prefix, producers, logger } = this.#options;
+    await access.recordChatMigration(move.platform, move.fromChatId, move.toChatId);
+    const { result, work } = await moveSession(redis, prefix, move);
+    const log = logger.child({ fromSessionKey: move.fromSessionKey, toSessionKey: move.toSessionKey });
+    if (result === "target-exists") log.warn("chat-moved-session-kept: the new chat already has a session, so the old one stays under its old key");
+    else log.info({ result, ...work }, "chat-moved");
+    if (result === "moved") {
+      if (work.inbox > 0 || work.pending > 0) await producers.enqueueTurn(move.toSessionKey);
+      if (work.outbox > 0) await producers.enqueueDelivery(move.toSessionKey);
+    }
+    return result;
   }
 
   #truncate(message: InboundMessage): InboundMessage {

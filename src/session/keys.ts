@@ -47,6 +47,8 @@ export const globalKeys = (prefix: string) => ({
   pairingCode: (code: string) => `${prefix}:pairing:code:${code}`,
   pairingUser: (platform: string, userId: string) => `${prefix}:pairing:user:${platform}:${userId}`,
   rate: (platform: string, userId: string, minute: number) => `${prefix}:rate:${platform}:${userId}:${minute}`,
+  /** Hash: new chat id → the id it had before (a Telegram group upgraded to a supergroup). */
+  chatMigrations: (platform: string) => `${prefix}:access:${platform}:migrated-chats`,
   activityChannel: `${prefix}:activity`,
   controlChannel: `${prefix}:control`,
   /** Says this Redis (under this prefix) is longhaul's: src/doctor/redis.ts. */

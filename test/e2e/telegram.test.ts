@@ -9,7 +9,7 @@ import { renderMarkdown } from "../../src/adapters/telegram/render.js";
 import { textOf as contentText } from "../fakes/fake-llm.js";
 import { parseTelegramHtml } from "../fakes/fake-telegram.js";
 import {
-  ADA, BOT_FROM, DM, FORUM, GRACE, GROUP, OTHER_GROUP, SECRETS, mentionOf, sleep, startTelegramE2e, textOf, waitUntil, warmUpTokenizer, type TelegramE2e,
+  closeChecked, ADA, BOT_FROM, DM, FORUM, GRACE, GROUP, OTHER_GROUP, mentionOf, sleep, startTelegramE2e, textOf, waitUntil, warmUpTokenizer, type TelegramE2e,
 } from "../helpers/telegram-pipeline.js";
 
 let e2e: TelegramE2e | undefined;
@@ -17,11 +17,8 @@ let e2e: TelegramE2e | undefined;
 beforeAll(() => warmUpTokenizer());
 
 afterEach(async () => {
-  const logs = e2e?.logs.lines.join("") ?? "";
-  await e2e?.close();
+  await closeChecked(e2e);
   e2e = undefined;
-  // Whatever happened, no log line (trace level, nothing masked) carried a secret.
-  for (const secret of SECRETS) expect(logs).not.toContain(secret);
 });
 
 /** How many log lines contain all of `parts`. */
@@ -77,12 +74,13 @@ describe("telegram end to end: conversations", () => {
     const botMessage = { message_id: 880, date: Math.floor(Date.now() / 1000), chat: GROUP, from: BOT_FROM, text: textOf(answer) };
     const followUp = telegram.pushMessage({ chat: GROUP, from: ADA, text: "and who designed it?", reply_to_message: botMessage as never });
     const sent = await e2e.waitForSent(GROUP.id, 2);
-    expect(textOf(sent[1])).toBe("echo: Ada Lovelace: and who designed it?");
+    const replyContext = "[in reply to you (the assistant):]\n> echo: Grace Hopper: what does COBOL stand for?\n";
+    expect(textOf(sent[1])).toMatch(/^echo: Ada Lovelace: .*and who designed it\?/s);
     expect(sent[1]?.payload.reply_parameters).toMatchObject({ message_id: followUp.message?.message_id });
     expect(conversation(llm.requests[1]?.body.messages ?? [])).toEqual([
       "user: Grace Hopper: what does COBOL stand for?",
       "assistant: echo: Grace Hopper: what does COBOL stand for?",
-      "user: Ada Lovelace: and who designed it?",
+      `user: Ada Lovelace: ${replyContext}and who designed it?`,
     ]);
 
     // A group that is not in ALLOWED_TELEGRAM_CHATS is silent, even when it mentions the bot.
@@ -142,8 +140,8 @@ describe("telegram end to end: conversations", () => {
     const parsed = sent.map((call) => parseTelegramHtml(textOf(call)));
     for (const [index, call] of sent.entries()) {
       expect(call.payload.parse_mode).toBe("HTML");
-      expect(textOf(call).length).toBeLessThanOrEqual(4096);
       expect(parsed[index]).not.toHaveProperty("error");
+      expect((parsed[index] as { text: string }).text.length).toBeLessThanOrEqual(4096);
       expect(call.payload.reply_parameters === undefined).toBe(index > 0);
     }
     expect(sent[0]?.payload.reply_parameters).toEqual({ message_id: question.message?.message_id, allow_sending_without_reply: true });
@@ -166,12 +164,14 @@ describe("telegram end to end: conversations", () => {
     telegram.failNext("sendMessage", { error_code: 400, description: 'Bad Request: can\'t parse entities: Can\'t find end tag corresponding to start tag "b"' });
     const question = telegram.pushMessage({ chat: DM, from: ADA, text: "is it done?" });
 
-    const [html, plain] = await e2e.waitForSent(DM.id, 2);
+    await e2e.waitForSent(DM.id, 1);
+    const [html, plain] = telegram.callsOf("sendMessage");
     expect(html?.payload.parse_mode).toBe("HTML");
     expect(plain?.payload).toEqual({
       chat_id: String(DM.id),
       text: "Done <ok> — see the docs (https://e.com/d)",
       reply_parameters: { message_id: question.message?.message_id, allow_sending_without_reply: true },
+      link_preview_options: { is_disabled: true },
     });
     await sleep(300);
     expect(telegram.callsOf("sendMessage")).toHaveLength(2);
@@ -183,7 +183,8 @@ describe("telegram end to end: conversations", () => {
     telegram.failNext("sendMessage", { error_code: 429, description: "Too Many Requests: retry after 1", parameters: { retry_after: 1 } });
     telegram.pushMessage({ chat: DM, from: ADA, text: "ping" });
 
-    const [refused, accepted] = await e2e.waitForSent(DM.id, 2);
+    await e2e.waitForSent(DM.id, 1);
+    const [refused, accepted] = telegram.callsOf("sendMessage");
     expect(textOf(refused)).toBe("echo: ping");
     expect(textOf(accepted)).toBe("echo: ping");
     expect((accepted?.at ?? 0) - (refused?.at ?? 0)).toBeGreaterThanOrEqual(950);

@@ -1,24 +1,47 @@
 /**
- * A small, honest fake of the Telegram Bot API over real HTTP, for grammY pointed at it with
- * `client.apiRoot`. Routes `/bot<token>/<method>`; answers in the Bot API's own shapes
- * (`{ok:true,result}` / `{ok:false,error_code,description,parameters}`); getUpdates is a real
- * long poll that honours `offset`, `limit` and `timeout`; sendMessage checks what Telegram
- * checks (length after entity parsing, empty text, HTML tags balanced and allowed).
+ * A fake of the Telegram Bot API over real HTTP, for grammY pointed at it with `client.apiRoot`,
+ * at least as strict as Telegram where our code meets it:
+ * - `/bot<token>/<method>`, answers in the Bot API's shapes, 401 for a wrong token;
+ * - getUpdates is a real long poll honouring `offset` (a confirmed offset forgets the updates
+ *   below it for good); a newer getUpdates terminates a pending one with 409, and getUpdates
+ *   while a webhook is set is a 409, as Telegram does;
+ * - sendMessage validates HTML with an independent model of tdlib's parser (telegram-html.ts),
+ *   drops the links Telegram drops (silently), counts the 4,096 limit in UTF-16 units after
+ *   parsing, and records what the user would SEE (`visible`);
+ * - rate limits: about 1 message/s per chat with short bursts, 20/min in groups, 30/s overall,
+ *   answered with 429 and `retry_after`;
+ * - supergroup migration: after `migrateChat`, calls to the old id fail with 400
+ *   "group chat was upgraded to a supergroup chat" and `parameters.migrate_to_chat_id`;
+ * - setWebhook / deleteWebhook / getWebhookInfo (with injectable delivery errors), getFile and
+ *   the file download route `/file/bot<token>/<path>`, leaveChat.
  */
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Message, Update, UserFromGetMe } from "grammy/types";
+import { parseTelegramHtml, type ParsedHtml } from "./telegram-html.js";
+
+export { parseTelegramHtml, checkedLink, visibleText, type ParsedHtml, type ParsedEntity } from "./telegram-html.js";
 
 export interface RecordedCall {
   method: string;
   payload: Record<string, unknown>;
   at: number;
+  /** sendMessage that Telegram accepted: what the user sees. */
+  visible?: ParsedHtml;
 }
 
 export interface ApiFailure {
   error_code: number;
   description: string;
   parameters?: { retry_after?: number; migrate_to_chat_id?: number };
+}
+
+export interface RateLimits {
+  /** Messages a chat may receive at once before the 1/s pace applies. @defaultValue 3 */
+  burst: number;
+  perChatPerSecond: number;
+  groupPerMinute: number;
+  globalPerSecond: number;
 }
 
 export const FAKE_TOKEN = "123456789:TEST-token_for-fake-telegram";
@@ -39,40 +62,13 @@ export const FAKE_BOT: UserFromGetMe = {
   supports_join_request_queries: false,
 };
 
-const ALLOWED_TAGS = new Set(["b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "a", "code", "pre", "blockquote", "tg-spoiler", "span", "tg-emoji"]);
-
-/** Telegram's HTML check, as far as we use it: returns the parsed text, or the 400 description. */
-export function parseTelegramHtml(html: string): { text: string } | { error: string } {
-  const stack: string[] = [];
-  let text = "";
-  const pattern = /<(\/?)([a-zA-Z][\w-]*)([^>]*)>|<|&(#x[0-9a-fA-F]+|#[0-9]+|[a-zA-Z]+);|[^<&]+|&/g;
-  for (const match of html.matchAll(pattern)) {
-    const [raw, slash, rawName, , entity] = match;
-    const at = () => Buffer.byteLength(html.slice(0, match.index)); // Telegram reports byte offsets
-    if (raw === "<") return { error: `Bad Request: can't parse entities: Unsupported start tag "" at byte offset ${at()}` };
-    if (rawName === undefined) {
-      text += entity === undefined ? raw : entity[0] === "#" ? String.fromCodePoint(Number(entity[1] === "x" ? `0${entity.slice(1)}` : entity.slice(1))) : ({ lt: "<", gt: ">", amp: "&", quot: '"' } as Record<string, string>)[entity] ?? raw;
-      continue;
-    }
-    const name = rawName.toLowerCase();
-    if (slash) {
-      const open = stack.pop();
-      if (open !== name) return { error: `Bad Request: can't parse entities: Unmatched end tag at byte offset ${at()}, expected "</${open ?? ""}>", found "</${name}>"` };
-    } else {
-      if (!ALLOWED_TAGS.has(name)) return { error: `Bad Request: can't parse entities: Unsupported start tag "${name}" at byte offset ${at()}` };
-      const parent = stack[stack.length - 1];
-      if (parent === "code" || (parent === "pre" && name !== "code")) return { error: `Bad Request: can't parse entities: Entities can't be nested in "${parent}" at byte offset ${at()}` };
-      stack.push(name);
-    }
-  }
-  if (stack.length > 0) return { error: `Bad Request: can't parse entities: Can't find end tag corresponding to start tag "${stack[stack.length - 1] ?? ""}"` };
-  return { text };
-}
+const DEFAULT_LIMITS: RateLimits = { burst: 3, perChatPerSecond: 1, groupPerMinute: 20, globalPerSecond: 30 };
 
 interface Waiter {
   offset: number;
   limit: number;
   respond: (updates: Update[]) => void;
+  conflict: () => void;
 }
 
 export class FakeTelegram {
@@ -80,19 +76,29 @@ export class FakeTelegram {
   private readonly updates: Update[] = [];
   private readonly waiters = new Set<Waiter>();
   private readonly failures = new Map<string, ApiFailure[]>();
+  private readonly migrated = new Map<string, number>();
+  private readonly files = new Map<string, { path: string; content: Buffer }>();
+  private readonly sentAt = new Map<string, number[]>();
+  private readonly globalSentAt: number[] = [];
+  private webhook = { url: "", secret: "", lastErrorDate: 0, lastErrorMessage: "" };
+  private nextUpdateId = 100_000;
+  private answerSoon: NodeJS.Immediate | undefined;
+  private nextMessageId = 1;
   /** Messages the bot sent, by `chatId:messageId` (for edits and button presses). */
   readonly botMessages = new Map<string, Message>();
   private readonly openQueries = new Set<string>();
   private nextQueryId = 1;
-  private nextUpdateId = 100_000;
-  private nextMessageId = 1;
-  private confirmedOffset = 0;
-  /** What setWebhook set (getWebhookInfo reports it); "" when none. */
-  webhookUrl = "";
+  /** The highest offset a poller confirmed: Telegram forgets every update below it. */
+  confirmedOffset = 0;
+  /** The highest update id handed to a poller (fetched, not necessarily confirmed). */
+  fetchedUpTo = 0;
+  limits: RateLimits | undefined;
 
-  private constructor(private readonly server: Server, readonly apiRoot: string, readonly token: string, readonly bot: UserFromGetMe) {}
+  private constructor(private readonly server: Server, readonly apiRoot: string, readonly token: string, readonly bot: UserFromGetMe, limits: RateLimits | undefined) {
+    this.limits = limits;
+  }
 
-  static async start(options: { token?: string; bot?: UserFromGetMe } = {}): Promise<FakeTelegram> {
+  static async start(options: { token?: string; bot?: UserFromGetMe; rateLimits?: RateLimits | false } = {}): Promise<FakeTelegram> {
     let fake: FakeTelegram | undefined;
     const server = createServer((request, response) => {
       fake?.handle(request, response).catch((error: unknown) => {
@@ -102,12 +108,18 @@ export class FakeTelegram {
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const { port } = server.address() as AddressInfo;
-    fake = new FakeTelegram(server, `http://127.0.0.1:${port}`, options.token ?? FAKE_TOKEN, options.bot ?? FAKE_BOT);
+    const limits = options.rateLimits === false ? undefined : (options.rateLimits ?? DEFAULT_LIMITS);
+    fake = new FakeTelegram(server, `http://127.0.0.1:${port}`, options.token ?? FAKE_TOKEN, options.bot ?? FAKE_BOT, limits);
     return fake;
   }
 
   callsOf(method: string): RecordedCall[] {
     return this.calls.filter((call) => call.method === method);
+  }
+
+  /** sendMessage calls Telegram accepted (to `chatId` when given), in order: what users received. */
+  delivered(chatId?: number | string): RecordedCall[] {
+    return this.calls.filter((call) => call.method === "sendMessage" && call.visible !== undefined && (chatId === undefined || String(call.payload.chat_id) === String(chatId)));
   }
 
   /** The next call of `method` fails with this Bot API error (queue several to fail several). */
@@ -145,7 +157,46 @@ export class FakeTelegram {
   /** Queues a raw update as is (the same object twice is a re-delivery). */
   pushUpdate(update: Update): void {
     this.updates.push(update);
-    for (const waiter of this.waiters) this.answerWaiter(waiter);
+    // Updates queued in the same tick reach a waiting poller as one batch, as Telegram batches them.
+    this.answerSoon ??= setImmediate(() => {
+      this.answerSoon = undefined;
+      for (const waiter of this.waiters) this.answerWaiter(waiter);
+    });
+  }
+
+  /**
+   * Upgrades a group to a supergroup as Telegram does: the old chat gets a `migrate_to_chat_id`
+   * service message, the new one a `migrate_from_chat_id` one, and from now on every call to the
+   * old id fails with 400 and `migrate_to_chat_id`. → the two service updates.
+   */
+  migrateChat(fromChatId: number, toChatId: number, title = "Group", by = { id: 42, is_bot: false, first_name: "Ada" }): [Update, Update] {
+    this.migrated.set(String(fromChatId), toChatId);
+    const oldChat = { id: fromChatId, type: "group" as const, title };
+    const newChat = { id: toChatId, type: "supergroup" as const, title };
+    return [
+      this.pushMessage({ chat: oldChat, from: by, migrate_to_chat_id: toChatId }),
+      this.pushMessage({ chat: newChat, from: { id: 1087968824, is_bot: true, first_name: "Group", username: "GroupAnonymousBot" }, sender_chat: newChat, migrate_from_chat_id: fromChatId } as Partial<Message> & { chat: Message["chat"] }),
+    ];
+  }
+
+  /** A file the bot may download with getFile. */
+  addFile(fileId: string, content: Buffer | string, path = `documents/${fileId}.bin`): void {
+    this.files.set(fileId, { path, content: Buffer.from(content) });
+  }
+
+  /** Telegram's last failed attempt to reach the webhook, as getWebhookInfo reports it. */
+  failWebhookDelivery(message: string, at = Date.now()): void {
+    this.webhook.lastErrorDate = Math.floor(at / 1000);
+    this.webhook.lastErrorMessage = message;
+  }
+
+  get webhookUrl(): string {
+    return this.webhook.url;
+  }
+
+  /** Sets a webhook as another deployment would (polling over it is then a 409). */
+  setWebhookElsewhere(url: string): void {
+    this.webhook = { ...this.webhook, url };
   }
 
   /** Resolves with the first recorded call of `method` matching `predicate` (waits for it). */
@@ -176,6 +227,7 @@ export class FakeTelegram {
   }
 
   async close(): Promise<void> {
+    if (this.answerSoon) clearImmediate(this.answerSoon);
     for (const waiter of this.waiters) waiter.respond([]);
     this.waiters.clear();
     this.server.closeAllConnections();
@@ -186,91 +238,151 @@ export class FakeTelegram {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const url = new URL(request.url ?? "/", this.apiRoot);
-    const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(url.pathname);
     const reply = (status: number, body: unknown) => {
       if (response.destroyed) return;
       response.writeHead(status, { "content-type": "application/json" });
       response.end(JSON.stringify(body));
     };
     const fail = (failure: ApiFailure) => reply(failure.error_code, { ok: false, ...failure });
+    const download = /^\/file\/bot([^/]+)\/(.+)$/.exec(url.pathname);
+    if (download) {
+      const file = [...this.files.values()].find((candidate) => candidate.path === download[2]);
+      if (download[1] !== this.token || !file) return fail({ error_code: 404, description: "Not Found" });
+      response.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(file.content.length) });
+      response.end(file.content);
+      return;
+    }
+    const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(url.pathname);
     if (!match) return fail({ error_code: 404, description: "Not Found" });
     if (match[1] !== this.token) return fail({ error_code: 401, description: "Unauthorized" });
     const method = match[2] ?? "";
     const raw = Buffer.concat(chunks).toString("utf8");
     const payload = (raw ? JSON.parse(raw) : Object.fromEntries(url.searchParams)) as Record<string, unknown>;
-    this.calls.push({ method, payload, at: Date.now() });
+    const call: RecordedCall = { method, payload, at: Date.now() };
+    this.calls.push(call);
 
     const injected = this.failures.get(method)?.shift();
     if (injected) return fail(injected);
     const ok = (result: unknown) => reply(200, { ok: true, result });
+    const migratedTo = payload.chat_id === undefined ? undefined : this.migrated.get(String(payload.chat_id));
+    if (migratedTo !== undefined) {
+      return fail({ error_code: 400, description: "Bad Request: group chat was upgraded to a supergroup chat", parameters: { migrate_to_chat_id: migratedTo } });
+    }
 
     switch (method) {
       case "getMe":
         return ok(this.bot);
       case "getUpdates":
-        return this.getUpdates(payload, response, ok);
+        if (this.webhook.url !== "") {
+          return fail({ error_code: 409, description: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first" });
+        }
+        return this.getUpdates(payload, response, ok, fail);
       case "sendMessage":
-        return this.sendMessage(payload, ok, fail);
+        return this.sendMessage(call, ok, fail);
       case "answerCallbackQuery": {
         // Telegram accepts one answer per query, within about 15 s of the press.
         if (!this.openQueries.delete(String(payload.callback_query_id))) return fail({ error_code: 400, description: "Bad Request: query is too old and response timeout expired or query ID is invalid" });
         return ok(true);
       }
       case "editMessageText":
-        return this.editMessageText(payload, ok, fail);
-      case "sendChatAction":
-      case "setMyCommands":
-        return ok(true);
+        return this.editMessageText(call, ok, fail);
       case "setWebhook":
-        this.webhookUrl = String(payload.url ?? "");
+        this.webhook = { url: String(payload.url ?? ""), secret: String(payload.secret_token ?? ""), lastErrorDate: 0, lastErrorMessage: "" };
         return ok(true);
       case "deleteWebhook":
-        this.webhookUrl = "";
+        this.webhook = { url: "", secret: "", lastErrorDate: 0, lastErrorMessage: "" };
+        if (payload.drop_pending_updates === true) this.updates.length = 0;
         return ok(true);
       case "getWebhookInfo":
         return ok({
-          url: this.webhookUrl,
+          url: this.webhook.url,
           has_custom_certificate: false,
           pending_update_count: this.updates.filter((update) => update.update_id >= this.confirmedOffset).length,
+          ...(this.webhook.lastErrorDate ? { last_error_date: this.webhook.lastErrorDate, last_error_message: this.webhook.lastErrorMessage } : {}),
         });
+      case "getFile": {
+        const file = this.files.get(String(payload.file_id));
+        if (!file) return fail({ error_code: 400, description: "Bad Request: invalid file_id" });
+        return ok({ file_id: payload.file_id, file_unique_id: `u${String(payload.file_id)}`, file_size: file.content.length, file_path: file.path });
+      }
+      case "sendChatAction":
+      case "setMyCommands":
+      case "leaveChat":
+        return ok(true);
       default:
         return fail({ error_code: 404, description: "Not Found" });
     }
   }
 
-  private getUpdates(payload: Record<string, unknown>, response: ServerResponse, ok: (result: unknown) => void): void {
+  private getUpdates(payload: Record<string, unknown>, response: ServerResponse, ok: (result: unknown) => void, fail: (failure: ApiFailure) => void): void {
+    // Telegram allows one poller: a newer getUpdates terminates the one still waiting.
+    for (const waiter of [...this.waiters]) waiter.conflict();
     const offset = Number(payload.offset ?? 0);
     // Telegram forgets updates below a confirmed offset for good.
     if (offset > this.confirmedOffset) this.confirmedOffset = offset;
-    const waiter: Waiter = { offset, limit: Math.min(Number(payload.limit ?? 100), 100), respond: ok };
+    const waiter: Waiter = {
+      offset,
+      limit: Math.min(Number(payload.limit ?? 100), 100),
+      respond: ok,
+      conflict: () => undefined,
+    };
     if (this.answerWaiter(waiter)) return;
     const timeoutSeconds = Number(payload.timeout ?? 0);
     if (timeoutSeconds <= 0) return ok([]);
-    const finish = (updates: Update[]) => {
+    const forget = () => {
       clearTimeout(timer);
       this.waiters.delete(waiter);
+    };
+    waiter.respond = (updates) => {
+      forget();
       ok(updates);
     };
-    waiter.respond = finish;
-    const timer = setTimeout(() => finish([]), timeoutSeconds * 1000);
+    waiter.conflict = () => {
+      forget();
+      fail({ error_code: 409, description: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running" });
+    };
+    const timer = setTimeout(() => waiter.respond([]), timeoutSeconds * 1000);
     // The poller gave up (grammY aborts the request on stop): forget it.
-    response.once("close", () => {
-      clearTimeout(timer);
-      this.waiters.delete(waiter);
-    });
+    response.once("close", forget);
     this.waiters.add(waiter);
   }
 
   private answerWaiter(waiter: Waiter): boolean {
     const pending = this.updates.filter((update) => update.update_id >= Math.max(waiter.offset, this.confirmedOffset)).slice(0, waiter.limit);
     if (pending.length === 0) return false;
+    this.fetchedUpTo = Math.max(this.fetchedUpTo, ...pending.map((update) => update.update_id));
     waiter.respond(pending);
     return true;
   }
 
-  private sendMessage(payload: Record<string, unknown>, ok: (result: unknown) => void, fail: (failure: ApiFailure) => void): void {
+  /** Seconds until this chat may receive another message, or 0 (and the send is counted). */
+  private rateLimited(chatId: string, now: number): number {
+    const limits = this.limits;
+    if (!limits) return 0;
+    const history = (this.sentAt.get(chatId) ?? []).filter((at) => now - at < 60_000);
+    const global = this.globalSentAt.filter((at) => now - at < 1_000);
+    this.globalSentAt.splice(0, this.globalSentAt.length, ...global);
+    let waitMs = 0;
+    // A token bucket of `burst` messages refilled at perChatPerSecond.
+    const windowMs = (limits.burst / limits.perChatPerSecond) * 1000;
+    const recent = history.filter((at) => now - at < windowMs);
+    if (recent.length >= limits.burst) waitMs = Math.max(waitMs, (recent[recent.length - limits.burst] ?? now) + windowMs - now);
+    if (Number(chatId) < 0 && history.length >= limits.groupPerMinute) waitMs = Math.max(waitMs, (history[history.length - limits.groupPerMinute] ?? now) + 60_000 - now);
+    if (global.length >= limits.globalPerSecond) waitMs = Math.max(waitMs, (global[0] ?? now) + 1_000 - now);
+    if (waitMs > 0) return Math.max(1, Math.ceil(waitMs / 1000));
+    history.push(now);
+    this.sentAt.set(chatId, history);
+    this.globalSentAt.push(now);
+    return 0;
+  }
+
+  private sendMessage(call: RecordedCall, ok: (result: unknown) => void, fail: (failure: ApiFailure) => void): void {
+    const payload = call.payload;
     const parsed = checkMessage(payload, "Bad Request: message is too long");
     if ("error" in parsed) return fail({ error_code: 400, description: parsed.error });
+    const retryAfter = this.rateLimited(String(payload.chat_id), Date.now());
+    if (retryAfter > 0) return fail({ error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } });
+    call.visible = parsed;
     const chatId = Number(payload.chat_id);
     const sent = {
       message_id: this.nextMessageId++,
@@ -285,7 +397,8 @@ export class FakeTelegram {
     ok(sent);
   }
 
-  private editMessageText(payload: Record<string, unknown>, ok: (result: unknown) => void, fail: (failure: ApiFailure) => void): void {
+  private editMessageText(call: RecordedCall, ok: (result: unknown) => void, fail: (failure: ApiFailure) => void): void {
+    const payload = call.payload;
     const key = `${Number(payload.chat_id)}:${Number(payload.message_id)}`;
     const existing = this.botMessages.get(key);
     if (!existing) return fail({ error_code: 400, description: "Bad Request: message to edit not found" });
@@ -295,6 +408,7 @@ export class FakeTelegram {
     if (existing.text === parsed.text && JSON.stringify(existing.reply_markup) === JSON.stringify(markup)) {
       return fail({ error_code: 400, description: "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message" });
     }
+    call.visible = parsed;
     const edited = { ...existing, text: parsed.text, edit_date: Math.floor(Date.now() / 1000) } as Message & { reply_markup?: unknown };
     if (markup === undefined) delete edited.reply_markup;
     else edited.reply_markup = markup as never;
@@ -304,9 +418,9 @@ export class FakeTelegram {
 }
 
 /** What Telegram checks in a message's text (after entity parsing) and keyboard; `tooLong` is worded per method. */
-function checkMessage(payload: Record<string, unknown>, tooLong: string): { text: string } | { error: string } {
+function checkMessage(payload: Record<string, unknown>, tooLong: string): ParsedHtml | { error: string } {
   const source = typeof payload.text === "string" ? payload.text : "";
-  const parsed = payload.parse_mode === "HTML" ? parseTelegramHtml(source) : { text: source };
+  const parsed: ParsedHtml | { error: string } = payload.parse_mode === "HTML" ? parseTelegramHtml(source) : { text: source, entities: [] };
   if ("error" in parsed) return parsed;
   if (parsed.text.trim().length === 0) return { error: "Bad Request: message text is empty" };
   if (parsed.text.length > 4096) return { error: tooLong };

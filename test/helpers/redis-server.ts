@@ -17,6 +17,8 @@ export interface RedisServerHandle {
   restart(): Promise<void>;
   /** Stops the server and removes its data directory. */
   dispose(): Promise<void>;
+  /** The running server's process id (to pause it with SIGSTOP / SIGCONT). */
+  pid(): number | undefined;
 }
 
 export async function freePort(): Promise<number> {
@@ -106,5 +108,6 @@ export async function startRedisServer(options: { appendOnly?: boolean } = {}): 
       await stop();
       rmSync(dir, { recursive: true, force: true });
     },
+    pid: () => child?.pid,
   };
 }

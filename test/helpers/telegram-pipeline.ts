@@ -3,6 +3,7 @@
  * HTTP to the fake Bot API, inside the real pipeline (gateway ingress and delivery, BullMQ on
  * the private redis-server, a worker) with the fake LLM behind it. Nothing in between is mocked.
  */
+import { expect } from "vitest";
 import { loadConfig, type Config } from "../../config/index.js";
 import { createTelegramAdapter, TELEGRAM_WEBHOOK_PATH, type TelegramAdapter, type TelegramAdapterOptions } from "../../src/adapters/telegram/index.js";
 import { getTokenCounter } from "../../src/context/tokens.js";
@@ -56,7 +57,7 @@ export interface TelegramE2e {
   logs: LogCapture;
   /** The gateway's HTTP server in webhook mode: the webhook URL. */
   webhookUrl?: string;
-  /** sendMessage calls to one chat, in the order Telegram received them. */
+  /** sendMessage calls one chat received (Telegram accepted them), in order. */
   sentTo(chatId: number): RecordedCall[];
   /** Waits until `count` sendMessage calls reached `chatId`; returns them. */
   waitForSent(chatId: number, count: number, timeoutMs?: number): Promise<RecordedCall[]>;
@@ -103,7 +104,7 @@ export async function startTelegramE2e(options: StartOptions = {}): Promise<Tele
   }
   for (const [path, handler] of pipeline.gateway.routes) routes.set(path, handler);
 
-  const sentTo = (chatId: number) => telegram.callsOf("sendMessage").filter((call) => String(call.payload.chat_id) === String(chatId));
+  const sentTo = (chatId: number) => telegram.delivered(chatId);
   let closing: Promise<void> | undefined;
   return {
     env, config, telegram, llm, pipeline, adapter, logs,
@@ -127,3 +128,10 @@ export async function startTelegramE2e(options: StartOptions = {}): Promise<Tele
 
 /** Secrets that must never reach a log line or an output stream. */
 export const SECRETS = [TEST_TELEGRAM_TOKEN, TEST_TELEGRAM_TOKEN.split(":")[1] ?? "", TEST_API_KEY];
+
+/** Closes a run (after each test); whatever happened, no log line (trace level, nothing masked) carried a secret. */
+export async function closeChecked(run: TelegramE2e | undefined): Promise<void> {
+  const logs = run?.logs.lines.join("") ?? "";
+  await run?.close();
+  for (const secret of SECRETS) expect(logs).not.toContain(secret);
+}

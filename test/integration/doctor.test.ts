@@ -139,7 +139,7 @@ describe("npm run doctor", () => {
   it("a good Telegram token in polling mode with a webhook still set: the bot is named and the conflict warned", async () => {
     llm = await startFakeLlm();
     const telegram = await FakeTelegram.start({ token: TEST_TELEGRAM_TOKEN });
-    telegram.webhookUrl = "https://elsewhere.example/hook/secret-path";
+    telegram.setWebhookElsewhere("https://elsewhere.example/hook/secret-path");
     try {
       const { lines, output } = await doctor(testEnv({ REDIS_URL: durable.url, LLM_BASE_URL: llm.url, TELEGRAM_BOT_TOKEN: TEST_TELEGRAM_TOKEN, TELEGRAM_API_ROOT: telegram.apiRoot }));
       expect(lines).toContain(`ok    platform  telegram: token valid for @${telegram.bot.username} (id ${telegram.bot.id})`);

@@ -1,12 +1,17 @@
 /**
  * The model's Markdown → Telegram's HTML subset (b, i, s, code, pre, a, blockquote).
  *
- * HTML rather than MarkdownV2 because HTML needs only `<`, `>` and `&` escaped, while
- * MarkdownV2 reserves eighteen characters that model output uses constantly (STACK §2.6).
- * Every tag this module opens is closed in the same call that opened it, so the output is
- * balanced whatever the input: unbalanced Markdown (`**bold` with no end) stays literal text.
- * Pure; no grammY.
+ * Parsed with markdown-it (CommonMark + GFM tables and strikethrough), then its token stream is
+ * rendered here: markdown-it's own HTML renderer emits tags Telegram refuses (p, ul, h1, table).
+ * HTML rather than MarkdownV2 because HTML needs only `<`, `>` and `&` escaped, while MarkdownV2
+ * reserves eighteen characters that model output uses constantly (STACK §2.6). The token stream
+ * is balanced, so the output is balanced whatever the input; raw HTML in the model's text is
+ * shown as text (markdown-it `html: false`). Pure; no grammY.
  */
+import MarkdownIt from "markdown-it";
+import type { Token } from "markdown-it";
+
+const markdown = new MarkdownIt("default", { html: false, linkify: false, typographer: false });
 
 const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" };
 
@@ -14,292 +19,267 @@ export function escapeHtml(text: string): string {
   return text.replace(/[&<>]/g, (character) => ESCAPES[character] ?? character);
 }
 
-function escapeAttribute(text: string): string {
-  return text.replace(/[&<>"]/g, (character) => ESCAPES[character] ?? character);
+const escapeAttribute = (text: string) => text.replace(/[&<>"]/g, (character) => ESCAPES[character] ?? character);
+
+/**
+ * Whether Telegram keeps a link to `url`. It drops, silently, links whose http(s) host has no
+ * dot (localhost, an intranet name) and any other scheme, and reads a scheme-less target as
+ * http (`mailto:a@b.c` would become `http://mailto:a@b.c/`). Those are written out as text
+ * instead, so the URL stays readable. tg:// links need a plain host (tdlib's check_link).
+ */
+export function isTelegramLinkable(url: string): boolean {
+  if (url.length > 2048 || /[\s<>"]/.test(url)) return false;
+  if (/^tg:\/\//i.test(url)) return /^tg:\/\/[A-Za-z0-9_-]+([/?#]|$)/i.test(url);
+  if (!/^https?:\/\//i.test(url)) return false;
+  try {
+    const { hostname, username, password } = new URL(url);
+    if (username !== "" || password !== "") return false;
+    return hostname.startsWith("[") || (hostname.includes(".") && !hostname.endsWith("."));
+  } catch {
+    return false;
+  }
+}
+
+/** A link target as a reader should see it: mailto: and tg: shown bare, percent-escapes decoded. */
+function readableTarget(href: string): string {
+  const shown = href.replace(/^mailto:/i, "");
+  try {
+    return markdown.normalizeLinkText(shown);
+  } catch {
+    return shown;
+  }
 }
 
 /** Renders Markdown as Telegram HTML. Line breaks are kept: chat clients show them as written. */
-export function renderMarkdown(markdown: string): string {
-  const lines = markdown.replace(/\r\n?/g, "\n").split("\n");
+export function renderMarkdown(source: string): string {
+  const tokens = markdown.parse(source.replace(/\r\n?/g, "\n"), {});
+  return new BlockRenderer(tokens, source.split(/\r\n?|\n/)).render().replace(/\n{3,}/g, "\n\n").trim();
+}
+
+interface Block {
+  html: string;
+  /** Source lines [start, end) (markdown-it's map): blocks that touched in the source stay one line break apart. */
+  lines: [number, number] | undefined;
+}
+
+interface Container {
+  kind: "root" | "quote" | "item";
+  blocks: Block[];
+}
+
+/** Blocks as the author spaced them: a blank line between them only where the source had one. */
+function joinBlocks(blocks: readonly Block[], source: readonly string[]): string {
+  let html = "";
+  for (const block of blocks) {
+    if (block.html === "") continue;
+    if (html !== "") html += block.lines && block.lines[0] > 0 && (source[block.lines[0] - 1] ?? "").trim() !== "" ? "\n" : "\n\n";
+    html += block.html;
+  }
+  return html;
+}
+
+interface ListState {
+  ordered: boolean;
+  next: number;
+  depth: number;
+}
+
+class BlockRenderer {
+  private index = 0;
+  private readonly containers: Container[] = [{ kind: "root", blocks: [] }];
+  private readonly lists: ListState[] = [];
+  private quoteDepth = 0;
+  private table: string[][] | undefined;
+  private row: string[] | undefined;
+
+  constructor(private readonly tokens: Token[], private readonly source: readonly string[]) {}
+
+  render(): string {
+    for (; this.index < this.tokens.length; this.index++) this.step(this.tokens[this.index] as Token);
+    return joinBlocks((this.containers[0] as Container).blocks, this.source);
+  }
+
+  private get current(): Container {
+    return this.containers[this.containers.length - 1] as Container;
+  }
+
+  private emit(html: string, lines: [number, number] | undefined | null = this.tokens[this.index]?.map): void {
+    this.current.blocks.push({ html, lines: lines ?? undefined });
+  }
+
+  /** The source lines of the container whose closing token is at the current index. */
+  private openerLines(opener: string): [number, number] | undefined {
+    let depth = 0;
+    const closer = this.tokens[this.index]?.type;
+    for (let at = this.index - 1; at >= 0; at--) {
+      const type = this.tokens[at]?.type;
+      if (type === closer) depth++;
+      else if (type === opener && depth-- === 0) return this.tokens[at]?.map ?? undefined;
+    }
+    return undefined;
+  }
+
+  private step(token: Token): void {
+    switch (token.type) {
+      case "paragraph_open":
+      case "paragraph_close":
+      case "heading_close":
+      case "thead_open": case "thead_close": case "tbody_open": case "tbody_close":
+        return;
+      case "inline":
+        if (this.row) this.row.push(plainInline(token.children ?? []));
+        else this.emit(renderInline(token.children ?? []));
+        return;
+      case "heading_open": {
+        const inline = this.tokens[this.index + 1];
+        this.emit(`<b>${renderInline(inline?.children ?? [])}</b>`);
+        this.index++;
+        return;
+      }
+      case "fence":
+      case "code_block":
+        return this.emit(codeBlock(token.content, token.type === "fence" ? token.info : ""));
+      case "hr":
+        return this.emit("──────────");
+      case "blockquote_open":
+        this.quoteDepth++;
+        this.containers.push({ kind: "quote", blocks: [] });
+        return;
+      case "blockquote_close": {
+        const quote = this.containers.pop() as Container;
+        this.quoteDepth--;
+        const body = joinBlocks(quote.blocks, this.source);
+        // Telegram does not nest quotes: an inner quote is part of the outer one.
+        this.emit(this.quoteDepth > 0 ? body : `<blockquote>${body}</blockquote>`, this.openerLines("blockquote_open"));
+        return;
+      }
+      case "bullet_list_open":
+      case "ordered_list_open":
+        this.lists.push({ ordered: token.type === "ordered_list_open", next: Number(token.attrGet("start") ?? 1), depth: this.lists.length });
+        this.containers.push({ kind: "item", blocks: [] });
+        return;
+      case "bullet_list_close":
+      case "ordered_list_close": {
+        this.lists.pop();
+        const list = this.containers.pop() as Container;
+        this.emit(list.blocks.map((block) => block.html).join("\n"), this.openerLines(token.type.replace("close", "open")));
+        return;
+      }
+      case "list_item_open":
+        this.containers.push({ kind: "item", blocks: [] });
+        return;
+      case "list_item_close": {
+        const item = this.containers.pop() as Container;
+        const list = this.lists[this.lists.length - 1] as ListState;
+        let marker = list.ordered ? `${list.next++}. ` : "• ";
+        let [first = "", ...rest] = item.blocks.map((block) => block.html);
+        const task = /^\[([ xX])\] /.exec(first);
+        if (task && !list.ordered) {
+          marker = task[1] === " " ? "☐ " : "☑ ";
+          first = first.slice(task[0].length);
+        }
+        this.emit(["  ".repeat(list.depth) + marker + first, ...rest].join("\n"), this.openerLines("list_item_open"));
+        return;
+      }
+      case "table_open":
+        this.table = [];
+        return;
+      case "tr_open":
+        this.row = [];
+        return;
+      case "tr_close":
+        if (this.row) this.table?.push(this.row);
+        this.row = undefined;
+        return;
+      case "table_close":
+        this.emit(tableBlock(this.table ?? []), this.openerLines("table_open"));
+        this.table = undefined;
+        return;
+      default:
+        return;
+    }
+  }
+}
+
+function codeBlock(content: string, info: string): string {
+  const code = escapeHtml(content.replace(/\n$/, ""));
+  const language = (info.trim().split(/\s+/)[0] ?? "").replace(/[^A-Za-z0-9_+#.-]/g, "");
+  if (code === "") return "";
+  return language ? `<pre><code class="language-${language}">${code}</code></pre>` : `<pre>${code}</pre>`;
+}
+
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+const width = (text: string) => [...graphemes.segment(text)].length;
+
+/** A table as a monospace block: Telegram has no tables, and aligned columns read well in code font. */
+function tableBlock(rows: readonly string[][]): string {
+  const columns = Math.max(0, ...rows.map((row) => row.length));
+  const widths = Array.from({ length: columns }, (_, column) => Math.max(1, ...rows.map((row) => width(row[column] ?? ""))));
+  const line = (row: readonly string[]) => widths.map((size, column) => {
+    const cell = row[column] ?? "";
+    return cell + " ".repeat(size - width(cell));
+  }).join(" │ ").trimEnd();
+  const [header, ...body] = rows;
+  const lines = header ? [line(header), widths.map((size) => "─".repeat(size)).join("─┼─"), ...body.map(line)] : [];
+  return lines.length > 0 ? `<pre>${escapeHtml(lines.join("\n"))}</pre>` : "";
+}
+
+const INLINE_TAGS: Record<string, string> = { strong_open: "<b>", strong_close: "</b>", em_open: "<i>", em_close: "</i>", s_open: "<s>", s_close: "</s>" };
+
+/** Inline tokens → HTML. Inside a link, code is plain text: Telegram drops a link around code. */
+function renderInline(tokens: readonly Token[]): string {
   const output: string[] = [];
-  let paragraph: string[] = [];
-  const flushParagraph = () => {
-    if (paragraph.length > 0) output.push(renderInline(paragraph.join("\n")));
-    paragraph = [];
-  };
-
-  for (let index = 0; index < lines.length; index++) {
-    const line = lines[index] ?? "";
-
-    const fence = /^( {0,3})(`{3,}|~{3,})[ \t]*([^\s`]*)[^`]*$/.exec(line);
-    if (fence) {
-      flushParagraph();
-      const indent = fence[1]?.length ?? 0;
-      const marker = fence[2] ?? "```";
-      const language = (fence[3] ?? "").replace(/[^A-Za-z0-9_+#.-]/g, "");
-      const closing = new RegExp(`^ {0,3}${marker[0] === "`" ? "`" : "~"}{${marker.length},}[ \\t]*$`);
-      const body: string[] = [];
-      index++;
-      // An unclosed fence runs to the end of the reply (CommonMark does the same).
-      while (index < lines.length && !closing.test(lines[index] ?? "")) {
-        body.push((lines[index] ?? "").replace(new RegExp(`^ {0,${indent}}`), ""));
-        index++;
+  let link: { href: string; linkable: boolean; labelStart: number } | undefined;
+  for (const token of tokens) {
+    switch (token.type) {
+      case "text":
+        output.push(escapeHtml(token.content));
+        break;
+      case "softbreak":
+      case "hardbreak":
+        output.push("\n");
+        break;
+      case "code_inline":
+        output.push(link ? escapeHtml(token.content) : `<code>${escapeHtml(token.content)}</code>`);
+        break;
+      case "link_open": {
+        const href = String(token.attrGet("href") ?? "");
+        const linkable = isTelegramLinkable(href);
+        link = { href, linkable, labelStart: output.length };
+        if (linkable) output.push(`<a href="${escapeAttribute(href)}">`);
+        break;
       }
-      const code = escapeHtml(body.join("\n"));
-      output.push(language ? `<pre><code class="language-${language}">${code}</code></pre>` : `<pre>${code}</pre>`);
-      continue;
-    }
-
-    if (/^ {0,3}>/.test(line)) {
-      flushParagraph();
-      const quoted: string[] = [];
-      while (index < lines.length && /^ {0,3}>/.test(lines[index] ?? "")) {
-        quoted.push((lines[index] ?? "").replace(/^ {0,3}> ?/, ""));
-        index++;
+      case "link_close": {
+        if (!link) break;
+        if (link.linkable) output.push("</a>");
+        else {
+          // Not a link Telegram keeps: the target is written out, so it stays readable.
+          const label = htmlToPlainText(output.slice(link.labelStart).join(""));
+          const target = readableTarget(link.href);
+          if (label.trim() !== target && label.trim() !== link.href) output.push(` (${escapeHtml(target)})`);
+        }
+        link = undefined;
+        break;
       }
-      index--;
-      output.push(`<blockquote>${renderInline(quoted.join("\n"))}</blockquote>`);
-      continue;
-    }
-
-    const heading = /^ {0,3}#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$/.exec(line);
-    if (heading) {
-      flushParagraph();
-      output.push(`<b>${renderInline(heading[1] ?? "")}</b>`);
-      continue;
-    }
-
-    if (/^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/.test(line)) {
-      flushParagraph();
-      output.push("──────────");
-      continue;
-    }
-
-    const bullet = /^([ \t]*)[-*+][ \t]+(?:\[([ xX])\][ \t]+)?(.*)$/.exec(line);
-    if (bullet) {
-      flushParagraph();
-      const box = bullet[2] === undefined ? "• " : bullet[2] === " " ? "☐ " : "☑ ";
-      output.push(`${bullet[1] ?? ""}${box}${renderInline(bullet[3] ?? "")}`);
-      continue;
-    }
-
-    const numbered = /^([ \t]*)(\d{1,9}[.)])[ \t]+(.*)$/.exec(line);
-    if (numbered) {
-      flushParagraph();
-      output.push(`${numbered[1] ?? ""}${numbered[2] ?? ""} ${renderInline(numbered[3] ?? "")}`);
-      continue;
-    }
-
-    if (line.trim() === "") {
-      flushParagraph();
-      output.push("");
-      continue;
-    }
-    paragraph.push(line);
-  }
-  flushParagraph();
-  return output.join("\n");
-}
-
-const EMPHASIS: ReadonlyArray<{ delimiter: string; tag: string }> = [
-  { delimiter: "**", tag: "b" },
-  { delimiter: "__", tag: "b" },
-  { delimiter: "~~", tag: "s" },
-  { delimiter: "*", tag: "i" },
-  { delimiter: "_", tag: "i" },
-];
-
-const isPunctuation = (character: string | undefined) =>
-  character !== undefined && /[!-/:-@[-`{-~]/.test(character);
-const isWhitespace = (character: string | undefined) => character === undefined || /\s/.test(character);
-const isWordCharacter = (character: string | undefined) => character !== undefined && /[\p{L}\p{N}]/u.test(character);
-
-function runLength(text: string, from: number, character: string): number {
-  let end = from;
-  while (text[end] === character) end++;
-  return end - from;
-}
-
-/** Index of the backtick run of exactly `length` that closes a code span, or -1. */
-function findBacktickRun(text: string, from: number, length: number): number {
-  let index = from;
-  while (index < text.length) {
-    const next = text.indexOf("`", index);
-    if (next < 0) return -1;
-    const run = runLength(text, next, "`");
-    if (run === length) return next;
-    index = next + run;
-  }
-  return -1;
-}
-
-/**
- * Where the emphasis opened at `from` closes: the next delimiter run that can close, skipping
- * escapes and code spans. A closer is the *last* characters of its run, so `***x***` nests.
- */
-function findCloser(text: string, from: number, delimiter: string): number {
-  const character = delimiter[0] ?? "*";
-  let index = from;
-  while (index < text.length) {
-    const current = text[index];
-    if (current === "\\" && isPunctuation(text[index + 1])) {
-      index += 2;
-      continue;
-    }
-    if (current === "`") {
-      const run = runLength(text, index, "`");
-      const close = findBacktickRun(text, index + run, run);
-      index = close < 0 ? index + run : close + run;
-      continue;
-    }
-    if (current === character) {
-      const run = runLength(text, index, character);
-      // A run of two belongs to bold, not to italic; runs of one or three close italic.
-      const usable = delimiter.length === 2 ? run >= 2 : run !== 2;
-      const closer = index + run - delimiter.length;
-      const afterRun = text[index + run];
-      if (usable && run >= delimiter.length && !isWhitespace(text[closer - 1]) && closer > from) {
-        if (character !== "_" || !isWordCharacter(afterRun)) return closer;
+      case "image": {
+        const src = String(token.attrGet("src") ?? "");
+        const alt = plainInline(token.children ?? []) || "image";
+        output.push(isTelegramLinkable(src) && !link ? `<a href="${escapeAttribute(src)}">${escapeHtml(alt)}</a>` : `${escapeHtml(alt)} (${escapeHtml(readableTarget(src))})`);
+        break;
       }
-      index += run;
-      continue;
-    }
-    index++;
-  }
-  return -1;
-}
-
-interface Link {
-  label: string;
-  url: string;
-  end: number;
-}
-
-/** For each "[", the index of its matching "]" (or -1), in one pass: no quadratic rescans. */
-function matchBrackets(text: string): Int32Array {
-  const matches = new Int32Array(text.length).fill(-1);
-  const open: number[] = [];
-  for (let index = 0; index < text.length; index++) {
-    const current = text[index];
-    if (current === "\\") index++;
-    else if (current === "[") open.push(index);
-    else if (current === "]") {
-      const start = open.pop();
-      if (start !== undefined) matches[start] = index;
-    }
-  }
-  return matches;
-}
-
-function parseLink(text: string, from: number, brackets: Int32Array): Link | undefined {
-  // from points at "["; its matching "]" must be followed at once by "(".
-  const index = brackets[from] ?? -1;
-  if (index < 0 || text[index + 1] !== "(") return undefined;
-  const label = text.slice(from + 1, index);
-  let cursor = index + 2;
-  while (text[cursor] === " ") cursor++;
-  let parens = 0;
-  const urlStart = cursor;
-  for (; cursor < text.length; cursor++) {
-    const current = text[cursor] ?? "";
-    if (/\s/.test(current) || cursor - urlStart > 2048) break;
-    if (current === "(") parens++;
-    if (current === ")") {
-      if (parens === 0) break;
-      parens--;
-    }
-  }
-  const url = text.slice(urlStart, cursor);
-  while (text[cursor] === " ") cursor++;
-  const title = /"[^"\n]*"|'[^'\n]*'/y;
-  title.lastIndex = cursor;
-  if (title.exec(text)) cursor = title.lastIndex;
-  while (text[cursor] === " ") cursor++;
-  if (text[cursor] !== ")" || url.length === 0) return undefined;
-  return { label, url, end: cursor + 1 };
-}
-
-/**
- * Telegram accepts absolute URLs only; anything else (relative, javascript:) becomes text. A
- * huge URL stays text too: a tag is never split, so it must stay far below a message.
- */
-const isLinkable = (url: string) => url.length <= 2048 && /^(https?:\/\/|tg:\/\/|mailto:)[^\s<>"]+$/i.test(url);
-
-function renderInline(text: string, insideLink = false): string {
-  const output: string[] = [];
-  // Once a delimiter has no closer after position p, it has none after any later position
-  // either: remembering that keeps adversarial input (thousands of lone `*`) linear-ish.
-  const noCloserFrom = new Map<string, number>();
-  let brackets: Int32Array | undefined;
-  let index = 0;
-
-  outer: while (index < text.length) {
-    const current = text[index] ?? "";
-
-    if (current === "\\" && isPunctuation(text[index + 1])) {
-      output.push(escapeHtml(text[index + 1] ?? ""));
-      index += 2;
-      continue;
-    }
-
-    if (current === "`") {
-      const run = runLength(text, index, "`");
-      const close = findBacktickRun(text, index + run, run);
-      if (close < 0) {
-        output.push("`".repeat(run));
-        index += run;
-        continue;
-      }
-      let code = text.slice(index + run, close);
-      if (code.length > 2 && code.startsWith(" ") && code.endsWith(" ") && code.trim() !== "") code = code.slice(1, -1);
-      output.push(code.length > 0 ? `<code>${escapeHtml(code)}</code>` : "`".repeat(run * 2));
-      index = close + run;
-      continue;
-    }
-
-    if (!insideLink && (current === "[" || (current === "!" && text[index + 1] === "["))) {
-      brackets ??= matchBrackets(text);
-      const link = parseLink(text, current === "!" ? index + 1 : index, brackets);
-      if (link) {
-        const label = link.label.trim() === "" ? escapeHtml(link.url) : renderInline(link.label, true);
-        output.push(
-          isLinkable(link.url) ? `<a href="${escapeAttribute(link.url)}">${label}</a>` : `${label} (${escapeHtml(link.url)})`,
-        );
-        index = link.end;
-        continue;
+      default: {
+        const tag = INLINE_TAGS[token.type];
+        if (tag !== undefined) output.push(tag);
+        else if (token.content) output.push(escapeHtml(token.content));
       }
     }
-
-    if (!insideLink && current === "<") {
-      const autolink = /^<((?:https?|tg):\/\/[^\s<>]+|mailto:[^\s<>]+)>/i.exec(text.slice(index, index + 2048));
-      if (autolink && autolink[1]) {
-        output.push(`<a href="${escapeAttribute(autolink[1])}">${escapeHtml(autolink[1])}</a>`);
-        index += autolink[0].length;
-        continue;
-      }
-    }
-
-    for (const { delimiter, tag } of EMPHASIS) {
-      if (!text.startsWith(delimiter, index)) continue;
-      const contentStart = index + delimiter.length;
-      if (isWhitespace(text[contentStart])) continue;
-      if (delimiter[0] === "_" && isWordCharacter(text[index - 1])) continue;
-      const known = noCloserFrom.get(delimiter);
-      if (known !== undefined && contentStart >= known) continue;
-      const closer = findCloser(text, contentStart, delimiter);
-      if (closer < 0) {
-        noCloserFrom.set(delimiter, Math.min(known ?? contentStart, contentStart));
-        continue;
-      }
-      output.push(`<${tag}>${renderInline(text.slice(contentStart, closer), insideLink)}</${tag}>`);
-      index = closer + delimiter.length;
-      continue outer;
-    }
-
-    output.push(escapeHtml(current));
-    index++;
   }
   return output.join("");
+}
+
+/** Inline tokens as plain text (table cells, image alt text). */
+function plainInline(tokens: readonly Token[]): string {
+  return tokens.map((token) => (token.type === "image" ? plainInline(token.children ?? []) : token.type === "softbreak" || token.type === "hardbreak" ? " " : token.content)).join("");
 }
 
 const NAMED_ENTITIES: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'" };

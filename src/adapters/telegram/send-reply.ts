@@ -19,12 +19,25 @@ export interface SendReplyOptions {
   fromPart?: number;
   /** Called after each part is delivered (or skipped as blank), before the next is sent. */
   onPartSent?: (partIndex: number) => Promise<void>;
-  /** @defaultValue 4000 */
+  /** Longest part, in UTF-16 units after parsing. @defaultValue 4096 */
   maxPartLength?: number;
+  /** Off: `link_preview_options: { is_disabled: true }` on every part. @defaultValue false */
+  linkPreviews?: boolean;
+  /**
+   * Telegram answered that the chat was upgraded to a supergroup (400 with
+   * `migrate_to_chat_id`). "continue": send this part and the rest to the new id; "stop": the
+   * reply now belongs to the moved session, whose own delivery sends it (a RetryableError ends
+   * this one). Without it, the reply follows the new id.
+   */
+  onChatMigrated?: (fromChatId: string, toChatId: string) => Promise<"continue" | "stop">;
   signal?: AbortSignal;
   logger: Logger;
   /** Extra options of the last part (an inline keyboard). */
   lastPart?: Record<string, unknown>;
+}
+
+export class ChatMovedError extends RetryableError {
+  override readonly name = "ChatMovedError";
 }
 
 /** Renders and splits exactly as `sendReply` does; part indices are stable for a given text. */
@@ -34,7 +47,7 @@ export function replyParts(markdown: string, maxPartLength = DEFAULT_PART_LENGTH
 
 export async function sendReply(api: Api, target: ReplyTarget, markdown: string, options: SendReplyOptions): Promise<{ parts: number }> {
   const parts = replyParts(markdown, options.maxPartLength);
-  const chatId = target.chatId;
+  let chatId = target.chatId;
   const threadId = target.threadId === undefined ? undefined : Number(target.threadId);
   const replyTo = target.replyToMessageId === undefined ? undefined : Number(target.replyToMessageId);
 
@@ -47,11 +60,23 @@ export async function sendReply(api: Api, target: ReplyTarget, markdown: string,
         ...(index === 0 && replyTo !== undefined && !Number.isNaN(replyTo)
           ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }
           : {}),
+        ...(options.linkPreviews === true ? {} : { link_preview_options: { is_disabled: true } }),
         ...(index === parts.length - 1 ? options.lastPart : {}),
       };
       try {
-        await api.sendMessage(chatId, html, { ...common, parse_mode: "HTML" }, toApiSignal(options.signal));
+        try {
+          await api.sendMessage(chatId, html, { ...common, parse_mode: "HTML" }, toApiSignal(options.signal));
+        } catch (error) {
+          const movedTo = migratedTo(error);
+          if (movedTo === undefined) throw error;
+          const decision = (await options.onChatMigrated?.(chatId, movedTo)) ?? "continue";
+          options.logger.info({ fromChatId: chatId, toChatId: movedTo, decision }, "telegram group was upgraded to a supergroup; the reply follows the new id");
+          if (decision === "stop") throw new ChatMovedError(`telegram chat ${chatId} moved to ${movedTo}; its session delivers this reply`, { retryAfterMs: 0 });
+          chatId = movedTo;
+          await api.sendMessage(chatId, html, { ...common, parse_mode: "HTML" }, toApiSignal(options.signal));
+        }
       } catch (error) {
+        if (error instanceof ChatMovedError) throw error;
         if (!(error instanceof GrammyError && error.error_code === 400 && /can't parse entities/i.test(error.description))) {
           throw toTelegramError(error);
         }
@@ -69,6 +94,13 @@ export async function sendReply(api: Api, target: ReplyTarget, markdown: string,
     await options.onPartSent?.(index);
   }
   return { parts: parts.length };
+}
+
+/** The new chat id when Telegram says the group became a supergroup. */
+export function migratedTo(error: unknown): string | undefined {
+  if (!(error instanceof GrammyError) || error.error_code !== 400) return undefined;
+  const id = error.parameters.migrate_to_chat_id;
+  return id === undefined ? undefined : String(id);
 }
 
 /**

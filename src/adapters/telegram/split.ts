@@ -1,40 +1,55 @@
 /**
  * Splits rendered Telegram HTML into messages that each fit the 4,096 limit.
  *
- * Telegram counts the limit in UTF-16 code units after entity parsing, and parsing only ever
- * shrinks a text (tdlib/telegram-bot-api#374): a raw HTML part of ≤ 4,096 units is always
- * accepted, so parts are measured raw, closing tags included. The default target is 4,000 to
- * leave room. Splitting the HTML (not the Markdown) is what makes the bound exact: escaping
- * can quadruple a `<`.
+ * Telegram counts the limit in UTF-16 code units of the text *after* entity parsing: a tag
+ * counts 0, `&lt;` counts 1, `&#128512;` counts 2. Parts are measured that way, so a code block
+ * full of `<` is not cut into slivers because its escapes are long.
  *
- * Break preference: a blank line outside any element, then a line break outside any element,
- * then a line break inside one (a long code block or quote is closed at the end of the part
- * and reopened, with its language, at the start of the next), then a space, then anywhere
- * except inside a tag, an entity or a surrogate pair. The break characters stay at the end of
- * the earlier part, so the parts' texts joined are exactly the whole text. Pure; no grammY.
+ * Break preference: a blank line outside any element, then a line break outside any element
+ * (once the part is a quarter full), then any such break at all, so a code block or quote
+ * that fits in a part is moved whole to the next one; only an element longer than a part is
+ * cut: at a line break inside it (a code block is closed at the end of the part and reopened,
+ * with its language, at the start of the next), then at a space, then anywhere between two
+ * grapheme clusters (Intl.Segmenter: never inside a flag, a ZWJ emoji or a surrogate pair),
+ * never inside a tag or an entity. The break characters stay at the end of the earlier part,
+ * so the parts' texts joined are exactly the whole text. Deterministic: part indices are
+ * stable across retries. Pure; no grammY.
  */
 
 export const TELEGRAM_MESSAGE_LIMIT = 4096;
-export const DEFAULT_PART_LENGTH = 4000;
+/** Parts are measured as Telegram measures them, so the limit itself is the default. */
+export const DEFAULT_PART_LENGTH = TELEGRAM_MESSAGE_LIMIT;
 
 type Token =
-  | { kind: "open"; name: string; raw: string }
-  | { kind: "close"; name: string; raw: string }
-  | { kind: "text"; raw: string };
+  | { kind: "open"; name: string; raw: string; units: 0 }
+  | { kind: "close"; name: string; raw: string; units: 0 }
+  | { kind: "text"; raw: string; units: number };
 
 interface OpenTag {
   name: string;
   raw: string;
 }
 
+const NAMED: Record<string, number> = { lt: 1, gt: 1, amp: 1, quot: 1 };
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+
+/** Units an entity occupies after parsing (Telegram decodes only these names, and numbers). */
+function entityUnits(entity: string): number {
+  const body = entity.slice(1, -1);
+  if (body[0] !== "#") return NAMED[body.toLowerCase()] ?? entity.length;
+  const code = body[1] === "x" || body[1] === "X" ? Number.parseInt(body.slice(2), 16) : Number.parseInt(body.slice(1), 10);
+  return code > 0xffff ? 2 : 1;
+}
+
 function tokenize(html: string): Token[] {
   const tokens: Token[] = [];
-  const pattern = /<(\/?)([a-zA-Z][a-zA-Z0-9-]*)[^>]*>|&(?:#x[0-9a-fA-F]+|#[0-9]+|[a-zA-Z]+);|[\uD800-\uDBFF][\uDC00-\uDFFF]|[\s\S]/g;
+  const pattern = /<(\/?)([a-zA-Z][a-zA-Z0-9-]*)[^>]*>|&(?:#x[0-9a-fA-F]+|#[0-9]+|[a-zA-Z]+);|[^<&]+|[\s\S]/g;
   for (const match of html.matchAll(pattern)) {
     const raw = match[0];
     const name = match[2]?.toLowerCase();
-    if (name !== undefined) tokens.push({ kind: match[1] ? "close" : "open", name, raw });
-    else tokens.push({ kind: "text", raw });
+    if (name !== undefined) tokens.push({ kind: match[1] ? "close" : "open", name, raw, units: 0 });
+    else if (raw.length > 1 && raw[0] === "&") tokens.push({ kind: "text", raw, units: entityUnits(raw) });
+    else for (const { segment } of graphemes.segment(raw)) tokens.push({ kind: "text", raw: segment, units: segment.length });
   }
   return tokens;
 }
@@ -79,14 +94,35 @@ const removeEmptyElements = (html: string) => {
 };
 
 export interface SplitOptions {
-  /** Longest part in UTF-16 units, tags included. @defaultValue 4000 */
+  /** Longest part in UTF-16 units after parsing (Telegram's measure). @defaultValue 4096 */
   maxLength?: number;
+}
+
+/** Whether the element starting at `from` (after any text) fits in a part of its own. */
+function elementFits(tokens: readonly Token[], from: number, limit: number): boolean {
+  let depth = 0;
+  let units = 0;
+  for (let index = from; index < tokens.length; index++) {
+    const token = tokens[index] as Token;
+    if (token.kind === "text" && depth === 0) return true;
+    units += token.units;
+    if (units > limit) return false;
+    if (token.kind === "open") depth++;
+    else if (token.kind === "close" && --depth <= 0) return true;
+  }
+  return true;
+}
+
+/** A part's length as Telegram counts it: tags 0, entities decoded. */
+export function parsedLength(html: string): number {
+  return tokenize(html).reduce((sum, token) => sum + token.units, 0);
 }
 
 export function splitHtml(html: string, options: SplitOptions = {}): string[] {
   const limit = Math.min(options.maxLength ?? DEFAULT_PART_LENGTH, TELEGRAM_MESSAGE_LIMIT);
   if (html.length <= limit) return [html];
   const tokens = tokenize(html);
+  if (tokens.reduce((sum, token) => sum + token.units, 0) <= limit) return [html];
   // A preferred break is taken only if the part is at least this full; otherwise a worse
   // break further on wins, so a part is never a sliver just because a paragraph ended early.
   const minimumFill = Math.floor(limit / 4);
@@ -95,45 +131,42 @@ export function splitHtml(html: string, options: SplitOptions = {}): string[] {
   let openAtStart: OpenTag[] = [];
 
   while (start < tokens.length) {
-    const prefix = openAtStart.map((tag) => tag.raw).join("");
     const stack = [...openAtStart];
-    let length = prefix.length;
-    let closeLength = stack.reduce((sum, tag) => sum + closingTag(tag).length, 0);
+    let length = 0;
     const best: Array<{ cut: number; fill: number } | undefined> = [];
+    let anyOutside: number | undefined;
     let index = start;
     for (; index < tokens.length; index++) {
       const token = tokens[index] as Token;
-      const before = stack.length;
+      if (length + token.units > limit) break;
       applyToken(stack, token);
-      if (token.kind === "open") closeLength += closingTag(stack[stack.length - 1] as OpenTag).length;
-      else if (token.kind === "close" && stack.length < before) closeLength -= `</${token.name}>`.length;
-      if (length + token.raw.length + closeLength > limit) break;
-      length += token.raw.length;
+      length += token.units;
       const kind = breakClass(tokens, index, stack.length);
-      if (kind !== undefined) best[kind] = { cut: index + 1, fill: length };
+      if (kind === undefined) continue;
+      best[kind] = { cut: index + 1, fill: length };
+      if ((kind === Break.Paragraph || kind === Break.Line) && elementFits(tokens, index + 1, limit)) anyOutside = index + 1;
     }
     if (index >= tokens.length) {
-      parts.push(prefix + tokens.slice(start).map((token) => token.raw).join(""));
+      parts.push(openAtStart.map((tag) => tag.raw).join("") + tokens.slice(start).map((token) => token.raw).join(""));
       break;
     }
     let cut: number | undefined;
-    for (const kind of [Break.Paragraph, Break.Line, Break.LineInside, Break.Space]) {
+    for (const kind of [Break.Paragraph, Break.Line]) {
       const candidate = best[kind];
       if (candidate && candidate.fill >= minimumFill) {
         cut = candidate.cut;
         break;
       }
     }
-    // Anywhere is the last resort; a single token longer than the limit cannot occur with
-    // our renderer's output, but progress is forced rather than looping forever.
-    cut ??= best[Break.Anywhere]?.cut ?? best[Break.Space]?.cut ?? best[Break.LineInside]?.cut ?? best[Break.Line]?.cut ?? start + 1;
+    // Before cutting into an element, move it whole to the next part if a break precedes it.
+    cut ??= anyOutside ?? best[Break.LineInside]?.cut ?? best[Break.Space]?.cut ?? best[Break.Anywhere]?.cut ?? start + 1;
     const openAtCut = [...openAtStart];
     for (let position = start; position < cut; position++) applyToken(openAtCut, tokens[position] as Token);
     const body = tokens.slice(start, cut).map((token) => token.raw).join("");
     const closing = [...openAtCut].reverse().map(closingTag).join("");
-    parts.push(prefix + body + closing);
+    parts.push(openAtStart.map((tag) => tag.raw).join("") + body + closing);
     start = cut;
     openAtStart = openAtCut;
   }
-  return parts.map(removeEmptyElements);
+  return parts.map(removeEmptyElements).filter((part) => part !== "");
 }

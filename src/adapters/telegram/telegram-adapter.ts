@@ -1,15 +1,16 @@
 /**
  * The Telegram adapter (SPEC §6): grammY in, normalised messages to the ingress, replies out.
- * Long polling with @grammyjs/runner by default; webhook mode (for several gateway replicas)
- * when a webhook URL is configured. Access control, dedupe and persistence are the ingress's.
+ * Long polling (polling.ts: an update is confirmed only once stored) by default; webhook mode
+ * (for several gateway replicas) when a webhook URL is configured. Access control, dedupe and
+ * persistence are the ingress's.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { Bot, webhookCallback, type Transformer } from "grammy";
-import type { Update, UserFromGetMe } from "grammy/types";
-import { run, sequentialize, type RunnerHandle } from "@grammyjs/runner";
+import { Bot, webhookCallback } from "grammy";
+import type { Message, Update } from "grammy/types";
 import { autoRetry } from "@grammyjs/auto-retry";
 import type {
   ChannelAdapter,
+  ChatMoveResult,
   IngressPort,
   InboundMessage,
   OutboundReply,
@@ -20,55 +21,28 @@ import type {
 } from "../channel-adapter.js";
 import { errorMessage } from "../../errors.js";
 import type { Logger } from "../../logger.js";
+import { IntakeMemory } from "./intake-memory.js";
+import { Poller } from "./polling.js";
 import { describeError, sendReply, toApiSignal, toTelegramError } from "./send-reply.js";
 import { DEFAULT_PART_LENGTH } from "./split.js";
 import { TELEGRAM_COMMANDS, toInboundMessage, truncationNoticeText, type Intake } from "./to-inbound-message.js";
 import { answerPress, inlineKeyboard, replaceMessage, toInboundAction } from "./actions.js";
+import { TypingIndicators } from "./typing.js";
+import { hostOf, serveWebhook, WebhookHealth } from "./webhook.js";
+import { retrying } from "./retrying.js";
+import type { TelegramAdapterOptions } from "./options.js";
+
+export type { TelegramAdapterOptions } from "./options.js";
 
 export const TELEGRAM_WEBHOOK_PATH = "/telegram/webhook";
 
 /** Messages and button presses; edits are ignored on purpose (docs/telegram.md), so not even fetched. */
 const ALLOWED_UPDATES = ["message", "callback_query"] as const;
 
+/** What the user reads when their message could not be stored after every retry. */
+export const SUBMIT_FAILED_NOTICE = "Sorry, I couldn't take that message just now. Please send it again in a moment.";
+
 type HttpHandler = (request: IncomingMessage, response: ServerResponse) => void;
-
-export interface TelegramAdapterOptions {
-  token: string;
-  /** Bot API root, without a trailing slash. @defaultValue "https://api.telegram.org" */
-  apiRoot?: string;
-  /** Public URL Telegram posts updates to; unset: long polling. */
-  webhookUrl?: string;
-  /** Secret Telegram sends in X-Telegram-Bot-Api-Secret-Token; required with `webhookUrl`. */
-  webhookSecret?: string;
-  /** Inbound text longer than this is truncated, with a notice to the user. */
-  maxMessageChars: number;
-  logger: Logger;
-  /** getMe's answer, to skip the call (tests, cold starts of webhook replicas). */
-  botInfo?: UserFromGetMe;
-  /** Long-poll timeout of getUpdates in seconds. @defaultValue 30 */
-  pollingTimeoutSeconds?: number;
-  /** Timeout of one Bot API request (long polls get their own timeout on top). @defaultValue 60 */
-  requestTimeoutSeconds?: number;
-  /** How often the typing indicator is re-sent; Telegram shows it for about 5 s. @defaultValue 4000 */
-  typingIntervalMs?: number;
-  /** A typing indicator never outlives this, even if turn-finished is lost. @defaultValue 600000 */
-  typingMaxMs?: number;
-  /** Longest part of a reply, tags included (Telegram's limit is 4096). @defaultValue 4000 */
-  maxPartLength?: number;
-  /**
-   * Polling only: pauses between attempts of a failing `ingress.submit`. The runner has already
-   * confirmed the update to Telegram, so these retries are the message's only second chance.
-   * (In webhook mode a failure answers 500 and Telegram re-delivers.) @defaultValue [500, 2000, 5000]
-   */
-  submitRetryDelaysMs?: readonly number[];
-  /** How long `stop()` waits for notices and typing calls in flight. @defaultValue 2000 */
-  stopGraceMs?: number;
-}
-
-interface TypingLoop {
-  timer: NodeJS.Timeout;
-  inFlight: boolean;
-}
 
 export class TelegramAdapter implements ChannelAdapter {
   readonly platform = "telegram" as const;
@@ -76,14 +50,20 @@ export class TelegramAdapter implements ChannelAdapter {
   private readonly logger: Logger;
   private readonly options: TelegramAdapterOptions;
   private readonly mode: "polling" | "webhook";
-  private readonly typing = new Map<string, TypingLoop>();
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly abort = new AbortController();
+  private readonly typing: TypingIndicators;
+  private readonly memory = new IntakeMemory();
+  /** Old chat id → new one, for notices to a group that became a supergroup. */
+  private readonly migrations = new Map<string, string>();
+  /** Groups we stay silent in, logged once each. */
+  private readonly silentGroups = new Set<string>();
   private ingress: IngressPort | undefined;
-  private runner: RunnerHandle | undefined;
+  private poller: Poller | undefined;
+  private webhookHealth: WebhookHealth | undefined;
   private routes: Map<string, HttpHandler> | undefined;
   private state: "new" | "starting" | "running" | "stopped" = "new";
-  private pollingHealthy = true;
+  private startupHealthy = true;
 
   constructor(options: TelegramAdapterOptions) {
     if (options.webhookUrl !== undefined && options.webhookSecret === undefined) {
@@ -104,13 +84,27 @@ export class TelegramAdapter implements ChannelAdapter {
     // auto-retry's network loop ignores maxRetryAttempts (STACK §2.3) and would hold a reply
     // for up to an hour: the reply sender's job retries instead, resuming at the failed part.
     this.bot.api.config.use(autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 30, rethrowHttpErrors: true }));
-    this.bot.api.config.use(this.watchIntake());
-    // One update per chat at a time, so a chat's messages reach the ingress in order (Telegram
-    // does the same for webhooks; the runner alone would run a batch concurrently).
-    this.bot.use(sequentialize((context) => (context.chat ? String(context.chat.id) : undefined)));
+    this.bot.api.config.use(async (previous, method, payload, signal) => {
+      // grammY retries getMe at start on network errors: log each failure with our logger.
+      if (method !== "getMe") return previous(method, payload, signal);
+      try {
+        return await previous(method, payload, signal);
+      } catch (error) {
+        if (!signal?.aborted) {
+          this.startupHealthy = false;
+          this.logger.warn({ err: describeError(error) }, "getMe failed; retrying");
+        }
+        throw error;
+      }
+    });
     this.bot.use((context) => this.handleUpdate(context.update));
-    this.bot.catch((error) => {
-      this.logger.error({ updateId: error.ctx.update.update_id, err: describeError(error.error) }, "telegram update failed");
+    this.typing = new TypingIndicators({
+      api: this.bot.api,
+      logger: this.logger,
+      intervalMs: options.typingIntervalMs ?? 4000,
+      maxMs: options.typingMaxMs ?? 600_000,
+      signal: this.abort.signal,
+      track: (call) => this.track(call),
     });
   }
 
@@ -137,16 +131,17 @@ export class TelegramAdapter implements ChannelAdapter {
     }
     if (this.state !== "starting") {
       // stop() ran while we were starting: undo what started.
-      await this.runner?.stop();
+      await this.poller?.stop(0);
       throw new Error("telegram adapter was stopped while starting");
     }
     this.state = "running";
   }
 
   private async startIntake(): Promise<void> {
-    // grammY retries getMe on network errors until it gets an answer (logged by watchIntake):
-    // a gateway started while Telegram is unreachable waits for it; stop() cancels the wait.
+    // grammY retries getMe on network errors until it gets an answer (logged above): a
+    // gateway started while Telegram is unreachable waits for it; stop() cancels the wait.
     await this.bot.init(toApiSignal(this.abort.signal));
+    this.startupHealthy = true;
     const me = this.bot.botInfo;
     if (!me.can_read_all_group_messages) {
       this.logger.info({ username: me.username }, "privacy mode is on: in groups the bot sees commands, mentions and replies to it (all it needs)");
@@ -159,31 +154,48 @@ export class TelegramAdapter implements ChannelAdapter {
 
     if (this.mode === "webhook" && this.options.webhookUrl !== undefined) {
       const callback = webhookCallback(this.bot, "http", { secretToken: this.options.webhookSecret ?? "" });
-      this.routes = new Map([[TELEGRAM_WEBHOOK_PATH, (request, response) => this.serveWebhook(callback, request, response)]]);
+      this.routes = new Map([[TELEGRAM_WEBHOOK_PATH, (request, response) => serveWebhook(callback, request, response, this.state === "running", this.logger)]]);
       await this.bot.api.setWebhook(this.options.webhookUrl, {
         secret_token: this.options.webhookSecret ?? "",
         allowed_updates: [...ALLOWED_UPDATES],
         drop_pending_updates: false,
       });
+      this.webhookHealth = new WebhookHealth({ api: this.bot.api, url: this.options.webhookUrl, intervalMs: this.options.webhookCheckIntervalMs ?? 60_000, logger: this.logger, signal: this.abort.signal });
+      this.webhookHealth.start();
       this.logger.info({ username: me.username, path: TELEGRAM_WEBHOOK_PATH }, "telegram webhook set");
       return;
     }
-    // A webhook left over from webhook mode would make every getUpdates fail with 409.
-    await this.bot.api.deleteWebhook({ drop_pending_updates: false }).catch((error: unknown) => {
-      this.logger.warn({ err: describeError(error) }, "deleteWebhook failed; polling may conflict with an old webhook");
+    await this.refusePollingOverWebhook();
+    this.poller = new Poller({
+      api: this.bot.api,
+      timeoutSeconds: this.options.pollingTimeoutSeconds ?? 30,
+      allowedUpdates: ALLOWED_UPDATES,
+      handle: (update) => this.bot.handleUpdate(update),
+      conflictGiveUpMs: this.options.conflictGiveUpMs ?? 300_000,
+      onFatal: (error) => this.options.onFatal?.(error),
+      logger: this.logger,
     });
-    this.runner = run(this.bot, {
-      runner: {
-        fetch: { timeout: this.options.pollingTimeoutSeconds ?? 30, allowed_updates: [...ALLOWED_UPDATES] },
-        // Failures are logged through watchIntake() with our logger instead of console.error.
-        silent: true,
-      },
-    });
-    this.runner.task()?.catch((error: unknown) => {
-      this.pollingHealthy = false;
-      this.logger.fatal({ err: describeError(error) }, "telegram polling stopped: a wrong token (401) or another poller on this token (409)");
-    });
+    this.poller.start();
     this.logger.info({ username: me.username }, "telegram long polling started");
+  }
+
+  /**
+   * A webhook set for this token means another deployment serves it in webhook mode: polling
+   * would need deleteWebhook, which silently disconnects that deployment. So we refuse, unless
+   * the operator says this gateway takes over (TELEGRAM_FORCE_POLLING).
+   */
+  private async refusePollingOverWebhook(): Promise<void> {
+    const info = await this.bot.api.getWebhookInfo(toApiSignal(this.abort.signal));
+    const url = info.url ?? "";
+    if (url === "") return;
+    if (!this.options.forcePolling) {
+      throw new Error(
+        `a webhook is set for this bot (host ${hostOf(url)}): another deployment may serve it, so long polling will not delete it. ` +
+          "Set TELEGRAM_WEBHOOK_URL to serve the webhook here, or TELEGRAM_FORCE_POLLING=1 to take over with long polling.",
+      );
+    }
+    this.logger.warn({ webhookHost: hostOf(url) }, "TELEGRAM_FORCE_POLLING: deleting the webhook set for this bot and polling instead");
+    await this.bot.api.deleteWebhook({ drop_pending_updates: false }, toApiSignal(this.abort.signal));
   }
 
   async send(reply: OutboundReply, options: SendOptions): Promise<void> {
@@ -194,17 +206,26 @@ export class TelegramAdapter implements ChannelAdapter {
       fromPart: options.fromPart,
       onPartSent: options.onPartSent,
       maxPartLength: this.options.maxPartLength ?? DEFAULT_PART_LENGTH,
+      linkPreviews: this.options.linkPreviews ?? false,
+      // The reply came from the old chat's session: once that session moved, the moved outbox
+      // (rewritten to the new id) is delivered by the new session; this delivery stops.
+      onChatMigrated: async (fromChatId, toChatId) => {
+        const result = await this.moveChat(fromChatId, toChatId);
+        return (result === "moved" || result === "already-moved") && reply.sessionKey === sessionKeyOf(fromChatId) ? "stop" : "continue";
+      },
       logger: this.logger,
       ...(reply.actions?.length ? { lastPart: { reply_markup: inlineKeyboard(reply.actions) } } : {}),
     });
     // The answer is out: Telegram clears "typing…" when our message arrives; keep it cleared.
-    if (reply.kind === "answer" && parts > 0) this.stopTyping(reply.sessionKey);
+    if (reply.kind === "answer" && parts > 0) this.typing.stop(reply.sessionKey);
   }
 
   onActivity(activity: TurnActivity): void {
     try {
-      if (activity.type === "turn-started" && this.state === "running") this.startTyping(activity.sessionKey, activity.target);
-      else if (activity.type === "turn-finished") this.stopTyping(activity.sessionKey);
+      if (activity.type === "turn-started" && this.state === "running") {
+        const chatId = this.migrations.get(activity.target.chatId) ?? activity.target.chatId;
+        this.typing.start(activity.sessionKey, { ...activity.target, chatId });
+      } else if (activity.type === "turn-finished") this.typing.stop(activity.sessionKey);
     } catch (error) {
       this.logger.debug({ err: describeError(error) }, "typing indicator failed");
     }
@@ -215,9 +236,12 @@ export class TelegramAdapter implements ChannelAdapter {
     const wasStarting = this.state === "starting";
     this.state = "stopped";
     if (wasStarting) this.abort.abort();
-    for (const key of [...this.typing.keys()]) this.stopTyping(key);
-    if (this.runner?.isRunning()) await this.runner.stop();
-    const grace = new Promise<void>((resolve) => setTimeout(resolve, this.options.stopGraceMs ?? 2000).unref());
+    this.typing.stopAll();
+    this.webhookHealth?.stop();
+    const graceMs = this.options.stopGraceMs ?? 2000;
+    // Updates still being stored when the grace ends stay unconfirmed: Telegram re-delivers them.
+    await this.poller?.stop(graceMs);
+    const grace = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
     await Promise.race([Promise.allSettled([...this.inFlight]), grace]);
     this.abort.abort();
     await Promise.allSettled([...this.inFlight]);
@@ -225,15 +249,21 @@ export class TelegramAdapter implements ChannelAdapter {
 
   isConnected(): boolean {
     if (this.state !== "running") return false;
-    return this.runner === undefined ? true : this.runner.isRunning() && this.pollingHealthy;
+    if (this.poller) return this.poller.healthy && this.startupHealthy;
+    return this.webhookHealth?.healthy ?? true;
   }
 
   private async handleUpdate(update: Update): Promise<void> {
+    this.webhookHealth?.received();
     if (update.callback_query) return this.handlePress(update.callback_query);
     const me = this.bot.botInfo;
     let intake: Intake;
     try {
-      intake = toInboundMessage(update, { bot: { id: me.id, username: me.username }, maxMessageChars: this.options.maxMessageChars });
+      intake = toInboundMessage(update, {
+        bot: { id: me.id, username: me.username },
+        maxMessageChars: this.options.maxMessageChars,
+        continuesPaste: (message) => this.memory.continuesPaste(message),
+      });
     } catch (error) {
       // An update shaped unlike the Bot API's: skipped, not failed. Failing would make Telegram
       // re-deliver it to the webhook again and again, holding up the chat's later messages.
@@ -246,13 +276,23 @@ export class TelegramAdapter implements ChannelAdapter {
       case "ignore":
         this.logger.debug({ updateId: update.update_id, reason: intake.reason }, "telegram update ignored");
         return;
+      case "migrate": {
+        const result = await this.withRetries(`migrate ${intake.fromChatId}`, () => this.moveChat(intake.fromChatId, intake.toChatId));
+        this.logger.info({ fromChatId: intake.fromChatId, toChatId: intake.toChatId, result }, "telegram group upgraded to a supergroup");
+        return;
+      }
       case "answer-directly":
+        // An album is several updates; its uncaptioned items get one notice between them.
+        if (!this.memory.firstOfAlbum(intake.mediaGroupId)) return;
         this.notify(intake.target, intake.text, intake.reason);
         return;
       case "message": {
-        const result = await this.submit(intake.message);
+        this.memory.firstOfAlbum(intake.mediaGroupId);
+        const result = await this.submit(intake.message, intake.target);
+        if (result === undefined) return;
         this.logger.debug({ sessionKey: intake.message.sessionKey, messageId: intake.message.messageId, status: result.status }, "telegram message submitted");
-        this.afterSubmit(result, intake.target, intake.truncatedFrom);
+        if (result.status === "accepted" && intake.message.mayContinue && update.message) this.memory.rememberPastePart(update.message);
+        this.afterSubmit(result, intake, update.message);
         return;
       }
     }
@@ -262,47 +302,74 @@ export class TelegramAdapter implements ChannelAdapter {
   private async handlePress(query: NonNullable<Update["callback_query"]>): Promise<void> {
     const message = toInboundAction(query);
     if (!message) return answerPress(this.bot.api, query, false, this.logger);
-    let result: SubmitResult;
+    const target: ReplyTarget = { platform: "telegram", chatId: message.chatId, ...(message.threadId ? { threadId: message.threadId } : {}) };
+    let result: SubmitResult | undefined;
     try {
-      result = await this.submit(message);
+      result = await this.submit(message, target);
     } catch (error) {
       await answerPress(this.bot.api, query, false, this.logger);
       throw error;
     }
-    await answerPress(this.bot.api, query, result.status === "accepted" || result.status === "duplicate", this.logger);
-    if ((result.status === "denied" || result.status === "rate-limited") && result.notice) {
-      this.notify({ platform: "telegram", chatId: message.chatId, ...(message.threadId ? { threadId: message.threadId } : {}) }, result.notice, result.status);
-    }
+    await answerPress(this.bot.api, query, result?.status === "accepted" || result?.status === "duplicate", this.logger);
+    if ((result?.status === "denied" || result?.status === "rate-limited") && result.notice) this.notify(target, result.notice, result.status);
   }
 
-  private afterSubmit(result: SubmitResult, target: ReplyTarget, truncatedFrom: number | undefined): void {
+  private afterSubmit(result: SubmitResult, intake: Extract<Intake, { kind: "message" }>, message: Message | undefined): void {
+    const target = intake.target;
     switch (result.status) {
       case "accepted":
-        if (truncatedFrom !== undefined) this.notify(target, truncationNoticeText(truncatedFrom, this.options.maxMessageChars), "truncated");
+        if (intake.truncatedFrom !== undefined) this.notify(target, truncationNoticeText(intake.truncatedFrom, this.options.maxMessageChars), "truncated");
         return;
       case "duplicate":
         return;
       case "denied":
       case "rate-limited":
         if (result.notice) this.notify(target, result.notice, result.status);
+        else if (result.status === "denied" && intake.message.chatType === "group" && !this.silentGroups.has(target.chatId)) {
+          // Silent rather than leaving: an operator who forgot the allowlist fixes it without re-adding the bot.
+          this.silentGroups.add(target.chatId);
+          const title = message && "title" in message.chat ? message.chat.title : undefined;
+          this.logger.warn({ chatId: target.chatId, title }, "telegram group is not allowed: staying silent there (add its id to ALLOWED_TELEGRAM_CHATS to serve it)");
+        }
         return;
     }
   }
 
-  private async submit(message: InboundMessage): Promise<SubmitResult> {
+  /**
+   * Submits with bounded retries. Polling: the update is not confirmed to Telegram until this
+   * resolves, so a failing Redis holds it; when every attempt failed, the user is told and
+   * undefined is returned (the update is then confirmed: it was answered, with an apology).
+   * Webhook: one attempt; a failure answers 500 and Telegram re-delivers.
+   */
+  private async submit(message: InboundMessage, target: ReplyTarget): Promise<SubmitResult | undefined> {
     const ingress = this.ingress;
     if (!ingress) throw new Error("telegram adapter received an update before start()");
-    const delays = this.mode === "webhook" ? [] : (this.options.submitRetryDelaysMs ?? [500, 2000, 5000]);
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await ingress.submit(message);
-      } catch (error) {
-        const delay = delays[attempt];
-        if (delay === undefined || this.state === "stopped") throw error;
-        this.logger.warn({ sessionKey: message.sessionKey, messageId: message.messageId, attempt: attempt + 1, err: describeError(error) }, "ingress submit failed; retrying");
-        await new Promise((resolve) => setTimeout(resolve, delay));
-      }
+    if (this.mode === "webhook") return ingress.submit(message);
+    try {
+      return await this.withRetries(message.messageId, () => ingress.submit(message));
+    } catch (error) {
+      if (this.state === "stopped") throw error;
+      this.logger.error({ sessionKey: message.sessionKey, messageId: message.messageId, err: describeError(error) }, "message could not be stored; the user is asked to send it again");
+      this.notify(target, SUBMIT_FAILED_NOTICE, "submit-failed");
+      return undefined;
     }
+  }
+
+  private withRetries<T>(what: string, attempt: () => Promise<T>): Promise<T> {
+    return retrying(what, attempt, {
+      delaysMs: this.mode === "webhook" ? [] : (this.options.submitRetryDelaysMs ?? [500, 2000, 5000, 10000]),
+      attemptTimeoutMs: this.options.submitAttemptTimeoutMs ?? 10_000,
+      // Stopping: leave the update unconfirmed; the next process gets it again.
+      stopped: () => this.state === "stopped",
+      logger: this.logger,
+    });
+  }
+
+  private async moveChat(fromChatId: string, toChatId: string): Promise<ChatMoveResult | "unsupported"> {
+    this.migrations.set(fromChatId, toChatId);
+    const move = this.ingress?.moveChat;
+    if (!move) return "unsupported";
+    return move.call(this.ingress, { platform: "telegram", fromChatId, toChatId, fromSessionKey: sessionKeyOf(fromChatId), toSessionKey: sessionKeyOf(toChatId) });
   }
 
   /**
@@ -311,89 +378,18 @@ export class TelegramAdapter implements ChannelAdapter {
    * the message is durable, and a notice stuck behind a 429 must not make Telegram re-deliver.
    */
   private notify(target: ReplyTarget, text: string, reason: string): void {
+    const chatId = this.migrations.get(target.chatId) ?? target.chatId;
     this.track(
-      sendReply(this.bot.api, target, text, { signal: this.abort.signal, logger: this.logger }).catch((error: unknown) =>
-        this.logger.warn({ chatId: target.chatId, reason, err: describeError(error) }, "telegram notice not delivered"),
-      ),
+      sendReply(this.bot.api, { ...target, chatId }, text, {
+        signal: this.abort.signal,
+        linkPreviews: this.options.linkPreviews ?? false,
+        onChatMigrated: async (from, to) => {
+          this.migrations.set(from, to);
+          return "continue";
+        },
+        logger: this.logger,
+      }).catch((error: unknown) => this.logger.warn({ chatId: target.chatId, reason, err: describeError(error) }, "telegram notice not delivered")),
     );
-  }
-
-  private serveWebhook(callback: (request: IncomingMessage, response: ServerResponse) => Promise<unknown>, request: IncomingMessage, response: ServerResponse): void {
-    if (this.state !== "running") {
-      // Shutting down: Telegram retries, reaching a replica that is still up.
-      response.writeHead(503).end();
-      return;
-    }
-    callback(request, response).catch((error: unknown) => {
-      const malformed = error instanceof SyntaxError;
-      this.logger[malformed ? "warn" : "error"]({ err: describeError(error) }, malformed ? "webhook body is not JSON" : "webhook update not accepted; Telegram will re-deliver it");
-      if (!response.headersSent) response.writeHead(malformed ? 400 : 500);
-      if (!response.writableEnded) response.end();
-    });
-  }
-
-  /**
-   * Logs failures of the intake calls (getMe at start, getUpdates) with our logger, since
-   * grammY and the runner retry them silently, and tracks polling health for /healthz.
-   */
-  private watchIntake(): Transformer {
-    return async (previous, method, payload, signal) => {
-      if (method !== "getUpdates" && method !== "getMe") return previous(method, payload, signal);
-      try {
-        const result = await previous(method, payload, signal);
-        if (!result.ok) {
-          this.pollingHealthy = false;
-          this.logger.warn({ code: result.error_code, description: result.description }, `${method} failed`);
-        } else if (!this.pollingHealthy) {
-          this.pollingHealthy = true;
-          this.logger.info(`${method} works again`);
-        }
-        return result;
-      } catch (error) {
-        if (!signal?.aborted) {
-          this.pollingHealthy = false;
-          this.logger.warn({ err: describeError(error) }, `${method} failed; retrying`);
-        }
-        throw error;
-      }
-    };
-  }
-
-  private startTyping(sessionKey: string, target: ReplyTarget): void {
-    this.stopTyping(sessionKey);
-    const startedAt = Date.now();
-    const maxMs = this.options.typingMaxMs ?? 600_000;
-    const threadId = target.threadId === undefined ? undefined : Number(target.threadId);
-    const tick = () => {
-      if (Date.now() - startedAt > maxMs) return this.stopTyping(sessionKey);
-      // A typing call stuck behind a 429 is not stacked with more of them.
-      if (loop.inFlight) return;
-      loop.inFlight = true;
-      const call = this.bot.api
-        .sendChatAction(target.chatId, "typing", threadId === undefined ? {} : { message_thread_id: threadId }, toApiSignal(this.abort.signal))
-        .catch((error: unknown) => {
-          this.logger.debug({ chatId: target.chatId, err: describeError(error) }, "sendChatAction failed");
-          // Blocked, kicked, chat gone: stop trying for this turn.
-          if (typeof error === "object" && error !== null && "error_code" in error && (error.error_code === 403 || error.error_code === 400)) {
-            if (this.typing.get(sessionKey) === loop) this.stopTyping(sessionKey);
-          }
-        })
-        .finally(() => {
-          loop.inFlight = false;
-        });
-      this.track(call);
-    };
-    const loop: TypingLoop = { timer: setInterval(tick, this.options.typingIntervalMs ?? 4000), inFlight: false };
-    loop.timer.unref();
-    this.typing.set(sessionKey, loop);
-    tick();
-  }
-
-  private stopTyping(sessionKey: string): void {
-    const loop = this.typing.get(sessionKey);
-    if (!loop) return;
-    clearInterval(loop.timer);
-    this.typing.delete(sessionKey);
   }
 
   private track(promise: Promise<unknown>): void {
@@ -402,3 +398,6 @@ export class TelegramAdapter implements ChannelAdapter {
     promise.then(forget, forget);
   }
 }
+
+/** Session keys of Telegram chats without topics (SPEC §2); a basic group has no topics. */
+const sessionKeyOf = (chatId: string) => `tg:${chatId}`;

@@ -5,6 +5,7 @@
  */
 import type { Message, MessageEntity, Update } from "grammy/types";
 import type { InboundMessage, ReplyTarget } from "../channel-adapter.js";
+import { forwardedFromOf, mediaLabelOf, replyContextOf, speakerOf } from "./reply-context.js";
 
 export interface BotIdentity {
   id: number;
@@ -16,13 +17,27 @@ export interface IntakeOptions {
   bot: BotIdentity;
   /** Longer text is cut to this many UTF-16 units (the marker included). */
   maxMessageChars: number;
+  /**
+   * Whether this unaddressed group message continues a paste whose first part addressed the
+   * bot (the adapter remembers recent long messages; see PASTE_PART_MIN_CHARS).
+   */
+  continuesPaste?: (message: Message) => boolean;
 }
 
 export type Intake =
-  | { kind: "message"; message: InboundMessage; target: ReplyTarget; truncatedFrom?: number }
-  | { kind: "answer-directly"; reason: "start" | "unsupported-media"; target: ReplyTarget; text: string }
+  | { kind: "message"; message: InboundMessage; target: ReplyTarget; truncatedFrom?: number; mediaGroupId?: string }
+  | { kind: "answer-directly"; reason: "start" | "unsupported-media"; target: ReplyTarget; text: string; mediaGroupId?: string }
+  /** The group became a supergroup: its session, access and queued replies move to the new id. */
+  | { kind: "migrate"; fromChatId: string; toChatId: string }
   | { kind: "ignore"; reason: string }
   | { kind: "malformed"; reason: string };
+
+/**
+ * Telegram clients split a text longer than 4,096 characters into several messages, cutting at
+ * a line break or space before the limit. A message at least this long may be followed by more
+ * parts of the same paste; the worker waits briefly for them and joins them (docs/telegram.md).
+ */
+export const PASTE_PART_MIN_CHARS = 3_000;
 
 /** Registered with setMyCommands; the worker interprets them (SPEC §5). */
 export const TELEGRAM_COMMANDS: ReadonlyArray<{ command: string; description: string }> = [
@@ -36,26 +51,6 @@ export const TELEGRAM_COMMANDS: ReadonlyArray<{ command: string; description: st
 
 /** Commands we answer without an @botname suffix in groups (Telegram clients drop it when we are the only bot). */
 const OUR_COMMANDS = new Set(["start", "reset", ...TELEGRAM_COMMANDS.map((entry) => entry.command)]);
-
-/** Message fields that carry content we cannot read yet, with how a user would name them. */
-const MEDIA: ReadonlyArray<[keyof Message, string]> = [
-  ["photo", "photo"],
-  ["video", "video"],
-  ["animation", "GIF"],
-  ["video_note", "video message"],
-  ["voice", "voice message"],
-  ["audio", "audio file"],
-  ["document", "file"],
-  ["sticker", "sticker"],
-  ["location", "location"],
-  ["venue", "location"],
-  ["contact", "contact"],
-  ["poll", "poll"],
-  ["dice", "dice"],
-  ["story", "story"],
-  ["paid_media", "paid media"],
-  ["game", "game"],
-];
 
 export function greetingText(botUsername: string): string {
   return [
@@ -86,6 +81,9 @@ export function toInboundMessage(update: Update, options: IntakeOptions): Intake
   if (typeof message.message_id !== "number" || typeof message.chat?.id !== "number" || typeof message.date !== "number") {
     return { kind: "malformed", reason: "message without id, chat or date" };
   }
+  // Both service messages of an upgrade carry the pair; whichever arrives first moves the session.
+  if (typeof message.migrate_to_chat_id === "number") return { kind: "migrate", fromChatId: String(message.chat.id), toChatId: String(message.migrate_to_chat_id) };
+  if (typeof message.migrate_from_chat_id === "number") return { kind: "migrate", fromChatId: String(message.migrate_from_chat_id), toChatId: String(message.chat.id) };
 
   const chat = message.chat;
   if (chat.type !== "private" && chat.type !== "group" && chat.type !== "supergroup") {
@@ -98,7 +96,7 @@ export function toInboundMessage(update: Update, options: IntakeOptions): Intake
 
   const rawText = message.text ?? message.caption ?? "";
   const entities = (message.text !== undefined ? message.entities : message.caption_entities) ?? [];
-  const media = MEDIA.find(([field]) => message[field] !== undefined)?.[1];
+  const media = mediaLabelOf(message);
   if (rawText === "" && media === undefined) return { kind: "ignore", reason: "service message" };
 
   const username = options.bot.username.toLowerCase();
@@ -117,7 +115,8 @@ export function toInboundMessage(update: Update, options: IntakeOptions): Intake
       reply.forum_topic_created === undefined &&
       !(message.is_topic_message === true && reply.message_id === message.message_thread_id);
     const commandForUs = command !== undefined && (command.target === username || OUR_COMMANDS.has(command.name));
-    if (!mentioned && !repliedToBot && !commandForUs) return { kind: "ignore", reason: "group message not addressed to the bot" };
+    const continuation = !mentioned && !repliedToBot && !commandForUs && options.continuesPaste?.(message) === true;
+    if (!mentioned && !repliedToBot && !commandForUs && !continuation) return { kind: "ignore", reason: "group message not addressed to the bot" };
   }
 
   const isTopic = message.is_topic_message === true && message.message_thread_id !== undefined;
@@ -130,10 +129,14 @@ export function toInboundMessage(update: Update, options: IntakeOptions): Intake
     replyToMessageId: String(message.message_id),
   };
 
-  if (command?.name === "start") return { kind: "answer-directly", reason: "start", target, text: greetingText(options.bot.username) };
-  if (rawText.trim() === "") return { kind: "answer-directly", reason: "unsupported-media", target, text: unsupportedMediaText(media ?? "message") };
+  const mediaGroupId = message.media_group_id;
+  const album = mediaGroupId === undefined ? {} : { mediaGroupId };
+  const startPayload = command?.name === "start" ? rawText.slice(command.length).trim() : undefined;
+  if (startPayload === "") return { kind: "answer-directly", reason: "start", target, text: greetingText(options.bot.username) };
+  if (rawText.trim() === "") return { kind: "answer-directly", reason: "unsupported-media", target, text: unsupportedMediaText(media ?? "message"), ...album };
 
-  let text = stripAddress(rawText, entities, username);
+  // A deep link (t.me/bot?start=<payload>) is passed on: the payload is what the link asked for.
+  let text = startPayload === undefined ? stripAddress(rawText, entities, username) : `[opened me from a link with the start parameter "${startPayload}"]`;
   if (media !== undefined) text = `[${media}] ${text}`;
   let truncatedFrom: number | undefined;
   if (text.length > options.maxMessageChars) {
@@ -152,18 +155,15 @@ export function toInboundMessage(update: Update, options: IntakeOptions): Intake
     chatType: isPrivate ? "private" : "group",
     text,
     sentAt: message.date * 1000,
+    ...optional("replyTo", replyContextOf(message, options.bot.id)),
+    ...optional("forwardedFrom", forwardedFromOf(message)),
+    ...(rawText.length >= PASTE_PART_MIN_CHARS && media === undefined ? { mayContinue: true } : {}),
   };
-  return { kind: "message", message: message_, target, ...(truncatedFrom === undefined ? {} : { truncatedFrom }) };
+  return { kind: "message", message: message_, target, ...(truncatedFrom === undefined ? {} : { truncatedFrom }), ...album };
 }
 
-function speakerOf(message: Message): { id: string; name: string; isBot: boolean } | undefined {
-  // Anonymous group admins and linked channels post as a chat; `from` is then a placeholder bot.
-  const senderChat = message.sender_chat;
-  if (senderChat) return { id: String(senderChat.id), name: ("title" in senderChat && senderChat.title) || `chat ${senderChat.id}`, isBot: false };
-  const from = message.from;
-  if (!from || typeof from.id !== "number") return undefined;
-  const name = [from.first_name, from.last_name].filter((part) => part).join(" ") || from.username || `user ${from.id}`;
-  return { id: String(from.id), name, isBot: from.is_bot === true };
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
 }
 
 function leadingCommand(text: string, entities: readonly MessageEntity[]): { name: string; target?: string; length: number } | undefined {

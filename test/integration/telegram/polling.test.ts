@@ -5,8 +5,8 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { Update } from "grammy/types";
-import type { InboundMessage, IngressPort, OutboundReply, SubmitResult } from "../../../src/adapters/channel-adapter.js";
-import { TelegramAdapter, type TelegramAdapterOptions } from "../../../src/adapters/telegram/index.js";
+import type { ChatMove, ChatMoveResult, InboundMessage, IngressPort, OutboundReply, SubmitResult } from "../../../src/adapters/channel-adapter.js";
+import { SUBMIT_FAILED_NOTICE, TelegramAdapter, type TelegramAdapterOptions } from "../../../src/adapters/telegram/index.js";
 import { PermanentError, RetryableError } from "../../../src/errors.js";
 import { createLogger } from "../../../src/logger.js";
 import { FAKE_BOT, FAKE_TOKEN, FakeTelegram, parseTelegramHtml, type RecordedCall } from "../../fakes/fake-telegram.js";
@@ -33,6 +33,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const DM = { id: 5012345678, type: "private" as const, first_name: "Ada" };
 const ADA = { id: 5012345678, is_bot: false, first_name: "Ada" };
 const GROUP = { id: -1001987654321, type: "supergroup" as const, title: "Compiler nerds" };
+const OTHER_GROUP = { id: -1005550001111, type: "supergroup" as const, title: "Not enabled" };
 const FORUM = { id: -1002233445566, type: "supergroup" as const, title: "Team HQ", is_forum: true as const };
 const GRACE = { id: 6111222333, is_bot: false, first_name: "Grace", last_name: "Hopper" };
 const mention = (text: string) => [{ type: "mention" as const, offset: text.indexOf("@longhaul_test_bot"), length: 18 }];
@@ -89,7 +90,9 @@ describe("telegram adapter, long polling", () => {
     });
     const commands = await fake.waitForCall("setMyCommands");
     expect((commands.payload.commands as Array<{ command: string }>).map((entry) => entry.command)).toEqual(["help", "new", "compress", "status", "usage", "stop"]);
-    expect(fake.callsOf("deleteWebhook")).toHaveLength(1);
+    // No webhook was set, so none is deleted: deleteWebhook would disconnect another deployment's.
+    expect(fake.callsOf("getWebhookInfo")).toHaveLength(1);
+    expect(fake.callsOf("deleteWebhook")).toHaveLength(0);
     expect(fake.callsOf("getMe")).toHaveLength(0);
     // The adapter sent nothing by itself: the reply comes from the worker.
     expect(fake.callsOf("sendMessage")).toHaveLength(0);
@@ -155,13 +158,14 @@ describe("telegram adapter, long polling", () => {
       onPartSent: async (index) => void progress.push(index),
     });
 
-    const sent = fake.callsOf("sendMessage");
+    const sent = fake.delivered();
     expect(sent.length).toBeGreaterThanOrEqual(3);
     expect(progress).toEqual(sent.map((_, index) => index));
     for (const [index, call] of sent.entries()) {
       expect(call.payload.parse_mode).toBe("HTML");
-      expect(textOf(call).length).toBeLessThanOrEqual(4096);
-      expect(parseTelegramHtml(textOf(call))).not.toHaveProperty("error");
+      const seen = parseTelegramHtml(textOf(call));
+      expect(seen).not.toHaveProperty("error");
+      expect((seen as { text: string }).text.length).toBeLessThanOrEqual(4096);
       expect(call.payload.reply_parameters === undefined).toBe(index > 0);
     }
     for (const [index] of blocks.entries()) {
@@ -173,7 +177,7 @@ describe("telegram adapter, long polling", () => {
     // Resuming a partly delivered reply sends only the rest, without the reply reference.
     const before = sent.length;
     await started.send(reply(markdown, { platform: "telegram", chatId: "5012345678", replyToMessageId: "77" }), { fromPart: 2, onPartSent: async () => {} });
-    const resumed = fake.callsOf("sendMessage").slice(before);
+    const resumed = fake.delivered().slice(before);
     expect(resumed.map(textOf)).toEqual(sent.slice(2).map(textOf));
     expect(resumed.every((call) => call.payload.reply_parameters === undefined)).toBe(true);
   });
@@ -372,12 +376,187 @@ describe("telegram adapter, long polling", () => {
     expect(lines.join("\n")).not.toContain(FAKE_TOKEN.split(":")[1]);
   });
 
-  it("stops polling for good on 409 (another poller on this token) and says so", async () => {
+  it("backs off on 409 (another poller on this token) with a clear log line, and recovers", async () => {
     fake = await FakeTelegram.start();
-    fake.failNext("getUpdates", { error_code: 409, description: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running" });
-    const started = await startAdapter(new RecordingIngress());
+    const conflict = { error_code: 409, description: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running" };
+    for (let index = 0; index < 2; index++) fake.failNext("getUpdates", conflict);
+    const fatal: Error[] = [];
+    const ingress = new RecordingIngress();
+    const started = await startAdapter(ingress, { onFatal: (error) => void fatal.push(error) });
     await waitUntil(() => !started.isConnected());
-    await waitUntil(() => logLines.some((line) => line.includes("telegram polling stopped")));
+    await waitUntil(() => logLines.some((line) => line.includes("409 Conflict: another process polls this bot token")));
+    fake.pushMessage({ chat: DM, from: ADA, text: "still there?" });
+    await waitUntil(() => ingress.submissions.length === 1, 10_000);
+    expect(started.isConnected()).toBe(true);
+    expect(fatal).toEqual([]);
+  });
+
+  it("gives up on a 409 that does not clear: onFatal, so the process exits for its supervisor", async () => {
+    fake = await FakeTelegram.start();
+    for (let index = 0; index < 20; index++) fake.failNext("getUpdates", { error_code: 409, description: "Conflict: terminated by other getUpdates request" });
+    const fatal: Error[] = [];
+    await startAdapter(new RecordingIngress(), { onFatal: (error) => void fatal.push(error), conflictGiveUpMs: 1500 });
+    await waitUntil(() => fatal.length === 1, 10_000);
+    expect(fatal[0]?.message).toMatch(/409/);
+    expect(logLines.some((line) => line.includes("exiting so the supervisor restarts this gateway"))).toBe(true);
+  });
+
+  it("refuses to poll over a webhook set elsewhere, unless told to take over", async () => {
+    fake = await FakeTelegram.start();
+    fake.setWebhookElsewhere("https://other-deployment.example.com/telegram/webhook/s3cret");
+    await expect(startAdapter(new RecordingIngress())).rejects.toThrow(/a webhook is set for this bot \(host other-deployment\.example\.com\).*TELEGRAM_FORCE_POLLING/);
+    expect(fake.callsOf("deleteWebhook")).toHaveLength(0);
+    expect(fake.callsOf("getUpdates")).toHaveLength(0);
+    expect(fake.webhookUrl).not.toBe("");
+    adapter = undefined;
+
+    const ingress = new RecordingIngress();
+    await startAdapter(ingress, { forcePolling: true });
+    expect(fake.callsOf("deleteWebhook")).toHaveLength(1);
+    fake.pushMessage({ chat: DM, from: ADA, text: "polling now" });
+    await waitUntil(() => ingress.submissions.length === 1);
+  });
+
+  it("confirms an update's offset only once its submit resolved, and hands back what is unstored at shutdown", async () => {
+    fake = await FakeTelegram.start();
+    let release: (() => void) | undefined;
+    const ingress = new RecordingIngress(() => new Promise<SubmitResult>((resolve) => (release = () => resolve({ status: "accepted" }))));
+    const started = await startAdapter(ingress);
+    const first = fake.pushMessage({ chat: DM, from: ADA, text: "one" });
+    await waitUntil(() => ingress.submissions.length === 1);
+    // Fetched but not stored: several long polls later, Telegram still holds it.
+    await sleep(300);
+    expect(fake.confirmedOffset).toBeLessThanOrEqual(first.update_id);
+    release?.();
+    await waitUntil(() => fake.confirmedOffset > first.update_id);
+
+    // A submit that hangs when the gateway stops: the update stays unconfirmed for the next process.
+    const second = fake.pushMessage({ chat: DM, from: ADA, text: "two" });
+    await waitUntil(() => ingress.submissions.length === 2);
+    await started.stop();
+    expect(fake.confirmedOffset).toBeLessThanOrEqual(second.update_id);
+    const next = new RecordingIngress();
+    await startAdapter(next);
+    await waitUntil(() => next.submissions.length === 1);
+    expect(next.submissions[0]?.text).toBe("two");
+  });
+
+  it("keeps chats side by side and each chat in order while submits are slow", async () => {
+    fake = await FakeTelegram.start();
+    const order: string[] = [];
+    const ingress = new RecordingIngress(async (message) => {
+      order.push(`start ${message.text}`);
+      await sleep(message.text === "a1" ? 300 : 10);
+      order.push(`end ${message.text}`);
+      return { status: "accepted" };
+    });
+    await startAdapter(ingress);
+    const ADA_GROUP = { ...GROUP };
+    fake.pushMessage({ chat: DM, from: ADA, text: "a1" });
+    fake.pushMessage({ chat: DM, from: ADA, text: "a2" });
+    fake.pushMessage({ chat: ADA_GROUP, from: GRACE, text: "@longhaul_test_bot b1", entities: mention("@longhaul_test_bot b1") });
+    await waitUntil(() => order.length === 6);
+    // The group's message did not wait for the slow DM; the DM's second message did.
+    expect(order.indexOf("end b1")).toBeLessThan(order.indexOf("end a1"));
+    expect(order.indexOf("start a2")).toBeGreaterThan(order.indexOf("end a1"));
+  });
+
+  it("retries a failing submit with a bound, then tells the user and moves on", async () => {
+    fake = await FakeTelegram.start();
+    const ingress = new RecordingIngress(() => Promise.reject(new Error("redis down")));
+    await startAdapter(ingress, { submitRetryDelaysMs: [20, 20] });
+    const update = fake.pushMessage({ chat: DM, from: ADA, text: "are you there?" });
+    const notice = await fake.waitForCall("sendMessage");
+    expect(textOf(notice)).toBe(SUBMIT_FAILED_NOTICE);
+    expect(ingress.submissions).toHaveLength(3);
+    await waitUntil(() => fake.confirmedOffset > update.update_id);
+  });
+
+  it("sends one notice for an album of uncaptioned photos", async () => {
+    fake = await FakeTelegram.start();
+    const ingress = new RecordingIngress();
+    await startAdapter(ingress);
+    const photo = [{ file_id: "p", file_unique_id: "u", width: 1, height: 1 }];
+    for (let index = 0; index < 4; index++) fake.pushMessage({ chat: DM, from: ADA, media_group_id: "album-1", photo });
+    fake.pushMessage({ chat: DM, from: ADA, text: "after the album" });
+    await waitUntil(() => ingress.submissions.length === 1);
+    await sleep(100);
+    expect(fake.callsOf("sendMessage")).toHaveLength(1);
+    expect(textOf(fake.callsOf("sendMessage")[0] as RecordedCall)).toContain("photo");
+  });
+
+  it("takes the continuation of a long paste in a group when its first part addressed the bot", async () => {
+    fake = await FakeTelegram.start();
+    const ingress = new RecordingIngress();
+    await startAdapter(ingress, { botInfo: FAKE_BOT });
+    const first = `@longhaul_test_bot ${"please review this log line. ".repeat(140)}`;
+    fake.pushMessage({ chat: GROUP, from: GRACE, text: first, entities: mention(first) });
+    fake.pushMessage({ chat: GROUP, from: GRACE, text: "the rest of the paste" });
+    fake.pushMessage({ chat: GROUP, from: ADA, text: "unrelated chatter" });
+    await waitUntil(() => ingress.submissions.length === 2);
+    await sleep(200);
+    expect(ingress.submissions.map((message) => message.text.slice(0, 20))).toEqual(["please review this l", "the rest of the past"]);
+    expect(ingress.submissions[0]?.mayContinue).toBe(true);
+  });
+
+  it("passes reply context, the forward origin and a /start payload to the ingress", async () => {
+    fake = await FakeTelegram.start();
+    const ingress = new RecordingIngress();
+    await startAdapter(ingress);
+    const bob = { id: 77, is_bot: false, first_name: "Bob" };
+    fake.pushMessage({ chat: DM, from: ADA, text: "is this right?", reply_to_message: { message_id: 3, date: 1, chat: DM, from: bob, text: "the answer is 42" } as never, quote: { text: "42", position: 14 } });
+    fake.pushMessage({ chat: DM, from: ADA, text: "look at this", forward_origin: { type: "user", date: 1, sender_user: bob } });
+    fake.pushMessage({ chat: DM, from: ADA, text: "/start plan-42", entities: [{ type: "bot_command", offset: 0, length: 6 }] });
+    await waitUntil(() => ingress.submissions.length === 3);
+    expect(ingress.submissions[0]?.replyTo).toEqual({ author: "Bob", text: "the answer is 42", quote: "42" });
+    expect(ingress.submissions[1]?.forwardedFrom).toBe("Bob");
+    expect(ingress.submissions[2]?.text).toContain('"plan-42"');
+  });
+
+  it("follows a group upgraded to a supergroup: moves the chat once and sends to the new id", async () => {
+    fake = await FakeTelegram.start();
+    const moves: ChatMove[] = [];
+    const ingress = Object.assign(new RecordingIngress(), {
+      moveChat: async (move: ChatMove): Promise<ChatMoveResult> => {
+        moves.push(move);
+        return moves.length === 1 ? "moved" : "already-moved";
+      },
+    });
+    const started = await startAdapter(ingress);
+    fake.migrateChat(-4001, -1004001);
+    await waitUntil(() => moves.length === 2);
+    expect(moves[0]).toEqual({ platform: "telegram", fromChatId: "-4001", toChatId: "-1004001", fromSessionKey: "tg:-4001", toSessionKey: "tg:-1004001" });
+
+    // A reply of the moved session that still names the old id follows the new one.
+    await started.send({ ...reply("hello again", { platform: "telegram", chatId: "-4001" }), sessionKey: "tg:-1004001" }, { fromPart: 0, onPartSent: async () => {} });
+    expect(fake.delivered(-1004001).map(textOf)).toEqual(["hello again"]);
+    // A delivery of the old session stops: the moved session delivers its outbox.
+    await expect(started.send(reply("old", { platform: "telegram", chatId: "-4001" }), { fromPart: 0, onPartSent: async () => {} })).rejects.toBeInstanceOf(RetryableError);
+    expect(fake.delivered(-1004001)).toHaveLength(1);
+  });
+
+  it("turns link previews off unless asked, stops typing on 403, and logs a group it is not allowed in once", async () => {
+    fake = await FakeTelegram.start();
+    const started = await startAdapter(new RecordingIngress(() => ({ status: "denied" })), { typingIntervalMs: 30 });
+    await started.send(reply("see https://example.com", { platform: "telegram", chatId: "5012345678" }), { fromPart: 0, onPartSent: async () => {} });
+    expect(fake.delivered()[0]?.payload.link_preview_options).toEqual({ is_disabled: true });
+
+    fake.failNext("sendChatAction", { error_code: 403, description: "Forbidden: bot was blocked by the user" });
+    started.onActivity({ type: "turn-started", sessionKey: "tg:5012345678", target: { platform: "telegram", chatId: "5012345678" } });
+    await sleep(200);
+    expect(fake.callsOf("sendChatAction")).toHaveLength(1);
+
+    for (const text of ["@longhaul_test_bot hi", "@longhaul_test_bot again"]) fake.pushMessage({ chat: OTHER_GROUP, from: GRACE, text, entities: mention(text) });
+    await waitUntil(() => fake.confirmedOffset > 0 && logLines.filter((line) => line.includes("group is not allowed")).length === 1);
+    await sleep(200);
+    expect(logLines.filter((line) => line.includes("group is not allowed"))).toHaveLength(1);
+    expect(fake.callsOf("sendMessage")).toHaveLength(1);
+    await started.stop();
+
+    adapter = undefined;
+    const withPreviews = await startAdapter(new RecordingIngress(), { linkPreviews: true });
+    await withPreviews.send(reply("see https://example.com", { platform: "telegram", chatId: "5012345678" }), { fromPart: 0, onPartSent: async () => {} });
+    expect(fake.delivered()[1]?.payload.link_preview_options).toBeUndefined();
   });
 
   it("reports the connection down when the Bot API is unreachable, and stops cleanly", async () => {

@@ -4,7 +4,7 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Update } from "grammy/types";
 import type { InboundMessage, IngressPort, SubmitResult } from "../../../src/adapters/channel-adapter.js";
 import { TELEGRAM_WEBHOOK_PATH, TelegramAdapter } from "../../../src/adapters/telegram/index.js";
@@ -29,7 +29,7 @@ let fake: FakeTelegram;
 let adapter: TelegramAdapter | undefined;
 let gateway: Server | undefined;
 
-async function startWebhook(ingress: IngressPort): Promise<string> {
+async function startWebhook(ingress: IngressPort, options: { webhookCheckIntervalMs?: number } = {}): Promise<string> {
   fake = await FakeTelegram.start();
   gateway = createServer((request, response) => {
     const route = adapter?.httpRoutes?.get(request.url ?? "");
@@ -46,6 +46,7 @@ async function startWebhook(ingress: IngressPort): Promise<string> {
     maxMessageChars: 16_000,
     logger: silentLogger,
     botInfo: FAKE_BOT,
+    ...options,
   });
   await adapter.start(ingress);
   return url;
@@ -166,5 +167,18 @@ describe("telegram adapter, webhook mode", () => {
     expect(
       () => new TelegramAdapter({ token: FAKE_TOKEN, webhookUrl: "https://bot.example.com/telegram/webhook", maxMessageChars: 100, logger: silentLogger }),
     ).toThrow(/TELEGRAM_WEBHOOK_SECRET/);
+  });
+  it("reports itself unhealthy while getWebhookInfo shows Telegram failing to reach it, and well once updates arrive", async () => {
+    const url = await startWebhook(new RecordingIngress(), { webhookCheckIntervalMs: 50 });
+    expect(adapter?.isConnected()).toBe(true);
+    fake.failWebhookDelivery("Connection refused", Date.now() + 1000);
+    await vi.waitUntil(() => adapter?.isConnected() === false, { timeout: 5000 });
+    // Telegram gets through again: an update arrives after its last error.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    expect((await fake.postWebhook(url, dm(9, 9, "back"), SECRET)).status).toBe(200);
+    await vi.waitUntil(() => adapter?.isConnected() === true, { timeout: 5000 });
+    // Someone pointed the webhook elsewhere.
+    fake.setWebhookElsewhere("https://elsewhere.example.com/hook");
+    await vi.waitUntil(() => adapter?.isConnected() === false, { timeout: 5000 });
   });
 });

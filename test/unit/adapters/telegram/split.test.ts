@@ -2,16 +2,23 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { escapeHtml, htmlToPlainText, renderMarkdown } from "../../../../src/adapters/telegram/render.js";
 import { splitHtml, TELEGRAM_MESSAGE_LIMIT } from "../../../../src/adapters/telegram/split.js";
-import { parseTelegramHtml } from "../../../fakes/fake-telegram.js";
+import { parseTelegramHtml, type ParsedHtml } from "../../../fakes/fake-telegram.js";
 
-function expectValidParts(parts: string[], maxLength: number): void {
-  for (const part of parts) {
-    expect(part.length).toBeLessThanOrEqual(maxLength);
-    expect(parseTelegramHtml(part)).not.toHaveProperty("error");
-  }
+/** Telegram's view of a part (the fake's independent parser): its text, or the 400. */
+function parsed(html: string): ParsedHtml {
+  const result = parseTelegramHtml(html);
+  if ("error" in result) throw new Error(`${result.error} in ${JSON.stringify(html.slice(0, 200))}`);
+  return result;
 }
 
-const plain = (html: string) => htmlToPlainText(html);
+function expectValidParts(parts: string[], maxLength: number): void {
+  for (const part of parts) expect(parsed(part).text.length).toBeLessThanOrEqual(maxLength);
+}
+
+/** Text as Telegram reads it, never our own decoder. */
+const plain = (html: string) => parsed(html).text;
+const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+const graphemeBoundaries = (text: string) => new Set([...segmenter.segment(text)].map((segment) => segment.index).concat(text.length));
 
 /** A long model answer: prose paragraphs, lists and several code blocks, ~10,000 characters. */
 function longAnswer(): { markdown: string; codeBlocks: string[] } {
@@ -39,7 +46,7 @@ describe("splitHtml", () => {
     const html = renderMarkdown(markdown);
     const parts = splitHtml(html);
     expect(parts.length).toBeGreaterThanOrEqual(3);
-    expectValidParts(parts, 4000);
+    expectValidParts(parts, 4096);
     for (const code of codeBlocks) {
       const rendered = `<pre><code class="language-typescript">${escapeHtml(code)}</code></pre>`;
       expect(parts.filter((part) => part.includes(rendered))).toHaveLength(1);
@@ -63,7 +70,7 @@ describe("splitHtml", () => {
     const code = Array.from({ length: 300 }, (_, index) => `print(${index} < ${index + 1})`).join("\n");
     const html = renderMarkdown("Intro\n\n```python\n" + code + "\n```\n\nOutro");
     const parts = splitHtml(html);
-    expectValidParts(parts, 4000);
+    expectValidParts(parts, 4096);
     const inside = parts.filter((part) => part.includes("print("));
     expect(inside.length).toBeGreaterThan(1);
     for (const part of inside) {
@@ -75,10 +82,17 @@ describe("splitHtml", () => {
     expect(parts.map(plain).join("")).toBe(plain(html));
   });
 
-  it("never cuts an entity, a tag or a surrogate pair, even with no break at all", () => {
-    const html = `<b>${escapeHtml("<&>😀".repeat(3000))}</b>`;
+  it("never cuts an entity, a tag, a flag or a ZWJ emoji, even with no break at all", () => {
+    const html = `<b>${escapeHtml("<&>😀🇺🇦👩‍👩‍👧‍👦".repeat(800))}</b>`;
     const parts = splitHtml(html);
-    expectValidParts(parts, 4000);
+    expectValidParts(parts, 4096);
+    const whole = plain(html);
+    const boundaries = graphemeBoundaries(whole);
+    let offset = 0;
+    for (const part of parts) {
+      offset += plain(part).length;
+      expect(boundaries.has(offset)).toBe(true);
+    }
     for (const part of parts) {
       expect(part).toMatch(/^<b>/);
       expect(part).toMatch(/<\/b>$/);
@@ -87,9 +101,26 @@ describe("splitHtml", () => {
     expect(parts.map(plain).join("")).toBe(plain(html));
   });
 
-  it("keeps every part valid and loses nothing, whatever the markdown (property)", () => {
+  it("measures a part as Telegram does, after parsing: escapes count one unit", () => {
+    const code = "a<b && c>d;\n".repeat(600);
+    const html = renderMarkdown("```\n" + code + "```");
+    expect(html.length).toBeGreaterThan(10_000);
+    const parts = splitHtml(html);
+    expect(parts).toHaveLength(2);
+    expectValidParts(parts, 4096);
+    expect(parts.map(plain).join("")).toBe(plain(html));
+  });
+
+  it("moves a code block that fits whole to the next part instead of cutting it", () => {
+    const block = "```sh\n" + "echo hello world\n".repeat(100) + "```";
+    const html = renderMarkdown(["Intro line.", "x".repeat(2900), block, "Outro"].join("\n\n"));
+    const parts = splitHtml(html);
+    expect(parts.filter((part) => part.includes("echo"))).toHaveLength(1);
+  });
+
+  it("keeps every part valid for Telegram, within the limit, on grapheme boundaries, losing nothing (property)", () => {
     const piece = fc.oneof(
-      fc.constantFrom("**", "*", "_", "~~", "`", "\n```js\n", "\n```\n", "\n> ", "\n- ", "\n\n", "\n", " ", "<", "&", "[a](https://e.com/x)", "😀"),
+      fc.constantFrom("**", "*", "_", "~~", "`", "\n```js\n", "\n```\n", "\n    code\n", "\n> ", "\n- ", "\n| a | b |\n|---|---|\n| c | d |\n", "\n\n", "\n", " ", "<", "&", "[a](https://e.com/x)", "[l](http://localhost:1)", "😀", "🇺🇦", "👩‍👩‍👧‍👦", "é"),
       fc.string({ minLength: 1, maxLength: 40 }),
       fc.string({ minLength: 1, maxLength: 3 }).map((word) => word.repeat(90)),
     );
@@ -98,7 +129,14 @@ describe("splitHtml", () => {
         const html = renderMarkdown(pieces.join(""));
         const parts = splitHtml(html, { maxLength });
         expectValidParts(parts, maxLength);
-        expect(parts.map(plain).join("")).toBe(plain(html));
+        const whole = plain(html);
+        expect(parts.map(plain).join("")).toBe(whole);
+        const boundaries = graphemeBoundaries(whole);
+        let offset = 0;
+        for (const part of parts) {
+          offset += plain(part).length;
+          expect(boundaries.has(offset)).toBe(true);
+        }
       }),
       { numRuns: 300 },
     );
@@ -106,6 +144,6 @@ describe("splitHtml", () => {
 
   it("never exceeds Telegram's limit whatever is asked", () => {
     const parts = splitHtml("a".repeat(20_000), { maxLength: 10_000 });
-    for (const part of parts) expect(part.length).toBeLessThanOrEqual(TELEGRAM_MESSAGE_LIMIT);
+    for (const part of parts) expect(plain(part).length).toBeLessThanOrEqual(TELEGRAM_MESSAGE_LIMIT);
   });
 });

@@ -133,4 +133,33 @@ describe("toInboundMessage", () => {
     expect(intake.message.text.length).toBeLessThanOrEqual(322);
     expect(intake.message.text).toMatch(/^a{299}\n\[… message truncated\]$/);
   });
+  it("turns both service messages of a supergroup upgrade into one move", () => {
+    const base = { update_id: 1, message: { message_id: 1, date: 1, from: { id: 42, is_bot: false, first_name: "Ada" } } };
+    const oldSide = toInboundMessage({ ...base, message: { ...base.message, chat: { id: -4001, type: "group", title: "G" }, migrate_to_chat_id: -1004001 } } as never, options);
+    const newSide = toInboundMessage({ ...base, message: { ...base.message, chat: { id: -1004001, type: "supergroup", title: "G" }, migrate_from_chat_id: -4001 } } as never, options);
+    expect(oldSide).toEqual({ kind: "migrate", fromChatId: "-4001", toChatId: "-1004001" });
+    expect(newSide).toEqual(oldSide);
+  });
+
+  it("gives the model what a message replies to, quotes or forwards, and never the topic's root", () => {
+    const dm = { id: 5, type: "private", first_name: "Ada" };
+    const from = { id: 5, is_bot: false, first_name: "Ada" };
+    const take = (fields: Record<string, unknown>) => {
+      const intake = toInboundMessage({ update_id: 1, message: { message_id: 9, date: 1, chat: dm, from, text: "is this right?", ...fields } } as never, options);
+      if (intake.kind !== "message") throw new Error(intake.kind);
+      return intake.message;
+    };
+    const long = "word ".repeat(300);
+    expect(take({ reply_to_message: { message_id: 3, date: 1, chat: dm, from: { id: 77, is_bot: false, first_name: "Bob" }, text: long } }).replyTo?.text).toMatch(/…$/);
+    expect(take({ reply_to_message: { message_id: 3, date: 1, chat: dm, from: { id: 77, is_bot: false, first_name: "Bob" }, photo: [{}], caption: "my cat" } }).replyTo).toEqual({ author: "Bob", text: "[photo] my cat" });
+    expect(take({ reply_to_message: { message_id: 3, date: 1, chat: dm, from: { id: options.bot.id, is_bot: true, first_name: "Longhaul" }, text: "2 + 2 = 5" } }).replyTo).toEqual({ author: "you (the assistant)", text: "2 + 2 = 5", isBot: true });
+    expect(take({ external_reply: { origin: { type: "channel", date: 1, chat: { id: -100, type: "channel", title: "News" } } }, quote: { text: "rates rise", position: 0 } }).replyTo).toEqual({ author: "News", text: "rates rise", quote: "rates rise" });
+    expect(take({ forward_origin: { type: "hidden_user", date: 1, sender_user_name: "Anon Y." } }).forwardedFrom).toBe("Anon Y.");
+    expect(take({ is_topic_message: true, message_thread_id: 3, reply_to_message: { message_id: 3, date: 1, chat: dm, forum_topic_created: { name: "t", icon_color: 1 } } }).replyTo).toBeUndefined();
+  });
+
+  it("marks a message long enough to be the first part of a split paste", () => {
+    const intake = toInboundMessage({ update_id: 1, message: { message_id: 9, date: 1, chat: { id: 5, type: "private", first_name: "Ada" }, from: { id: 5, is_bot: false, first_name: "Ada" }, text: "z".repeat(4096) } } as never, options);
+    expect(intake.kind === "message" && intake.message.mayContinue).toBe(true);
+  });
 });

@@ -1,0 +1,179 @@
+/**
+ * Moves everything a session owns to another session key, atomically: when a Telegram group is
+ * upgraded to a supergroup its chat id changes for good, and weeks of context (transcript, live
+ * context, settings, archives, queued messages and replies) must follow it.
+ *
+ * Every key name comes from `sessionKeys()` (never a hard-coded layout): each string key of
+ * the old session is renamed to the same key of the new one, and each per-id key family
+ * (archives: `archive(id)`) is found with SCAN on its pattern and renamed id by id. Queued
+ * entries (inbox, pending batch, outbox) name their session and chat, so they are rewritten to
+ * the new ones. One Lua script does it all, after checking that nothing changed since the
+ * entries were read (the version, and each rewritten list), so a commit racing the move makes it
+ * retry instead of losing anything. The old version key is left as a tombstone: a turn still
+ * running for the old key can no longer commit there (its version check fails).
+ *
+ * Leases are not moved: a lease belongs to its holder on the old key, which can no longer commit.
+ * The script touches keys of two sessions; with the session store on Redis Cluster the two keys'
+ * hash tags differ, so this move would then need a cross-slot copy (docs/telegram.md).
+ */
+import type { Redis } from "ioredis";
+import type { ChatMoveResult } from "../core/channel.js";
+import { globalKeys, sessionKeys, type SessionKeys } from "./keys.js";
+
+/** The old key's version says where the session went, for a day (stale workers, late re-deliveries). */
+const TOMBSTONE_TTL_SECONDS = 24 * 3_600;
+const TOMBSTONE_PREFIX = "moved:";
+const MAX_ATTEMPTS = 5;
+
+/** Keys not moved: a lease is its holder's, on the key it took it on. */
+const NOT_MOVED = new Set<string>(["lease"]);
+/** Lists whose JSON entries name their session and chat. */
+const REWRITTEN = ["inbox", "pending", "outbox"] as const satisfies ReadonlyArray<keyof SessionKeys>;
+
+export interface SessionMoveRequest {
+  fromSessionKey: string;
+  toSessionKey: string;
+  /** Queued entries addressed to this chat are re-addressed to `toChatId`. */
+  fromChatId: string;
+  toChatId: string;
+}
+
+export interface SessionMoveOutcome {
+  result: ChatMoveResult;
+  /** What the moved session still has to do (its turn and delivery jobs must be enqueued). */
+  work: { inbox: number; pending: number; outbox: number };
+}
+
+/**
+ * KEYS: old version, work set, then N pairs (old key, new key).
+ * ARGV: tombstone value, tombstone TTL s, expected version ('' if none), old session key,
+ *       new session key, N, M lists; per list: pair index, count c, c expected entries,
+ *       c rewritten entries.
+ * → { status, inbox, pending, outbox } counts of the rewritten lists.
+ */
+const MOVE_SESSION = `
+local version = redis.call('GET', KEYS[1])
+if version and string.sub(version, 1, ${TOMBSTONE_PREFIX.length}) == '${TOMBSTONE_PREFIX}' then return {'already-moved'} end
+if (version or '') ~= ARGV[3] then return {'changed'} end
+local pairs_count = tonumber(ARGV[6])
+local any = false
+for i = 0, pairs_count - 1 do
+  if redis.call('EXISTS', KEYS[3 + 2 * i]) == 1 then any = true end
+  if redis.call('EXISTS', KEYS[4 + 2 * i]) == 1 then return {'target-exists'} end
+end
+if not any then return {'nothing'} end
+local lists = tonumber(ARGV[7])
+local at = 8
+local plan = {}
+for l = 1, lists do
+  local pair = tonumber(ARGV[at])
+  local count = tonumber(ARGV[at + 1])
+  local current = redis.call('LRANGE', KEYS[3 + 2 * pair], 0, -1)
+  if #current ~= count then return {'changed'} end
+  for i = 1, count do
+    if current[i] ~= ARGV[at + 1 + i] then return {'changed'} end
+  end
+  plan[l] = { pair = pair, first = at + 2 + count, count = count }
+  at = at + 2 + 2 * count
+end
+for i = 0, pairs_count - 1 do
+  if redis.call('EXISTS', KEYS[3 + 2 * i]) == 1 then redis.call('RENAME', KEYS[3 + 2 * i], KEYS[4 + 2 * i]) end
+end
+local counts = {}
+for l = 1, lists do
+  local step = plan[l]
+  local target = KEYS[4 + 2 * step.pair]
+  redis.call('DEL', target)
+  for i = 0, step.count - 1 do redis.call('RPUSH', target, ARGV[step.first + i]) end
+  counts[l] = step.count
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
+redis.call('SREM', KEYS[2], ARGV[4])
+local work = 0
+for l = 1, lists do work = work + counts[l] end
+if work > 0 then redis.call('SADD', KEYS[2], ARGV[5]) end
+return {'moved', unpack(counts)}`;
+
+export async function moveSession(redis: Redis, prefix: string, request: SessionMoveRequest): Promise<SessionMoveOutcome> {
+  const from = sessionKeys(prefix, request.fromSessionKey);
+  const to = sessionKeys(prefix, request.toSessionKey);
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    const version = await redis.get(from.version);
+    const pairs = await keyPairs(redis, from, to);
+    const lists: Array<{ pair: number; expected: string[]; rewritten: string[]; name: (typeof REWRITTEN)[number] }> = [];
+    for (const name of REWRITTEN) {
+      const pair = pairs.findIndex(([source]) => source === from[name]);
+      if (pair < 0) continue;
+      const expected = await redis.lrange(from[name], 0, -1);
+      lists.push({ pair, expected, rewritten: expected.map((entry) => readdress(entry, request)), name });
+    }
+    const reply = (await redis.eval(
+      MOVE_SESSION,
+      2 + pairs.length * 2,
+      from.version, globalKeys(prefix).workSet, ...pairs.flat(),
+      `${TOMBSTONE_PREFIX}${request.toSessionKey}`, TOMBSTONE_TTL_SECONDS, version ?? "", request.fromSessionKey, request.toSessionKey,
+      pairs.length, lists.length,
+      ...lists.flatMap((list) => [list.pair, list.expected.length, ...list.expected, ...list.rewritten]),
+    )) as [string, ...number[]];
+    const [status, ...counts] = reply;
+    if (status === "changed") continue;
+    const count = (name: (typeof REWRITTEN)[number]) => {
+      const index = lists.findIndex((list) => list.name === name);
+      return index < 0 ? 0 : Number(counts[index] ?? 0);
+    };
+    return { result: status as ChatMoveResult, work: { inbox: count("inbox"), pending: count("pending"), outbox: count("outbox") } };
+  }
+  throw new Error(`session ${request.fromSessionKey} kept changing; its move to ${request.toSessionKey} is retried later`);
+}
+
+/** (old, new) for every key the old session has or may have. */
+async function keyPairs(redis: Redis, from: SessionKeys, to: SessionKeys): Promise<Array<[string, string]>> {
+  const pairs: Array<[string, string]> = [];
+  const seen = new Set<string>();
+  for (const [name, value] of Object.entries(from) as Array<[keyof SessionKeys, unknown]>) {
+    if (NOT_MOVED.has(name) || typeof value !== "string") continue;
+    pairs.push([value, to[name] as string]);
+    seen.add(value);
+  }
+  for (const [name, value] of Object.entries(from) as Array<[keyof SessionKeys, unknown]>) {
+    if (typeof value !== "function") continue;
+    const family = value as (id: string) => string;
+    const target = to[name] as (id: string) => string;
+    const marker = "\u0000";
+    const [head = "", tail = ""] = family(marker).split(marker);
+    for (const key of await scanAll(redis, `${globEscape(head)}*${globEscape(tail)}`)) {
+      if (seen.has(key) || !key.startsWith(head) || !key.endsWith(tail)) continue;
+      seen.add(key);
+      pairs.push([key, target(key.slice(head.length, key.length - tail.length))]);
+    }
+  }
+  return pairs;
+}
+
+async function scanAll(redis: Redis, pattern: string): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = "0";
+  do {
+    const [next, batch] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 500);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== "0");
+  return keys;
+}
+
+const globEscape = (text: string) => text.replace(/[*?[\]\\]/g, (character) => `\\${character}`);
+
+/** An inbox, pending or outbox entry re-addressed to the new session and chat. */
+function readdress(raw: string, request: SessionMoveRequest): string {
+  let entry: Record<string, unknown>;
+  try {
+    entry = JSON.parse(raw) as Record<string, unknown>;
+  } catch {
+    return raw;
+  }
+  if (entry.sessionKey === request.fromSessionKey) entry.sessionKey = request.toSessionKey;
+  if (entry.chatId === request.fromChatId) entry.chatId = request.toChatId;
+  const target = entry.target as Record<string, unknown> | undefined;
+  if (target && target.chatId === request.fromChatId) entry.target = { ...target, chatId: request.toChatId };
+  return JSON.stringify(entry);
+}

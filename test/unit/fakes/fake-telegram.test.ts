@@ -1,0 +1,57 @@
+/** The fake Bot API behaves as Telegram does where our code meets it (checked over HTTP, no grammY). */
+import { afterEach, describe, expect, it } from "vitest";
+import { FakeTelegram } from "../../fakes/fake-telegram.js";
+
+let fake: FakeTelegram | undefined;
+afterEach(async () => {
+  await fake?.close();
+  fake = undefined;
+});
+
+async function call(method: string, payload: Record<string, unknown> = {}): Promise<{ status: number; body: { ok: boolean; result?: unknown; description?: string; parameters?: Record<string, number> } }> {
+  const response = await fetch(`${fake?.apiRoot}/bot${fake?.token}/${method}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(payload) });
+  return { status: response.status, body: (await response.json()) as never };
+}
+
+describe("fake Telegram Bot API", () => {
+  it("rate-limits a chat after a short burst, with retry_after", async () => {
+    fake = await FakeTelegram.start();
+    const statuses: number[] = [];
+    for (let index = 0; index < 5; index++) statuses.push((await call("sendMessage", { chat_id: 1, text: `m${index}` })).status);
+    expect(statuses).toEqual([200, 200, 200, 429, 429]);
+    const limited = await call("sendMessage", { chat_id: 1, text: "again" });
+    expect(limited.body.parameters?.retry_after).toBeGreaterThanOrEqual(1);
+    // Another chat is not held up.
+    expect((await call("sendMessage", { chat_id: 2, text: "other" })).status).toBe(200);
+  });
+
+  it("answers 409 to a poller while a webhook is set, and to a poller whose request another one replaced", async () => {
+    fake = await FakeTelegram.start();
+    const waiting = call("getUpdates", { timeout: 5 });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const newer = call("getUpdates", { timeout: 0 });
+    expect((await waiting).status).toBe(409);
+    expect((await newer).status).toBe(200);
+    await call("setWebhook", { url: "https://example.com/hook" });
+    expect((await call("getUpdates")).body.description).toMatch(/webhook is active/);
+    expect(((await call("getWebhookInfo")).body.result as { url: string }).url).toBe("https://example.com/hook");
+  });
+
+  it("refuses the old id of a migrated group with migrate_to_chat_id", async () => {
+    fake = await FakeTelegram.start();
+    fake.migrateChat(-5, -1005);
+    const refused = await call("sendMessage", { chat_id: -5, text: "hi" });
+    expect(refused).toMatchObject({ status: 400, body: { description: "Bad Request: group chat was upgraded to a supergroup chat", parameters: { migrate_to_chat_id: -1005 } } });
+    expect((await call("sendMessage", { chat_id: -1005, text: "hi" })).status).toBe(200);
+  });
+
+  it("serves files through getFile and the download route, only with the token", async () => {
+    fake = await FakeTelegram.start();
+    fake.addFile("f1", "file body", "documents/a.txt");
+    const file = (await call("getFile", { file_id: "f1" })).body.result as { file_path: string; file_size: number };
+    expect(file).toMatchObject({ file_path: "documents/a.txt", file_size: 9 });
+    expect(await (await fetch(`${fake.apiRoot}/file/bot${fake.token}/${file.file_path}`)).text()).toBe("file body");
+    expect((await fetch(`${fake.apiRoot}/file/botwrong/${file.file_path}`)).status).toBe(404);
+    expect((await call("getFile", { file_id: "nope" })).status).toBe(400);
+  });
+});
