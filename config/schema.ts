@@ -37,6 +37,16 @@ const flag = (fallback: boolean, description: string) =>
     .transform((value) => value === "true" || value === "1" || value === "yes")
     .describe(description);
 
+/** An IANA zone this Node's Intl knows (Node ships full ICU). */
+const isTimeZone = (zone: string) => {
+  try {
+    new Intl.DateTimeFormat("en", { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 export const configSchema = z.object({
   // Process and storage
   LONGHAUL_ROLE: z.enum(["all", "gateway", "worker"]).default("all").describe("What this process runs: gateway + workers (all), or one of them"),
@@ -81,6 +91,14 @@ export const configSchema = z.object({
   BUSY_MODE: z.enum(["collect", "queue", "interrupt"]).default("collect").describe("Messages during a turn: answered together next (collect), one turn each (queue), or restart the turn (interrupt)"),
   IDLE_RESET_HOURS: z.coerce.number().min(0).default(0).describe("Archive a session idle this long and start fresh; 0 never"),
   ARCHIVE_RETENTION_DAYS: z.coerce.number().min(0).default(0).describe("How long an archived conversation (/new, idle reset) is kept; 0 forever"),
+
+  // Time, operators, scheduling
+  TZ: z.string().min(1).refine(isTimeZone, "not an IANA time zone known to this Node (e.g. Europe/Berlin)").default("UTC").describe("Time zone of the chats (IANA name): reminders and tasks are read and confirmed in it"),
+  ADMIN_TELEGRAM_USERS: list("Telegram user ids with admin rights in groups (e.g. cancelling anyone's reminders)"),
+  ADMIN_DISCORD_USERS: list("Discord user ids with admin rights in groups (e.g. cancelling anyone's reminders)"),
+  SCHEDULE_MAX_ITEMS: positiveInt(50, "Reminders and scheduled tasks one chat, and one user, may have at a time"),
+  SCHEDULE_MIN_INTERVAL_S: positiveInt(300, "Shortest interval of a recurring reminder or task, in seconds"),
+  SCHEDULE_MISSED_GRACE_S: z.coerce.number().int().min(0).default(21_600).describe("A recurring run missed by more than this (downtime) is skipped, not delivered late; one-off reminders are always delivered"),
 
   // Ingress
   MAX_MESSAGE_CHARS: positiveInt(16_000, "Longer inbound messages are truncated with a notice"),

@@ -10,10 +10,13 @@ import { createRecallTool } from "../src/agent/tools/recall.js";
 import { createLlmClient, createSummarizer } from "../src/llm/index.js";
 import type { Logger } from "../src/logger.js";
 import type { Metrics } from "../src/metrics.js";
-import { createProducers, createRedis, pingWithin } from "../src/queue/index.js";
+import { AccessControl, accessListsFrom } from "../src/gateway/access.js";
+import { createFiringQueue, createProducers, createRedis, pingWithin } from "../src/queue/index.js";
+import { createScheduleTool, scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../src/schedule/index.js";
 import { AbortFlags } from "../src/session/abort.js";
 import { globalKeys } from "../src/session/keys.js";
 import { SessionStore } from "../src/session/store.js";
+import { startScheduleWorker } from "./schedule-worker.js";
 import { startTurnWorker } from "./turn-worker.js";
 
 export interface WorkerRole {
@@ -66,9 +69,14 @@ export function startWorkerRole(options: WorkerRoleOptions): WorkerRole {
       logger,
     });
 
+  const scheduleStore = new ScheduleStore(redis, prefix);
+  const firingQueue = createFiringQueue(redis, prefix);
+  const schedule = new ScheduleService({ store: scheduleStore, alarms: firingQueue, settings: scheduleSettingsFrom(config) });
+
   const tools = new ToolRegistry()
     .register(currentTimeTool)
-    .register(createRecallTool());
+    .register(createRecallTool())
+    .register(createScheduleTool(schedule));
   for (const tool of options.extraTools ?? []) tools.register(tool);
 
   const engine: TurnEngine = {
@@ -99,6 +107,8 @@ export function startWorkerRole(options: WorkerRoleOptions): WorkerRole {
     }),
     transcriptLength: (sessionKey) => store.transcriptLength(sessionKey),
     now: () => Date.now(),
+    timeZone: config.TZ,
+    schedule,
   };
 
   // Before taking jobs: building the tokenizer blocks the event loop, which mid-turn would stall
@@ -128,12 +138,34 @@ export function startWorkerRole(options: WorkerRoleOptions): WorkerRole {
     },
   });
 
+  const access = new AccessControl(redis, prefix, accessListsFrom(config));
+  const scheduleWorker = startScheduleWorker({
+    redisUrl: options.redisUrl,
+    prefix,
+    lockMs: config.JOB_LOCK_MS,
+    service: schedule,
+    logger,
+    deps: {
+      store: scheduleStore,
+      alarms: firingQueue,
+      inbox: store,
+      turns: producers,
+      chatAllowed: (item) => access.serves({ ...item.chat, userId: item.creator.userId }),
+      // checkTaskBudget: budgets (#17) plug in here; until then tasks run like any turn.
+      missedGraceMs: config.SCHEDULE_MISSED_GRACE_S * 1_000,
+      now: () => Date.now(),
+      logger,
+    },
+  });
+
   let closing: Promise<void> | undefined;
   return {
     health: async () => ({ redis: await pingWithin(redis) }),
     close() {
       closing ??= (async () => {
+        await scheduleWorker.close();
         await worker.close();
+        await firingQueue.close();
         await producers.close();
         await redis.quit().catch(() => redis.disconnect());
       })();

@@ -10,6 +10,7 @@ import { parseCommand, type ParsedCommand } from "./commands/parse.js";
 import type { ContextManager } from "./context-manager.js";
 import { runTurn } from "./run-turn.js";
 import type { ToolRegistry, TranscriptReader } from "./tools/registry.js";
+import type { ScheduleService } from "../schedule/index.js";
 
 /** Everything a turn needs besides the session itself; built once per worker process. */
 export interface TurnEngine {
@@ -26,6 +27,19 @@ export interface TurnEngine {
   transcriptReader(sessionKey: string): TranscriptReader;
   transcriptLength(sessionKey: string): Promise<number>;
   now(): number;
+  /** The deployment's time zone (TZ); a session's own setting wins (`chatTimeZone`). */
+  timeZone: string;
+  /** Reminders and scheduled tasks (`/reminders`); absent where the worker runs without them. */
+  schedule?: ScheduleService;
+}
+
+/**
+ * The chat's time zone: the session's own setting when it carries one (the time-zone work adds
+ * the field), else the deployment's TZ.
+ */
+export function chatTimeZone(state: SessionState, fallback: string): string {
+  const own = (state as { timeZone?: unknown }).timeZone;
+  return typeof own === "string" && own !== "" ? own : fallback;
 }
 
 /** Why a running turn was asked to stop. */
@@ -49,19 +63,31 @@ export interface SegmentsResult {
   archivedSessionId?: string;
 }
 
-type Segment = { kind: "command"; command: ParsedCommand; entry: InboxEntry } | { kind: "chat"; entries: InboxEntry[] };
+type Segment =
+  | { kind: "command"; command: ParsedCommand; entry: InboxEntry }
+  | { kind: "reminder"; entry: InboxEntry }
+  | { kind: "chat"; entries: InboxEntry[] };
 
-/** Commands are handled one by one, in order; consecutive chat messages form one agent turn. */
+/**
+ * Commands are handled one by one, in order; consecutive chat messages form one agent turn. A
+ * fired reminder is its own segment (no LLM call); a fired task is an agent turn of its own, so
+ * its answer is not mixed with the answer to what people wrote.
+ */
 export function segmentBatch(batch: readonly InboxEntry[]): Segment[] {
   const segments: Segment[] = [];
   for (const entry of batch) {
-    const command = parseCommand(entry.text);
+    if (entry.scheduled?.kind === "reminder") {
+      segments.push({ kind: "reminder", entry });
+      continue;
+    }
+    const command = entry.scheduled ? undefined : parseCommand(entry.text);
     if (command) {
       segments.push({ kind: "command", command, entry });
       continue;
     }
     const last = segments[segments.length - 1];
-    if (last?.kind === "chat") last.entries.push(entry);
+    const joinable = last?.kind === "chat" && !entry.scheduled && !last.entries.some((previous) => previous.scheduled);
+    if (joinable) last.entries.push(entry);
     else segments.push({ kind: "chat", entries: [entry] });
   }
   return segments;
@@ -83,6 +109,8 @@ export function toUserMessages(entries: readonly InboxEntry[], newId: () => stri
  * user's own words), then the text itself.
  */
 export function userMessageText(entry: InboundMessage): string {
+  // A fired task was worded by the scheduler (who set it, when it was due); no speaker prefix.
+  if (entry.scheduled) return entry.text;
   const lines: string[] = [];
   if (entry.forwardedFrom !== undefined) lines.push(`[forwarded from ${entry.forwardedFrom}]`);
   if (entry.replyTo !== undefined) {
@@ -117,8 +145,21 @@ export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput):
     const scope = { signal: input.signal, log: input.log, newId, addToTranscript: (messages: readonly ChatMessage[]) => transcript.push(...messages) };
     ensureSystemPrompt(state, engine.systemPrompt, newId, engine.now());
 
+    if (segment.kind === "reminder") {
+      // A fixed reminder: its text is the reply, and the conversation keeps it as the
+      // assistant's own message, so the agent knows later that it reminded the user.
+      const message = reminderMessage(segment.entry, newId());
+      state.live.push(message);
+      transcript.push(message);
+      reply(segment.entry.text, "answer", [segment.entry]);
+      continue;
+    }
+
     if (segment.kind === "command") {
-      const commandContext: CommandContext = { engine, state, sessionKey: input.sessionKey, scope, now: engine.now() };
+      const commandContext: CommandContext = {
+        engine, state, sessionKey: input.sessionKey, scope, now: engine.now(), entry: segment.entry,
+        timeZone: chatTimeZone(state, engine.timeZone),
+      };
       const outcome = await runCommand(segment.command, commandContext);
       // Messages of this batch before /new land in the fresh transcript: kept, not lost.
       if (outcome.archive) archivedSessionId = state.sessionId;
@@ -139,7 +180,10 @@ export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput):
       llm: engine.llm,
       context,
       tools: engine.tools,
-      toolContext: { sessionKey: input.sessionKey, signal: input.signal, transcript: engine.transcriptReader(input.sessionKey), now: engine.now },
+      toolContext: {
+        sessionKey: input.sessionKey, signal: input.signal, transcript: engine.transcriptReader(input.sessionKey), now: engine.now,
+        origin: segment.entries[segment.entries.length - 1], timeZone: chatTimeZone(state, engine.timeZone),
+      },
       maxSteps: engine.maxSteps,
       maxOutputTokens: engine.maxOutputTokens,
       toolOutputMaxChars: engine.toolOutputMaxChars,
@@ -192,25 +236,45 @@ export function settleWithoutAnswer(
   mark?.(state);
   const newId = messageIdAllocator(state);
   ensureSystemPrompt(state, engine.systemPrompt, newId, engine.now());
-  const chatEntries = input.batch.filter((entry) => !parseCommand(entry.text));
-  const userMessages = toUserMessages(chatEntries, newId);
-  state.live.push(...userMessages);
+  const transcript: ChatMessage[] = [];
+  const replies: OutboundReply[] = [];
+  for (const segment of segmentBatch(input.batch)) {
+    if (segment.kind === "command") continue;
+    if (segment.kind === "reminder") {
+      // A fixed reminder needs no model: a failure elsewhere in the batch must not swallow it.
+      const message = reminderMessage(segment.entry, newId());
+      transcript.push(message);
+      replies.push(buildReply(input, replies.length, segment.entry.text, "answer", [segment.entry]));
+      continue;
+    }
+    transcript.push(...toUserMessages(segment.entries, newId));
+  }
+  state.live.push(...transcript);
   state.updatedAt = engine.now();
-  const replies = text === undefined ? [] : [buildReply(input, 0, text, "notice", input.batch)];
-  return { state, transcript: userMessages, replies };
+  if (text !== undefined) replies.push(buildReply(input, replies.length, text, "notice", input.batch));
+  return { state, transcript, replies };
+}
+
+/** The assistant message a delivered reminder leaves in the conversation. */
+function reminderMessage(entry: InboxEntry, id: string): ChatMessage {
+  return { id, at: entry.sentAt, role: "assistant", content: entry.text };
 }
 
 /**
  * Reply `index` of this turn. Its id names the version the turn commits, so a retried turn
- * produces the same ids, and it answers (and replies to the last of) `answers`.
+ * produces the same ids, and it answers (and replies to the last of) `answers`. Scheduled
+ * messages have no platform message to reply to: a reply that answers only those is sent plain.
  */
 function buildReply(input: SettleInput, index: number, text: string, kind: OutboundReply["kind"], answers: readonly InboxEntry[]): OutboundReply {
+  const fromPeople = answers.filter((entry) => !entry.scheduled);
+  const { replyToMessageId: _fallback, ...target } = input.target;
+  const replyTo = fromPeople[fromPeople.length - 1]?.messageId ?? (answers.length > 0 && fromPeople.length === 0 ? undefined : input.target.replyToMessageId);
   return {
     replyId: `${input.sessionKey}#${input.state.version + 1}#${index}`,
     sessionKey: input.sessionKey,
-    target: { ...input.target, replyToMessageId: answers[answers.length - 1]?.messageId ?? input.target.replyToMessageId },
+    target: replyTo === undefined ? target : { ...target, replyToMessageId: replyTo },
     text,
-    inReplyTo: answers.map((entry) => entry.messageId),
+    inReplyTo: fromPeople.map((entry) => entry.messageId),
     kind,
   };
 }

@@ -47,6 +47,21 @@ export interface InboundMessage {
   replyTo?: { author: string; text: string; quote?: string; isBot?: boolean };
   /** Where a forwarded message came from (a user's or a chat's name), when the platform gives it. */
   forwardedFrom?: string;
+  /**
+   * Set when no person sent this: a scheduled item fired (src/schedule). `messageId` is then
+   * synthetic (`sched-<item>-<time>`: never reply to it on the platform); a `reminder` is
+   * delivered as it is, without an LLM call; a `task` is an ordinary agent turn.
+   */
+  scheduled?: ScheduledOrigin;
+}
+
+export interface ScheduledOrigin {
+  itemId: string;
+  kind: "reminder" | "task";
+  /** UTC ms of the occurrence this message delivers. */
+  scheduledFor: number;
+  /** Delivered more than a minute after `scheduledFor` (downtime): the text says so. */
+  late?: boolean;
 }
 
 /** Longest replied-to text an adapter puts into `InboundMessage.replyTo` (the rest is elided). */
@@ -79,6 +94,11 @@ export interface TurnActivity {
  */
 export interface IngressPort {
   submit(message: InboundMessage): Promise<SubmitResult>;
+  /**
+   * The bot left a chat or lost it (kicked, blocked, channel or guild deleted): what the chat
+   * had scheduled goes. Adapters call it when their platform tells them.
+   */
+  chatClosed?(platform: Platform, chatId: string): Promise<void>;
 }
 
 export type SubmitResult =

@@ -1,3 +1,5 @@
+import type { InboundMessage } from "../../core/channel.js";
+import { remindersCommand, requesterOf } from "../../schedule/index.js";
 import { freshSessionAfter, type SessionState } from "../../session/state.js";
 import type { CompactionScope } from "../context-manager.js";
 import type { TurnEngine } from "../turn-engine.js";
@@ -10,6 +12,10 @@ export interface CommandContext {
   sessionKey: string;
   scope: CompactionScope;
   now: number;
+  /** The message that carried the command: who asks, from which chat. */
+  entry: InboundMessage;
+  /** The chat's time zone (the session's own, else TZ). */
+  timeZone: string;
 }
 
 export interface CommandOutcome {
@@ -28,6 +34,7 @@ export const HELP_TEXT = [
   "/status — model, how full the context is, compactions, session age",
   "/usage — tokens used, estimated cost, what compaction saved",
   "/stop — stop what I'm doing",
+  "/reminders — your reminders and scheduled tasks (cancel, pause, resume, edit them); ask me in words to set one",
   "/help — this message",
 ].join("\n");
 
@@ -50,6 +57,10 @@ export async function runCommand(command: ParsedCommand, context: CommandContext
       return { state, text: await statusText(context) };
     case "usage":
       return { state, text: usageText(state, engine.prices) };
+    case "reminders": {
+      if (!engine.schedule) return { state, text: "Reminders are not available here." };
+      return { state, text: await remindersCommand(engine.schedule, requesterOf(context.entry, context.timeZone), command.args) };
+    }
     case "compress": {
       if (state.live.filter((message) => message.role !== "system").length < 2) {
         return { state, text: "There is nothing to compress yet." };

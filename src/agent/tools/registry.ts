@@ -1,3 +1,4 @@
+import type { InboundMessage } from "../../core/channel.js";
 import type { ToolDefinition } from "../../core/messages.js";
 
 /** What a tool may use while it runs: only the current session's data, never another's. */
@@ -7,6 +8,10 @@ export interface ToolContext {
   /** Reads the current session's transcript (for `recall`). */
   transcript: TranscriptReader;
   now(): number;
+  /** The message this turn answers (the latest of its batch): who asks, in which chat. */
+  origin?: InboundMessage;
+  /** The chat's time zone (the session's own, else TZ). */
+  timeZone?: string;
 }
 
 export interface TranscriptReader {
