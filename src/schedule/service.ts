@@ -226,9 +226,9 @@ export class ScheduleService {
     return { ok: true, item, text: "" };
   }
 
-  /** In a group, only the item's creator or an admin; in a private chat (or the console), its owner. */
+  /** In a group, only the item's creator or an admin; in a private chat (the console is one), its owner. */
   mayChange(requester: Requester, item: ScheduleItem): boolean {
-    if (requester.platform === "console" || requester.chatType === "private") return true;
+    if (requester.chatType === "private") return true;
     if (requester.userId === item.creator.userId) return true;
     return (this.#settings.admins[requester.platform] ?? []).includes(requester.userId);
   }

@@ -8,6 +8,7 @@ import { silentLogger } from "../../src/logger.js";
 import { createFiringQueue, createProducers, createRedis, firingJobId, type FiringQueue, type Producers, type Redis } from "../../src/queue/index.js";
 import { ScheduleService, ScheduleStore, type FiringDeps, type Requester, type ScheduleSettings } from "../../src/schedule/index.js";
 import { SessionStore } from "../../src/session/store.js";
+import { echo, lastUserText, textOf, type FakeHandler } from "../fakes/fake-llm.js";
 import { uniquePrefix } from "./config.js";
 
 export interface ScheduleHarness {
@@ -73,3 +74,25 @@ export const ADA_DM: Requester = {
 export const inGroup = (userId: string, userName: string, chatId = "-100777"): Requester => ({
   platform: "telegram", chatId, chatType: "group", sessionKey: `tg:${chatId}`, userId, userName, timeZone: "Europe/Berlin",
 });
+
+/**
+ * A fake-LLM handler that behaves like a model with the `schedule` tool: `plan(userText)` says
+ * which tool call a request gets (none: echo); a tool result is passed on ("Done. <result>"); a
+ * fired task is answered with "Task done: <its instructions>".
+ */
+export function schedulingModel(plan: (userText: string) => Record<string, unknown> | undefined): FakeHandler {
+  return (request) => {
+    const last = request.body.messages[request.body.messages.length - 1];
+    if (last?.role === "tool") return { text: `Done. ${textOf(last.content)}` };
+    const user = lastUserText(request);
+    if (user.startsWith("[Scheduled task")) return { text: `Task done: ${user.split("\n").slice(1).join(" ")}` };
+    const args = plan(user);
+    return args ? { toolCalls: [{ name: "schedule", arguments: args }] } : echo(request);
+  };
+}
+
+/** "remind me in 2s to stretch" → a create call for a reminder. */
+export const remindMePlan = (userText: string): Record<string, unknown> | undefined => {
+  const match = /remind me in (\S+) to (.+)$/i.exec(userText);
+  return match ? { action: "create", kind: "reminder", in: match[1], text: match[2] } : undefined;
+};
