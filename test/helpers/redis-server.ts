@@ -12,6 +12,8 @@ export interface RedisServerHandle {
   url: string;
   port: number;
   dir: string;
+  /** The running server's process id (fault tests pause it with SIGSTOP / SIGCONT). */
+  pid(): number | undefined;
   stop(): Promise<void>;
   start(): Promise<void>;
   restart(): Promise<void>;
@@ -96,6 +98,7 @@ export async function startRedisServer(options: { appendOnly?: boolean } = {}): 
     url: `redis://127.0.0.1:${port}`,
     port,
     dir,
+    pid: () => child?.pid,
     start,
     stop,
     restart: async () => {
