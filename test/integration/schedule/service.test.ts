@@ -4,7 +4,8 @@
  * change what in a group, and what goes when a chat or a user's access does.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import type { Requester } from "../../../src/schedule/index.js";
+import { createScheduleTool, type Requester } from "../../../src/schedule/index.js";
+import { inbound } from "../../helpers/recording-adapter.js";
 import { ADA_DM, inGroup, startScheduleHarness, type ScheduleHarness } from "../../helpers/schedule.js";
 
 const ARMED = ["waiting", "delayed", "prioritized"];
@@ -174,5 +175,32 @@ describe("when a chat or an access goes away", () => {
     expect(await h.service.rearmAll()).toBe(1);
     expect(ARMED).toContain(await h.alarmState("r1", (await h.store.get("r1"))!.nextRunAt));
     expect(await h.alarmState("r2", (await h.store.get("r2"))!.nextRunAt)).toBe("unknown");
+  });
+});
+
+describe("the schedule tool", () => {
+  const origin = inbound({ platform: "telegram", chatId: "5012345678", sessionKey: "tg:5012345678", userId: "5012345678", userName: "Ada", text: "remind me" });
+  const context = { origin, timeZone: "Europe/Berlin" };
+
+  it("creates in the chat's zone, lists, edits and cancels for the speaker of the turn", async () => {
+    const h = setUp();
+    const tool = createScheduleTool(h.service);
+    expect(await tool.run({ action: "create", text: "Call the bank", at: "tomorrow 09:00" }, context))
+      .toBe("Scheduled r1, a reminder: “Call the bank” — Sun 29 Mar 2026, 09:00 (Europe/Berlin, UTC+02:00).");
+    expect(await tool.run({ action: "create", kind: "task", text: "Plan the week", cron: "0 8 * * 1" }, context)).toMatch(/^Scheduled r2, a task/);
+    expect(await tool.run({ action: "list" }, context)).toMatch(/^Reminders and scheduled tasks \(2\):\nr1 · reminder · Sun 29 Mar 2026, 09:00 .*\nr2 · task · next Mon 30 Mar 2026, 08:00/);
+    expect(await tool.run({ action: "edit", id: "r1", in: "3h" }, context)).toBe("Changed r1, a reminder: “Call the bank” — Sat 28 Mar 2026, 13:00 (Europe/Berlin, UTC+01:00).");
+    expect(await tool.run({ action: "cancel", id: "R1" }, context)).toBe("Cancelled r1: “Call the bank”.");
+    expect((await h.store.get("r2"))?.creator).toEqual({ userId: "5012345678", userName: "Ada" });
+  });
+
+  it("answers refusals as text and throws on calls it cannot make sense of", async () => {
+    const h = setUp();
+    const tool = createScheduleTool(h.service);
+    expect(await tool.run({ action: "create", text: "x", every: "10s" }, context)).toMatch(/at most once every 5 minutes/);
+    await expect(tool.run({ action: "create", kind: "nag", text: "x", in: "1h" }, context)).rejects.toThrow(/kind must be "reminder" or "task"/);
+    await expect(tool.run({ action: "snooze", id: "r1" }, context)).rejects.toThrow(/unknown action "snooze"/);
+    await expect(tool.run({ action: "edit", id: "r1" }, context)).rejects.toThrow(/edit needs a new text, kind or time/);
+    await expect(tool.run({ action: "list" }, {})).rejects.toThrow(/no chat/);
   });
 });
