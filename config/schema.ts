@@ -98,7 +98,7 @@ export const configSchema = z.object({
   ADMIN_DISCORD_USERS: list("Discord user ids with admin rights in groups (e.g. cancelling anyone's reminders)"),
   SCHEDULE_MAX_ITEMS: positiveInt(50, "Reminders and scheduled tasks one chat, and one user, may have at a time"),
   SCHEDULE_MIN_INTERVAL_S: positiveInt(300, "Shortest interval of a recurring reminder or task, in seconds"),
-  SCHEDULE_MISSED_GRACE_S: z.coerce.number().int().min(0).default(21_600).describe("A recurring run missed by more than this (downtime) is skipped, not delivered late; one-off reminders are always delivered"),
+  SCHEDULE_MISSED_GRACE_S: z.coerce.number().int().min(60).default(21_600).describe("A recurring run missed by more than this many seconds (downtime) is skipped, not delivered late; one-off items are always delivered"),
 
   // Ingress
   MAX_MESSAGE_CHARS: positiveInt(16_000, "Longer inbound messages are truncated with a notice"),
