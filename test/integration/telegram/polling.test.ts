@@ -88,7 +88,7 @@ describe("telegram adapter, long polling", () => {
       text: "hello there",
     });
     const commands = await fake.waitForCall("setMyCommands");
-    expect((commands.payload.commands as Array<{ command: string }>).map((entry) => entry.command)).toEqual(["help", "new", "compress", "status", "usage", "stop"]);
+    expect((commands.payload.commands as Array<{ command: string }>).map((entry) => entry.command)).toEqual(["help", "new", "compress", "status", "usage", "stop", "reminders"]);
     expect(fake.callsOf("deleteWebhook")).toHaveLength(1);
     expect(fake.callsOf("getMe")).toHaveLength(0);
     // The adapter sent nothing by itself: the reply comes from the worker.
