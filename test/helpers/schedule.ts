@@ -2,7 +2,7 @@
  * Scheduled items against the private redis-server: the real store, service and BullMQ alarm
  * queue under a fresh prefix, with a clock the test moves.
  */
-import { inject } from "vitest";
+import { afterEach, inject } from "vitest";
 import type { InboundMessage } from "../../src/core/channel.js";
 import { silentLogger } from "../../src/logger.js";
 import { createFiringQueue, createProducers, createRedis, firingJobId, type FiringQueue, type Producers, type Redis } from "../../src/queue/index.js";
@@ -27,6 +27,19 @@ export interface ScheduleHarness {
   /** Every message waiting in a session's inbox. */
   inbox(sessionKey: string): Promise<InboundMessage[]>;
   close(): Promise<void>;
+}
+
+/** Job states of an alarm that is set and will ring. */
+export const ARMED_STATES = ["waiting", "delayed", "prioritized"];
+
+/** For a test file: `setUp()` starts a harness that is closed after each test. */
+export function useScheduleHarness(): (settings?: Partial<ScheduleSettings>) => ScheduleHarness {
+  let harness: ScheduleHarness | undefined;
+  afterEach(async () => {
+    await harness?.close();
+    harness = undefined;
+  });
+  return (settings = {}) => (harness = startScheduleHarness(settings));
 }
 
 export const DEFAULT_SETTINGS: ScheduleSettings = { maxItems: 50, minIntervalMs: 300_000, admins: { telegram: ["999"] } };

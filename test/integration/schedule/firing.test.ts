@@ -3,25 +3,15 @@
  * whatever step a firing dies after, or when two workers fire the same occurrence; late and
  * missed occurrences; alarms that an edit, a pause or a revoked chat made stale.
  */
-import { afterEach, describe, expect, inject, it, vi } from "vitest";
+import { describe, expect, inject, it, vi } from "vitest";
 import { silentLogger } from "../../../src/logger.js";
 import { fireOccurrence, type FiringStep, type ScheduleItem } from "../../../src/schedule/index.js";
 import { startScheduleWorker } from "../../../workers/schedule-worker.js";
-import { ADA_DM, inGroup, startScheduleHarness, type ScheduleHarness } from "../../helpers/schedule.js";
+import { ADA_DM, ARMED_STATES, inGroup, useScheduleHarness, type ScheduleHarness } from "../../helpers/schedule.js";
 
-const ARMED = ["waiting", "delayed", "prioritized"];
+const ARMED = ARMED_STATES;
 const at = (iso: string) => Date.parse(iso);
-
-let harness: ScheduleHarness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
-
-async function setUp(settings: Parameters<typeof startScheduleHarness>[0] = {}) {
-  harness = startScheduleHarness(settings);
-  return harness;
-}
+const setUp = useScheduleHarness();
 
 async function created(h: ScheduleHarness, input: Parameters<ScheduleHarness["service"]["create"]>[1], requester = ADA_DM): Promise<ScheduleItem> {
   const result = await h.service.create(requester, input);
@@ -37,7 +27,7 @@ const crashAfter = (step: FiringStep) => (reached: FiringStep) => {
 describe("a firing that dies after any step, then runs again, delivers once", () => {
   for (const step of ["appended", "enqueued", "advanced", "armed"] as const) {
     it(`recurring item, died after "${step}"`, async () => {
-      const h = await setUp();
+      const h = setUp();
       const item = await created(h, { kind: "reminder", text: "stand up", when: { cron: "0 9 * * *" } });
       expect(item.nextRunAt).toBe(at("2026-03-29T07:00:00Z"));
       h.clock.now = item.nextRunAt + 150;
@@ -64,7 +54,7 @@ describe("a firing that dies after any step, then runs again, delivers once", ()
 
   for (const step of ["appended", "enqueued", "removed"] as const) {
     it(`one-off item, died after "${step}"`, async () => {
-      const h = await setUp();
+      const h = setUp();
       const item = await created(h, { kind: "reminder", text: "call the bank", when: { in: "2h" } });
       h.clock.now = item.nextRunAt + 10;
       const occurrence = { itemId: item.id, scheduledFor: item.nextRunAt };
@@ -79,7 +69,7 @@ describe("a firing that dies after any step, then runs again, delivers once", ()
 
 describe("concurrent and stale alarms", () => {
   it("two workers firing the same occurrence at once append one message and advance once", async () => {
-    const h = await setUp();
+    const h = setUp();
     const item = await created(h, { kind: "reminder", text: "water the plants", when: { every: "1h" } });
     h.clock.now = item.nextRunAt;
     const occurrence = { itemId: item.id, scheduledFor: item.nextRunAt };
@@ -90,7 +80,7 @@ describe("concurrent and stale alarms", () => {
   });
 
   it("an alarm for a time the item was edited away from does nothing, and the new time is armed", async () => {
-    const h = await setUp();
+    const h = setUp();
     const item = await created(h, { kind: "reminder", text: "dentist", when: { at: "2026-03-30T09:00" } });
     const edited = await h.service.edit(ADA_DM, item.id, { when: { at: "2026-03-30T11:00" } });
     expect(edited.ok && edited.item.nextRunAt).toBe(at("2026-03-30T09:00:00Z"));
@@ -102,7 +92,7 @@ describe("concurrent and stale alarms", () => {
   });
 
   it("a paused item stays silent and keeps its time; resumed, it fires late once", async () => {
-    const h = await setUp();
+    const h = setUp();
     const item = await created(h, { kind: "reminder", text: "take the pills", when: { at: "2026-03-28T12:00" } });
     await h.service.pause(ADA_DM, item.id);
     h.clock.now = item.nextRunAt + 1_000;
@@ -120,7 +110,7 @@ describe("concurrent and stale alarms", () => {
   });
 
   it("an alarm that went off while paused rings again after resume (its finished job is replaced)", async () => {
-    const h = await setUp();
+    const h = setUp();
     const item = await created(h, { kind: "reminder", text: "ping", when: { in: "1h" } });
     await h.service.pause(ADA_DM, item.id);
     // The alarm goes off anyway (the pause came while it was already running): the worker
@@ -140,7 +130,7 @@ describe("concurrent and stale alarms", () => {
   });
 
   it("a chat that is no longer served loses the item instead of getting the message", async () => {
-    const h = await setUp();
+    const h = setUp();
     const item = await created(h, { kind: "reminder", text: "secret", when: { in: "1h" } }, inGroup("1", "Bob"));
     h.clock.now = item.nextRunAt;
     const outcome = await fireOccurrence(h.firingDeps({ chatAllowed: async () => false }), { itemId: item.id, scheduledFor: item.nextRunAt });
@@ -152,7 +142,7 @@ describe("concurrent and stale alarms", () => {
 
 describe("late and missed occurrences", () => {
   it("a one-off missed during downtime is delivered once, late, with a note in the chat's zone", async () => {
-    const h = await setUp();
+    const h = setUp();
     const item = await created(h, { kind: "reminder", text: "call the bank", when: { at: "2026-03-30T09:00" } });
     // Everything was down for two days.
     h.clock.now = at("2026-04-01T10:15:00Z");
@@ -162,7 +152,7 @@ describe("late and missed occurrences", () => {
   });
 
   it("a recurrence missed for longer than the grace is skipped and goes on from now", async () => {
-    const h = await setUp();
+    const h = setUp();
     const item = await created(h, { kind: "reminder", text: "standup", when: { cron: "0 9 * * *" } });
     h.clock.now = at("2026-03-29T17:00:00Z"); // 10 h after the 09:00 run; grace 6 h
     const outcome = await fireOccurrence(h.firingDeps(), { itemId: item.id, scheduledFor: item.nextRunAt });
@@ -173,7 +163,7 @@ describe("late and missed occurrences", () => {
   });
 
   it("after several missed runs only the latest is delivered, late, if within the grace", async () => {
-    const h = await setUp();
+    const h = setUp();
     const item = await created(h, { kind: "reminder", text: "stretch", when: { every: "1h" } });
     expect(item.nextRunAt).toBe(at("2026-03-28T10:00:00Z"));
     h.clock.now = at("2026-03-28T13:20:00Z"); // missed 10:00, 11:00, 12:00 and 13:00
@@ -188,7 +178,7 @@ describe("late and missed occurrences", () => {
 
 describe("agent tasks", () => {
   it("become a user message worded by the scheduler, from the creator, in the item's chat", async () => {
-    const h = await setUp();
+    const h = setUp();
     const bob = inGroup("42", "Bob");
     const item = await created(h, { kind: "task", text: "summarise this week's plan", when: { cron: "0 9 * * 1" } }, bob);
     h.clock.now = item.nextRunAt;
@@ -199,7 +189,7 @@ describe("agent tasks", () => {
   });
 
   it("go through the budget hook; a refused task reaches the chat as a notice, without the model", async () => {
-    const h = await setUp();
+    const h = setUp();
     const item = await created(h, { kind: "task", text: "research flights", when: { in: "1h" } });
     h.clock.now = item.nextRunAt;
     const asked: string[] = [];

@@ -3,20 +3,14 @@
  * with the absolute time, caps per chat and per user (the 51st is refused politely), who may
  * change what in a group, and what goes when a chat or a user's access does.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createScheduleTool, type Requester } from "../../../src/schedule/index.js";
 import { inbound } from "../../helpers/recording-adapter.js";
-import { ADA_DM, inGroup, startScheduleHarness, type ScheduleHarness } from "../../helpers/schedule.js";
+import { ADA_DM, ARMED_STATES, inGroup, useScheduleHarness, type ScheduleHarness } from "../../helpers/schedule.js";
 
-const ARMED = ["waiting", "delayed", "prioritized"];
+const ARMED = ARMED_STATES;
 const at = (iso: string) => Date.parse(iso);
-
-let harness: ScheduleHarness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  harness = undefined;
-});
-const setUp = (settings: Parameters<typeof startScheduleHarness>[0] = {}) => (harness = startScheduleHarness(settings));
+const setUp = useScheduleHarness();
 
 const remind = (h: ScheduleHarness, requester: Requester, text: string, when: { at?: string; in?: string; every?: string; cron?: string } = { in: "1h" }) =>
   h.service.create(requester, { kind: "reminder", text, when });
