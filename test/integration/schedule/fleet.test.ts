@@ -161,7 +161,7 @@ describe("firings across worker processes and gateway replicas", () => {
 
     await onStderr(first, /"msg":"schedule-firing"/, () => first.child.kill("SIGSTOP"));
     const second = startWorker();
-    // The first occurrence arrives through the second worker while the first is frozen.
+    // The first occurrence arrives while the first worker is still frozen.
     await vi.waitFor(() => expect(delivered().length).toBeGreaterThanOrEqual(1), { timeout: 45_000, interval: 20 });
     first.child.kill("SIGCONT");
     await vi.waitFor(async () => expect((await new ScheduleStore(redis, env.REDIS_PREFIX!).get(item.id))?.fireCount).toBeGreaterThanOrEqual(2), { timeout: 45_000, interval: 20 });
