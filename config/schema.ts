@@ -45,6 +45,16 @@ const onOff = (fallback: boolean, description: string) =>
     .transform((value) => value === "on" || value === "true" || value === "1" || value === "yes")
     .describe(description);
 
+/** An IANA zone this Node's Intl knows (Node ships full ICU). */
+const isTimeZone = (zone: string) => {
+  try {
+    new Intl.DateTimeFormat("en", { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 export const configSchema = z.object({
   // Process and storage
   LONGHAUL_ROLE: z.enum(["all", "gateway", "worker"]).default("all").describe("What this process runs: gateway + workers (all), or one of them"),
@@ -91,6 +101,12 @@ export const configSchema = z.object({
   IDLE_RESET_HOURS: z.coerce.number().min(0).default(0).describe("Archive a session idle this long and start fresh; 0 never"),
   ARCHIVE_RETENTION_DAYS: z.coerce.number().min(0).default(0).describe("How long an archived conversation (/new, idle reset) is kept; 0 forever"),
 
+  // Time and scheduling
+  TZ: z.string().min(1).refine(isTimeZone, "not an IANA time zone known to this Node (e.g. Europe/Berlin)").default("UTC").describe("Time zone of the chats (IANA name): reminders and tasks are read and confirmed in it"),
+  SCHEDULE_MAX_ITEMS: positiveInt(50, "Reminders and scheduled tasks one chat, and one user, may have at a time"),
+  SCHEDULE_MIN_INTERVAL_S: positiveInt(300, "Shortest interval of a recurring reminder or task, in seconds"),
+  SCHEDULE_MISSED_GRACE_S: z.coerce.number().int().min(60).default(21_600).describe("A recurring run missed by more than this many seconds (downtime) is skipped, not delivered late; one-off items are always delivered"),
+
   // Ingress
   MAX_MESSAGE_CHARS: positiveInt(16_000, "Longer inbound messages are truncated with a notice"),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(30).describe("Messages one user may send per minute; 0 disables the limit"),
@@ -105,14 +121,14 @@ export const configSchema = z.object({
   LINK_PREVIEWS: onOff(false, "Show link previews under the bot's replies"),
   ALLOWED_TELEGRAM_USERS: list("Telegram user ids allowed to talk to the bot; empty: pairing"),
   ALLOWED_TELEGRAM_CHATS: list("Telegram group chat ids the bot serves; empty: none"),
-  ADMIN_TELEGRAM_USERS: list("Telegram user ids of admins (may answer anyone's tool approval)"),
+  ADMIN_TELEGRAM_USERS: list("Telegram user ids of admins (may answer anyone's tool approval, change anyone's reminders in groups)"),
 
   // Discord
   DISCORD_BOT_TOKEN: optionalText("Enables the Discord adapter"),
   DISCORD_API_ROOT: z.url().default("https://discord.com/api").describe("Discord REST root (proxies, tests)"),
   ALLOWED_DISCORD_USERS: list("Discord user ids allowed to talk to the bot; empty: pairing"),
   ALLOWED_DISCORD_CHANNELS: list("Discord guild channel ids the bot serves; empty: none"),
-  ADMIN_DISCORD_USERS: list("Discord user ids of admins (may answer anyone's tool approval)"),
+  ADMIN_DISCORD_USERS: list("Discord user ids of admins (may answer anyone's tool approval, change anyone's reminders in groups)"),
   DISCORD_ALWAYS_ON_CHANNELS: list("Discord channel ids answered without a mention"),
 
   // Console

@@ -138,15 +138,19 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
   }
 }
 
-/** Replies go where the latest message of the batch came from. */
+/**
+ * Replies go where the latest message of the batch came from, as a reply to the latest message
+ * a person sent (a scheduled message's id is not a platform message).
+ */
 function targetOf(batch: readonly InboxEntry[]): ReplyTarget {
   const last = batch[batch.length - 1];
   if (!last) throw new PermanentError("empty batch");
+  const replyTo = batch.findLast((entry) => !entry.scheduled)?.messageId;
   return {
     platform: last.platform,
     chatId: last.chatId,
     ...(last.threadId ? { threadId: last.threadId } : {}),
-    replyToMessageId: last.messageId,
+    ...(replyTo !== undefined ? { replyToMessageId: replyTo } : {}),
   };
 }
 

@@ -10,11 +10,14 @@ import { createRecallTool, currentTimeTool, McpManager, ToolCatalog, type Tool }
 import { createLlmClient, createSummarizer } from "../src/llm/index.js";
 import type { Logger } from "../src/logger.js";
 import type { Metrics } from "../src/metrics.js";
-import { createProducers, createRedis, pingWithin } from "../src/queue/index.js";
+import { AccessControl, accessListsFrom } from "../src/gateway/access.js";
+import { createFiringQueue, createProducers, createRedis, pingWithin } from "../src/queue/index.js";
+import { createScheduleTool, scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../src/schedule/index.js";
 import { AbortFlags } from "../src/session/abort.js";
 import { globalKeys } from "../src/session/keys.js";
 import { SessionStore } from "../src/session/store.js";
 import { ToolOutputStore } from "../src/session/tool-outputs.js";
+import { startScheduleWorker } from "./schedule-worker.js";
 import { startTurnWorker } from "./turn-worker.js";
 
 export interface WorkerRole {
@@ -68,11 +71,15 @@ export function startWorkerRole(options: WorkerRoleOptions): WorkerRole {
     });
 
   const toolOutputs = new ToolOutputStore(redis, prefix);
+  const scheduleStore = new ScheduleStore(redis, prefix);
+  const firingQueue = createFiringQueue(redis, prefix);
+  const schedule = new ScheduleService({ store: scheduleStore, alarms: firingQueue, settings: scheduleSettingsFrom(config) });
+
   const mcpServers = config.mcp?.servers ?? {};
   // No server is started here: each connects when a turn first needs it.
   const mcp = Object.keys(mcpServers).length > 0 ? new McpManager({ config: { servers: mcpServers }, logger, clientVersion: "0.1.0" }) : undefined;
   const tools = new ToolCatalog({
-    builtins: [currentTimeTool, createRecallTool(), ...(options.extraTools ?? [])],
+    builtins: [currentTimeTool, createRecallTool(), createScheduleTool(schedule), ...(options.extraTools ?? [])],
     mcp,
     access: config.access?.tools,
     logger,
@@ -114,6 +121,8 @@ export function startWorkerRole(options: WorkerRoleOptions): WorkerRole {
     }),
     transcriptLength: (sessionKey) => store.transcriptLength(sessionKey),
     now: () => Date.now(),
+    timeZone: config.TZ,
+    schedule,
   };
 
   // Before taking jobs: building the tokenizer blocks the event loop, which mid-turn would stall
@@ -144,14 +153,36 @@ export function startWorkerRole(options: WorkerRoleOptions): WorkerRole {
     },
   });
 
+  const access = new AccessControl(redis, prefix, accessListsFrom(config));
+  const scheduleWorker = startScheduleWorker({
+    redisUrl: options.redisUrl,
+    prefix,
+    lockMs: config.JOB_LOCK_MS,
+    service: schedule,
+    logger,
+    deps: {
+      store: scheduleStore,
+      alarms: firingQueue,
+      inbox: store,
+      turns: producers,
+      chatAllowed: (item) => access.serves({ ...item.chat, userId: item.creator.userId }),
+      // checkTaskBudget: budgets (#17) plug in here; until then tasks run like any turn.
+      missedGraceMs: config.SCHEDULE_MISSED_GRACE_S * 1_000,
+      now: () => Date.now(),
+      logger,
+    },
+  });
+
   let closing: Promise<void> | undefined;
   return {
     health: async () => ({ redis: await pingWithin(redis) }),
     close() {
       closing ??= (async () => {
+        await scheduleWorker.close();
         await worker.close();
         // After the turns: a turn handed back mid-call has let go of its server by now.
         await tools.close();
+        await firingQueue.close();
         await producers.close();
         await redis.quit().catch(() => redis.disconnect());
       })();

@@ -3,6 +3,7 @@
  * stores wired in, and what becomes of its result (an answer, or a step paused for approval).
  */
 import { randomUUID } from "node:crypto";
+import type { MessageOrigin } from "../core/channel.js";
 import type { ChatMessage } from "../core/messages.js";
 import type { PendingApproval } from "../core/tools.js";
 import { approvalActions, approvalRequestText, outputCapChars, type ToolRegistry } from "../tools/index.js";
@@ -10,10 +11,13 @@ import type { ContextOverflowError } from "../errors.js";
 import type { TurnRun } from "./approvals.js";
 import type { CompactionScope } from "./context-manager.js";
 import { runTurn, type RunTurnInput, type RunTurnResult } from "./run-turn.js";
-import { addReply, type Answering } from "./turn-engine.js";
+import { addReply, chatTimeZone, type Answering } from "./turn-engine.js";
 
-/** The parts of runTurn's input that tie tools to this session: context, caps, stores. */
-export function toolPlumbing(run: TurnRun, tools: ToolRegistry, newId: () => string): Pick<RunTurnInput, "tools" | "toolContext" | "outputCap" | "toolOutputs" | "newId" | "now"> {
+/**
+ * The parts of runTurn's input that tie tools to this session: context, caps, stores, and the
+ * message the loop answers (`origin`: who asks, in which chat, for tools that act on the chat).
+ */
+export function toolPlumbing(run: TurnRun, tools: ToolRegistry, newId: () => string, origin?: MessageOrigin): Pick<RunTurnInput, "tools" | "toolContext" | "outputCap" | "toolOutputs" | "newId" | "now"> {
   const { engine, input } = run;
   const state = run.state;
   const { sessionId } = state;
@@ -25,6 +29,8 @@ export function toolPlumbing(run: TurnRun, tools: ToolRegistry, newId: () => str
       transcript: engine.transcriptReader(input.sessionKey),
       outputs: { read: (id, offset, length) => engine.toolOutputs.read(input.sessionKey, sessionId, id, offset, length) },
       now: engine.now,
+      ...(origin ? { origin } : {}),
+      timeZone: chatTimeZone(state, engine.timeZone),
     },
     outputCap: (tool) => outputCapChars({ configured: engine.toolOutputMaxChars, contextWindow: engine.context.contextWindow(state), perTool: tool?.maxOutputChars }),
     toolOutputs: { save: (id, text) => engine.toolOutputs.save(input.sessionKey, sessionId, id, text) },
@@ -33,13 +39,13 @@ export function toolPlumbing(run: TurnRun, tools: ToolRegistry, newId: () => str
   };
 }
 
-export function runLoop(run: TurnRun, context: ChatMessage[], tools: ToolRegistry, scope: CompactionScope, stepsTaken: number): Promise<RunTurnResult> {
+export function runLoop(run: TurnRun, context: ChatMessage[], tools: ToolRegistry, scope: CompactionScope, stepsTaken: number, origin?: MessageOrigin): Promise<RunTurnResult> {
   const { engine, input } = run;
   const state = run.state;
   const definitions = tools.definitions();
   const toolsScope: CompactionScope = { ...scope, tools: definitions };
   return runTurn({
-    ...toolPlumbing(run, tools, scope.newId),
+    ...toolPlumbing(run, tools, scope.newId, origin),
     llm: engine.llm,
     context,
     maxSteps: engine.maxSteps,

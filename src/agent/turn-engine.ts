@@ -1,4 +1,4 @@
-import type { InboundMessage, OutboundReply, Platform, ReplyTarget } from "../core/channel.js";
+import type { InboundMessage, MessageOrigin, OutboundReply, Platform, ReplyTarget } from "../core/channel.js";
 import type { ChatMessage, UserMessage } from "../core/messages.js";
 import { AbortedError, ContextOverflowError, errorMessage } from "../errors.js";
 import type { Logger } from "../logger.js";
@@ -10,14 +10,15 @@ import { answerApproval, expireApproval, resolveApproval, type TurnRun } from ".
 import { runCommand, type CommandContext } from "./commands/run-command.js";
 import { parseCommand, type ParsedCommand } from "./commands/parse.js";
 import type { CompactionScope, ContextManager } from "./context-manager.js";
+import { joinPasteParts } from "./paste-parts.js";
 import { finishLoop, runLoop } from "./tool-loop.js";
+import type { ScheduleService } from "../schedule/index.js";
 
 /** Full originals of capped tool outputs, per conversation (`sessionId`). */
 export interface ToolOutputStorage {
   save(sessionKey: string, sessionId: string, id: string, text: string): Promise<void>;
   read(sessionKey: string, sessionId: string, id: string, offset: number, length: number): Promise<{ text: string; total: number } | undefined>;
 }
-import { joinPasteParts } from "./paste-parts.js";
 
 /** Everything a turn needs besides the session itself; built once per worker process. */
 export interface TurnEngine {
@@ -42,6 +43,19 @@ export interface TurnEngine {
   transcriptReader(sessionKey: string): TranscriptReader;
   transcriptLength(sessionKey: string): Promise<number>;
   now(): number;
+  /** The deployment's time zone (TZ); a session's own setting wins (`chatTimeZone`). */
+  timeZone: string;
+  /** Reminders and scheduled tasks (`/reminders`); absent where the worker runs without them. */
+  schedule?: ScheduleService;
+}
+
+/**
+ * The chat's time zone: the session's own setting when it carries one (the time-zone work adds
+ * the field), else the deployment's TZ.
+ */
+export function chatTimeZone(state: SessionState, fallback: string): string {
+  const own = (state as { timeZone?: unknown }).timeZone;
+  return typeof own === "string" && own !== "" ? own : fallback;
 }
 
 /** Why a running turn was asked to stop. */
@@ -78,9 +92,14 @@ export interface SegmentsResult {
 type Segment =
   | { kind: "command"; command: ParsedCommand; entry: InboxEntry }
   | { kind: "action"; entry: InboxEntry }
+  | { kind: "reminder"; entry: InboxEntry }
   | { kind: "chat"; entries: InboxEntry[] };
 
-/** Commands and button presses are handled one by one, in order; consecutive chat messages form one agent turn. */
+/**
+ * Commands and button presses are handled one by one, in order; consecutive chat messages form
+ * one agent turn. A fired reminder is its own segment (no LLM call); a fired task is an agent
+ * turn of its own, so its answer is not mixed with the answer to what people wrote.
+ */
 export function segmentBatch(batch: readonly InboxEntry[]): Segment[] {
   const segments: Segment[] = [];
   // The parts of one long paste are one message (paste-parts.ts).
@@ -89,13 +108,18 @@ export function segmentBatch(batch: readonly InboxEntry[]): Segment[] {
       segments.push({ kind: "action", entry });
       continue;
     }
-    const command = parseCommand(entry.text);
+    if (entry.scheduled?.kind === "reminder") {
+      segments.push({ kind: "reminder", entry });
+      continue;
+    }
+    const command = entry.scheduled ? undefined : parseCommand(entry.text);
     if (command) {
       segments.push({ kind: "command", command, entry });
       continue;
     }
     const last = segments[segments.length - 1];
-    if (last?.kind === "chat") last.entries.push(entry);
+    const joinable = last?.kind === "chat" && !entry.scheduled && !last.entries.some((previous) => previous.scheduled);
+    if (joinable) last.entries.push(entry);
     else segments.push({ kind: "chat", entries: [entry] });
   }
   return segments;
@@ -117,6 +141,8 @@ export function toUserMessages(entries: readonly InboxEntry[], newId: () => stri
  * user's own words), then the text itself.
  */
 export function userMessageText(entry: InboundMessage): string {
+  // A fired task was worded by the scheduler (who set it, when it was due); no speaker prefix.
+  if (entry.scheduled) return entry.text;
   const lines: string[] = [];
   if (entry.forwardedFrom !== undefined) lines.push(`[forwarded from ${entry.forwardedFrom}]`);
   if (entry.replyTo !== undefined) {
@@ -167,6 +193,16 @@ export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput):
       continue;
     }
 
+    if (segment.kind === "reminder") {
+      // A fixed reminder: its text is the reply, and the conversation keeps it as the
+      // assistant's own message, so the agent knows later that it reminded the user.
+      const message = reminderMessage(segment.entry, newId());
+      run.state.live.push(message);
+      run.transcript.push(message);
+      addReply(run, segment.entry.text, "answer", answering(run, [segment.entry]));
+      continue;
+    }
+
     if (segment.kind === "command") {
       const toolScope = toolScopeOf(input.sessionKey, [segment.entry], input.target);
       if (segment.command.name === "stop" && run.state.pendingApproval) {
@@ -177,6 +213,8 @@ export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput):
       const commandContext: CommandContext = {
         engine, state: run.state, sessionKey: input.sessionKey, scope, now: engine.now(),
         describeTools: async () => describeTools(await engine.tools.forTurn(toolScope, input.log), engine.tools.builtins),
+        entry: segment.entry,
+        timeZone: chatTimeZone(run.state, engine.timeZone),
       };
       const outcome = await runCommand(segment.command, commandContext);
       // Messages of this batch before /new land in the fresh transcript: kept, not lost.
@@ -200,8 +238,9 @@ export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput):
     const toolsScope: CompactionScope = { ...scope, tools: tools.definitions() };
     const hygiene = await engine.context.hygiene(run.state, context, toolsScope);
     context = hygiene.context;
-    const result = await runLoop(run, context, tools, toolsScope, 0);
     const last = segment.entries[segment.entries.length - 1];
+    const origin = last ? messageOrigin(last) : undefined;
+    const result = await runLoop(run, context, tools, toolsScope, 0, origin);
     finishLoop(run, result, {
       answers: answering(run, segment.entries),
       requestedBy: { platform: input.target.platform, userId: last?.userId ?? "", userName: last?.userName ?? "" },
@@ -231,14 +270,32 @@ export interface Answering {
 }
 
 /**
- * A reply to `entries`: it replies to the last of them; for a button press, to the message
- * that carried the buttons (a press has no platform message of its own).
+ * A reply to `entries`: it replies to the last of them a person sent; for a button press, to
+ * the message that carried the buttons (a press has no platform message of its own). Scheduled
+ * messages have no platform message either: a reply that answers only those is sent plain.
  */
-export function answering(run: Pick<TurnRun, "input">, entries: readonly InboxEntry[]): Answering {
-  const last = entries[entries.length - 1];
-  const anchor = last?.action ? last.action.sourceMessageId : (last?.messageId ?? run.input.target.replyToMessageId);
+export function answering(run: { input: Pick<SettleInput, "target"> }, entries: readonly InboxEntry[]): Answering {
+  const fromPeople = entries.filter((entry) => !entry.scheduled);
+  const last = fromPeople[fromPeople.length - 1];
+  const anchor = last
+    ? (last.action ? last.action.sourceMessageId : last.messageId)
+    : (entries.length > 0 ? undefined : run.input.target.replyToMessageId);
   const { replyToMessageId: _previous, ...target } = run.input.target;
-  return { target: anchor === undefined ? target : { ...target, replyToMessageId: anchor }, inReplyTo: entries.map((entry) => entry.messageId) };
+  return { target: anchor === undefined ? target : { ...target, replyToMessageId: anchor }, inReplyTo: fromPeople.map((entry) => entry.messageId) };
+}
+
+/** The routing fields of the message a loop answers: what tools acting on the chat need. */
+export function messageOrigin(entry: InboundMessage): MessageOrigin {
+  return {
+    platform: entry.platform,
+    sessionKey: entry.sessionKey,
+    chatId: entry.chatId,
+    ...(entry.threadId !== undefined ? { threadId: entry.threadId } : {}),
+    ...(entry.parentChatId !== undefined ? { parentChatId: entry.parentChatId } : {}),
+    chatType: entry.chatType,
+    userId: entry.userId,
+    userName: entry.userName,
+  };
 }
 
 /**
@@ -276,17 +333,28 @@ export function settleWithoutAnswer(
   mark?.(state);
   const newId = messageIdAllocator(state);
   ensureSystemPrompt(state, engine.systemPrompt, newId, engine.now());
-  const chatEntries = joinPasteParts(input.batch).filter((entry) => !entry.action && !parseCommand(entry.text));
-  const userMessages = toUserMessages(chatEntries, newId);
-  state.live.push(...userMessages);
+  const transcript: ChatMessage[] = [];
+  const replies: OutboundReply[] = [];
+  for (const segment of segmentBatch(input.batch)) {
+    if (segment.kind === "command" || segment.kind === "action") continue;
+    if (segment.kind === "reminder") {
+      // A fixed reminder needs no model: a failure elsewhere in the batch must not swallow it.
+      const message = reminderMessage(segment.entry, newId());
+      transcript.push(message);
+      replies.push(buildReply(input, replies.length, segment.entry.text, "answer", answering({ input }, [segment.entry])));
+      continue;
+    }
+    transcript.push(...toUserMessages(segment.entries, newId));
+  }
+  state.live.push(...transcript);
   state.updatedAt = engine.now();
-  const last = input.batch[input.batch.length - 1];
-  const to: Answering = {
-    target: { ...input.target, replyToMessageId: last?.action?.sourceMessageId ?? last?.messageId ?? input.target.replyToMessageId },
-    inReplyTo: input.batch.map((entry) => entry.messageId),
-  };
-  const replies = text === undefined ? [] : [buildReply(input, 0, text, "notice", to)];
-  return { state, transcript: userMessages, replies };
+  if (text !== undefined) replies.push(buildReply(input, replies.length, text, "notice", answering({ input }, input.batch)));
+  return { state, transcript, replies };
+}
+
+/** The assistant message a delivered reminder leaves in the conversation. */
+function reminderMessage(entry: InboxEntry, id: string): ChatMessage {
+  return { id, at: entry.sentAt, role: "assistant", content: entry.text };
 }
 
 function buildReply(input: SettleInput, index: number, text: string, kind: OutboundReply["kind"], to: Answering, extra: Pick<OutboundReply, "actions" | "replaces"> = {}): OutboundReply {

@@ -6,13 +6,15 @@ import { ConfigError, loadConfig } from "../../config/index.js";
 import { resolveRedis } from "../embedded-redis.js";
 import { AccessControl, accessListsFrom } from "../gateway/access.js";
 import { silentLogger } from "../logger.js";
-import { createRedis } from "../queue/index.js";
+import { createFiringQueue, createRedis } from "../queue/index.js";
+import { scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../schedule/index.js";
 import type { Platform } from "../core/channel.js";
 
 const USAGE = `usage:
   npm run pairing -- approve CODE          let the user who got CODE talk to the bot
   npm run pairing -- list                  pending pairing requests and approved users
-  npm run pairing -- revoke PLATFORM ID    remove an approved user (telegram | discord)`;
+  npm run pairing -- revoke PLATFORM ID    remove an approved user (telegram | discord) and
+                                           what they scheduled in private chats with the bot`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
@@ -54,6 +56,15 @@ async function main(argv: string[]): Promise<number> {
         if ((platform !== "telegram" && platform !== "discord") || !userId) throw new UsageError("revoke needs PLATFORM (telegram | discord) and a user ID");
         const removed = await access.revoke(platform as Platform, userId);
         process.stdout.write(removed ? `Revoked ${platform} user ${userId}.\n` : `${platform} user ${userId} was not approved.\n`);
+        // Their private chat is no longer served: its reminders and tasks go too.
+        const firingQueue = createFiringQueue(redis, config.REDIS_PREFIX);
+        try {
+          const schedule = new ScheduleService({ store: new ScheduleStore(redis, config.REDIS_PREFIX), alarms: firingQueue, settings: scheduleSettingsFrom(config) });
+          const cancelled = await schedule.removeUserPrivateItems(platform as Platform, userId);
+          if (cancelled > 0) process.stdout.write(`Cancelled ${cancelled} reminder(s) and scheduled task(s) of their private chat.\n`);
+        } finally {
+          await firingQueue.close();
+        }
         return 0;
       }
       default:

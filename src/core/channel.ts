@@ -59,7 +59,28 @@ export interface InboundMessage {
    * parts that follow it: same sender, the next message id, sent within ~1.5 s.
    */
   mayContinue?: boolean;
+  /**
+   * Set when no person sent this: a scheduled item fired (src/schedule). `messageId` is then
+   * synthetic (`sched-<item>-<time>`: never reply to it on the platform); a `reminder` is
+   * delivered as it is, without an LLM call; a `task` is an ordinary agent turn.
+   */
+  scheduled?: ScheduledOrigin;
 }
+
+export interface ScheduledOrigin {
+  itemId: string;
+  kind: "reminder" | "task";
+  /** UTC ms of the occurrence this message delivers. */
+  scheduledFor: number;
+  /** Delivered more than a minute after `scheduledFor` (downtime): the text says so. */
+  late?: boolean;
+}
+
+/**
+ * Who a turn acts for and where: the routing fields of the message it answers. Tools that act
+ * on the chat (scheduling) read it; a paused approval keeps it for the loop it resumes.
+ */
+export type MessageOrigin = Pick<InboundMessage, "platform" | "sessionKey" | "chatId" | "threadId" | "parentChatId" | "chatType" | "userId" | "userName">;
 
 /** A button under a reply (approval requests). `id` comes back as `InboundMessage.action.id`. */
 export interface ReplyAction {
@@ -112,6 +133,11 @@ export interface IngressPort {
    * replies), and the new id inherits the old one's access. Idempotent; resolves once durable.
    */
   moveChat?(move: ChatMove): Promise<ChatMoveResult>;
+  /**
+   * The bot left a chat or lost it (kicked, blocked, channel or guild deleted): what the chat
+   * had scheduled goes. Adapters call it when their platform tells them.
+   */
+  chatClosed?(platform: Platform, chatId: string): Promise<void>;
 }
 
 export interface ChatMove {

@@ -50,16 +50,25 @@ export class AccessControl {
 
   async check(message: InboundMessage, now = Date.now()): Promise<AccessVerdict> {
     if (message.platform === "console") return { allowed: true };
-    if (message.chatType === "group") {
-      const allowedChats = this.#lists.chats[message.platform] ?? [];
-      const allowed = allowedChats.includes(message.chatId) ||
-        (message.parentChatId !== undefined && allowedChats.includes(message.parentChatId)) ||
-        (await this.#formerIds(message.platform, message.chatId)).some((id) => allowedChats.includes(id));
-      // Silence in a group the operator has not enabled: a notice there would be spam.
-      return allowed ? { allowed: true } : { allowed: false };
-    }
+    // Silence in a group the operator has not enabled: a notice there would be spam.
+    if (message.chatType === "group") return (await this.#groupAllowed(message)) ? { allowed: true } : { allowed: false };
     if (await this.isUserAllowed(message.platform, message.userId)) return { allowed: true };
     return { allowed: false, ...(await this.#pairingNotice(message, now)) };
+  }
+
+  /** The same verdict as `check`, without its side effects (no pairing code): for scheduled items. */
+  async serves(chat: Pick<InboundMessage, "platform" | "chatType" | "chatId" | "parentChatId" | "userId">): Promise<boolean> {
+    if (chat.platform === "console") return true;
+    if (chat.chatType === "group") return this.#groupAllowed(chat);
+    return this.isUserAllowed(chat.platform, chat.userId);
+  }
+
+  /** A migrated group (Telegram supergroup upgrade) keeps the access its former id had. */
+  async #groupAllowed(chat: Pick<InboundMessage, "platform" | "chatId" | "parentChatId">): Promise<boolean> {
+    const allowedChats = this.#lists.chats[chat.platform] ?? [];
+    return allowedChats.includes(chat.chatId) ||
+      (chat.parentChatId !== undefined && allowedChats.includes(chat.parentChatId)) ||
+      (await this.#formerIds(chat.platform, chat.chatId)).some((id) => allowedChats.includes(id));
   }
 
   /**

@@ -3,7 +3,8 @@ import type { InboundMessage, IngressPort, Platform, TurnActivity } from "../cor
 import type { Config } from "../../config/index.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import { createProducers, createRedis, pingWithin } from "../queue/index.js";
+import { createFiringQueue, createProducers, createRedis, pingWithin } from "../queue/index.js";
+import { scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../schedule/index.js";
 import { AbortFlags } from "../session/abort.js";
 import { globalKeys } from "../session/keys.js";
 import { SessionStore } from "../session/store.js";
@@ -27,6 +28,8 @@ export interface Gateway {
   routes: ReadonlyMap<string, RouteHandler>;
   /** Component → up? (Redis, each adapter) for /healthz. */
   health(): Promise<Record<string, boolean>>;
+  /** The bot left or lost a chat: its scheduled items go (adapters reach it through their IngressPort). */
+  chatClosed(platform: Platform, chatId: string): Promise<void>;
   /** Updates the queue-depth gauge; called on each /metrics scrape. */
   refreshQueueDepth(): Promise<void>;
   /** Stops intake first, then delivery, then closes Redis; safe to call twice. */
@@ -51,6 +54,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const abortFlags = new AbortFlags(redis, prefix);
   const access = new AccessControl(redis, prefix, accessListsFrom(config));
   const adapters = new Map<Platform, ChannelAdapter>(options.adapters.map((adapter) => [adapter.platform, adapter]));
+  const firingQueue = createFiringQueue(redis, prefix);
+  const schedule = new ScheduleService({ store: new ScheduleStore(redis, prefix), alarms: firingQueue, settings: scheduleSettingsFrom(config) });
+  const chatClosed = async (platform: Platform, chatId: string) => {
+    const removed = await schedule.removeChat(platform, chatId);
+    log.info({ platform, chatId, removedSchedules: removed }, "chat-closed");
+  };
 
   const ingress = new Ingress({
     store, producers, access, redis, prefix,
@@ -90,6 +99,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       return result;
     },
     moveChat: (move) => ingress.moveChat(move),
+    chatClosed,
   };
   for (const adapter of adapters.values()) {
     await adapter.start(port);
@@ -113,11 +123,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     ingress,
     routes,
     health,
+    chatClosed,
     refreshQueueDepth,
     close() {
       closing ??= (async () => {
         for (const adapter of adapters.values()) await adapter.stop().catch((error: unknown) => log.warn({ err: error }, "adapter-stop-failed"));
         await delivery.close();
+        await firingQueue.close();
         await producers.close();
         subscriber.disconnect();
         await redis.quit().catch(() => redis.disconnect());

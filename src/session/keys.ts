@@ -54,3 +54,16 @@ export const globalKeys = (prefix: string) => ({
   /** Says this Redis (under this prefix) is longhaul's: src/doctor/redis.ts. */
   marker: `${prefix}:longhaul`,
 });
+
+/**
+ * Scheduled items (src/schedule). One `{sched}` hash tag: the create script checks the chat's
+ * and the user's caps in one step, so under Redis Cluster these keys must share a slot; they are
+ * few and written rarely (≤ SCHEDULE_MAX_ITEMS per chat), unlike session state.
+ */
+export const scheduleKeys = (prefix: string) => ({
+  item: (itemId: string) => `${prefix}:{sched}:item:${itemId}`,
+  byChat: (platform: string, chatId: string) => `${prefix}:{sched}:chat:${platform}:${chatId}`,
+  byUser: (platform: string, userId: string) => `${prefix}:{sched}:user:${platform}:${userId}`,
+  all: `${prefix}:{sched}:items`,
+  sequence: `${prefix}:{sched}:sequence`,
+});

@@ -1,3 +1,4 @@
+import type { MessageOrigin } from "../core/channel.js";
 import type { ChatMessage, ToolDefinition } from "../core/messages.js";
 import type { ToolOutput } from "../core/tools.js";
 
@@ -10,6 +11,10 @@ export interface ToolContext {
   /** Reads the full originals of capped tool outputs (for `recall`). */
   outputs: ToolOutputReader;
   now(): number;
+  /** The message this turn answers (the latest of its batch): who asks, in which chat. */
+  origin?: MessageOrigin;
+  /** The chat's time zone (the session's own, else TZ). */
+  timeZone?: string;
 }
 
 export interface TranscriptReader {

@@ -1,9 +1,13 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { AccessControl, accessListsFrom } from "../../src/gateway/access.js";
+import { createRedis } from "../../src/queue/index.js";
+import { ScheduleStore } from "../../src/schedule/index.js";
 import { startFakeLlm, type FakeLlm } from "../fakes/fake-llm.js";
 import { spawnApp } from "../helpers/app-process.js";
 import { testConfig, testEnv } from "../helpers/config.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { inbound, RecordingAdapter } from "../helpers/recording-adapter.js";
+import { remindMePlan, schedulingModel } from "../helpers/schedule.js";
 
 describe("access control and pairing", () => {
   let llm: FakeLlm;
@@ -67,6 +71,51 @@ describe("access control and pairing", () => {
     expect((await telegram.submit(group("-100500", "hello all"))).status).toBe("accepted");
     await telegram.waitFor((sent) => sent.length === 1);
     expect(telegram.sent[0]?.reply.text).toBe("echo: Grace: hello all");
+  });
+
+  const pat = (text: string, chatType: "private" | "group" = "private") => {
+    const chatId = chatType === "private" ? "222" : "-100500";
+    return inbound({ platform: "telegram", chatId, sessionKey: `tg:${chatId}`, userId: "222", userName: "Pat", chatType, text });
+  };
+  const scheduled = async () => {
+    const redis = createRedis(env.REDIS_URL!);
+    try {
+      const store = new ScheduleStore(redis, env.REDIS_PREFIX!);
+      return (await store.getMany(await store.allIds())).map((item) => item.text);
+    } finally {
+      redis.disconnect();
+    }
+  };
+  async function approvePat(): Promise<void> {
+    llm.setHandler(schedulingModel(remindMePlan));
+    const denied = await telegram.submit(pat("hello"));
+    const code = /pairing code is ([A-Z0-9]{8})/.exec("notice" in denied ? denied.notice ?? "" : "")?.[1];
+    expect(await spawnApp(env, { entry: "src/cli/pairing.ts", args: ["approve", code ?? ""] }).exited()).toBe(0);
+  }
+
+  it("pairing revoke cancels what the user set in their private chat, not in groups", async () => {
+    await approvePat();
+    await telegram.submit(pat("remind me in 3h to water the plants"));
+    await telegram.submit(pat("remind me in 3h to book the room", "group"));
+    await telegram.waitFor((sent) => sent.filter((entry) => entry.reply.text.startsWith("Done. Scheduled")).length === 2);
+
+    const cli = spawnApp(env, { entry: "src/cli/pairing.ts", args: ["revoke", "telegram", "222"] });
+    expect(await cli.exited()).toBe(0);
+    expect(cli.stdout()).toBe("Revoked telegram user 222.\nCancelled 1 reminder(s) and scheduled task(s) of their private chat.\n");
+    expect(await scheduled()).toEqual(["book the room"]);
+  });
+
+  it("an item whose chat is no longer served is dropped when it fires, and nothing is sent", async () => {
+    await approvePat();
+    await telegram.submit(pat("remind me in 2s to call mum"));
+    await telegram.waitFor((sent) => sent.length === 1);
+    // Access goes away without anyone touching the item (e.g. the operator changed the config).
+    const redis = createRedis(env.REDIS_URL!);
+    await new AccessControl(redis, env.REDIS_PREFIX!, accessListsFrom(testConfig(env))).revoke("telegram", "222");
+    redis.disconnect();
+    await vi.waitFor(async () => expect(await scheduled()).toEqual([]), { timeout: 30_000, interval: 50 });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(telegram.sent.map((entry) => entry.reply.text)).toEqual([expect.stringMatching(/^Done\. Scheduled r1/)]);
   });
 });
 

@@ -1,3 +1,5 @@
+import type { InboundMessage } from "../../core/channel.js";
+import { remindersCommand, requesterOf } from "../../schedule/index.js";
 import { freshSessionAfter, type SessionState } from "../../session/state.js";
 import type { CompactionScope } from "../context-manager.js";
 import type { TurnEngine } from "../turn-engine.js";
@@ -12,6 +14,10 @@ export interface CommandContext {
   now: number;
   /** `/tools`: what this chat can use (the chat's access decides). */
   describeTools(): Promise<string>;
+  /** The message that carried the command: who asks, from which chat. */
+  entry: InboundMessage;
+  /** The chat's time zone (the session's own, else TZ). */
+  timeZone: string;
 }
 
 export interface CommandOutcome {
@@ -31,6 +37,7 @@ export const HELP_TEXT = [
   "/usage — tokens used, estimated cost, what compaction saved",
   "/tools — the tools I can use in this chat",
   "/stop — stop what I'm doing",
+  "/reminders — your reminders and scheduled tasks (cancel, pause, resume, edit them); ask me in words to set one",
   "/help — this message",
 ].join("\n");
 
@@ -55,6 +62,10 @@ export async function runCommand(command: ParsedCommand, context: CommandContext
       return { state, text: usageText(state, engine.prices) };
     case "tools":
       return { state, text: await context.describeTools() };
+    case "reminders": {
+      if (!engine.schedule) return { state, text: "Reminders are not available here." };
+      return { state, text: await remindersCommand(engine.schedule, requesterOf(context.entry, context.timeZone), command.args) };
+    }
     case "compress": {
       if (state.live.filter((message) => message.role !== "system").length < 2) {
         return { state, text: "There is nothing to compress yet." };

@@ -1,0 +1,76 @@
+/**
+ * Takes the alarms of scheduled items (BullMQ delayed jobs) and fires them. Any number of
+ * worker processes run one; BullMQ hands each alarm to one of them, a stalled one to another,
+ * and the firing itself is idempotent (src/schedule/fire.ts), so each occurrence reaches the
+ * chat once. Also re-arms every item's alarm at start and now and then (see `rearmAll`).
+ */
+import { randomUUID } from "node:crypto";
+import { UnrecoverableError, Worker, type Job } from "bullmq";
+import type { Logger } from "../src/logger.js";
+import { PAYLOAD_VERSION, SCHEDULE_QUEUE, createRedis, type FiringJobData } from "../src/queue/index.js";
+import { fireOccurrence, type FiringDeps, type FiringOutcome, type ScheduleService } from "../src/schedule/index.js";
+
+export interface ScheduleWorkerOptions {
+  redisUrl: string;
+  prefix: string;
+  lockMs: number;
+  deps: FiringDeps;
+  service: ScheduleService;
+  logger: Logger;
+  /** How often every active item's alarm is re-armed (idempotent); the first run is at start. */
+  rearmIntervalMs?: number;
+}
+
+export function startScheduleWorker(options: ScheduleWorkerOptions): { close(): Promise<void> } {
+  const connection = createRedis(options.redisUrl);
+  const log = options.logger.child({ role: "worker", component: "schedule", workerId: randomUUID().slice(0, 8) });
+  const worker = new Worker<FiringJobData, FiringOutcome>(
+    SCHEDULE_QUEUE,
+    async (job: Job<FiringJobData, FiringOutcome>) => {
+      if (job.data.v !== PAYLOAD_VERSION) throw new UnrecoverableError(`unknown firing payload version ${String(job.data.v)}`);
+      log.debug({ jobId: job.id, itemId: job.data.itemId }, "schedule-firing");
+      return fireOccurrence({ ...options.deps, logger: log.child({ jobId: job.id }) }, { itemId: job.data.itemId, scheduledFor: job.data.scheduledFor });
+    },
+    {
+      connection,
+      prefix: options.prefix,
+      // Firings are a few Redis calls each; a handful at once is plenty.
+      concurrency: 4,
+      lockDuration: options.lockMs,
+      stalledInterval: options.lockMs,
+      maxStalledCount: 3,
+    },
+  );
+  worker.on("error", (error) => log.error({ err: error }, "schedule-worker-error"));
+  worker.on("failed", (job, error) => log.warn({ jobId: job?.id, attemptsMade: job?.attemptsMade, err: error }, "schedule-firing-failed"));
+  worker.on("stalled", (jobId) => log.warn({ jobId }, "schedule-firing-stalled"));
+
+  let rearming = false;
+  const rearm = async () => {
+    if (rearming) return;
+    rearming = true;
+    try {
+      const armed = await options.service.rearmAll();
+      log.debug({ armed }, "schedule-rearmed");
+    } catch (error) {
+      log.warn({ err: error }, "schedule-rearm-failed");
+    } finally {
+      rearming = false;
+    }
+  };
+  void rearm();
+  const timer = setInterval(() => void rearm(), options.rearmIntervalMs ?? 10 * 60_000);
+  timer.unref();
+
+  let closing: Promise<void> | undefined;
+  return {
+    close() {
+      closing ??= (async () => {
+        clearInterval(timer);
+        await worker.close();
+        connection.disconnect();
+      })();
+      return closing;
+    },
+  };
+}
