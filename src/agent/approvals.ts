@@ -89,7 +89,7 @@ export async function resolveApproval(run: TurnRun, outcome: ApprovalOutcome, op
 
   let resolved: ToolMessage[];
   if (outcome === "approved" && turnTools) {
-    resolved = await runCalls(toolPlumbing(run, turnTools.tools, newId), calls);
+    resolved = await runCalls(toolPlumbing(run, turnTools.tools, newId, pending.origin), calls);
   } else {
     resolved = calls.map((call) => ({ id: newId(), at: engine.now(), role: "tool", tool_call_id: call.id, content: notRunResult(outcome === "approved" ? "denied" : outcome, engine.approval.timeoutMs) }));
   }
@@ -105,8 +105,8 @@ export async function resolveApproval(run: TurnRun, outcome: ApprovalOutcome, op
     addReply(run, outcomeText(pending, outcome, options.by, engine.approval.timeoutMs), "notice", outcomeAnswers, options.sourceMessageId ? { replaces: options.sourceMessageId } : {});
   }
   if (!options.continueLoop || !turnTools) return;
-  const result = await runLoop(run, [...run.state.live], turnTools.tools, { ...scope, tools: turnTools.tools.definitions() }, pending.step);
-  finishLoop(run, result, { answers, requestedBy: pending.requestedBy, scope: pending.scope });
+  const result = await runLoop(run, [...run.state.live], turnTools.tools, { ...scope, tools: turnTools.tools.definitions() }, pending.step, pending.origin);
+  finishLoop(run, result, { answers, requestedBy: pending.requestedBy, scope: pending.scope, ...(pending.origin ? { origin: pending.origin } : {}) });
 }
 
 export type { PendingApproval };

@@ -65,6 +65,8 @@ export interface LoopOrigin {
   answers: Answering;
   requestedBy: PendingApproval["requestedBy"];
   scope: PendingApproval["scope"];
+  /** The message the loop answers; a paused step keeps it for the loop it resumes. */
+  origin?: MessageOrigin;
   notices?: string[];
 }
 
@@ -91,6 +93,7 @@ export function finishLoop(run: TurnRun, result: RunTurnResult, origin: LoopOrig
       step: result.paused.step,
       inReplyTo: origin.answers.inReplyTo,
       scope: origin.scope,
+      ...(origin.origin ? { origin: origin.origin } : {}),
     };
     state.pendingApproval = pending;
     addReply(run, approvalRequestText(pending, engine.approval.timeoutMs), "notice", origin.answers, { actions: approvalActions(pending.id) });

@@ -5,7 +5,7 @@ import type { Logger } from "../logger.js";
 import type { LlmClient } from "../core/llm.js";
 import { freshSessionAfter, messageIdAllocator, type SessionState } from "../session/state.js";
 import type { InboxEntry } from "../session/store.js";
-import { describeTools, type ToolCatalog, type ToolScope, type TranscriptReader } from "../tools/index.js";
+import { describeTools, ToolRegistry, type ToolCatalog, type ToolScope, type TranscriptReader } from "../tools/index.js";
 import { answerApproval, expireApproval, resolveApproval, type TurnRun } from "./approvals.js";
 import { runCommand, type CommandContext } from "./commands/run-command.js";
 import { parseCommand, type ParsedCommand } from "./commands/parse.js";
@@ -225,8 +225,10 @@ export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput):
     }
 
     // A new message while a tool call waits for approval: the call is not run, and the
-    // conversation goes on with what the user wrote (docs/tools.md).
-    if (run.state.pendingApproval) await resolveApproval(run, "superseded", { continueLoop: false });
+    // conversation goes on with what the user wrote (docs/tools.md). A fired task is nobody
+    // answering: the request keeps waiting (below).
+    const scheduledTask = segment.entries.some((entry) => entry.scheduled);
+    if (run.state.pendingApproval && !scheduledTask) await resolveApproval(run, "superseded", { continueLoop: false });
 
     const userMessages = toUserMessages(segment.entries, newId);
     run.transcript.push(...userMessages);
@@ -234,7 +236,10 @@ export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput):
     run.state.lastTarget = input.target;
 
     const toolScope = toolScopeOf(input.sessionKey, segment.entries, input.target);
-    const { tools } = await engine.tools.forTurn(toolScope, input.log);
+    let { tools } = await engine.tools.forTurn(toolScope, input.log);
+    // One step waits for approval at a time: a task that runs meanwhile goes without the tools
+    // that would ask again.
+    if (run.state.pendingApproval) tools = new ToolRegistry(tools.list().filter((tool) => !tool.needsApproval));
     const toolsScope: CompactionScope = { ...scope, tools: tools.definitions() };
     const hygiene = await engine.context.hygiene(run.state, context, toolsScope);
     context = hygiene.context;
@@ -245,6 +250,7 @@ export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput):
       answers: answering(run, segment.entries),
       requestedBy: { platform: input.target.platform, userId: last?.userId ?? "", userName: last?.userName ?? "" },
       scope: { chatId: toolScope.chatId, ...(toolScope.parentChatId ? { parentChatId: toolScope.parentChatId } : {}), userIds: [...toolScope.userIds] },
+      ...(origin ? { origin } : {}),
       ...(hygiene.notice ? { notices: [hygiene.notice] } : {}),
     });
   }

@@ -2,7 +2,7 @@
  * Tool shapes more than one layer sees: what a tool returns, and the approval a turn waits
  * for (stored in the session state, read by the agent, shown by the adapters).
  */
-import type { ReplyTarget } from "./channel.js";
+import type { MessageOrigin, ReplyTarget } from "./channel.js";
 import type { AssistantMessage, ToolMessage } from "./messages.js";
 
 /** An image a tool returned (MCP image content): base64 data and its MIME type. */
@@ -53,4 +53,6 @@ export interface PendingApproval {
   inReplyTo: string[];
   /** The chat the tools were chosen for (access.tools), so the resumed loop offers the same. */
   scope: { chatId: string; parentChatId?: string; userIds: string[] };
+  /** The message the paused turn answers (who asks, in which chat), for tools the resumed loop runs. */
+  origin?: MessageOrigin;
 }
