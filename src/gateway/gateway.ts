@@ -98,7 +98,15 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       metrics.inbound.inc({ platform: message.platform, result: result.status });
       return result;
     },
-    moveChat: (move) => ingress.moveChat(move),
+    moveChat: async (move) => {
+      const result = await ingress.moveChat(move);
+      // The chat's reminders follow its session; a refused move leaves both where they are.
+      if (result !== "target-exists") {
+        const moved = await schedule.moveChat(move);
+        if (moved > 0) log.info({ platform: move.platform, fromChatId: move.fromChatId, toChatId: move.toChatId, movedSchedules: moved }, "chat-schedules-moved");
+      }
+      return result;
+    },
     chatClosed,
   };
   for (const adapter of adapters.values()) {

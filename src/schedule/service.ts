@@ -5,7 +5,7 @@
  * it to the model), refusals included: a cap or a permission is not an error.
  */
 import type { Config } from "../../config/index.js";
-import type { Platform } from "../core/channel.js";
+import type { ChatMove, Platform } from "../core/channel.js";
 import type { FiringAlarms } from "./alarms.js";
 import { confirmation, listText } from "./format.js";
 import type { ItemKind, Requester, ScheduleItem } from "./item.js";
@@ -161,6 +161,31 @@ export class ScheduleService {
   /** The bot left the chat, or the chat is no longer served: its items go. → how many. */
   async removeChat(platform: Platform, chatId: string): Promise<number> {
     return this.#removeAll(await this.#store.listChat(platform, chatId));
+  }
+
+  /**
+   * A chat changed its id for good (a Telegram group became a supergroup, and its session moved
+   * to the new key): its items follow, so they fire into the moved conversation and `/reminders`
+   * there lists them. Idempotent (the gateway calls it on every move notice). → how many moved.
+   */
+  async moveChat(move: Pick<ChatMove, "platform" | "fromChatId" | "toChatId" | "fromSessionKey" | "toSessionKey">): Promise<number> {
+    let moved = 0;
+    for (const listed of await this.#store.listChat(move.platform, move.fromChatId)) {
+      // A firing may advance the item meanwhile (a new revision): read it again and retry.
+      let item: ScheduleItem | undefined = listed;
+      for (let attempt = 0; item && attempt < 5; attempt++) {
+        const after: ScheduleItem = {
+          ...structuredClone(item),
+          chat: { ...item.chat, chatId: move.toChatId },
+          sessionKey: item.sessionKey === move.fromSessionKey ? move.toSessionKey : item.sessionKey,
+        };
+        const outcome = await this.#store.moveChat(after, move.fromChatId);
+        if (outcome === "updated") moved++;
+        if (outcome !== "conflict") break;
+        item = await this.#store.get(listed.id);
+      }
+    }
+    return moved;
   }
 
   /** A user's access was revoked: the items they made in private chats with the bot go. → how many. */

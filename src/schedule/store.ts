@@ -51,6 +51,19 @@ redis.call('SREM', KEYS[3], ARGV[1])
 redis.call('SREM', KEYS[4], ARGV[1])
 return 1`;
 
+/**
+ * KEYS: item, old byChat, new byChat. ARGV: id, expected rev, data. The item moves to another
+ * chat id (a Telegram supergroup upgrade) with its index entry. → new rev, 0 conflict, -1 gone.
+ */
+const MOVE = `
+local rev = redis.call('HGET', KEYS[1], 'rev')
+if not rev then return -1 end
+if rev ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], 'data', ARGV[3])
+redis.call('SREM', KEYS[2], ARGV[1])
+redis.call('SADD', KEYS[3], ARGV[1])
+return redis.call('HINCRBY', KEYS[1], 'rev', 1)`;
+
 type StoredData = Omit<ScheduleItem, "nextRunAt" | "paused" | "revision" | "fireCount" | "lastFiredAt">;
 
 export type CreateOutcome = "created" | "chat-full" | "user-full";
@@ -115,6 +128,15 @@ export class ScheduleStore {
     const result = await this.#redis.eval(
       UPDATE, 1, this.#keys.item(item.id),
       String(item.revision), JSON.stringify(dataOf(item)), String(item.nextRunAt), item.paused ? "1" : "0",
+    );
+    return result === -1 ? "missing" : result === 0 ? "conflict" : "updated";
+  }
+
+  /** Writes `item`, which now names another chat id than `fromChatId`, and moves its index entry. */
+  async moveChat(item: ScheduleItem, fromChatId: string): Promise<UpdateOutcome> {
+    const result = await this.#redis.eval(
+      MOVE, 3, this.#keys.item(item.id), this.#keys.byChat(item.chat.platform, fromChatId), this.#keys.byChat(item.chat.platform, item.chat.chatId),
+      item.id, String(item.revision), JSON.stringify(dataOf(item)),
     );
     return result === -1 ? "missing" : result === 0 ? "conflict" : "updated";
   }

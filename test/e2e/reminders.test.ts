@@ -10,7 +10,7 @@ import { spawnApp, type AppProcess } from "../helpers/app-process.js";
 import { testEnv } from "../helpers/config.js";
 import { DiscordE2E, E2E_TIMEOUT, IDS, mention } from "../helpers/discord-pipeline.js";
 import { remindMePlan, schedulingModel } from "../helpers/schedule.js";
-import { ADA, DM, GROUP, GRACE, sleep, startTelegramE2e, textOf, warmUpTokenizer, type TelegramE2e } from "../helpers/telegram-pipeline.js";
+import { ADA, DM, GROUP, GRACE, mentionOf, sleep, startTelegramE2e, textOf, warmUpTokenizer, type TelegramE2e } from "../helpers/telegram-pipeline.js";
 
 beforeAll(() => warmUpTokenizer());
 
@@ -35,6 +35,29 @@ describe("reminders on Telegram", E2E_TIMEOUT, () => {
     await sleep(2_500);
     expect(e2e.sentTo(DM.id)).toHaveLength(2);
     expect(e2e.llm.requests).toHaveLength(2);
+  });
+
+  it("a reminder set before the group became a supergroup is listed and delivered in the new chat", async () => {
+    const oldGroup = { id: -4002, type: "group" as const, title: "Gardeners" };
+    const newGroup = { id: -1004002, type: "supergroup" as const, title: "Gardeners" };
+    e2e = await startTelegramE2e({ env: { ALLOWED_TELEGRAM_CHATS: String(oldGroup.id) } });
+    e2e.llm.setHandler(schedulingModel(remindMePlan));
+    const ask = "@longhaul_test_bot remind me in 8s to water the plants";
+    e2e.telegram.pushMessage({ chat: oldGroup, from: GRACE, text: ask, entities: mentionOf(ask) });
+    const [confirmation] = await e2e.waitForSent(oldGroup.id, 1);
+    expect(textOf(confirmation)).toMatch(/^Done\. Scheduled r1, a reminder: “water the plants”/);
+
+    e2e.telegram.migrateChat(oldGroup.id, newGroup.id, newGroup.title);
+    e2e.telegram.pushMessage({ chat: newGroup, from: GRACE, text: "/reminders", entities: [{ type: "bot_command", offset: 0, length: 10 }] });
+    const [list] = await e2e.waitForSent(newGroup.id, 1);
+    expect(textOf(list)).toContain("r1");
+    expect(textOf(list)).toContain("water the plants");
+
+    const [, reminder] = await e2e.waitForSent(newGroup.id, 2);
+    expect(textOf(reminder)).toBe("⏰ Reminder for Grace Hopper: water the plants");
+    await sleep(1_000);
+    expect(e2e.sentTo(newGroup.id)).toHaveLength(2);
+    expect(e2e.sentTo(oldGroup.id)).toHaveLength(1);
   });
 
   it("/reminders works in a group without the bot's name", async () => {

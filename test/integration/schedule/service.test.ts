@@ -160,6 +160,30 @@ describe("when a chat or an access goes away", () => {
     expect((await h.store.getMany(await h.store.allIds())).map((item) => item.text)).toEqual(["in the group"]);
   });
 
+  it("moveChat takes a migrated group's items to the new chat id and session, once", async () => {
+    const h = setUp();
+    const move = { platform: "telegram" as const, fromChatId: "-4001", toChatId: "-1004001", fromSessionKey: "tg:-4001", toSessionKey: "tg:-1004001" };
+    const grace = inGroup("7", "Grace", move.fromChatId);
+    await remind(h, grace, "water the plants", { every: "1d" });
+    await remind(h, grace, "stand-up", { in: "2h" });
+    await remind(h, ADA_DM, "private");
+    const before = await h.store.get("r1");
+
+    expect(await h.service.moveChat(move)).toBe(2);
+    expect(await h.service.moveChat(move)).toBe(0);
+    expect(await h.store.listChat("telegram", move.fromChatId)).toEqual([]);
+    const moved = inGroup("7", "Grace", move.toChatId);
+    expect((await h.service.list(moved)).map((item) => [item.id, item.chat.chatId, item.sessionKey])).toEqual([
+      ["r2", move.toChatId, move.toSessionKey],
+      ["r1", move.toChatId, move.toSessionKey],
+    ]);
+    // Timing, owner and alarm are untouched; the owner may still change it from the new chat.
+    expect(await h.store.get("r1")).toMatchObject({ nextRunAt: before!.nextRunAt, creator: { userId: "7" }, recurrence: before!.recurrence });
+    expect(ARMED).toContain(await h.alarmState("r1", before!.nextRunAt));
+    expect((await h.service.pause(moved, "r1")).ok).toBe(true);
+    expect((await h.store.get("r3"))?.chat.chatId).toBe(ADA_DM.chatId);
+  });
+
   it("rearmAll restores a lost alarm and skips paused items", async () => {
     const h = setUp();
     await remind(h, ADA_DM, "one");
