@@ -10,7 +10,9 @@ import { spawnApp, type AppProcess } from "../helpers/app-process.js";
 import { testEnv } from "../helpers/config.js";
 import { DiscordE2E, E2E_TIMEOUT, IDS, mention } from "../helpers/discord-pipeline.js";
 import { remindMePlan, schedulingModel } from "../helpers/schedule.js";
-import { ADA, DM, GROUP, GRACE, mentionOf, sleep, startTelegramE2e, textOf, warmUpTokenizer, type TelegramE2e } from "../helpers/telegram-pipeline.js";
+import { createRedis } from "../../src/queue/index.js";
+import { ScheduleStore } from "../../src/schedule/index.js";
+import { ADA, DM, FAKE_BOT, GROUP, GRACE, mentionOf, sleep, startTelegramE2e, textOf, waitUntil, warmUpTokenizer, type TelegramE2e } from "../helpers/telegram-pipeline.js";
 
 beforeAll(() => warmUpTokenizer());
 
@@ -58,6 +60,30 @@ describe("reminders on Telegram", E2E_TIMEOUT, () => {
     await sleep(1_000);
     expect(e2e.sentTo(newGroup.id)).toHaveLength(2);
     expect(e2e.sentTo(oldGroup.id)).toHaveLength(1);
+  });
+
+  it("a reminder of a group the bot is removed from is dropped, and nothing is sent", async () => {
+    e2e = await startTelegramE2e({ env: { ALLOWED_TELEGRAM_CHATS: String(GROUP.id) } });
+    e2e.llm.setHandler(schedulingModel(remindMePlan));
+    const ask = "@longhaul_test_bot remind me in 4s to water the plants";
+    e2e.telegram.pushMessage({ chat: GROUP, from: GRACE, text: ask, entities: mentionOf(ask) });
+    await e2e.waitForSent(GROUP.id, 1);
+    const redis = createRedis(e2e.config.REDIS_URL!);
+    try {
+      const store = new ScheduleStore(redis, e2e.config.REDIS_PREFIX);
+      expect(await store.listChat("telegram", String(GROUP.id))).toHaveLength(1);
+      const bot = { id: FAKE_BOT.id, is_bot: true, first_name: FAKE_BOT.first_name, username: FAKE_BOT.username };
+      e2e.telegram.pushUpdate({
+        update_id: 990_001,
+        my_chat_member: { chat: GROUP, from: GRACE, date: Math.floor(Date.now() / 1000), old_chat_member: { user: bot, status: "member" }, new_chat_member: { user: bot, status: "kicked", until_date: 0 } },
+      } as never);
+      await waitUntil(() => e2e!.logs.lines.some((line) => line.includes("chat-closed")), "the gateway closing the chat");
+      expect(await store.allIds()).toEqual([]);
+    } finally {
+      redis.disconnect();
+    }
+    await sleep(5_000);
+    expect(e2e.sentTo(GROUP.id)).toHaveLength(1);
   });
 
   it("/reminders works in a group without the bot's name", async () => {

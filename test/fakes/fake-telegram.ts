@@ -4,7 +4,8 @@
  * - `/bot<token>/<method>`, answers in the Bot API's shapes, 401 for a wrong token;
  * - getUpdates is a real long poll honouring `offset` (a confirmed offset forgets the updates
  *   below it for good); a newer getUpdates terminates a pending one with 409, and getUpdates
- *   while a webhook is set is a 409, as Telegram does;
+ *   while a webhook is set is a 409, as Telegram does; `allowed_updates` (of getUpdates or
+ *   setWebhook) is kept like Telegram keeps it, and updates of other types are never delivered;
  * - sendMessage validates HTML with an independent model of tdlib's parser (telegram-html.ts),
  *   drops the links Telegram drops (silently), counts the 4,096 limit in UTF-16 units after
  *   parsing, and records what the user would SEE (`visible`);
@@ -82,6 +83,8 @@ export class FakeTelegram {
   private readonly globalSentAt: number[] = [];
   private webhook = { url: "", secret: "", lastErrorDate: 0, lastErrorMessage: "" };
   private nextUpdateId = 100_000;
+  /** The update types the bot asked for; Telegram's default leaves out chat_member and reactions. */
+  private allowedUpdates: readonly string[] | undefined;
   private answerSoon: NodeJS.Immediate | undefined;
   private nextMessageId = 1;
   /** Messages the bot sent, by `chatId:messageId` (for edits and button presses). */
@@ -287,6 +290,7 @@ export class FakeTelegram {
       case "editMessageText":
         return this.editMessageText(call, ok, fail);
       case "setWebhook":
+        this.rememberAllowedUpdates(payload);
         this.webhook = { url: String(payload.url ?? ""), secret: String(payload.secret_token ?? ""), lastErrorDate: 0, lastErrorMessage: "" };
         return ok(true);
       case "deleteWebhook":
@@ -297,7 +301,7 @@ export class FakeTelegram {
         return ok({
           url: this.webhook.url,
           has_custom_certificate: false,
-          pending_update_count: this.updates.filter((update) => update.update_id >= this.confirmedOffset).length,
+          pending_update_count: this.updates.filter((update) => update.update_id >= this.confirmedOffset && this.delivers(update)).length,
           ...(this.webhook.lastErrorDate ? { last_error_date: this.webhook.lastErrorDate, last_error_message: this.webhook.lastErrorMessage } : {}),
         });
       case "getFile": {
@@ -317,6 +321,7 @@ export class FakeTelegram {
   private getUpdates(payload: Record<string, unknown>, response: ServerResponse, ok: (result: unknown) => void, fail: (failure: ApiFailure) => void): void {
     // Telegram allows one poller: a newer getUpdates terminates the one still waiting.
     for (const waiter of [...this.waiters]) waiter.conflict();
+    this.rememberAllowedUpdates(payload);
     const offset = Number(payload.offset ?? 0);
     // Telegram forgets updates below a confirmed offset for good.
     if (offset > this.confirmedOffset) this.confirmedOffset = offset;
@@ -347,8 +352,21 @@ export class FakeTelegram {
     this.waiters.add(waiter);
   }
 
+  /** Omitted: the previous setting stays; an empty list: Telegram's default. */
+  private rememberAllowedUpdates(payload: Record<string, unknown>): void {
+    if (Array.isArray(payload.allowed_updates)) this.allowedUpdates = payload.allowed_updates.length > 0 ? payload.allowed_updates.map(String) : undefined;
+  }
+
+  private delivers(update: Update): boolean {
+    const type = Object.keys(update).find((key) => key !== "update_id") ?? "";
+    if (this.allowedUpdates) return this.allowedUpdates.includes(type);
+    return !["chat_member", "message_reaction", "message_reaction_count"].includes(type);
+  }
+
   private answerWaiter(waiter: Waiter): boolean {
-    const pending = this.updates.filter((update) => update.update_id >= Math.max(waiter.offset, this.confirmedOffset)).slice(0, waiter.limit);
+    const pending = this.updates
+      .filter((update) => update.update_id >= Math.max(waiter.offset, this.confirmedOffset) && this.delivers(update))
+      .slice(0, waiter.limit);
     if (pending.length === 0) return false;
     this.fetchedUpTo = Math.max(this.fetchedUpTo, ...pending.map((update) => update.update_id));
     waiter.respond(pending);

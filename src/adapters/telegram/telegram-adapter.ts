@@ -37,7 +37,7 @@ export type { TelegramAdapterOptions } from "./options.js";
 export const TELEGRAM_WEBHOOK_PATH = "/telegram/webhook";
 
 /** Messages and button presses; edits are ignored on purpose (docs/telegram.md), so not even fetched. */
-const ALLOWED_UPDATES = ["message", "callback_query"] as const;
+const ALLOWED_UPDATES = ["message", "callback_query", "my_chat_member"] as const;
 
 /** What the user reads when their message could not be stored after every retry. */
 export const SUBMIT_FAILED_NOTICE = "Sorry, I couldn't take that message just now. Please send it again in a moment.";
@@ -279,6 +279,12 @@ export class TelegramAdapter implements ChannelAdapter {
       case "migrate": {
         const result = await this.withRetries(`migrate ${intake.fromChatId}`, () => this.moveChat(intake.fromChatId, intake.toChatId));
         this.logger.info({ fromChatId: intake.fromChatId, toChatId: intake.toChatId, result }, "telegram group upgraded to a supergroup");
+        return;
+      }
+      case "chat-closed": {
+        const closed = this.ingress?.chatClosed;
+        if (closed) await this.withRetries(`chat closed ${intake.chatId}`, () => closed.call(this.ingress, "telegram", intake.chatId));
+        this.logger.info({ chatId: intake.chatId, status: intake.status }, "telegram chat closed for the bot");
         return;
       }
       case "answer-directly":

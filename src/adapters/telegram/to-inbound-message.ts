@@ -29,6 +29,8 @@ export type Intake =
   | { kind: "answer-directly"; reason: "start" | "unsupported-media"; target: ReplyTarget; text: string; mediaGroupId?: string }
   /** The group became a supergroup: its session, access and queued replies move to the new id. */
   | { kind: "migrate"; fromChatId: string; toChatId: string }
+  /** The bot left or was removed from a group, or a user blocked it: what the chat scheduled goes. */
+  | { kind: "chat-closed"; chatId: string; status: "left" | "kicked" }
   | { kind: "ignore"; reason: string }
   | { kind: "malformed"; reason: string };
 
@@ -77,6 +79,7 @@ export function toInboundMessage(update: Update, options: IntakeOptions): Intake
   if (update.edited_message || update.edited_channel_post || update.edited_business_message) {
     return { kind: "ignore", reason: "edited message (edits are not re-answered)" };
   }
+  if (update.my_chat_member) return membershipIntake(update.my_chat_member);
   const message = update.message;
   if (!message) return { kind: "ignore", reason: "unsupported update type" };
   if (typeof message.message_id !== "number" || typeof message.chat?.id !== "number" || typeof message.date !== "number") {
@@ -204,4 +207,18 @@ function truncate(text: string, maxLength: number): string {
   const last = text.charCodeAt(cut - 1);
   if (last >= 0xd800 && last <= 0xdbff) cut--;
   return text.slice(0, cut) + marker;
+}
+
+/**
+ * The bot's own membership changed. A group upgraded to a supergroup sends no "left" for the old
+ * id (the migrate service messages move it instead), so "left" and "kicked" mean the chat is gone
+ * for the bot; in a private chat "kicked" means the user blocked it.
+ */
+function membershipIntake(update: NonNullable<Update["my_chat_member"]>): Intake {
+  if (typeof update.chat?.id !== "number" || typeof update.new_chat_member?.status !== "string") {
+    return { kind: "malformed", reason: "my_chat_member without chat or status" };
+  }
+  const status = update.new_chat_member.status;
+  if (status === "left" || status === "kicked") return { kind: "chat-closed", chatId: String(update.chat.id), status };
+  return { kind: "ignore", reason: `bot membership is now ${status}` };
 }

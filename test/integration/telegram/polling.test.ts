@@ -535,6 +535,32 @@ describe("telegram adapter, long polling", () => {
     expect(fake.delivered(-1004001)).toHaveLength(1);
   });
 
+  it("tells the ingress when the bot is removed from a group or blocked, and confirms the update after it", async () => {
+    fake = await FakeTelegram.start();
+    const closed: string[] = [];
+    let failFirst = true;
+    const ingress = Object.assign(new RecordingIngress(), {
+      chatClosed: async (platform: string, chatId: string) => {
+        if (failFirst) {
+          failFirst = false;
+          throw new Error("redis is away");
+        }
+        closed.push(`${platform}:${chatId}`);
+      },
+    });
+    await startAdapter(ingress, { submitRetryDelaysMs: [20] });
+    const bot = { id: FAKE_BOT.id, is_bot: true, first_name: FAKE_BOT.first_name, username: FAKE_BOT.username };
+    const membership = (chat: Record<string, unknown>, from: Record<string, unknown>, oldStatus: string, newStatus: string) => ({
+      chat, from, date: 1764501000, old_chat_member: { user: bot, status: oldStatus }, new_chat_member: { user: bot, status: newStatus },
+    });
+    fake.pushUpdate({ update_id: 900, my_chat_member: membership(OTHER_GROUP, GRACE, "left", "member") } as unknown as Update);
+    fake.pushUpdate({ update_id: 901, my_chat_member: membership(GROUP, GRACE, "member", "kicked") } as unknown as Update);
+    fake.pushUpdate({ update_id: 902, my_chat_member: membership(DM, ADA, "member", "kicked") } as unknown as Update);
+    await waitUntil(() => closed.length === 2 && fake.confirmedOffset > 902);
+    expect(closed.sort()).toEqual([`telegram:${DM.id}`, `telegram:${GROUP.id}`].sort());
+    expect(ingress.submissions).toHaveLength(0);
+  });
+
   it("turns link previews off unless asked, stops typing on 403, and logs a group it is not allowed in once", async () => {
     fake = await FakeTelegram.start();
     const started = await startAdapter(new RecordingIngress(() => ({ status: "denied" })), { typingIntervalMs: 30 });

@@ -78,7 +78,7 @@ describe("telegram adapter, webhook mode", () => {
   it("sets the webhook with its secret on start and does not poll", async () => {
     const url = await startWebhook(new RecordingIngress());
     const [call] = fake.callsOf("setWebhook");
-    expect(call?.payload).toEqual({ url, secret_token: SECRET, allowed_updates: ["message", "callback_query"], drop_pending_updates: false });
+    expect(call?.payload).toEqual({ url, secret_token: SECRET, allowed_updates: ["message", "callback_query", "my_chat_member"], drop_pending_updates: false });
     expect([...(adapter?.httpRoutes?.keys() ?? [])]).toEqual([TELEGRAM_WEBHOOK_PATH]);
     expect(adapter?.isConnected()).toBe(true);
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -141,6 +141,16 @@ describe("toInboundMessage", () => {
     expect(newSide).toEqual(oldSide);
   });
 
+  it("closes a chat the bot was removed from or blocked in, and ignores being added", () => {
+    expect(toInboundMessage(fixture("my-chat-member-kicked"), options)).toEqual({ kind: "chat-closed", chatId: "-1001987654321", status: "kicked" });
+    expect(toInboundMessage(fixture("my-chat-member-blocked"), options)).toEqual({ kind: "chat-closed", chatId: "5012345678", status: "kicked" });
+    const left = fixture("my-chat-member-kicked");
+    left.my_chat_member!.new_chat_member = { ...left.my_chat_member!.new_chat_member, status: "left" } as never;
+    expect(toInboundMessage(left, options)).toEqual({ kind: "chat-closed", chatId: "-1001987654321", status: "left" });
+    expect(toInboundMessage(fixture("my-chat-member-added"), options).kind).toBe("ignore");
+    expect(toInboundMessage({ update_id: 1, my_chat_member: { chat: { id: -5 } } } as never, options).kind).toBe("malformed");
+  });
+
   it("gives the model what a message replies to, quotes or forwards, and never the topic's root", () => {
     const dm = { id: 5, type: "private", first_name: "Ada" };
     const from = { id: 5, is_bot: false, first_name: "Ada" };
