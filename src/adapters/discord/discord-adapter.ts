@@ -88,6 +88,13 @@ export class DiscordAdapter implements ChannelAdapter {
     });
     this.client.on(Events.MessageCreate, (message) => this.onMessage(message));
     this.client.on(Events.InteractionCreate, (interaction) => this.onInteraction(interaction));
+    // Chats the bot lost: what they scheduled goes (docs/reminders.md).
+    this.client.on(Events.Raw, (packet: { t?: string | null; d?: unknown }) => this.onRawPacket(packet));
+    this.client.on(Events.ChannelDelete, (channel) => {
+      if (channel.isDMBased()) return;
+      this.closeChats([channel.id, ...("threads" in channel ? channel.threads.cache.keys() : [])], "channel deleted");
+    });
+    this.client.on(Events.ThreadDelete, (thread) => this.closeChats([thread.id], "thread deleted"));
     this.client.on(Events.Error, (error) => this.logger.error({ error: errorMessage(error) }, "discord client error"));
     this.client.on(Events.ShardError, (error, shardId) => this.logger.warn({ shardId, error: errorMessage(error) }, "discord gateway error"));
     this.client.on(Events.ShardDisconnect, (event, shardId) =>
@@ -204,6 +211,30 @@ export class DiscordAdapter implements ChannelAdapter {
     }
   }
 
+  /**
+   * GUILD_DELETE without `unavailable`: the bot was removed from the guild, or it was deleted
+   * (an outage sets `unavailable`). Read here, before discord.js handles the packet: it empties
+   * the guild's channel cache before it emits guildDelete.
+   */
+  private onRawPacket(packet: { t?: string | null; d?: unknown }): void {
+    if (packet.t !== "GUILD_DELETE") return;
+    const data = packet.d as { id?: string; unavailable?: boolean } | undefined;
+    if (!data?.id || data.unavailable) return;
+    const guild = this.client.guilds.cache.get(data.id);
+    if (guild) this.closeChats([...guild.channels.cache.keys()], "removed from the guild");
+  }
+
+  /** Tells the ingress, with the submit's retries; the gateway never sends the event again. */
+  private closeChats(chatIds: readonly string[], reason: string): void {
+    const ingress = this.ingress;
+    const closed = ingress?.chatClosed;
+    if (!closed || chatIds.length === 0) return;
+    this.inSessionOrder(`closed:${chatIds[0]}`, async () => {
+      for (const chatId of chatIds) await this.retried({ chatId }, "chat-closed not recorded", () => closed.call(ingress, "discord", chatId));
+      this.logger.info({ chats: chatIds.length, reason }, "discord chats closed for the bot");
+    });
+  }
+
   private inSessionOrder(sessionKey: string, task: () => Promise<void>): void {
     const previous = this.sessionChains.get(sessionKey) ?? Promise.resolve();
     const next = previous.then(task).catch((error: unknown) =>
@@ -241,12 +272,17 @@ export class DiscordAdapter implements ChannelAdapter {
   private async submit(inbound: DiscordInboundMessage): Promise<SubmitResult | undefined> {
     const ingress = this.ingress;
     if (!ingress) return undefined;
+    return this.retried({ messageId: inbound.messageId }, "ingress submit failed", () => ingress.submit(inbound));
+  }
+
+  /** An ingress call, retried after each of submitRetryDelaysMs; undefined when every attempt failed. */
+  private async retried<T>(context: Record<string, unknown>, failure: string, call: () => Promise<T>): Promise<T | undefined> {
     for (let attempt = 0; ; attempt += 1) {
       try {
-        return await ingress.submit(inbound);
+        return await call();
       } catch (error) {
         const delay = this.submitRetryDelaysMs[attempt];
-        this.logger.warn({ messageId: inbound.messageId, attempt: attempt + 1, error: errorMessage(error) }, "ingress submit failed");
+        this.logger.warn({ ...context, attempt: attempt + 1, error: errorMessage(error) }, failure);
         if (delay === undefined) return undefined;
         await sleep(delay);
       }

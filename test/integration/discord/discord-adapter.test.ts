@@ -381,6 +381,41 @@ describe("DiscordAdapter against the fake Discord", () => {
     expect(adapter.isConnected()).toBe(true);
   });
 
+  it("tells the ingress which chats it lost: a thread, a channel with its threads, the guild it left; not an outage", async () => {
+    const closed: string[] = [];
+    let failFirst = true;
+    Object.assign(ingress, {
+      chatClosed: async (platform: string, chatId: string) => {
+        if (failFirst) {
+          failFirst = false;
+          throw new Error("redis is away");
+        }
+        closed.push(`${platform}:${chatId}`);
+      },
+    });
+    await startAdapter();
+    const extraThread = {
+      id: "300000000000000009", type: 11, guild_id: IDS.guild, parent_id: IDS.alwaysOnChannel, owner_id: IDS.user, name: "another thread",
+      last_message_id: null, message_count: 0, member_count: 1, rate_limit_per_user: 0, flags: 0, newly_created: true,
+      thread_metadata: { archived: false, auto_archive_duration: 1440, archive_timestamp: "2026-01-01T00:00:00.000Z", locked: false },
+    };
+    fake.dispatch("THREAD_CREATE", extraThread);
+    fake.dispatch("THREAD_DELETE", { id: extraThread.id, guild_id: IDS.guild, parent_id: IDS.alwaysOnChannel, type: 11 });
+    await vi.waitFor(() => expect(closed).toEqual([`discord:${extraThread.id}`]));
+
+    fake.dispatch("CHANNEL_DELETE", { id: IDS.textChannel, type: 0, guild_id: IDS.guild, name: "general", position: 0, permission_overwrites: [], parent_id: null });
+    await vi.waitFor(() => expect(closed).toHaveLength(3));
+    expect(closed.slice(1)).toEqual([`discord:${IDS.textChannel}`, `discord:${IDS.thread}`]);
+
+    // An outage (unavailable) is not a removal; then the bot is removed from the guild.
+    fake.dispatch("GUILD_DELETE", { id: IDS.guild, unavailable: true });
+    fake.dispatch("GUILD_DELETE", { id: IDS.guild });
+    await vi.waitFor(() => expect(closed).toHaveLength(4));
+    expect(closed[3]).toBe(`discord:${IDS.alwaysOnChannel}`);
+    await sleep(200);
+    expect(closed).toHaveLength(4);
+  });
+
   it("stops cleanly, twice", async () => {
     const adapter = await startAdapter();
     await adapter.stop();
