@@ -1,4 +1,4 @@
-import type { InboundMessage, MessageOrigin, OutboundReply, Platform, ReplyTarget } from "../core/channel.js";
+import { messageOrigin, type InboundMessage, type OutboundReply, type Platform, type ReplyTarget } from "../core/channel.js";
 import type { ChatMessage, UserMessage } from "../core/messages.js";
 import { AbortedError, ContextOverflowError, errorMessage } from "../errors.js";
 import type { Logger } from "../logger.js";
@@ -288,20 +288,6 @@ export function answering(run: { input: Pick<SettleInput, "target"> }, entries: 
     : (entries.length > 0 ? undefined : run.input.target.replyToMessageId);
   const { replyToMessageId: _previous, ...target } = run.input.target;
   return { target: anchor === undefined ? target : { ...target, replyToMessageId: anchor }, inReplyTo: fromPeople.map((entry) => entry.messageId) };
-}
-
-/** The routing fields of the message a loop answers: what tools acting on the chat need. */
-export function messageOrigin(entry: InboundMessage): MessageOrigin {
-  return {
-    platform: entry.platform,
-    sessionKey: entry.sessionKey,
-    chatId: entry.chatId,
-    ...(entry.threadId !== undefined ? { threadId: entry.threadId } : {}),
-    ...(entry.parentChatId !== undefined ? { parentChatId: entry.parentChatId } : {}),
-    chatType: entry.chatType,
-    userId: entry.userId,
-    userName: entry.userName,
-  };
 }
 
 /**

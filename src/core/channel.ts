@@ -82,6 +82,20 @@ export interface ScheduledOrigin {
  */
 export type MessageOrigin = Pick<InboundMessage, "platform" | "sessionKey" | "chatId" | "threadId" | "parentChatId" | "chatType" | "userId" | "userName">;
 
+/** The origin fields of a message, and nothing else (a paused approval stores them). */
+export function messageOrigin(message: MessageOrigin): MessageOrigin {
+  return {
+    platform: message.platform,
+    sessionKey: message.sessionKey,
+    chatId: message.chatId,
+    ...(message.threadId !== undefined ? { threadId: message.threadId } : {}),
+    ...(message.parentChatId !== undefined ? { parentChatId: message.parentChatId } : {}),
+    chatType: message.chatType,
+    userId: message.userId,
+    userName: message.userName,
+  };
+}
+
 /** A button under a reply (approval requests). `id` comes back as `InboundMessage.action.id`. */
 export interface ReplyAction {
   /** At most 64 bytes (Telegram's callback_data limit; Discord allows 100). */

@@ -4,7 +4,7 @@
  * job for its next run is only the alarm clock (a job whose time no longer matches the item
  * does nothing).
  */
-import type { MessageOrigin, Platform } from "../core/channel.js";
+import { messageOrigin, type MessageOrigin, type Platform } from "../core/channel.js";
 import type { Recurrence } from "./recurrence.js";
 
 export type ItemKind = "reminder" | "task";
@@ -54,17 +54,7 @@ export interface Requester extends ItemChat {
 
 /** The requester of an inbound message (the one a command or tool call came from). */
 export function requesterOf(message: MessageOrigin, timeZone: string): Requester {
-  return {
-    platform: message.platform,
-    chatId: message.chatId,
-    ...(message.threadId !== undefined ? { threadId: message.threadId } : {}),
-    ...(message.parentChatId !== undefined ? { parentChatId: message.parentChatId } : {}),
-    chatType: message.chatType,
-    sessionKey: message.sessionKey,
-    userId: message.userId,
-    userName: message.userName,
-    timeZone,
-  };
+  return { ...messageOrigin(message), timeZone };
 }
 
 /** The dedupe id of one occurrence: the ingress' `seen` key makes it enter the inbox once. */
