@@ -4,6 +4,9 @@
  */
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -44,8 +47,13 @@ export function startInTerminal(env: Record<string, string>, options: { entry?: 
   tmux("set-option", "-g", "remain-on-exit", "on");
   tmux("set-option", "-g", "history-limit", "5000");
   const entry = `${buildDir}/${(options.entry ?? "src/main.ts").replace(/\.ts$/, ".js")}`;
-  const variables = Object.entries({ NODE_ENV: "test", ...env }).flatMap(([key, value]) => ["-e", `${key}=${value}`]);
-  tmux("new-session", "-d", "-s", "app", "-c", ROOT, "-x", String(options.columns ?? 120), "-y", String(options.rows ?? 40), ...variables, process.execPath, entry);
+  // tmux 3.3 now and then leaves the exited app a zombie for many seconds (its SIGCHLD goes
+  // unhandled), and the dead pane then has no exit status. A shell around the app waits for it
+  // and writes the status to a file instead; its no-op traps leave Ctrl-C and signals to the app.
+  const statusFile = join(tmpdir(), `${socket}.status`);
+  const recordStatus = 'trap : INT TERM HUP; "$0" "$@"; echo $? > "$LONGHAUL_TEST_STATUS.tmp" && mv "$LONGHAUL_TEST_STATUS.tmp" "$LONGHAUL_TEST_STATUS"';
+  const variables = Object.entries({ NODE_ENV: "test", ...env, LONGHAUL_TEST_STATUS: statusFile }).flatMap(([key, value]) => ["-e", `${key}=${value}`]);
+  tmux("new-session", "-d", "-s", "app", "-c", ROOT, "-x", String(options.columns ?? 120), "-y", String(options.rows ?? 40), ...variables, "/bin/sh", "-c", recordStatus, process.execPath, entry);
 
   const screen = (screenOptions: { escapes?: boolean } = {}) =>
     tmux("capture-pane", "-p", "-t", "app", "-S", "-", ...(screenOptions.escapes ? ["-e"] : []));
@@ -67,11 +75,11 @@ export function startInTerminal(env: Record<string, string>, options: { entry?: 
       tmux("paste-buffer", "-p", "-d", "-b", "clip", "-t", "app");
     },
     exitStatus() {
-      const [dead, status] = tmux("display-message", "-p", "-t", "app", "#{pane_dead} #{pane_dead_status}").trim().split(" ");
-      return dead === "1" ? Number(status) : undefined;
+      return existsSync(statusFile) ? Number(readFileSync(statusFile, "utf8").trim()) : undefined;
     },
     close() {
       spawnSync("tmux", ["-L", socket, "kill-server"], { env: tmuxEnv });
+      rmSync(statusFile, { force: true });
     },
   };
 }
