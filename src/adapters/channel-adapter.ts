@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { IngressPort, OutboundReply, Platform, TurnActivity } from "../core/channel.js";
 
-export type { InboundMessage, IngressPort, OutboundReply, Platform, ReplyTarget, SubmitResult, TurnActivity } from "../core/channel.js";
+export type { ChannelCursors, InboundMessage, IngressPort, OutboundReply, Platform, ReplyTarget, SubmitResult, TurnActivity } from "../core/channel.js";
 
 /**
  * The seam between chat platforms and the pipeline. Only `src/adapters/` imports grammy or

@@ -9,6 +9,7 @@ import { globalKeys } from "../session/keys.js";
 import { SessionStore } from "../session/store.js";
 import { parseCommand } from "../agent/commands/parse.js";
 import { AccessControl, accessListsFrom } from "./access.js";
+import { RedisChannelCursors } from "./cursors.js";
 import { startDeliveryWorker } from "./delivery.js";
 import type { RouteHandler } from "./http-server.js";
 import { Ingress } from "./ingress.js";
@@ -82,13 +83,15 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     adapters.get(activity.target.platform)?.onActivity?.(activity);
   });
 
-  // What adapters see: the ingress, counted by outcome for /metrics.
+  // What adapters see: the ingress, counted by outcome for /metrics, and where they keep
+  // their place in each channel (for catching up after a reconnect).
   const port: IngressPort = {
     submit: async (message) => {
       const result = await ingress.submit(message);
       metrics.inbound.inc({ platform: message.platform, result: result.status });
       return result;
     },
+    cursors: new RedisChannelCursors(redis, prefix),
   };
   for (const adapter of adapters.values()) {
     await adapter.start(port);

@@ -44,6 +44,7 @@ export const globalKeys = (prefix: string) => ({
   pairingCode: (code: string) => `${prefix}:pairing:code:${code}`,
   pairingUser: (platform: string, userId: string) => `${prefix}:pairing:user:${platform}:${userId}`,
   rate: (platform: string, userId: string, minute: number) => `${prefix}:rate:${platform}:${userId}:${minute}`,
+  channelCursors: (platform: string) => `${prefix}:cursors:${platform}`,
   activityChannel: `${prefix}:activity`,
   controlChannel: `${prefix}:control`,
 });
