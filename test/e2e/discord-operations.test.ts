@@ -30,15 +30,18 @@ describe("Discord through the whole pipeline: operations", E2E_TIMEOUT, () => {
   let gate: { release(): void } | undefined;
 
   afterEach(async () => {
-    // Whatever a test did, every message the bot posted (notices too) pings no one.
-    const posts = e2e?.messagePosts().map((request) => (request.body as { allowed_mentions?: unknown }).allowed_mentions) ?? [];
+    // Whatever a test did, every message the bot posted (notices too) pings no one but the asker.
+    const pings = e2e?.pings() ?? [];
     gate?.release();
     gate = undefined;
     await app?.kill("SIGKILL");
     app = undefined;
     await e2e?.close();
     e2e = undefined;
-    for (const allowed of posts) expect(allowed).toEqual({ parse: [], replied_user: false });
+    for (const ping of pings) {
+      expect(ping.pinged).toEqual(ping.expected);
+      expect(ping).toMatchObject({ roles: [], everyone: false, allowed: { parse: [] } });
+    }
   });
 
   it("retries a send that got a 429 (the REST client waits it out) and the reply arrives once", async () => {
@@ -57,6 +60,15 @@ describe("Discord through the whole pipeline: operations", E2E_TIMEOUT, () => {
     await sleep(500);
     expect(e2e.sent()).toHaveLength(1);
     expect(e2e.llm.requests).toHaveLength(1);
+  });
+
+  it("with DISCORD_PING_ON_REPLY off, the reply in a guild channel pings no one", async () => {
+    e2e = await DiscordE2E.start({ DISCORD_PING_ON_REPLY: "false" });
+    await e2e.startPipeline();
+    e2e.fake.dispatchMessage(fixture("guild-mention"));
+    const [answer] = await e2e.waitForSent(1, IDS.textChannel);
+    expect(answer?.allowed_mentions).toEqual({ parse: [], replied_user: false });
+    expect(e2e.pings()).toMatchObject([{ pinged: [], expected: [] }]);
   });
 
   it("answers a message once when two gateway replicas on one token both receive it, and once more when it is re-dispatched", async () => {

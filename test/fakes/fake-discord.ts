@@ -206,6 +206,13 @@ export class FakeDiscord {
     return message;
   }
 
+  /** Stores a user message without telling any client: history from before the bot connected. */
+  seedHistory(partial: Payload & { channel_id: string }, options: UserMessageOptions = {}): Payload {
+    const message = this.buildUserMessage(partial, options);
+    this.store(message);
+    return message;
+  }
+
   /** A thread created in a channel: stored, THREAD_CREATE sent (the Guilds intent). */
   createThread(parentId: string, name: string, id = this.snowflake()): Payload {
     const thread = { ...threadChannel(id, parentId, name), newly_created: true };
@@ -280,7 +287,7 @@ export class FakeDiscord {
       ...partial,
       ...mentions,
       ...(reference ? { message_reference: reference } : {}),
-      ...(reference?.type === 0 ? { referenced_message: referenced ?? null } : {}),
+      ...(reference?.type === 0 ? { referenced_message: referenced ? oneLevel(referenced) : null } : {}),
       ...(options.forward ? this.snapshotOf(options.forward) : {}),
     };
     return message;
@@ -512,7 +519,7 @@ export class FakeDiscord {
       mentions: [...new Set(pinged)].map((id) => KNOWN_USERS.get(id)), mention_roles: parsed.roleIds.filter((id) => allowed.parse.has("roles")),
       attachments: [], embeds: [], pinned: false, type: referenced ? 19 : 0, flags: 0, nonce: body.nonce,
       ...(guild ? { guild_id: guild.id } : {}),
-      ...(referenced ? { message_reference: { type: 0, message_id: referenced.id, channel_id: channelId, guild_id: channel.guild_id }, referenced_message: referenced } : {}),
+      ...(referenced ? { message_reference: { type: 0, message_id: referenced.id, channel_id: channelId, guild_id: channel.guild_id }, referenced_message: oneLevel(referenced) } : {}),
     };
     this.store(message);
     reply(200, message, limits);
@@ -548,6 +555,12 @@ export class FakeDiscord {
 const isLockedArchive = (channel: Payload): boolean => {
   const metadata = channel.thread_metadata as Payload | undefined;
   return metadata?.archived === true && metadata.locked === true;
+};
+
+/** Discord nests a replied-to message one level deep: its own `referenced_message` is left out. */
+const oneLevel = (message: Payload): Payload => {
+  const { referenced_message: _nested, ...rest } = message;
+  return rest;
 };
 
 const sameIds = (a: string[], b: string[]): boolean => a.length === b.length && a.every((id) => b.includes(id));

@@ -195,11 +195,12 @@ describe("DiscordAdapter against the fake Discord", () => {
     const bodies = fake.sentMessages;
     expect(bodies.length).toBeGreaterThanOrEqual(3);
     expect(sentParts).toEqual(bodies.map((_, index) => index));
-    for (const body of bodies) {
+    for (const [index, body] of bodies.entries()) {
       const content = String(body.content);
       expect(content.length).toBeLessThanOrEqual(2000);
       expect(fenceLines(content) % 2).toBe(0);
-      expect(body.allowed_mentions).toEqual({ parse: [], replied_user: false });
+      // Only the first part is the reply, and only it may ping the person who asked.
+      expect(body.allowed_mentions).toEqual({ parse: [], replied_user: index === 0 });
     }
     expect(bodies.some((body) => String(body.content).startsWith("```ts\n") && !String(body.content).includes("Rotating"))).toBe(true);
     expect(bodies[0]?.message_reference).toEqual({ message_id: "600000000000000001", fail_if_not_exists: false });
@@ -219,12 +220,34 @@ describe("DiscordAdapter against the fake Discord", () => {
     expect(fake.sentMessages[0]?.message_reference).toBeUndefined();
   });
 
-  it("never lets model output ping: @everyone goes out with allowed_mentions.parse = []", async () => {
+  it("never lets model output ping: @everyone, users and roles go out unparsed; only the asker is pinged, in guilds", async () => {
     const adapter = await startAdapter();
-    await adapter.send(reply(`@everyone @here <@${IDS.user}> <@&${IDS.guild}> the build is green`), { fromPart: 0, onPartSent: async () => {} });
+    fake.dispatchMessage(fixture("guild-mention"));
+    await vi.waitFor(() => expect(ingress.submitted).toHaveLength(1));
+    const text = `@everyone @here <@${IDS.otherUser}> <@&${IDS.staffRole}> the build is green`;
+    await adapter.send(reply(text), { fromPart: 0, onPartSent: async () => {} });
     const [body] = fake.sentMessages;
     expect(body?.content).toContain("@everyone");
-    expect(body?.allowed_mentions).toEqual({ parse: [], replied_user: false });
+    expect(body?.allowed_mentions).toEqual({ parse: [], replied_user: true });
+    // What Discord made of it: Ada (who asked) pinged; not Bob, not the role, not everyone.
+    const [stored] = fake.botMessages(IDS.textChannel);
+    expect((stored?.mentions as Payload[]).map((user) => user.id)).toEqual([IDS.user]);
+    expect(stored).toMatchObject({ mention_roles: [], mention_everyone: false });
+  });
+
+  it("pings no one with DISCORD_PING_ON_REPLY off, and never in a DM", async () => {
+    const adapter = await startAdapter({ pingOnReply: false });
+    fake.dispatchMessage(fixture("guild-mention"));
+    fake.dispatchMessage(fixture("dm"));
+    await vi.waitFor(() => expect(ingress.submitted).toHaveLength(2));
+    await adapter.send(reply("in the channel"), { fromPart: 0, onPartSent: async () => {} });
+    expect(fake.sentMessages[0]?.allowed_mentions).toEqual({ parse: [], replied_user: false });
+
+    await adapter.stop();
+    const pinging = await startAdapter();
+    await pinging.send(reply("in the DM", { sessionKey: `dc:dm:${IDS.user}`, target: { platform: "discord", chatId: IDS.dmChannel, replyToMessageId: "600000000000000007" } }), { fromPart: 0, onPartSent: async () => {} });
+    expect(fake.sentMessages[1]).toMatchObject({ content: "in the DM", allowed_mentions: { parse: [], replied_user: false } });
+    expect(fake.botMessages(IDS.dmChannel)[0]?.mentions).toEqual([]);
   });
 
   it("retries a send that got a 429 and creates the message once", async () => {
