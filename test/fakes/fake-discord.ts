@@ -266,7 +266,9 @@ export class FakeDiscord {
     return member;
   }
 
-  private buildUserMessage(partial: Payload & { channel_id: string }, options: UserMessageOptions): Payload {
+  private buildUserMessage(given: Payload & { channel_id: string }, options: UserMessageOptions): Payload {
+    // `{ id: undefined }` means "let Discord choose", not "no id".
+    const partial = Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined)) as Payload & { channel_id: string };
     const channel = this.channels.get(partial.channel_id);
     if (!channel) throw new Error(`fake: no channel ${partial.channel_id}`);
     const guild = this.guildOf(channel);
@@ -285,6 +287,7 @@ export class FakeDiscord {
       ...(guild ? { guild_id: guild.id, member: (partial.member as Payload | undefined) ?? this.memberOf(guild, String(author.id)) } : {}),
       ...(channel.type === 1 ? { channel_type: 1 } : {}),
       ...partial,
+      ...(attachments.length > 0 ? { attachments } : {}),
       ...mentions,
       ...(reference ? { message_reference: reference } : {}),
       ...(reference?.type === 0 ? { referenced_message: referenced ? oneLevel(referenced) : null } : {}),
