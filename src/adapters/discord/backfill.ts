@@ -77,8 +77,9 @@ export async function runBackfill(options: BackfillOptions): Promise<BackfillRep
     const channelId = target.channel.id;
     try {
       if (target.cursor === undefined && (firstRun || !target.isNewThread)) {
-        // A channel seen for the first time (or newly allowed): its past is not ours to answer.
-        if (target.channel.lastMessageId) await cursors.advance("discord", channelId, target.channel.lastMessageId);
+        // A channel seen for the first time (or newly allowed): its past is not ours to answer,
+        // but from now on nothing in it may be missed, even if it is quiet until the next outage.
+        await cursors.advance("discord", channelId, target.channel.lastMessageId ?? SnowflakeUtil.generate({ timestamp: now }).toString());
         continue;
       }
       const after = maxSnowflake(target.cursor ?? channelId, oldest);

@@ -1,4 +1,5 @@
 import { once } from "node:events";
+import { setTimeout as sleep } from "node:timers/promises";
 import { Client, Events, GatewayIntentBits, Partials, Status, type Message, type SendableChannels } from "discord.js";
 import { PermanentError, errorMessage } from "../../errors.js";
 import { silentLogger, type Logger } from "../../logger.js";
@@ -200,7 +201,8 @@ export class DiscordAdapter implements ChannelAdapter {
 
   private async shutdown(): Promise<void> {
     this.typing.stopAll();
-    await this.backfilling;
+    // A backfill notices `stopping` between channels; one stuck on a dead dependency is not waited for long.
+    await Promise.race([this.backfilling, sleep(5_000, undefined, { ref: false })]);
     // Let messages already handed over finish reaching the ingress.
     await this.intake?.close();
     await this.client.destroy();

@@ -32,11 +32,19 @@ export interface IntakeOptions {
   notify(message: Message, text: string, kind: string): Promise<void>;
 }
 
+/** More than a backfill fetches (100 per channel) times the channels it overlaps with live traffic. */
+const RECENT_IDS = 10_000;
+
 const SUBMIT_FAILED_NOTICE = "Sorry, I couldn't take that message just now. Please send it again in a moment.";
 
 export class Intake {
   /** Per-channel chains: a channel's messages reach the ingress in the order Discord sent them. */
   private readonly chains = new Map<string, Promise<void>>();
+  /**
+   * Recently queued message ids. A message posted during a backfill comes both live and in the
+   * fetched history; it must be handled once (a notice sent once, a file read once).
+   */
+  private readonly recent = new Set<string>();
   /** Set while a backfill runs: live messages wait behind it, so older messages go first. */
   private gate: Promise<unknown> | undefined;
   private closed = false;
@@ -66,7 +74,7 @@ export class Intake {
   enqueue(message: Message): void {
     try {
       const bot = this.options.botUser();
-      if (!bot || this.closed) return;
+      if (!bot || this.closed || !this.firstSight(message.id)) return;
       const facts = describeMessage(message, bot);
       const rules: InboundRules = { ...this.options.rules, botUserId: bot.id };
       const decision = planInbound(facts, rules, this.options.maxTextFileBytes);
@@ -88,6 +96,14 @@ export class Intake {
   async close(): Promise<void> {
     this.closed = true;
     await Promise.allSettled([...this.chains.values()]);
+  }
+
+  private firstSight(messageId: string): boolean {
+    if (this.recent.has(messageId)) return false;
+    this.recent.add(messageId);
+    // Sets iterate in insertion order: drop the oldest past the bound.
+    if (this.recent.size > RECENT_IDS) this.recent.delete(this.recent.values().next().value as string);
+    return true;
   }
 
   private inChannelOrder(channelId: string, task: () => Promise<void>): void {
