@@ -74,6 +74,8 @@ export class DiscordAdapter implements ChannelAdapter {
   private intake: Intake | undefined;
   private backfilling: Promise<void> = Promise.resolve();
   private stopping: Promise<void> | undefined;
+  /** The close code after which the gateway gave up, to name the fix if login fails. */
+  private closeCode: number | undefined;
 
   constructor(options: DiscordAdapterOptions) {
     this.options = options;
@@ -103,8 +105,10 @@ export class DiscordAdapter implements ChannelAdapter {
     this.client.on(Events.ShardReady, (shardId) => this.startBackfill(shardId));
     this.client.on(Events.Error, (error) => this.logger.error({ error: errorMessage(error) }, "discord client error"));
     this.client.on(Events.ShardError, (error, shardId) => this.logger.warn({ shardId, error: errorMessage(error) }, "discord gateway error"));
-    this.client.on(Events.ShardDisconnect, (event, shardId) =>
-      this.logger.error({ shardId, code: event.code, hint: CLOSE_HINTS[event.code] }, "discord gateway closed for good"));
+    this.client.on(Events.ShardDisconnect, (event, shardId) => {
+      this.closeCode = event.code;
+      this.logger.error({ shardId, code: event.code, hint: CLOSE_HINTS[event.code] }, "discord gateway closed for good");
+    });
     this.client.on(Events.ShardReconnecting, (shardId) => this.logger.info({ shardId }, "discord gateway reconnecting"));
     this.client.on(Events.ShardResume, (shardId, replayed) => this.logger.info({ shardId, replayed }, "discord gateway resumed"));
     this.client.on(Events.Warn, (warning) => this.logger.warn({ warning }, "discord client warning"));
@@ -138,7 +142,7 @@ export class DiscordAdapter implements ChannelAdapter {
       ready.catch(() => undefined);
       abort.abort();
       await this.client.destroy().catch(() => undefined);
-      const hint = Object.entries(CLOSE_HINTS).find(([code]) => errorMessage(error).includes(code))?.[1];
+      const hint = this.closeCode === undefined ? undefined : CLOSE_HINTS[this.closeCode];
       throw new PermanentError(`Discord login failed: ${errorMessage(error)}${hint ? ` (${hint})` : ""}`, { cause: error });
     }
     const user = this.client.user;

@@ -5,7 +5,7 @@ import type { InboundMessage, IngressPort, OutboundReply, SubmitResult } from ".
 import { DiscordAdapter, type DiscordAdapterOptions } from "../../../src/adapters/discord/index.js";
 import { PermanentError } from "../../../src/errors.js";
 import { createLogger, silentLogger } from "../../../src/logger.js";
-import { FAKE_TOKEN, FakeDiscord, IDS, type Payload } from "../../fakes/fake-discord.js";
+import { FAKE_TOKEN, FakeDiscord, IDS, OTHER_USER, type Payload } from "../../fakes/fake-discord.js";
 
 /**
  * The real discord.js client against the fake Discord over HTTP and WebSocket. The ingress
@@ -115,8 +115,23 @@ describe("DiscordAdapter against the fake Discord", () => {
     fake = await FakeDiscord.start({ identifyCloseCode: 4014 });
     const refused = new DiscordAdapter({ token: FAKE_TOKEN, apiRoot: fake.apiRoot });
     extraAdapters.push(refused);
-    await expect(refused.start(ingress)).rejects.toThrow(/disallowed intents/i);
+    await expect(refused.start(ingress)).rejects.toThrow(/disallowed intents.*enable the Message Content intent/i);
     expect(refused.isConnected()).toBe(false);
+  });
+
+  it("names the fix when Discord closes with 4011 (sharding required) or 4014, in the error and in the log", async () => {
+    for (const [code, hint] of [[4011, /sharding required: .*run it with several shards/], [4014, /Privileged Gateway Intents/]] as const) {
+      await fake.close();
+      fake = await FakeDiscord.start({ identifyCloseCode: code });
+      const lines: string[] = [];
+      const destination = new Writable({ write(chunk, _encoding, done) { lines.push(String(chunk)); done(); } });
+      const refused = new DiscordAdapter({ token: FAKE_TOKEN, apiRoot: fake.apiRoot, logger: createLogger({ level: "info", destination }) });
+      extraAdapters.push(refused);
+      await expect(refused.start(ingress)).rejects.toThrow(hint);
+      const closed = lines.map((line) => JSON.parse(line) as { msg: string; code?: number; hint?: string }).find((line) => line.msg === "discord gateway closed for good");
+      expect(closed).toMatchObject({ code });
+      expect(closed?.hint).toMatch(hint);
+    }
   });
 
   it("ignores a guild message without a mention and submits one with it, mention stripped", async () => {
@@ -143,6 +158,24 @@ describe("DiscordAdapter against the fake Discord", () => {
     fake.dispatchMessage(fixture("guild-reply-to-bot"));
     await vi.waitFor(() => expect(ingress.submitted).toHaveLength(1));
     expect(ingress.submitted[0]).toMatchObject({ messageId: "600000000000000004", text: "and for nginx?", userName: "Ada L." });
+  });
+
+  it("fetches a replied-to message missing from the cache over REST, and submits a reply to a deleted message without context", async () => {
+    await startAdapter();
+    const bob = fake.seedHistory({ channel_id: IDS.alwaysOnChannel, author: OTHER_USER, content: "ship it on friday" });
+    // Discord left referenced_message out (it may): the adapter must fetch it.
+    const reply = fake.seedHistory({ channel_id: IDS.alwaysOnChannel, content: "is this wise?" }, { replyTo: String(bob.id) });
+    const { referenced_message: _omitted, ...withoutReferenced } = reply;
+    fake.dispatch("MESSAGE_CREATE", withoutReferenced);
+    await vi.waitFor(() => expect(ingress.submitted).toHaveLength(1));
+    expect(ingress.submitted[0]).toMatchObject({ text: "is this wise?", replyTo: { author: "Bob", text: "ship it on friday", isBot: false } });
+    expect(fake.requestsTo("GET", new RegExp(`^/channels/${IDS.alwaysOnChannel}/messages/${String(bob.id)}$`))).toHaveLength(1);
+
+    // A reply to a message that was deleted: Discord sends referenced_message null, a fetch 404s.
+    fake.dispatch("MESSAGE_CREATE", { ...withoutReferenced, id: String(BigInt(String(reply.id)) + 1n), referenced_message: null, message_reference: { type: 0, message_id: "999999999999999999", channel_id: IDS.alwaysOnChannel, guild_id: IDS.guild } });
+    await vi.waitFor(() => expect(ingress.submitted).toHaveLength(2));
+    expect(ingress.submitted[1]).toMatchObject({ text: "is this wise?" });
+    expect(ingress.submitted[1]).not.toHaveProperty("replyTo");
   });
 
   it("submits every message in an always-on channel", async () => {
