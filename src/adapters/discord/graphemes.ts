@@ -14,6 +14,10 @@ const LOOKAHEAD = 64;
  */
 export function boundaryAtOrBefore(text: string, index: number, from = 0): number {
   if (index >= text.length) return text.length;
+  // Between two ASCII characters (but CR LF) there is always a boundary.
+  const before = text.charCodeAt(index - 1);
+  const after = text.charCodeAt(index);
+  if (index <= from || (before < 0x80 && after < 0x80 && !(before === 13 && after === 10))) return Math.max(index, from);
   let boundary = from;
   for (const { index: start } of segmenter.segment(text.slice(from, Math.min(text.length, index + LOOKAHEAD)))) {
     if (from + start > index) break;

@@ -211,6 +211,11 @@ class Cutter {
 
   private isBoundary(index: number): boolean {
     if (index >= this.text.length || index <= this.position) return true;
+    // Between two ASCII characters there is always a boundary, except inside CR LF: no need
+    // to ask the segmenter (the costly part of splitting long text).
+    const before = this.text.charCodeAt(index - 1);
+    const after = this.text.charCodeAt(index);
+    if (before < 0x80 && after < 0x80) return !(before === 13 && after === 10);
     if (!this.boundaries) {
       // One pass over this part's window; the part starts on a boundary.
       this.boundaries = new Set();
