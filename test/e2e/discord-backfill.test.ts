@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { snowflakeAt } from "../fakes/fake-discord.js";
-import { DiscordE2E, IDS, fixture, sleep, until } from "../helpers/discord-pipeline.js";
+import { DiscordE2E, closeExpectingOnlyAskerPinged, IDS, fixture, sleep, until } from "../helpers/discord-pipeline.js";
 
 /**
  * Messages posted while the gateway could not hear them (a deploy, an outage) are answered
@@ -21,11 +21,26 @@ async function settledReplies(e2e: DiscordE2E, count: number): Promise<string[]>
   return contents(e2e);
 }
 
+/**
+ * A running pipeline answers "first"; then the gateway drops and stays unreachable while
+ * `postMeanwhile` runs (the fake stores what is posted), and comes back.
+ */
+async function answerThenCutOff(e2e: DiscordE2E, options: { resumable: boolean }, postMeanwhile: () => void): Promise<void> {
+  await e2e.startPipeline();
+  e2e.fake.dispatchMessage(ask(IDS.textChannel, "first"));
+  await e2e.waitForSent(1);
+  e2e.fake.setGatewayReachable(false);
+  e2e.fake.disconnectGateway(options);
+  await until(() => expect(e2e.fake.connectedSessions).toBe(0));
+  postMeanwhile();
+  e2e.fake.setGatewayReachable(true);
+}
+
 describe("Discord: nothing posted during a disconnect is lost or answered twice", { timeout: 120_000 }, () => {
   let e2e: DiscordE2E;
 
   afterEach(async () => {
-    await e2e.close();
+    await closeExpectingOnlyAskerPinged(e2e);
   });
 
   it("after a gateway restart, answers once what was posted while it was down: channels, threads old and new, DMs; within the age bound", async () => {
@@ -75,18 +90,12 @@ describe("Discord: nothing posted during a disconnect is lost or answered twice"
   });
 
   it("when Discord cannot resume the session, identifies anew and catches up from the history, answering each message once", async () => {
-    e2e = await DiscordE2E.start();
-    await e2e.startPipeline();
-    e2e.fake.dispatchMessage(ask(IDS.textChannel, "first"));
-    await e2e.waitForSent(1);
-
     // A long outage: the connection drops, the gateway is unreachable, the session expires.
-    e2e.fake.setGatewayReachable(false);
-    e2e.fake.disconnectGateway({ resumable: false });
-    await until(() => expect(e2e.fake.connectedSessions).toBe(0));
-    e2e.fake.dispatchMessage(ask(IDS.textChannel, "second, while the gateway was away"));
-    e2e.fake.dispatchMessage(fixture("always-on", { id: undefined, content: "third, in the always-on channel" }));
-    e2e.fake.setGatewayReachable(true);
+    e2e = await DiscordE2E.start();
+    await answerThenCutOff(e2e, { resumable: false }, () => {
+      e2e.fake.dispatchMessage(ask(IDS.textChannel, "second, while the gateway was away"));
+      e2e.fake.dispatchMessage(fixture("always-on", { id: undefined, content: "third, in the always-on channel" }));
+    });
 
     await settledReplies(e2e, 3);
     expect(e2e.fake.resumes.length).toBeGreaterThanOrEqual(1);
@@ -101,16 +110,10 @@ describe("Discord: nothing posted during a disconnect is lost or answered twice"
 
   it("after a short disconnect Discord resumes the session and replays what was missed; each message is answered once", async () => {
     e2e = await DiscordE2E.start();
-    await e2e.startPipeline();
-    e2e.fake.dispatchMessage(ask(IDS.textChannel, "first"));
-    await e2e.waitForSent(1);
-
-    e2e.fake.setGatewayReachable(false);
-    e2e.fake.disconnectGateway();
-    await until(() => expect(e2e.fake.connectedSessions).toBe(0));
-    e2e.fake.dispatchMessage(ask(IDS.textChannel, "second, during the blip"));
-    e2e.fake.dispatchMessage(fixture("dm", { id: undefined, content: "third, during the blip" }));
-    e2e.fake.setGatewayReachable(true);
+    await answerThenCutOff(e2e, { resumable: true }, () => {
+      e2e.fake.dispatchMessage(ask(IDS.textChannel, "second, during the blip"));
+      e2e.fake.dispatchMessage(fixture("dm", { id: undefined, content: "third, during the blip" }));
+    });
 
     await settledReplies(e2e, 3);
     // Resumed, not identified again: the replay did it, no backfill needed.

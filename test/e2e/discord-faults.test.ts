@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { DiscordE2E, E2E_TIMEOUT, IDS, fixture, mention, sleep, until } from "../helpers/discord-pipeline.js";
+import { DiscordE2E, closeExpectingOnlyAskerPinged, E2E_TIMEOUT, IDS, fixture, mention, sleep, until } from "../helpers/discord-pipeline.js";
 
 /**
  * Discord saying no, end to end: the bot lost the right to post (50013) or to see the channel
@@ -14,7 +14,7 @@ describe("Discord refusals through the whole pipeline", E2E_TIMEOUT, () => {
   afterEach(async () => {
     gate?.release();
     gate = undefined;
-    await e2e.close();
+    await closeExpectingOnlyAskerPinged(e2e);
   });
 
   const undeliverable = (): string[] => e2e.logged("reply-undeliverable").map((line) => String((line.err as { message?: string } | undefined)?.message ?? ""));

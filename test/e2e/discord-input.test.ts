@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { lastUserText } from "../fakes/fake-llm.js";
-import { DiscordE2E, E2E_TIMEOUT, IDS, fixture, sleep, until, userTexts } from "../helpers/discord-pipeline.js";
+import { DiscordE2E, E2E_TIMEOUT, closeExpectingOnlyAskerPinged, IDS, fixture, sleep, until, userTexts } from "../helpers/discord-pipeline.js";
 
 /**
  * What people send besides a line of text, end to end (real discord.js ↔ fake Discord, real
@@ -20,12 +20,7 @@ describe("Discord through the whole pipeline: what people send", E2E_TIMEOUT, ()
   });
 
   afterEach(async () => {
-    const pings = e2e.pings();
-    await e2e.close();
-    for (const ping of pings) {
-      expect(ping.pinged).toEqual(ping.expected);
-      expect(ping).toMatchObject({ roles: [], everyone: false, allowed: { parse: [] } });
-    }
+    await closeExpectingOnlyAskerPinged(e2e);
   });
 
   it("answers a 9,000-character paste (Discord's message.txt, empty content) once, as one message, with all of it", async () => {

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { lastUserText } from "../fakes/fake-llm.js";
 import { REPLY_CONTEXT_MAX_CHARS } from "../../src/core/channel.js";
 import { OTHER_USER } from "../fakes/fake-discord.js";
-import { CLOSED_CHANNEL, CLOSED_THREAD, DiscordE2E, E2E_TIMEOUT, IDS, fixture, mention, sleep, until, userTexts } from "../helpers/discord-pipeline.js";
+import { CLOSED_CHANNEL, CLOSED_THREAD, DiscordE2E, E2E_TIMEOUT, closeExpectingOnlyAskerPinged, IDS, fixture, mention, sleep, until, userTexts } from "../helpers/discord-pipeline.js";
 
 /**
  * Discord end to end: the real discord.js adapter against the fake Discord (REST + gateway),
@@ -26,12 +26,7 @@ describe("Discord through the whole pipeline: chats and sessions", E2E_TIMEOUT, 
 
   afterEach(async () => {
     // Whatever a test did, nothing the bot posted may ping anyone.
-    const pings = e2e.pings();
-    await e2e.close();
-    for (const ping of pings) {
-      expect(ping.pinged).toEqual(ping.expected);
-      expect(ping).toMatchObject({ roles: [], everyone: false, allowed: { parse: [] } });
-    }
+    await closeExpectingOnlyAskerPinged(e2e);
   });
 
   it("ignores guild messages without a mention (the LLM never sees them) and answers a mention with the speaker's name", async () => {

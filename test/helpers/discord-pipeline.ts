@@ -4,7 +4,7 @@
  * delivery. Each harness has its own Redis key prefix (testEnv).
  */
 import { readFileSync } from "node:fs";
-import { vi } from "vitest";
+import { expect, vi } from "vitest";
 import { loadConfig, type Config } from "../../config/index.js";
 import { createAdapters } from "../../src/adapters/index.js";
 import { createDiscordAdapter, type DiscordAdapter, type DiscordAdapterOptions } from "../../src/adapters/discord/index.js";
@@ -58,6 +58,20 @@ export const sleep = (ms: number): Promise<void> => new Promise((resolve) => set
 /** The user-role texts of one LLM request, in order. */
 export const userTexts = (request: LlmRequest | undefined): string[] =>
   (request?.body.messages ?? []).filter((message) => message.role === "user").map((message) => textOf(message.content));
+
+/**
+ * Closes the harness, then checks what everything the bot posted pinged: nobody but the
+ * person a guild reply answers (nobody at all with DISCORD_PING_ON_REPLY off), never a role
+ * or @everyone. For afterEach: whatever a test did, this must hold.
+ */
+export async function closeExpectingOnlyAskerPinged(e2e: DiscordE2E | undefined): Promise<void> {
+  const pings = e2e?.pings() ?? [];
+  await e2e?.close();
+  for (const ping of pings) {
+    expect(ping.pinged).toEqual(ping.expected);
+    expect(ping).toMatchObject({ roles: [], everyone: false, allowed: { parse: [] } });
+  }
+}
 
 export class DiscordE2E {
   readonly pipelines: Pipeline[] = [];
