@@ -294,6 +294,17 @@ describe("DiscordAdapter against the fake Discord", () => {
     expect(fake.sentMessages).toHaveLength(1);
   });
 
+  it("sends a 7-part reply through Discord's 5-per-5-s channel bucket: the REST client waits, every part arrives once, in order", { timeout: 30_000 }, async () => {
+    const adapter = await startAdapter();
+    const text = Array.from({ length: 7 }, (_, i) => `Part ${i}: ${"word ".repeat(340)}`).join("\n\n");
+    const sentParts: number[] = [];
+    await adapter.send(reply(text), { fromPart: 0, onPartSent: async (index) => void sentParts.push(index) });
+    expect(sentParts).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    expect(fake.botMessages(IDS.textChannel).map((message) => String(message.content).slice(0, 6))).toEqual(["Part 0", "Part 1", "Part 2", "Part 3", "Part 4", "Part 5", "Part 6"]);
+    // discord.js read X-RateLimit-Remaining and waited for the reset instead of hammering.
+    expect(fake.requestsTo("POST", /\/messages$/).filter((request) => request.status === 429).length).toBeLessThanOrEqual(1);
+  });
+
   it("does not post a part twice when the same reply is sent again (nonce enforced)", async () => {
     const adapter = await startAdapter();
     await adapter.send(reply("only once"), { fromPart: 0, onPartSent: async () => {} });
