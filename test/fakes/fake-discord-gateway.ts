@@ -1,5 +1,5 @@
 import type { WebSocket, WebSocketServer } from "ws";
-import type { Payload } from "./fake-discord-world.js";
+import { GATEWAY_INTENTS, type Payload } from "./fake-discord-world.js";
 
 /**
  * The fake's gateway side: HELLO, IDENTIFY → READY, heartbeats, and sessions that outlive
@@ -8,7 +8,6 @@ import type { Payload } from "./fake-discord-world.js";
  * gets INVALID_SESSION (d: false) and the client must identify again.
  */
 
-const GATEWAY_INTENTS = { guilds: 1 << 0, guildMessages: 1 << 9, directMessages: 1 << 12, messageContent: 1 << 15 } as const;
 /** Discord keeps a bounded backlog per session; past it a session cannot be resumed. */
 const RESUME_BACKLOG = 5_000;
 
@@ -166,5 +165,3 @@ export class FakeGateway {
     if (socket && socket.readyState === socket.OPEN) socket.send(frame);
   }
 }
-
-export { GATEWAY_INTENTS };

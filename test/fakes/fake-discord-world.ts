@@ -8,6 +8,9 @@ export type Payload = Record<string, unknown>;
 
 export const FAKE_TOKEN = "fake.discord.token-0123456789";
 
+/** The gateway intents the fake enforces (bits of IDENTIFY's `intents`). */
+export const GATEWAY_INTENTS = { guilds: 1 << 0, guildMessages: 1 << 9, directMessages: 1 << 12, messageContent: 1 << 15 } as const;
+
 /** Snowflake-shaped ids shared by the fake's default world and the fixtures. */
 export const IDS = {
   application: "100000000000000001",
