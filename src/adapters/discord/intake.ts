@@ -92,6 +92,24 @@ export class Intake {
     }
   }
 
+  /**
+   * Submits something that is not a gateway message (a button press, say) behind its
+   * channel's queued messages, with the same retries; `before` is awaited first (an
+   * interaction's acknowledgement). Returns the ingress' answer, undefined if every try failed.
+   */
+  submitInOrder(inbound: DiscordInboundMessage, before?: Promise<unknown>): Promise<SubmitResult | undefined> {
+    return new Promise((resolve) => {
+      this.inChannelOrder(inbound.chatId, async () => {
+        try {
+          await before;
+          resolve(await this.submit(inbound));
+        } finally {
+          resolve(undefined);
+        }
+      });
+    });
+  }
+
   /** Waits for every queued message to reach the ingress; later ones are refused. */
   async close(): Promise<void> {
     this.closed = true;
