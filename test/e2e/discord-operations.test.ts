@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { TEST_API_KEY } from "../helpers/config.js";
 import { spawnApp, type AppProcess } from "../helpers/app-process.js";
+import { settled } from "../helpers/settled.js";
 import { DiscordE2E, E2E_TIMEOUT, closeExpectingOnlyAskerPinged, FAKE_TOKEN, IDS, fixture, mention, sleep, until, userTexts } from "../helpers/discord-pipeline.js";
 
 /**
@@ -8,21 +9,6 @@ import { DiscordE2E, E2E_TIMEOUT, closeExpectingOnlyAskerPinged, FAKE_TOKEN, IDS
  * indicator, and the app as a child process. Same set-up as discord.test.ts: real discord.js
  * ↔ fake Discord, real ingress / queue / worker on Redis, fake LLM (echo unless scripted).
  */
-
-/** Waits until `count` has not changed for `quietMs`, and returns it. */
-async function settled(count: () => number, quietMs: number): Promise<number> {
-  let last = count();
-  let since = Date.now();
-  const deadline = Date.now() + 10_000;
-  while (Date.now() - since < quietMs && Date.now() < deadline) {
-    await sleep(20);
-    if (count() !== last) {
-      last = count();
-      since = Date.now();
-    }
-  }
-  return last;
-}
 
 describe("Discord through the whole pipeline: operations", E2E_TIMEOUT, () => {
   let e2e: DiscordE2E | undefined;

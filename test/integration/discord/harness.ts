@@ -39,20 +39,7 @@ export const reply = (text: string, overrides: Partial<OutboundReply> = {}): Out
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Waits until `count` has not changed for `quietMs` (requests already in flight have landed). */
-export async function settled(count: () => number, quietMs: number): Promise<number> {
-  let last = count();
-  let since = Date.now();
-  const deadline = Date.now() + 5_000;
-  while (Date.now() - since < quietMs && Date.now() < deadline) {
-    await sleep(10);
-    if (count() !== last) {
-      last = count();
-      since = Date.now();
-    }
-  }
-  return last;
-}
+export { settled } from "../../helpers/settled.js";
 
 export interface AdapterHarness {
   readonly fake: FakeDiscord;
