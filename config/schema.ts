@@ -130,6 +130,7 @@ export const configSchema = z.object({
   ALLOWED_DISCORD_CHANNELS: list("Discord guild channel ids the bot serves; empty: none"),
   ADMIN_DISCORD_USERS: list("Discord user ids of admins (may answer anyone's tool approval, change anyone's reminders in groups)"),
   DISCORD_ALWAYS_ON_CHANNELS: list("Discord channel ids answered without a mention"),
+  DISCORD_PING_ON_REPLY: flag(true, "In Discord guild channels the reply pings the person who asked (never @everyone or roles; DMs never ping)"),
 
   // Console
   CONSOLE: z.enum(["auto", "on", "off"]).default("auto").describe("Terminal chat: auto turns it on when no platform token is set"),

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { IngressPort, OutboundReply, Platform, TurnActivity } from "../core/channel.js";
 
-export type { ChatMove, ChatMoveResult, InboundMessage, IngressPort, OutboundReply, Platform, ReplyAction, ReplyTarget, SubmitResult, TurnActivity } from "../core/channel.js";
+export type { ChannelCursors, ChatMove, ChatMoveResult, InboundMessage, IngressPort, OutboundReply, Platform, ReplyAction, ReplyTarget, SubmitResult, TurnActivity } from "../core/channel.js";
 export { REPLY_CONTEXT_MAX_CHARS } from "../core/channel.js";
 
 /**

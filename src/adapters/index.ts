@@ -2,7 +2,7 @@ import type { Config } from "../../config/index.js";
 import type { Logger } from "../logger.js";
 import type { ChannelAdapter } from "./channel-adapter.js";
 import { ConsoleAdapter, consoleMode, PlainConsoleIo, type TerminalChat } from "./console/index.js";
-import { DiscordAdapter } from "./discord/index.js";
+import { createDiscordAdapter } from "./discord/index.js";
 import { createTelegramAdapter } from "./telegram/index.js";
 
 export type { ChannelAdapter, InboundMessage, OutboundReply, ReplyTarget, TurnActivity, IngressPort, SubmitResult, Platform } from "./channel-adapter.js";
@@ -26,15 +26,8 @@ export function createAdapters(config: Config, logger: Logger, hooks: AdapterHoo
     ...(hooks.onFatal ? { onFatal: (error: Error) => hooks.onFatal?.("telegram", error) } : {}),
   });
   if (telegram) adapters.push(telegram);
-  if (config.DISCORD_BOT_TOKEN) {
-    adapters.push(new DiscordAdapter({
-      token: config.DISCORD_BOT_TOKEN,
-      apiRoot: config.DISCORD_API_ROOT,
-      alwaysOnChannels: config.DISCORD_ALWAYS_ON_CHANNELS,
-      maxMessageChars: config.MAX_MESSAGE_CHARS,
-      logger: logger.child({ platform: "discord" }),
-    }));
-  }
+  const discord = createDiscordAdapter(config, logger.child({ platform: "discord" }));
+  if (discord) adapters.push(discord);
   if (hooks.terminal) {
     adapters.push(new ConsoleAdapter({ io: hooks.terminal, userName: config.CONSOLE_USER, ...(hooks.onConsoleQuit ? { onQuit: hooks.onConsoleQuit } : {}) }));
   } else if (consoleMode(config, process, process.env) !== "off") {

@@ -152,6 +152,23 @@ export interface IngressPort {
    * had scheduled goes. Adapters call it when their platform tells them.
    */
   chatClosed?(platform: Platform, chatId: string): Promise<void>;
+  /** Per-channel read positions for catching up after a restart; absent: the adapter cannot backfill. */
+  cursors?: ChannelCursors;
+}
+
+/**
+ * The last message an adapter has handled in each platform channel, kept by the gateway (in
+ * Redis) so it survives a restart: after reconnecting, a platform without redelivery (Discord)
+ * fetches what was posted since and submits it again; ingress dedupe drops what it already had.
+ * Message ids are platform ids that grow with time (Discord snowflakes), compared as numbers.
+ */
+export interface ChannelCursors {
+  /** The channel's last handled message id, if it has one. */
+  get(platform: Platform, channelId: string): Promise<string | undefined>;
+  /** Moves the channel's cursor to `messageId` unless it is already at or past it. */
+  advance(platform: Platform, channelId: string, messageId: string): Promise<void>;
+  /** Every channel of the platform with a cursor: channel id → message id. */
+  list(platform: Platform): Promise<Map<string, string>>;
 }
 
 export interface ChatMove {

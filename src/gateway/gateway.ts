@@ -10,6 +10,7 @@ import { globalKeys } from "../session/keys.js";
 import { SessionStore } from "../session/store.js";
 import { parseCommand } from "../agent/commands/parse.js";
 import { AccessControl, accessListsFrom } from "./access.js";
+import { RedisChannelCursors } from "./cursors.js";
 import { startDeliveryWorker } from "./delivery.js";
 import type { RouteHandler } from "./http-server.js";
 import { Ingress } from "./ingress.js";
@@ -91,7 +92,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     adapters.get(activity.target.platform)?.onActivity?.(activity);
   });
 
-  // What adapters see: the ingress, counted by outcome for /metrics.
+  // What adapters see: the ingress, counted by outcome for /metrics, and where they keep
+  // their place in each channel (for catching up after a reconnect).
   const port: IngressPort = {
     submit: async (message) => {
       const result = await ingress.submit(message);
@@ -108,6 +110,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       return result;
     },
     chatClosed,
+    cursors: new RedisChannelCursors(redis, prefix),
   };
   for (const adapter of adapters.values()) {
     await adapter.start(port);

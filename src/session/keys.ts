@@ -49,6 +49,7 @@ export const globalKeys = (prefix: string) => ({
   rate: (platform: string, userId: string, minute: number) => `${prefix}:rate:${platform}:${userId}:${minute}`,
   /** Hash: new chat id → the id it had before (a Telegram group upgraded to a supergroup). */
   chatMigrations: (platform: string) => `${prefix}:access:${platform}:migrated-chats`,
+  channelCursors: (platform: string) => `${prefix}:cursors:${platform}`,
   activityChannel: `${prefix}:activity`,
   controlChannel: `${prefix}:control`,
   /** Says this Redis (under this prefix) is longhaul's: src/doctor/redis.ts. */

@@ -34,7 +34,7 @@ describe("Discord: tool approval with buttons", E2E_TIMEOUT, () => {
     const row = (request?.components as Payload[])[0]!;
     const buttons = row.components as Payload[];
     expect(buttons.map((button) => [button.label, button.style])).toEqual([["Approve", 1], ["Deny", 4]]);
-    const created = e2e.fake.botMessages()[0]!;
+    const created = e2e.fake.botMessages(IDS.textChannel)[0]!;
 
     e2e.fake.dispatchButtonPress(IDS.textChannel, String(created.id), String(buttons[0]!.custom_id));
     const sent = await e2e.waitForSent(2, IDS.textChannel);

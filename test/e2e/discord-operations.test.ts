@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { TEST_API_KEY } from "../helpers/config.js";
 import { spawnApp, type AppProcess } from "../helpers/app-process.js";
-import { DiscordE2E, E2E_TIMEOUT, FAKE_TOKEN, IDS, fixture, mention, sleep, until, userTexts } from "../helpers/discord-pipeline.js";
+import { settled } from "../helpers/settled.js";
+import { DiscordE2E, E2E_TIMEOUT, closeExpectingOnlyAskerPinged, FAKE_TOKEN, IDS, fixture, mention, sleep, until, userTexts } from "../helpers/discord-pipeline.js";
 
 /**
  * Discord end to end, the operational side: rate limits, duplicates, pairing, the typing
@@ -9,36 +10,19 @@ import { DiscordE2E, E2E_TIMEOUT, FAKE_TOKEN, IDS, fixture, mention, sleep, unti
  * ↔ fake Discord, real ingress / queue / worker on Redis, fake LLM (echo unless scripted).
  */
 
-/** Waits until `count` has not changed for `quietMs`, and returns it. */
-async function settled(count: () => number, quietMs: number): Promise<number> {
-  let last = count();
-  let since = Date.now();
-  const deadline = Date.now() + 10_000;
-  while (Date.now() - since < quietMs && Date.now() < deadline) {
-    await sleep(20);
-    if (count() !== last) {
-      last = count();
-      since = Date.now();
-    }
-  }
-  return last;
-}
-
 describe("Discord through the whole pipeline: operations", E2E_TIMEOUT, () => {
   let e2e: DiscordE2E | undefined;
   let app: AppProcess | undefined;
   let gate: { release(): void } | undefined;
 
   afterEach(async () => {
-    // Whatever a test did, every message the bot posted (notices too) pings no one.
-    const posts = e2e?.messagePosts().map((request) => (request.body as { allowed_mentions?: unknown }).allowed_mentions) ?? [];
     gate?.release();
     gate = undefined;
     await app?.kill("SIGKILL");
     app = undefined;
-    await e2e?.close();
+    // Whatever a test did, every message the bot posted (notices too) pings no one but the asker.
+    await closeExpectingOnlyAskerPinged(e2e);
     e2e = undefined;
-    for (const allowed of posts) expect(allowed).toEqual({ parse: [], replied_user: false });
   });
 
   it("retries a send that got a 429 (the REST client waits it out) and the reply arrives once", async () => {
@@ -57,6 +41,15 @@ describe("Discord through the whole pipeline: operations", E2E_TIMEOUT, () => {
     await sleep(500);
     expect(e2e.sent()).toHaveLength(1);
     expect(e2e.llm.requests).toHaveLength(1);
+  });
+
+  it("with DISCORD_PING_ON_REPLY off, the reply in a guild channel pings no one", async () => {
+    e2e = await DiscordE2E.start({ DISCORD_PING_ON_REPLY: "false" });
+    await e2e.startPipeline();
+    e2e.fake.dispatchMessage(fixture("guild-mention"));
+    const [answer] = await e2e.waitForSent(1, IDS.textChannel);
+    expect(answer?.allowed_mentions).toEqual({ parse: [], replied_user: false });
+    expect(e2e.pings()).toMatchObject([{ pinged: [], expected: [] }]);
   });
 
   it("answers a message once when two gateway replicas on one token both receive it, and once more when it is re-dispatched", async () => {

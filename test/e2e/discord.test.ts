@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { lastUserText } from "../fakes/fake-llm.js";
-import { CLOSED_CHANNEL, CLOSED_THREAD, DiscordE2E, E2E_TIMEOUT, IDS, fixture, mention, sleep, until, userTexts } from "../helpers/discord-pipeline.js";
+import { REPLY_CONTEXT_MAX_CHARS } from "../../src/core/channel.js";
+import { OTHER_USER } from "../fakes/fake-discord.js";
+import { CLOSED_CHANNEL, CLOSED_THREAD, DiscordE2E, E2E_TIMEOUT, closeExpectingOnlyAskerPinged, IDS, fixture, mention, sleep, until, userTexts } from "../helpers/discord-pipeline.js";
 
 /**
  * Discord end to end: the real discord.js adapter against the fake Discord (REST + gateway),
@@ -9,7 +11,6 @@ import { CLOSED_CHANNEL, CLOSED_THREAD, DiscordE2E, E2E_TIMEOUT, IDS, fixture, m
  * process: discord-operations.test.ts.
  */
 
-const NO_PINGS = { parse: [], replied_user: false };
 const FENCE_LINE = /^ {0,3}```/;
 const fenceLines = (text: string): number => text.split("\n").filter((line) => FENCE_LINE.test(line)).length;
 const userContents = (messages: ReadonlyArray<{ role: string; content: unknown }>): unknown[] =>
@@ -25,9 +26,7 @@ describe("Discord through the whole pipeline: chats and sessions", E2E_TIMEOUT, 
 
   afterEach(async () => {
     // Whatever a test did, nothing the bot posted may ping anyone.
-    const posts = e2e.messagePosts().map((request) => (request.body as { allowed_mentions?: unknown }).allowed_mentions);
-    await e2e.close();
-    for (const allowed of posts) expect(allowed).toEqual(NO_PINGS);
+    await closeExpectingOnlyAskerPinged(e2e);
   });
 
   it("ignores guild messages without a mention (the LLM never sees them) and answers a mention with the speaker's name", async () => {
@@ -53,18 +52,36 @@ describe("Discord through the whole pipeline: chats and sessions", E2E_TIMEOUT, 
     expect(e2e.messagePosts()).toHaveLength(1);
   });
 
-  it("answers a reply to the bot without a mention, in the channel's session, naming the speaker by display name", async () => {
+  it("answers a reply to the bot without a mention, in the channel's session, with the replied-to message quoted for the model", async () => {
     e2e.fake.dispatchMessage(mention(IDS.textChannel, "600000000000000101", "how do I rotate the logs?"));
     await e2e.waitForSent(1, IDS.textChannel);
+    const [botAnswer] = e2e.fake.botMessages(IDS.textChannel);
 
-    e2e.fake.dispatchMessage(fixture("guild-reply-to-bot"));
+    // Ada replies to the bot's answer, with the reply ping turned off: no mention at all.
+    e2e.fake.dispatchMessage(fixture("guild-reply-to-bot", { message_reference: undefined, referenced_message: undefined }), { replyTo: String(botAnswer?.id) });
     const [, answer] = await e2e.waitForSent(2, IDS.textChannel);
-    // No nickname in this guild: the global display name.
     const request = e2e.llm.requests.at(-1)!;
-    expect(lastUserText(request)).toBe("Ada L.: and for nginx?");
+    // No nickname in this guild: the global display name; then what the reply points at.
+    const expected = "Ada L.: [in reply to longhaul:]\n> echo: Ada (ops): how do I rotate the logs?\nand for nginx?";
+    expect(lastUserText(request)).toBe(expected);
     // The same session: the earlier exchange is in the context.
-    expect(userTexts(request)).toEqual(["Ada (ops): how do I rotate the logs?", "Ada L.: and for nginx?"]);
-    expect(answer).toMatchObject({ content: "echo: Ada L.: and for nginx?", message_reference: { message_id: "600000000000000004" } });
+    expect(userTexts(request)).toEqual(["Ada (ops): how do I rotate the logs?", expected]);
+    expect(answer).toMatchObject({ message_reference: { message_id: "600000000000000004" } });
+  });
+
+  it("quotes the message a question replies to (Bob's, trimmed), so the model knows what \"this\" is", async () => {
+    // Bob's message was posted before the bot connected (not in the client's cache).
+    const bob = e2e.fake.seedHistory({ channel_id: IDS.textChannel, author: OTHER_USER, content: `deploy with rsync -a --delete ${"/srv/app ".repeat(80)}` });
+    e2e.fake.dispatchMessage(mention(IDS.textChannel, "600000000000000131", "is this right?"), { replyTo: String(bob.id) });
+
+    const [answer] = await e2e.waitForSent(1, IDS.textChannel);
+    expect(String(answer?.content)).toContain("is this right?");
+    const text = lastUserText(e2e.llm.requests.at(-1)!);
+    expect(text.startsWith("Ada (ops): [in reply to Bob:]\n> deploy with rsync -a --delete /srv/app")).toBe(true);
+    expect(text.endsWith("…\nis this right?")).toBe(true);
+    // Trimmed to REPLY_CONTEXT_MAX_CHARS (plus the quote marker).
+    const quoted = text.split("\n")[1] ?? "";
+    expect(quoted.length).toBeLessThanOrEqual(REPLY_CONTEXT_MAX_CHARS + 2);
   });
 
   it("answers every message in an always-on channel, without a mention", async () => {
@@ -156,16 +173,14 @@ describe("Discord through the whole pipeline: chats and sessions", E2E_TIMEOUT, 
     expect(contents[0]?.startsWith("Intro:")).toBe(true);
   });
 
-  it("never lets model output ping: @everyone, @here, users and roles go out with allowed_mentions.parse = []", async () => {
-    const text = `@everyone @here <@${IDS.otherUser}> <@&${IDS.guild}> the deploy is done`;
+  it("never lets model output ping: @everyone, @here, users and roles are not parsed; only the asker is pinged by the reply", async () => {
+    const text = `@everyone @here <@${IDS.otherUser}> <@&${IDS.staffRole}> the deploy is done`;
     e2e.llm.enqueue(text);
     e2e.fake.dispatchMessage(fixture("guild-mention"));
 
     const [answer] = await e2e.waitForSent(1, IDS.textChannel);
     expect(answer?.content).toBe(text);
-    expect(answer?.allowed_mentions).toEqual(NO_PINGS);
-    const posts = e2e.messagePosts();
-    expect(posts.length).toBeGreaterThan(0);
-    for (const post of posts) expect((post.body as { allowed_mentions?: { parse?: unknown } }).allowed_mentions?.parse).toEqual([]);
+    expect(answer?.allowed_mentions).toEqual({ parse: [], replied_user: true });
+    expect(e2e.pings()).toEqual([{ content: text, allowed: { parse: [], replied_user: true }, pinged: [IDS.user], roles: [], everyone: false, expected: [IDS.user] }]);
   });
 });

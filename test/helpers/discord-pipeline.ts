@@ -4,10 +4,10 @@
  * delivery. Each harness has its own Redis key prefix (testEnv).
  */
 import { readFileSync } from "node:fs";
-import { vi } from "vitest";
+import { expect, vi } from "vitest";
 import { loadConfig, type Config } from "../../config/index.js";
 import { createAdapters } from "../../src/adapters/index.js";
-import { DiscordAdapter, type DiscordAdapterOptions } from "../../src/adapters/discord/index.js";
+import { createDiscordAdapter, type DiscordAdapter, type DiscordAdapterOptions } from "../../src/adapters/discord/index.js";
 import type { ChannelAdapter } from "../../src/adapters/channel-adapter.js";
 import type { ChatMessage } from "../../src/core/messages.js";
 import { createRedis, type Redis } from "../../src/queue/index.js";
@@ -59,6 +59,20 @@ export const sleep = (ms: number): Promise<void> => new Promise((resolve) => set
 export const userTexts = (request: LlmRequest | undefined): string[] =>
   (request?.body.messages ?? []).filter((message) => message.role === "user").map((message) => textOf(message.content));
 
+/**
+ * Closes the harness, then checks what everything the bot posted pinged: nobody but the
+ * person a guild reply answers (nobody at all with DISCORD_PING_ON_REPLY off), never a role
+ * or @everyone. For afterEach: whatever a test did, this must hold.
+ */
+export async function closeExpectingOnlyAskerPinged(e2e: DiscordE2E | undefined): Promise<void> {
+  const pings = e2e?.pings() ?? [];
+  await e2e?.close();
+  for (const ping of pings) {
+    expect(ping.pinged).toEqual(ping.expected);
+    expect(ping).toMatchObject({ roles: [], everyone: false, allowed: { parse: [] } });
+  }
+}
+
 export class DiscordE2E {
   readonly pipelines: Pipeline[] = [];
   readonly config: Config;
@@ -90,15 +104,9 @@ export class DiscordE2E {
    */
   async startPipeline(options: { worker?: boolean; adapter?: Partial<DiscordAdapterOptions> } = {}): Promise<Pipeline> {
     const logs = captureLogs("debug", [FAKE_TOKEN]);
-    let adapters: ChannelAdapter[];
-    if (options.adapter) {
-      adapters = [new DiscordAdapter({
-        token: FAKE_TOKEN, apiRoot: this.fake.apiRoot, alwaysOnChannels: this.config.DISCORD_ALWAYS_ON_CHANNELS,
-        maxMessageChars: this.config.MAX_MESSAGE_CHARS, logger: logs.logger, ...options.adapter,
-      })];
-    } else {
-      adapters = createAdapters(this.config, logs.logger, { onConsoleDrained: () => undefined });
-    }
+    const adapters: ChannelAdapter[] = options.adapter
+      ? [createDiscordAdapter(this.config, logs.logger, options.adapter) as DiscordAdapter]
+      : createAdapters(this.config, logs.logger, { onConsoleDrained: () => undefined });
     const pipeline = await startPipeline(this.config, adapters, { worker: options.worker ?? true, logs });
     this.pipelines.push(pipeline);
     return pipeline;
@@ -114,6 +122,29 @@ export class DiscordE2E {
     return this.messagePosts()
       .filter((request) => request.status === 200 && (channelId === undefined || MESSAGES_PATH.exec(request.path)?.[1] === channelId))
       .map((request) => request.body as Payload);
+  }
+
+  /**
+   * Every message the bot posted, with what Discord made of its allowed_mentions: who it
+   * pinged. The invariant (DISCORD_PING_ON_REPLY on): a reply in a guild channel pings the
+   * person it answers and no one else; nothing else pings anyone (with it off, nothing does).
+   */
+  pings(): Array<{ content: string; allowed: unknown; pinged: string[]; roles: unknown; everyone: unknown; expected: string[] }> {
+    return this.messagePosts().filter((request) => request.status === 200).map((request) => {
+      const body = request.body as Payload;
+      const channelId = MESSAGES_PATH.exec(request.path)?.[1] ?? "";
+      const stored = this.fake.botMessages(channelId).find((message) => message.nonce === body.nonce) ?? {};
+      const referenced = stored.referenced_message as Payload | undefined;
+      const inGuild = stored.guild_id !== undefined;
+      return {
+        content: String(body.content),
+        allowed: body.allowed_mentions,
+        pinged: ((stored.mentions as Payload[] | undefined) ?? []).map((user) => String(user.id)),
+        roles: stored.mention_roles,
+        everyone: stored.mention_everyone,
+        expected: referenced && inGuild && this.config.DISCORD_PING_ON_REPLY ? [String((referenced.author as Payload).id)] : [],
+      };
+    });
   }
 
   typingPosts(channelId: string): RecordedRequest[] {

@@ -3,11 +3,13 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Client, Events, GatewayIntentBits, Partials, Status, type Interaction, type Message, type SendableChannels } from "discord.js";
 import { PermanentError, errorMessage } from "../../errors.js";
 import { silentLogger, type Logger } from "../../logger.js";
-import type { ChannelAdapter, IngressPort, OutboundReply, SendOptions, SubmitResult, TurnActivity } from "../channel-adapter.js";
-import { NO_MENTIONS, sendParts, toSendError } from "./send-reply.js";
+import type { ChannelAdapter, IngressPort, OutboundReply, SendOptions, TurnActivity } from "../channel-adapter.js";
 import { buttonRow, replaceMessage, toInboundAction } from "./actions.js";
+import { DEFAULT_BACKFILL_LIMITS, runBackfill, type BackfillLimits } from "./backfill.js";
+import { Intake } from "./intake.js";
+import { NO_MENTIONS, sendParts, toSendError } from "./send-reply.js";
 import { splitMessage } from "./split.js";
-import { describeMessage, toInboundMessage, type DiscordInboundMessage, type InboundRules } from "./to-inbound-message.js";
+import { TypingIndicators } from "./typing.js";
 
 export interface DiscordAdapterOptions {
   /** Bot token (DISCORD_BOT_TOKEN). Never logged. */
@@ -16,8 +18,15 @@ export interface DiscordAdapterOptions {
   apiRoot?: string;
   /** Channel ids answered without a mention (DISCORD_ALWAYS_ON_CHANNELS); threads inherit. @defaultValue [] */
   alwaysOnChannels?: readonly string[];
+  /**
+   * Channels caught up after a reconnect, with their threads (ALLOWED_DISCORD_CHANNELS and the
+   * always-on ones); DMs are caught up regardless. @defaultValue alwaysOnChannels
+   */
+  backfillChannels?: readonly string[];
   /** Longer inbound text is truncated with a notice (MAX_MESSAGE_CHARS). @defaultValue 16000 */
   maxMessageChars?: number;
+  /** In guild channels the reply pings the person who asked (DISCORD_PING_ON_REPLY); never in DMs. @defaultValue true */
+  pingOnReply?: boolean;
   /** @defaultValue silentLogger */
   logger?: Logger;
   /** Discord shows "typing" for 10 s per call; refresh before it lapses. @defaultValue 8000 */
@@ -30,25 +39,28 @@ export interface DiscordAdapterOptions {
    * @defaultValue [250, 1000, 4000]
    */
   submitRetryDelaysMs?: readonly number[];
+  /** A text attachment (a long paste's message.txt) must be downloaded within this. @defaultValue 10000 */
+  textFileTimeoutMs?: number;
+  /** @defaultValue DEFAULT_BACKFILL_LIMITS (6 h, 100 per channel, DMs of the last 7 days, 100 of them) */
+  backfillLimits?: Partial<BackfillLimits>;
+  /** Live messages wait at most this long behind a backfill before going ahead anyway. @defaultValue 30000 */
+  backfillHoldMs?: number;
 }
 
 /** Gateway close codes after which discord.js gives up, with what the operator must fix. */
 const CLOSE_HINTS: Record<number, string> = {
   4004: "the bot token was rejected: check DISCORD_BOT_TOKEN",
+  4010: "invalid shard: check the shard settings",
+  4011: "sharding required: the bot is in too many servers (2,500+) for one gateway connection; run it with several shards",
+  4012: "invalid API version: update discord.js",
   4013: "invalid intents",
-  4014: "enable the Message Content intent for the bot in the Discord Developer Portal",
+  4014: "disallowed intents: enable the Message Content intent for the bot in the Discord Developer Portal (Bot → Privileged Gateway Intents)",
 };
 
-const SUBMIT_FAILED_NOTICE = "Sorry, I couldn't take that message just now. Please send it again in a moment.";
-
-interface TypingLoop {
-  interval: NodeJS.Timeout;
-  timeout: NodeJS.Timeout;
-}
-
 /**
- * The Discord side of longhaul: one gateway connection (one shard) that hands addressed
- * messages to the ingress, and the REST client that sends replies. See docs/discord.md.
+ * The Discord side of longhaul: one gateway connection (one shard) that hands messages to the
+ * intake, catches up after every new session (backfill), and the REST client that sends
+ * replies. See docs/discord.md.
  */
 export class DiscordAdapter implements ChannelAdapter {
   readonly platform = "discord" as const;
@@ -56,25 +68,21 @@ export class DiscordAdapter implements ChannelAdapter {
   private readonly client: Client;
   private readonly token: string;
   private readonly logger: Logger;
-  private readonly alwaysOnChannels: ReadonlySet<string>;
-  private readonly maxMessageChars: number;
-  private readonly typingIntervalMs: number;
-  private readonly typingTimeoutMs: number;
-  private readonly submitRetryDelaysMs: readonly number[];
-  private readonly typingLoops = new Map<string, TypingLoop>();
-  /** Per-session chains: a session's messages reach the ingress in the order Discord sent them. */
-  private readonly sessionChains = new Map<string, Promise<void>>();
+  private readonly options: DiscordAdapterOptions;
+  private readonly typing: TypingIndicators;
+  private readonly watchedChannels: ReadonlySet<string>;
   private ingress: IngressPort | undefined;
+  private intake: Intake | undefined;
+  private backfilling: Promise<void> = Promise.resolve();
   private stopping: Promise<void> | undefined;
+  /** The close code after which the gateway gave up, to name the fix if login fails. */
+  private closeCode: number | undefined;
 
   constructor(options: DiscordAdapterOptions) {
+    this.options = options;
     this.token = options.token;
     this.logger = (options.logger ?? silentLogger).child({ adapter: "discord" });
-    this.alwaysOnChannels = new Set(options.alwaysOnChannels ?? []);
-    this.maxMessageChars = options.maxMessageChars ?? 16_000;
-    this.typingIntervalMs = options.typingIntervalMs ?? 8_000;
-    this.typingTimeoutMs = options.typingTimeoutMs ?? 600_000;
-    this.submitRetryDelaysMs = options.submitRetryDelaysMs ?? [250, 1_000, 4_000];
+    this.watchedChannels = new Set([...(options.backfillChannels ?? []), ...(options.alwaysOnChannels ?? [])]);
     this.client = new Client({
       // 37377. MessageContent is privileged: enable it in the Developer Portal, or guild
       // messages that do not mention the bot arrive with empty content.
@@ -86,28 +94,54 @@ export class DiscordAdapter implements ChannelAdapter {
       failIfNotExists: false,
       rest: { api: options.apiRoot ?? "https://discord.com/api" },
     });
-    this.client.on(Events.MessageCreate, (message) => this.onMessage(message));
+    this.typing = new TypingIndicators({
+      intervalMs: options.typingIntervalMs ?? 8_000,
+      timeoutMs: options.typingTimeoutMs ?? 600_000,
+      resolveChannel: (channelId) => this.resolveChannel(channelId),
+      logger: this.logger,
+    });
+    this.client.on(Events.MessageCreate, (message) => this.intake?.receive(message));
+    // Every READY is a new session (first login, or after Discord refused a resume): what was
+    // posted in between is only in the channel history.
+    this.client.on(Events.ShardReady, (shardId) => this.startBackfill(shardId));
     this.client.on(Events.InteractionCreate, (interaction) => this.onInteraction(interaction));
     // Chats the bot lost: what they scheduled goes (docs/reminders.md).
     this.client.on(Events.Raw, (packet: { t?: string | null; d?: unknown }) => this.onRawPacket(packet));
     this.client.on(Events.ChannelDelete, (channel) => {
       if (channel.isDMBased()) return;
-      this.closeChats([channel.id, ...("threads" in channel ? channel.threads.cache.keys() : [])], "channel deleted");
+      this.intake?.closeChats([channel.id, ...("threads" in channel ? channel.threads.cache.keys() : [])], "channel deleted");
     });
-    this.client.on(Events.ThreadDelete, (thread) => this.closeChats([thread.id], "thread deleted"));
+    this.client.on(Events.ThreadDelete, (thread) => this.intake?.closeChats([thread.id], "thread deleted"));
     this.client.on(Events.Error, (error) => this.logger.error({ error: errorMessage(error) }, "discord client error"));
     this.client.on(Events.ShardError, (error, shardId) => this.logger.warn({ shardId, error: errorMessage(error) }, "discord gateway error"));
-    this.client.on(Events.ShardDisconnect, (event, shardId) =>
-      this.logger.error({ shardId, code: event.code, hint: CLOSE_HINTS[event.code] }, "discord gateway closed for good"));
+    this.client.on(Events.ShardDisconnect, (event, shardId) => {
+      this.closeCode = event.code;
+      this.logger.error({ shardId, code: event.code, hint: CLOSE_HINTS[event.code] }, "discord gateway closed for good");
+    });
     this.client.on(Events.ShardReconnecting, (shardId) => this.logger.info({ shardId }, "discord gateway reconnecting"));
+    this.client.on(Events.ShardResume, (shardId, replayed) => this.logger.info({ shardId, replayed }, "discord gateway resumed"));
     this.client.on(Events.Warn, (warning) => this.logger.warn({ warning }, "discord client warning"));
     this.client.rest.on("rateLimited", (info) =>
       this.logger.debug({ route: info.route, retryAfterMs: info.retryAfter, global: info.global }, "discord rate limit hit; request queued"));
   }
 
   async start(ingress: IngressPort): Promise<void> {
-    if (this.ingress) throw new Error("DiscordAdapter.start called twice");
+    if (this.intake) throw new Error("DiscordAdapter.start called twice");
     this.ingress = ingress;
+    const maxMessageChars = this.options.maxMessageChars ?? 16_000;
+    this.intake = new Intake({
+      ingress,
+      logger: this.logger,
+      botUser: () => this.client.user,
+      rules: { alwaysOnChannels: new Set(this.options.alwaysOnChannels ?? []), maxMessageChars },
+      isWatched: (facts) => facts.isDirectMessage || this.watchedChannels.has(facts.channelId) || (facts.threadParentId !== null && this.watchedChannels.has(facts.threadParentId)),
+      // No text of maxMessageChars characters takes more than 4 bytes each in UTF-8.
+      maxTextFileBytes: maxMessageChars * 4,
+      textFileTimeoutMs: this.options.textFileTimeoutMs ?? 10_000,
+      submitRetryDelaysMs: this.options.submitRetryDelaysMs ?? [250, 1_000, 4_000],
+      notify: (message, text, kind) => this.replyNotice(message, text, kind),
+    });
+    if (!ingress.cursors) this.logger.warn("the ingress keeps no channel cursors: messages posted while disconnected will not be caught up");
     const abort = new AbortController();
     const ready = once(this.client, Events.ClientReady, { signal: abort.signal });
     try {
@@ -117,7 +151,8 @@ export class DiscordAdapter implements ChannelAdapter {
       ready.catch(() => undefined);
       abort.abort();
       await this.client.destroy().catch(() => undefined);
-      throw new PermanentError(`Discord login failed: ${errorMessage(error)}`, { cause: error });
+      const hint = this.closeCode === undefined ? undefined : CLOSE_HINTS[this.closeCode];
+      throw new PermanentError(`Discord login failed: ${errorMessage(error)}${hint ? ` (${hint})` : ""}`, { cause: error });
     }
     const user = this.client.user;
     this.logger.info({ botUserId: user?.id, botName: user?.username, guilds: this.client.guilds.cache.size }, "discord connected");
@@ -127,33 +162,46 @@ export class DiscordAdapter implements ChannelAdapter {
     const parts = splitMessage(reply.text);
     if (parts.length === 0) {
       this.logger.warn({ replyId: reply.replyId }, "empty reply not sent");
-      this.stopTyping(reply.sessionKey);
+      this.typing.stop(reply.sessionKey);
       return;
     }
-    const channel = await this.resolveChannel(reply.target.chatId);
+    let channel: SendableChannels;
+    try {
+      channel = await this.resolveChannel(reply.target.chatId);
+    } catch (error) {
+      this.typing.stop(reply.sessionKey);
+      throw error;
+    }
     if (reply.replaces !== undefined && options.fromPart === 0 && (await replaceMessage(channel, reply, 2_000))) {
       await options.onPartSent(0);
       return;
     }
-    await sendParts(channel, parts, {
-      ...(reply.actions?.length ? { lastPart: { components: buttonRow(reply.actions) } } : {}),
-      replyToMessageId: reply.target.replyToMessageId ?? reply.inReplyTo.at(-1),
-      fromPart: options.fromPart,
-      onPartSent: (partIndex) => {
-        if (partIndex === parts.length - 1) this.stopTyping(reply.sessionKey);
-        return options.onPartSent(partIndex);
-      },
-      nonceKey: reply.replyId,
-    });
-    if (options.fromPart >= parts.length) this.stopTyping(reply.sessionKey);
+    try {
+      await sendParts(channel, parts, {
+        ...(reply.actions?.length ? { lastPart: { components: buttonRow(reply.actions) } } : {}),
+        replyToMessageId: reply.target.replyToMessageId ?? reply.inReplyTo.at(-1),
+        pingRepliedUser: this.pingsIn(channel),
+        fromPart: options.fromPart,
+        onPartSent: (partIndex) => {
+          if (partIndex === parts.length - 1) this.typing.stop(reply.sessionKey);
+          return options.onPartSent(partIndex);
+        },
+        nonceKey: reply.replyId,
+      });
+    } catch (error) {
+      // Refused for good (no access, archived thread): nothing is coming, stop "typing".
+      if (error instanceof PermanentError) this.typing.stop(reply.sessionKey);
+      throw error;
+    }
+    if (options.fromPart >= parts.length) this.typing.stop(reply.sessionKey);
     this.logger.debug({ replyId: reply.replyId, parts: parts.length, fromPart: options.fromPart }, "reply sent");
   }
 
   onActivity(activity: TurnActivity): void {
     try {
-      if (activity.target.platform !== "discord") return;
-      if (activity.type === "turn-started") this.startTyping(activity.sessionKey, activity.target.chatId);
-      else this.stopTyping(activity.sessionKey);
+      if (activity.target.platform !== "discord" || this.stopping) return;
+      if (activity.type === "turn-started") this.typing.start(activity.sessionKey, activity.target.chatId);
+      else this.typing.stop(activity.sessionKey);
     } catch (error) {
       this.logger.debug({ error: errorMessage(error) }, "typing indicator failed");
     }
@@ -170,42 +218,62 @@ export class DiscordAdapter implements ChannelAdapter {
   }
 
   private async shutdown(): Promise<void> {
-    for (const sessionKey of [...this.typingLoops.keys()]) this.stopTyping(sessionKey);
+    this.typing.stopAll();
+    // A backfill notices `stopping` between channels; one stuck on a dead dependency is not waited for long.
+    await Promise.race([this.backfilling, sleep(5_000, undefined, { ref: false })]);
     // Let messages already handed over finish reaching the ingress.
-    await Promise.allSettled([...this.sessionChains.values()]);
+    await this.intake?.close();
     await this.client.destroy();
     this.logger.info("discord stopped");
   }
 
-  /** discord.js does not await listeners: everything below is caught, nothing may throw. */
-  private onMessage(message: Message): void {
-    try {
-      const bot = this.client.user;
-      if (!this.ingress || this.stopping || !bot) return;
-      const rules: InboundRules = { botUserId: bot.id, alwaysOnChannels: this.alwaysOnChannels, maxMessageChars: this.maxMessageChars };
-      const decision = toInboundMessage(describeMessage(message, bot), rules);
-      if (decision.kind === "ignore") {
-        this.logger.trace({ messageId: message.id, channelId: message.channelId, reason: decision.reason }, "message ignored");
-        return;
-      }
-      this.inSessionOrder(decision.message.sessionKey, () => this.deliver(message, decision.message, decision.truncatedFrom));
-    } catch (error) {
-      this.logger.warn({ messageId: message.id, error: errorMessage(error) }, "malformed discord message skipped");
+  /** One backfill at a time; live messages wait behind it (at most backfillHoldMs) to keep order. */
+  private startBackfill(shardId: number): void {
+    const intake = this.intake;
+    const run = this.backfilling.then(() => this.backfill(shardId));
+    this.backfilling = run;
+    if (intake) {
+      const holdMs = this.options.backfillHoldMs ?? 30_000;
+      let timer: NodeJS.Timeout | undefined;
+      const limit = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, holdMs);
+        timer.unref();
+      });
+      void intake.hold(Promise.race([run, limit]).finally(() => clearTimeout(timer)));
     }
   }
 
-  /** A button press: acknowledged at once (Discord's 3 s), then handed to the ingress in session order. */
+  private async backfill(shardId: number): Promise<void> {
+    const intake = this.intake;
+    const cursors = this.ingress?.cursors;
+    if (!intake || !cursors || this.stopping) return;
+    try {
+      const report = await runBackfill({
+        client: this.client,
+        cursors,
+        channelIds: this.watchedChannels,
+        enqueue: (message) => intake.enqueue(message),
+        stopped: () => this.stopping !== undefined,
+        logger: this.logger,
+        limits: { ...DEFAULT_BACKFILL_LIMITS, ...this.options.backfillLimits },
+      });
+      const log = report.truncated.length > 0 ? this.logger.warn.bind(this.logger) : this.logger.info.bind(this.logger);
+      log({ shardId, ...report }, report.truncated.length > 0 ? "discord backfill hit its bound; only the newest messages were caught up" : "discord backfill done");
+    } catch (error) {
+      this.logger.warn({ shardId, error: errorMessage(error) }, "discord backfill failed");
+    }
+  }
+
+  /** A button press: acknowledged at once (Discord's 3 s), then handed to the ingress behind the channel's messages. */
   private onInteraction(interaction: Interaction): void {
-    if (!interaction.isButton() || !this.ingress || this.stopping) return;
+    const intake = this.intake;
+    if (!interaction.isButton() || !intake || this.stopping) return;
     try {
       const inbound = toInboundAction(interaction);
       const acknowledged = interaction.deferUpdate().catch((error: unknown) =>
         this.logger.warn({ interactionId: interaction.id, error: errorMessage(error) }, "interaction not acknowledged"));
-      this.inSessionOrder(inbound.sessionKey, async () => {
-        await acknowledged;
-        const result = await this.submit(inbound);
-        this.logger.debug({ messageId: inbound.messageId, status: result?.status }, "button press submitted");
-      });
+      void intake.submitInOrder(inbound, acknowledged).then((result) =>
+        this.logger.debug({ messageId: inbound.messageId, status: result?.status }, "button press submitted"));
     } catch (error) {
       this.logger.warn({ interactionId: interaction.id, error: errorMessage(error) }, "malformed interaction skipped");
     }
@@ -221,79 +289,21 @@ export class DiscordAdapter implements ChannelAdapter {
     const data = packet.d as { id?: string; unavailable?: boolean } | undefined;
     if (!data?.id || data.unavailable) return;
     const guild = this.client.guilds.cache.get(data.id);
-    if (guild) this.closeChats([...guild.channels.cache.keys()], "removed from the guild");
+    if (guild) this.intake?.closeChats([...guild.channels.cache.keys()], "removed from the guild");
   }
 
-  /** Tells the ingress, with the submit's retries; the gateway never sends the event again. */
-  private closeChats(chatIds: readonly string[], reason: string): void {
-    const ingress = this.ingress;
-    const closed = ingress?.chatClosed;
-    if (!closed || chatIds.length === 0) return;
-    this.inSessionOrder(`closed:${chatIds[0]}`, async () => {
-      for (const chatId of chatIds) await this.retried({ chatId }, "chat-closed not recorded", () => closed.call(ingress, "discord", chatId));
-      this.logger.info({ chats: chatIds.length, reason }, "discord chats closed for the bot");
-    });
+  /** DISCORD_PING_ON_REPLY: in guild channels the reply pings the asker; a DM notifies anyway. */
+  private pingsIn(channel: SendableChannels): boolean {
+    return (this.options.pingOnReply ?? true) && !channel.isDMBased();
   }
 
-  private inSessionOrder(sessionKey: string, task: () => Promise<void>): void {
-    const previous = this.sessionChains.get(sessionKey) ?? Promise.resolve();
-    const next = previous.then(task).catch((error: unknown) =>
-      this.logger.error({ sessionKey, error: errorMessage(error) }, "discord message handling failed"));
-    this.sessionChains.set(sessionKey, next);
-    void next.finally(() => {
-      if (this.sessionChains.get(sessionKey) === next) this.sessionChains.delete(sessionKey);
-    });
-  }
-
-  private async deliver(message: Message, inbound: DiscordInboundMessage, truncatedFrom: number | undefined): Promise<void> {
-    const log = { messageId: inbound.messageId, sessionKey: inbound.sessionKey };
-    const result = await this.submit(inbound);
-    if (result === undefined) {
-      await this.replyNotice(message, SUBMIT_FAILED_NOTICE, "submit-failed");
-      return;
-    }
-    this.logger.debug({ ...log, status: result.status }, "message submitted");
-    switch (result.status) {
-      case "accepted":
-        if (truncatedFrom !== undefined) {
-          await this.replyNotice(message, `Your message was ${truncatedFrom} characters long; I only read the first ${inbound.text.length}.`, "truncated");
-        }
-        return;
-      case "duplicate":
-        return;
-      case "denied":
-      case "rate-limited":
-        if (result.notice) await this.replyNotice(message, result.notice, result.status);
-        return;
-    }
-  }
-
-  /** Submits with retries; undefined when every attempt failed. */
-  private async submit(inbound: DiscordInboundMessage): Promise<SubmitResult | undefined> {
-    const ingress = this.ingress;
-    if (!ingress) return undefined;
-    return this.retried({ messageId: inbound.messageId }, "ingress submit failed", () => ingress.submit(inbound));
-  }
-
-  /** An ingress call, retried after each of submitRetryDelaysMs; undefined when every attempt failed. */
-  private async retried<T>(context: Record<string, unknown>, failure: string, call: () => Promise<T>): Promise<T | undefined> {
-    for (let attempt = 0; ; attempt += 1) {
-      try {
-        return await call();
-      } catch (error) {
-        const delay = this.submitRetryDelaysMs[attempt];
-        this.logger.warn({ ...context, attempt: attempt + 1, error: errorMessage(error) }, failure);
-        if (delay === undefined) return undefined;
-        await sleep(delay);
-      }
-    }
-  }
-
-  /** A notice straight from the adapter (access, rate limit, truncation), as a reply. */
+  /** A notice straight from the adapter (access, rate limit, truncation, unreadable files), as a reply. */
   private async replyNotice(message: Message, text: string, kind: string): Promise<void> {
     try {
       const channel = message.channel.isSendable() ? message.channel : await this.resolveChannel(message.channelId);
-      await sendParts(channel, splitMessage(text), { replyToMessageId: message.id, fromPart: 0, nonceKey: `${message.id}:${kind}` });
+      await sendParts(channel, splitMessage(text), {
+        replyToMessageId: message.id, pingRepliedUser: this.pingsIn(channel), fromPart: 0, nonceKey: `${message.id}:${kind}`,
+      });
     } catch (error) {
       this.logger.warn({ messageId: message.id, kind, error: errorMessage(error) }, "notice not sent");
     }
@@ -309,35 +319,5 @@ export class DiscordAdapter implements ChannelAdapter {
     }
     if (!channel?.isSendable()) throw new PermanentError(`Discord channel ${channelId} cannot take messages`);
     return channel;
-  }
-
-  private startTyping(sessionKey: string, channelId: string): void {
-    this.stopTyping(sessionKey);
-    if (this.stopping) return;
-    const tick = (): void => void this.sendTyping(channelId);
-    const interval = setInterval(tick, this.typingIntervalMs);
-    const timeout = setTimeout(() => this.stopTyping(sessionKey), this.typingTimeoutMs);
-    interval.unref();
-    timeout.unref();
-    this.typingLoops.set(sessionKey, { interval, timeout });
-    tick();
-  }
-
-  private stopTyping(sessionKey: string): void {
-    const loop = this.typingLoops.get(sessionKey);
-    if (!loop) return;
-    clearInterval(loop.interval);
-    clearTimeout(loop.timeout);
-    this.typingLoops.delete(sessionKey);
-  }
-
-  /** Fire-and-forget: a typing indicator is never worth an error. */
-  private async sendTyping(channelId: string): Promise<void> {
-    try {
-      const channel = await this.resolveChannel(channelId);
-      await channel.sendTyping();
-    } catch (error) {
-      this.logger.debug({ channelId, error: errorMessage(error) }, "typing indicator not sent");
-    }
   }
 }

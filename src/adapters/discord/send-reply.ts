@@ -10,10 +10,14 @@ import { PermanentError, RetryableError, errorMessage } from "../../errors.js";
 
 /** Model output must never ping: no @everyone/@here, roles or users, not even the replied-to user. */
 export const NO_MENTIONS = { parse: [], repliedUser: false } as const satisfies MessageCreateOptions["allowedMentions"];
+/** The one ping allowed (DISCORD_PING_ON_REPLY, guilds only): the person the reply answers. */
+const PING_REPLIED_USER = { parse: [], repliedUser: true } as const satisfies MessageCreateOptions["allowedMentions"];
 
 export interface SendPartsOptions {
   /** The first part replies to this message; later parts are plain channel messages. */
   replyToMessageId?: string | undefined;
+  /** Whether that reply pings its author (never anyone else). @defaultValue false */
+  pingRepliedUser?: boolean | undefined;
   /** Parts before this index were delivered earlier and are skipped. */
   fromPart: number;
   /** Called after each part is delivered, with its index. */
@@ -27,13 +31,13 @@ export interface SendPartsOptions {
 export async function sendParts(channel: SendableChannels, parts: readonly string[], options: SendPartsOptions): Promise<void> {
   for (const [index, content] of parts.entries()) {
     if (index < options.fromPart) continue;
-    const reply = index === 0 && options.replyToMessageId !== undefined
-      ? { reply: { messageReference: options.replyToMessageId, failIfNotExists: false } }
-      : {};
+    const replyTo = index === 0 ? options.replyToMessageId : undefined;
+    const isReply = replyTo !== undefined;
+    const reply = isReply ? { reply: { messageReference: replyTo, failIfNotExists: false } } : {};
     try {
       await channel.send({
         content,
-        allowedMentions: NO_MENTIONS,
+        allowedMentions: isReply && options.pingRepliedUser === true ? PING_REPLIED_USER : NO_MENTIONS,
         // With enforce_nonce Discord returns the message it already created for this nonce
         // (within a few minutes) instead of posting it again: a send whose response was lost
         // and is then retried does not show the part twice.

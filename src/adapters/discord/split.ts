@@ -1,18 +1,28 @@
+import { scanDiscordMarkdown, type CodeBlock, type Segment } from "./discord-markdown.js";
+import { renderTables } from "./tables.js";
+
 /**
- * Splits a reply into Discord-sized messages.
+ * Splits a reply into Discord-sized messages that each render as their stretch of the whole
+ * would: code stays code, prose stays prose (see discord-markdown.ts for how Discord's client
+ * finds code, which is not CommonMark).
  *
- * Discord refuses `content` longer than 2,000 characters. Parts aim at ~1,900 so the fence
- * lines added when a code block is cut (`\n` + three backticks closing it, three backticks +
- * language tag reopening it) never push a part over the limit. Cuts prefer a paragraph break,
- * then a line break, then a space, and fall back to a hard cut (never inside a surrogate pair).
+ * Discord refuses `content` longer than 2,000 characters (it counts code points; UTF-16 units
+ * are never fewer, so they are a safe measure). Parts aim at ~1,900 so the fence lines added
+ * when a code block is cut (`\n` + three backticks closing it, three backticks + language tag
+ * reopening it) never push a part over. Cuts prefer a paragraph break, then a line break, then
+ * a space, then any grapheme boundary (never inside an emoji, a flag or an accented letter),
+ * and are never placed:
  *
- * Code fences follow Discord's renderer, not CommonMark: a line that starts with three
- * backticks opens a block when none is open and closes the open one otherwise. A block that
- * spans two parts is closed at the end of the first and reopened, with the same language tag,
- * at the start of the next, so every part renders on its own.
+ * - inside an inline code span, a run of backticks or an escape (`\``);
+ * - inside a code block's fences, or so that either side of the block holds no code;
+ * - mid-line where the next part would start with a heading, quote or list marker.
+ *
+ * A code block cut in two is closed at the end of one part and reopened, with its language
+ * tag, at the start of the next. Only a span of inline code or a run of backticks longer than
+ * a whole part cannot be kept whole.
  */
 
-/** Discord's hard limit for message `content` (UTF-16 units are a safe upper bound). */
+/** Discord's hard limit for message `content`. */
 export const DISCORD_MESSAGE_LIMIT = 2000;
 /** Where parts are cut; leaves room for the added fence lines. */
 export const DISCORD_SPLIT_TARGET = 1900;
@@ -22,18 +32,6 @@ export interface SplitOptions {
   maxLength?: number;
   /** Preferred part size; at least 64 and at most `maxLength`. @defaultValue 1900 */
   targetLength?: number;
-}
-
-/** A line starting (after up to three spaces) with three backticks. */
-const FENCE_LINE = /^ {0,3}```/;
-/** Language tags Discord highlights; anything else is dropped when a block is reopened. */
-const LANGUAGE_TAG = /^[\w+\-.#]{1,32}$/;
-/** The longest fence line added at a part's end: a newline and three backticks. */
-const CLOSE_RESERVE = 4;
-
-interface OpenFence {
-  /** The language tag to reopen with ("" when the block had none or an unusable one). */
-  language: string;
 }
 
 /**
@@ -51,8 +49,17 @@ export interface PlannedPart {
   close: string;
 }
 
-export function splitMessage(text: string, options: SplitOptions = {}): string[] {
-  return planParts(text, options).map((part) => part.text);
+/** The longest fence added at a part's end: a newline and three backticks. */
+const CLOSE_RESERVE = 4;
+/** What Discord treats as a block at a line start: a cut must not make one out of mid-line text. */
+const LINE_START_MARKUP = /^(?:#{1,3} |-# |>>> |> |[-*] |\d+\. )/;
+/** Graphemes can run past the cut; reading this far ahead settles whether it is a boundary. */
+const GRAPHEME_LOOKAHEAD = 64;
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+
+/** The model's Markdown as Discord messages: tables as monospace blocks, then split. */
+export function splitMessage(markdown: string, options: SplitOptions = {}): string[] {
+  return planParts(renderTables(markdown), options).map((part) => part.text);
 }
 
 export function planParts(text: string, options: SplitOptions = {}): PlannedPart[] {
@@ -60,176 +67,173 @@ export function planParts(text: string, options: SplitOptions = {}): PlannedPart
   const targetLength = Math.min(options.targetLength ?? DISCORD_SPLIT_TARGET, maxLength);
   if (targetLength < 64) throw new RangeError(`splitMessage: targetLength must be at least 64 (got ${targetLength})`);
 
+  const map = new SegmentMap(text, scanDiscordMarkdown(text));
   const parts: PlannedPart[] = [];
-  let cursor: Cursor = { position: 0, lineStart: 0, fence: null };
-  while (cursor.position < text.length) {
-    const { after, ...part } = planPart(text, cursor, targetLength, maxLength);
+  let position = 0;
+  let block: CodeBlock | undefined;
+  while (position < text.length) {
+    // A language tag too long to repeat is dropped on reopening rather than starving the part.
+    const reopen = block ? `\`\`\`${block.language.length <= targetLength / 4 ? block.language : ""}\n` : "";
+    const { end, next } = new Cutter(text, map, position, targetLength - reopen.length - CLOSE_RESERVE, maxLength - reopen.length).cut();
+    const open = map.blockAround(end);
+    const continues = open !== undefined && end < open.contentEnd;
+    const close = continues ? `${text.charCodeAt(end - 1) === 10 ? "" : "\n"}\`\`\`` : "";
     // Discord rejects empty messages; whitespace between parts is not worth one.
-    if (text.slice(part.start, part.end).trim() !== "") parts.push(part);
-    cursor = after;
+    if (text.slice(position, end).trim() !== "") parts.push({ text: reopen + text.slice(position, end) + close, start: position, end, reopen, close });
+    block = continues ? open : undefined;
+    position = next;
   }
   return parts;
 }
 
-/** Where a part starts. Every search below stays inside the part, so splitting is linear. */
-interface Cursor {
-  position: number;
-  /** Start of the line holding `position`; earlier than it after a cut inside a line. */
-  lineStart: number;
-  /** The code block open at `position`, to reopen. */
-  fence: OpenFence | null;
-}
+/** Which segment holds an index, by binary search. */
+class SegmentMap {
+  private readonly starts: number[];
+  /** Per code block: its first and last non-whitespace character of code. */
+  private readonly code = new Map<CodeBlock, { first: number; last: number }>();
 
-interface PartPlan extends PlannedPart {
-  after: Cursor;
-}
-
-function planPart(text: string, cursor: Cursor, targetLength: number, maxLength: number): PartPlan {
-  const { position, fence } = cursor;
-  const reopen = fence ? `\`\`\`${fence.language}\n` : "";
-  const budget = targetLength - reopen.length - CLOSE_RESERVE;
-  let { end, next } = chooseCut(text, cursor, budget);
-  let scan = scanFences(text, position, end, fence);
-
-  // Cut right after a block's opening line: move that line to the next part instead of
-  // leaving an empty block behind.
-  if (scan.fence && scan.openerStart > position + 1 && text.slice(lineEndWithin(text, scan.openerStart, end), end).trim() === "") {
-    end = trimNewlinesBefore(text, scan.openerStart - 1, position);
-    next = scan.openerStart;
-    scan = scanFences(text, position, end, fence);
-  }
-
-  // Cut right before the line that closes the block: keep that line in this part instead of
-  // adding a closing fence here and an empty reopened block to the next part.
-  if (scan.fence && next < text.length && isLineStart(text, next) && FENCE_LINE.test(lineHead(text, next))) {
-    const closerEnd = lineEndWithin(text, next, position - reopen.length + maxLength + 1);
-    if (reopen.length + (closerEnd - position) <= maxLength && (closerEnd === text.length || text[closerEnd] === "\n")) {
-      end = closerEnd;
-      next = skipNewlines(text, closerEnd);
-      scan = { fence: null, openerStart: -1 };
+  constructor(private readonly text: string, private readonly segments: readonly Segment[]) {
+    this.starts = segments.map((segment) => segment.start);
+    for (const segment of segments) {
+      if (segment.kind !== "code-block") continue;
+      let first = segment.contentStart;
+      while (first < segment.contentEnd && /\s/.test(text.charAt(first))) first += 1;
+      let last = segment.contentEnd - 1;
+      while (last > first && /\s/.test(text.charAt(last))) last -= 1;
+      this.code.set(segment, { first, last });
     }
   }
 
-  const body = text.slice(position, end);
-  const close = scan.fence ? `${body.endsWith("\n") ? "" : "\n"}\`\`\`` : "";
-  const lastNewline = text.slice(position, next).lastIndexOf("\n");
-  const lineStart = isLineStart(text, next) ? next : lastNewline === -1 ? cursor.lineStart : position + lastNewline + 1;
-  return { text: reopen + body + close, start: position, end, reopen, close, after: { position: next, lineStart, fence: scan.fence } };
-}
-
-/**
- * Picks where the part starting at the cursor ends (`end`, exclusive) and where the next one
- * starts (`next`; the separator in between is dropped). The part holds at most `budget` chars.
- */
-function chooseCut(text: string, cursor: Cursor, budget: number): { end: number; next: number } {
-  const { position } = cursor;
-  const limit = position + budget;
-  if (limit >= text.length) return { end: text.length, next: text.length };
-  const half = position + Math.floor(budget / 2);
-
-  const paragraph = findLast(text, cursor, "\n\n", limit, half);
-  if (paragraph !== -1) return newlineCut(text, paragraph, position);
-  const line = findLast(text, cursor, "\n", limit, half);
-  if (line !== -1) return newlineCut(text, line, position);
-  const space = findLast(text, cursor, " ", limit, half);
-  if (space !== -1) return { end: space, next: space + 1 };
-  const earlyLine = findLast(text, cursor, "\n", limit, position + 1);
-  if (earlyLine !== -1) return newlineCut(text, earlyLine, position);
-  const earlySpace = findLast(text, cursor, " ", limit, position + 1);
-  if (earlySpace !== -1) return { end: earlySpace, next: earlySpace + 1 };
-  return hardCut(text, cursor, limit);
-}
-
-/** The last index in [minimum, limit] (and after the cursor) where `separator` starts and a cut is allowed. */
-function findLast(text: string, cursor: Cursor, separator: string, limit: number, minimum: number): number {
-  const window = text.slice(cursor.position, limit + separator.length);
-  let offset = window.lastIndexOf(separator);
-  while (offset > 0 && cursor.position + offset >= minimum) {
-    const index = cursor.position + offset;
-    if (canCutAt(text, cursor, index, index + separator.length)) return index;
-    offset = window.lastIndexOf(separator, offset - 1);
-  }
-  return -1;
-}
-
-/**
- * A cut must not fall inside a fence line (it would stop being one), and the next part must
- * not start with three backticks that were mid-line in the source (they would become one).
- */
-function canCutAt(text: string, cursor: Cursor, end: number, next: number): boolean {
-  const newline = text.slice(cursor.position, end).lastIndexOf("\n");
-  const start = newline === -1 ? cursor.lineStart : cursor.position + newline + 1;
-  if (start < end && FENCE_LINE.test(lineHead(text, start))) return false;
-  return isLineStart(text, next) || !FENCE_LINE.test(text.slice(next, next + 6));
-}
-
-function newlineCut(text: string, index: number, position: number): { end: number; next: number } {
-  return { end: trimNewlinesBefore(text, index, position), next: skipNewlines(text, index) };
-}
-
-function hardCut(text: string, cursor: Cursor, limit: number): { end: number; next: number } {
-  const { position } = cursor;
-  const splitsPair = (index: number): boolean => isHighSurrogate(text.charCodeAt(index - 1));
-  const startsFence = (index: number): boolean => !isLineStart(text, index) && FENCE_LINE.test(text.slice(index, index + 6));
-  let end = limit;
-  while (end > position + 1 && (!canCutAt(text, cursor, end, end) || splitsPair(end))) end -= 1;
-  if (canCutAt(text, cursor, end, end)) return { end, next: end };
-  // A fence line longer than a whole part: cut inside it, where the rest does not look like one.
-  end = limit;
-  while (end > position + 1 && (startsFence(end) || splitsPair(end))) end -= 1;
-  if (startsFence(end) || splitsPair(end)) end = splitsPair(limit) ? limit - 1 : limit;
-  return { end, next: end };
-}
-
-/**
- * The fence state after the lines that start in [from, to), given the state at `from`, and
- * where the still-open block's opening line starts (-1 when it was opened before `from`).
- */
-function scanFences(text: string, from: number, to: number, fence: OpenFence | null): { fence: OpenFence | null; openerStart: number } {
-  let state = fence;
-  let openerStart = -1;
-  let index = isLineStart(text, from) ? from : lineEndWithin(text, from, to) + 1;
-  while (index < to) {
-    const head = lineHead(text, index);
-    if (FENCE_LINE.test(head)) {
-      if (state) {
-        state = null;
-        openerStart = -1;
-      } else {
-        const language = head.replace(FENCE_LINE, "").trim().split(/\s/, 1)[0] ?? "";
-        state = { language: LANGUAGE_TAG.test(language) ? language : "" };
-        openerStart = index;
-      }
+  at(index: number): Segment | undefined {
+    let low = 0;
+    let high = this.starts.length - 1;
+    while (low < high) {
+      const middle = (low + high + 1) >> 1;
+      if ((this.starts[middle] ?? 0) <= index) low = middle;
+      else high = middle - 1;
     }
-    index = lineEndWithin(text, index, to) + 1;
+    return this.segments[low];
   }
-  return { fence: state, openerStart };
+
+  /** The code block an index falls strictly inside of (not at its start or end). */
+  blockAround(index: number): CodeBlock | undefined {
+    const segment = this.at(index);
+    return segment?.kind === "code-block" && segment.start < index && index < segment.end ? segment : undefined;
+  }
+
+  /** Whether a part may end at `end` and the next begin at `next` (the whitespace between dropped). */
+  allows(end: number, next: number): boolean {
+    const text = this.text;
+    // Never split a run of backticks, or an escape from what it escapes.
+    if (text.charCodeAt(end - 1) === 96 && text.charCodeAt(end) === 96) return false;
+    if (text.charCodeAt(end - 1) === 92) return false;
+    for (const index of end === next ? [end] : [end, next]) {
+      const segment = this.at(index);
+      if (segment?.kind === "inline-code" && segment.start < index && index < segment.end) return false;
+    }
+    const block = this.blockAround(end);
+    if (block) {
+      // Inside the code, with code on both sides: the fences added around the cut do the rest.
+      const code = this.code.get(block);
+      return code !== undefined && code.first < end && next <= code.last && next < block.contentEnd;
+    }
+    return next === 0 || text.charCodeAt(next - 1) === 10 || !LINE_START_MARKUP.test(text.slice(next, next + 8));
+  }
 }
 
-const isLineStart = (text: string, index: number): boolean => index === 0 || text[index - 1] === "\n";
-const isHighSurrogate = (code: number): boolean => code >= 0xd800 && code <= 0xdbff;
+/** Chooses where the part starting at `position` ends (`end`) and where the next one starts (`next`). */
+class Cutter {
+  private readonly limit: number;
+  /** A part must hold more than whitespace: it ends after this index. */
+  private readonly firstContent: number;
+  private boundaries: Set<number> | undefined;
 
-/** The first characters of the line starting at `start`: enough for a fence and its language tag. */
-function lineHead(text: string, start: number): string {
-  const head = text.slice(start, start + 64);
-  const newline = head.indexOf("\n");
-  return newline === -1 ? head : head.slice(0, newline);
-}
+  constructor(
+    private readonly text: string,
+    private readonly map: SegmentMap,
+    private readonly position: number,
+    private readonly budget: number,
+    /** What the part may hold when no fence is added at its end. */
+    private readonly room: number,
+  ) {
+    this.limit = position + budget;
+    const offset = text.slice(position, this.limit).search(/\S/);
+    this.firstContent = offset === -1 ? this.limit : position + offset;
+  }
 
-/** End of the line holding `index`, or `bound` when the line goes on past it. */
-function lineEndWithin(text: string, index: number, bound: number): number {
-  const newline = text.slice(index, bound).indexOf("\n");
-  return newline === -1 ? Math.min(bound, text.length) : index + newline;
+  cut(): { end: number; next: number } {
+    const { text, position, limit } = this;
+    if (text.length <= limit) return { end: text.length, next: text.length };
+    // Only the end of a code block (whitespace and its closer) is past the limit: keep the
+    // block whole rather than reopen it for nothing, if the hard limit allows.
+    const block = this.map.blockAround(limit);
+    if (block && text.slice(Math.max(limit, block.contentStart), block.contentEnd).trim() === "" && block.end - position <= this.room) {
+      return { end: block.end, next: skipNewlines(text, block.end) };
+    }
+    const half = position + Math.floor(this.budget / 2);
+    return this.last("\n\n", half) ?? this.last("\n", half) ?? this.last(" ", half)
+      ?? this.last("\n", position + 1) ?? this.last(" ", position + 1)
+      ?? this.hard() ?? this.anyBoundary();
+  }
+
+  /** The last `separator` in [minimum, limit] where a cut is allowed. */
+  private last(separator: string, minimum: number): { end: number; next: number } | undefined {
+    const { text, position } = this;
+    const window = text.slice(position, this.limit + separator.length);
+    for (let offset = window.lastIndexOf(separator); offset > 0 && position + offset >= minimum; offset = window.lastIndexOf(separator, offset - 1)) {
+      const index = position + offset;
+      const cut = separator === " "
+        ? { end: index, next: index + 1 }
+        : { end: trimNewlinesBefore(text, index, position), next: skipNewlines(text, index) };
+      if (this.acceptable(cut.end, cut.next)) return cut;
+    }
+    return undefined;
+  }
+
+  /** The last grapheme boundary before the limit where the markup allows a cut. */
+  private hard(): { end: number; next: number } | undefined {
+    for (let end = this.limit; end > this.position; end -= 1) {
+      if (this.acceptable(end, end)) return { end, next: end };
+    }
+    return undefined;
+  }
+
+  /** Inline code or backticks longer than a part: cut at the last grapheme boundary, whatever the markup. */
+  private anyBoundary(): { end: number; next: number } {
+    for (let end = this.limit; end > this.position; end -= 1) if (this.isBoundary(end)) return { end, next: end };
+    // A single grapheme longer than the budget: cut it, there is no other way.
+    return { end: this.limit, next: this.limit };
+  }
+
+  private acceptable(end: number, next: number): boolean {
+    return end > this.firstContent && this.isBoundary(end) && this.isBoundary(next) && this.map.allows(end, next);
+  }
+
+  private isBoundary(index: number): boolean {
+    if (index >= this.text.length || index <= this.position) return true;
+    // Between two ASCII characters there is always a boundary, except inside CR LF: no need
+    // to ask the segmenter (the costly part of splitting long text).
+    const before = this.text.charCodeAt(index - 1);
+    const after = this.text.charCodeAt(index);
+    if (before < 0x80 && after < 0x80) return !(before === 13 && after === 10);
+    if (!this.boundaries) {
+      // One pass over this part's window; the part starts on a boundary.
+      this.boundaries = new Set();
+      const window = this.text.slice(this.position, Math.min(this.text.length, this.limit + 1 + GRAPHEME_LOOKAHEAD));
+      for (const { index: start } of graphemes.segment(window)) this.boundaries.add(this.position + start);
+    }
+    return this.boundaries.has(index);
+  }
 }
 
 function skipNewlines(text: string, index: number): number {
   let next = index;
-  while (text[next] === "\n") next += 1;
+  while (text.charCodeAt(next) === 10) next += 1;
   return next;
 }
 
 function trimNewlinesBefore(text: string, index: number, position: number): number {
   let end = index;
-  while (end > position && text[end - 1] === "\n") end -= 1;
+  while (end > position && text.charCodeAt(end - 1) === 10) end -= 1;
   return end;
 }

@@ -1,12 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { toInboundMessage, type DiscordMessageFacts, type InboundRules } from "../../../../src/adapters/discord/to-inbound-message.js";
+import {
+  completeInbound, planInbound, replyContextFrom, truncate, type AttachmentFacts, type DiscordMessageFacts, type InboundOutcome, type InboundRules, type ReadFile,
+} from "../../../../src/adapters/discord/to-inbound-message.js";
 
 const BOT = "100000000000000001";
+const BOT_ROLE = "200000000000000002";
+const STAFF_ROLE = "200000000000000003";
 const CHANNEL = "300000000000000001";
 const ALWAYS_ON = "300000000000000002";
 const THREAD = "300000000000000003";
 const DM_CHANNEL = "300000000000000004";
 const USER = "400000000000000001";
+const MAX_FILE_BYTES = 200;
 
 const rules: InboundRules = { botUserId: BOT, alwaysOnChannels: new Set([ALWAYS_ON]), maxMessageChars: 50 };
 
@@ -22,22 +27,36 @@ const facts = (overrides: Partial<DiscordMessageFacts> = {}): DiscordMessageFact
   createdTimestamp: 1_796_032_800_000,
   isSystemMessage: false,
   mentionsBot: false,
+  botRoleId: BOT_ROLE,
   mentionedUsers: [],
   repliedToUserId: null,
+  replyReference: null,
+  forwardedFrom: null,
+  attachments: [],
   ...overrides,
 });
 
 const mentioned = (content: string, overrides: Partial<DiscordMessageFacts> = {}): DiscordMessageFacts =>
   facts({ content, mentionsBot: true, mentionedUsers: [{ id: BOT, name: "longhaul" }], ...overrides });
 
-describe("toInboundMessage", () => {
+const file = (name: string, contentType: string | null, size = 100): AttachmentFacts => ({ id: `a-${name}`, name, size, contentType, url: `https://cdn.example/${name}` });
+
+/** Plans, then completes with the given file contents (as the adapter would after reading them). */
+function run(input: DiscordMessageFacts, read: (file: AttachmentFacts) => ReadFile = (f) => ({ name: f.name, text: `contents of ${f.name}` }), using = rules): InboundOutcome {
+  const decision = planInbound(input, using, MAX_FILE_BYTES);
+  if (decision.kind === "ignore") return decision;
+  return completeInbound(decision.plan, decision.plan.textFiles.map(read), undefined, input, using);
+}
+
+const textOf = (outcome: InboundOutcome): string | undefined => (outcome.kind === "submit" ? outcome.message.text : undefined);
+
+describe("planInbound / completeInbound", () => {
   it("ignores a guild message that neither mentions nor replies to the bot", () => {
-    expect(toInboundMessage(facts(), rules)).toEqual({ kind: "ignore", reason: "not-addressed" });
+    expect(run(facts())).toEqual({ kind: "ignore", reason: "not-addressed" });
   });
 
   it("takes a guild message that mentions the bot, without the mention", () => {
-    const decision = toInboundMessage(mentioned(`<@${BOT}> how do I rotate logs?`, { memberNickname: "Ada (ops)" }), rules);
-    expect(decision).toEqual({
+    expect(run(mentioned(`<@${BOT}> how do I rotate logs?`, { memberNickname: "Ada (ops)" }))).toEqual({
       kind: "submit",
       message: {
         platform: "discord", sessionKey: `dc:${CHANNEL}`, messageId: "600000000000000001", chatId: CHANNEL, userId: USER,
@@ -46,50 +65,39 @@ describe("toInboundMessage", () => {
     });
   });
 
-  it("strips the nickname form of the mention too, wherever it is, and names other mentioned users", () => {
-    const decision = toInboundMessage(
-      mentioned(`ask <@!${BOT}> about <@${USER}>'s plan and <@999>`, { mentionedUsers: [{ id: BOT, name: "longhaul" }, { id: USER, name: "Ada L." }] }),
-      rules,
-    );
-    expect(decision.kind === "submit" && decision.message.text).toBe("ask about @Ada L.'s plan and <@999>");
+  it("counts a mention of the bot's managed role (what autocomplete inserts) and strips it; another role does not count", () => {
+    expect(textOf(run(facts({ content: `<@&${BOT_ROLE}> what changed in v2?` })))).toBe("what changed in v2?");
+    expect(run(facts({ content: `<@&${STAFF_ROLE}> standup?` }))).toEqual({ kind: "ignore", reason: "not-addressed" });
+    // Without a managed role in this guild (botRoleId null) a role mention never counts.
+    expect(run(facts({ content: `<@&${BOT_ROLE}> hi`, botRoleId: null }))).toEqual({ kind: "ignore", reason: "not-addressed" });
+    // Other roles stay in the text for the model.
+    expect(textOf(run(facts({ content: `<@&${BOT_ROLE}> ping <@&${STAFF_ROLE}> about it` })))).toBe(`ping <@&${STAFF_ROLE}> about it`);
   });
 
-  it("forwards text commands as they are", () => {
-    const decision = toInboundMessage(mentioned(`<@${BOT}> /compress the deployment plan`), rules);
-    expect(decision.kind === "submit" && decision.message.text).toBe("/compress the deployment plan");
+  it("strips the nickname form of the mention too, wherever it is, and names other mentioned users", () => {
+    const outcome = run(mentioned(`ask <@!${BOT}> about <@${USER}>'s plan and <@999>`, { mentionedUsers: [{ id: BOT, name: "longhaul" }, { id: USER, name: "Ada L." }] }));
+    expect(textOf(outcome)).toBe("ask about @Ada L.'s plan and <@999>");
   });
 
   it("does not count @everyone or @here from a user as a mention of the bot", () => {
-    const everyone = facts({ content: "@everyone standup in 5 @here" });
-    expect(toInboundMessage(everyone, rules)).toEqual({ kind: "ignore", reason: "not-addressed" });
+    expect(run(facts({ content: "@everyone standup in 5 @here" }))).toEqual({ kind: "ignore", reason: "not-addressed" });
   });
 
-  it("takes a reply to one of the bot's messages without a mention", () => {
-    const decision = toInboundMessage(facts({ content: "and for nginx?", repliedToUserId: BOT }), rules);
-    expect(decision).toMatchObject({ kind: "submit", message: { text: "and for nginx?" } });
+  it("takes a reply to one of the bot's messages without a mention, but not a reply to someone else", () => {
+    expect(textOf(run(facts({ content: "and for nginx?", repliedToUserId: BOT })))).toBe("and for nginx?");
+    expect(run(facts({ repliedToUserId: USER }))).toEqual({ kind: "ignore", reason: "not-addressed" });
   });
 
-  it("ignores a reply to someone else", () => {
-    expect(toInboundMessage(facts({ repliedToUserId: USER }), rules)).toEqual({ kind: "ignore", reason: "not-addressed" });
-  });
-
-  it("takes every message in an always-on channel, and in its threads", () => {
-    expect(toInboundMessage(facts({ channelId: ALWAYS_ON }), rules)).toMatchObject({ kind: "submit", message: { sessionKey: `dc:${ALWAYS_ON}` } });
-    expect(toInboundMessage(facts({ channelId: THREAD, threadParentId: ALWAYS_ON }), rules))
-      .toMatchObject({ kind: "submit", message: { sessionKey: `dc:${THREAD}`, parentChatId: ALWAYS_ON } });
-  });
-
-  it("gives a thread its own session and names its parent channel", () => {
-    const decision = toInboundMessage(mentioned(`<@${BOT}> summarize`, { channelId: THREAD, threadParentId: CHANNEL }), rules);
-    expect(decision).toMatchObject({
-      kind: "submit",
-      message: { sessionKey: `dc:${THREAD}`, chatId: THREAD, parentChatId: CHANNEL, chatType: "group", text: "summarize" },
+  it("takes every message in an always-on channel and its threads; a thread is its own session", () => {
+    expect(run(facts({ channelId: ALWAYS_ON }))).toMatchObject({ kind: "submit", message: { sessionKey: `dc:${ALWAYS_ON}` } });
+    expect(run(facts({ channelId: THREAD, threadParentId: ALWAYS_ON }))).toMatchObject({ kind: "submit", message: { sessionKey: `dc:${THREAD}`, parentChatId: ALWAYS_ON } });
+    expect(run(mentioned(`<@${BOT}> summarize`, { channelId: THREAD, threadParentId: CHANNEL }))).toMatchObject({
+      kind: "submit", message: { sessionKey: `dc:${THREAD}`, chatId: THREAD, parentChatId: CHANNEL, chatType: "group", text: "summarize" },
     });
   });
 
   it("takes every DM as a private session keyed by the user", () => {
-    const decision = toInboundMessage(facts({ channelId: DM_CHANNEL, isDirectMessage: true, content: "/status" }), rules);
-    expect(decision).toEqual({
+    expect(run(facts({ channelId: DM_CHANNEL, isDirectMessage: true, content: "/status" }))).toEqual({
       kind: "submit",
       message: {
         platform: "discord", sessionKey: `dc:dm:${USER}`, messageId: "600000000000000001", chatId: DM_CHANNEL, userId: USER,
@@ -98,35 +106,101 @@ describe("toInboundMessage", () => {
     });
   });
 
-  it("names the speaker by nickname, then global name, then username", () => {
-    const name = (overrides: Partial<DiscordMessageFacts>): string | false => {
-      const decision = toInboundMessage(facts({ channelId: ALWAYS_ON, ...overrides }), rules);
-      return decision.kind === "submit" && decision.message.userName;
-    };
-    expect(name({ memberNickname: "Ada (ops)" })).toBe("Ada (ops)");
-    expect(name({})).toBe("Ada L.");
-    expect(name({ author: { id: USER, username: "ada", globalName: null, isBot: false, isSystem: false } })).toBe("ada");
-  });
-
-  it("ignores its own messages, other bots, and system messages, even when addressed", () => {
+  it("ignores its own messages, other bots, system messages and a bare mention", () => {
     const botAuthor = { id: "400000000000000003", username: "otherbot", globalName: null, isBot: true, isSystem: false };
-    expect(toInboundMessage(mentioned("hi", { author: { id: BOT, username: "longhaul", globalName: null, isBot: true, isSystem: false } }), rules))
-      .toEqual({ kind: "ignore", reason: "own-message" });
-    expect(toInboundMessage(mentioned(`<@${BOT}> hi`, { author: botAuthor }), rules)).toEqual({ kind: "ignore", reason: "bot-author" });
-    expect(toInboundMessage(facts({ isDirectMessage: true, isSystemMessage: true }), rules)).toEqual({ kind: "ignore", reason: "system-message" });
+    expect(run(mentioned("hi", { author: { id: BOT, username: "longhaul", globalName: null, isBot: true, isSystem: false } }))).toEqual({ kind: "ignore", reason: "own-message" });
+    expect(run(mentioned(`<@${BOT}> hi`, { author: botAuthor }))).toEqual({ kind: "ignore", reason: "bot-author" });
+    expect(run(facts({ isDirectMessage: true, isSystemMessage: true }))).toEqual({ kind: "ignore", reason: "system-message" });
+    expect(run(mentioned(`<@${BOT}>`))).toEqual({ kind: "ignore", reason: "empty" });
   });
 
-  it("ignores a bare mention or an attachment-only message: nothing to answer", () => {
-    expect(toInboundMessage(mentioned(`<@${BOT}>`), rules)).toEqual({ kind: "ignore", reason: "empty" });
-    expect(toInboundMessage(facts({ isDirectMessage: true, content: "" }), rules)).toEqual({ kind: "ignore", reason: "empty" });
+  describe("attachments", () => {
+    const dm = (overrides: Partial<DiscordMessageFacts>): DiscordMessageFacts => facts({ isDirectMessage: true, channelId: DM_CHANNEL, content: "", ...overrides });
+
+    it("reads a paste Discord turned into message.txt as the message's text", () => {
+      const outcome = run(dm({ attachments: [file("message.txt", "text/plain; charset=utf-8")] }), () => ({ name: "message.txt", text: "\uFEFFthe whole paste" }));
+      expect(textOf(outcome)).toBe("the whole paste");
+      expect(outcome).not.toHaveProperty("notice");
+    });
+
+    it("reads other text/* files after the typed text, labelled with their name", () => {
+      const outcome = run(dm({ content: "review this please", attachments: [file("deploy.py", "text/x-python"), file("notes.md", "text/markdown; charset=utf-8")] }), undefined, { ...rules, maxMessageChars: 500 });
+      expect(textOf(outcome)).toBe("review this please\n\n[file deploy.py]\ncontents of deploy.py\n\n[file notes.md]\ncontents of notes.md");
+    });
+
+    it("answers an attachment-only message it cannot read with one notice and submits nothing", () => {
+      const outcome = run(dm({ attachments: [file("photo.png", "image/png"), file("scan.pdf", "application/pdf")] }));
+      expect(outcome).toEqual({ kind: "notice", notice: "I can only read text and text files for now, so I couldn't read photo.png (not a text file), scan.pdf (not a text file). Please send it as text." });
+    });
+
+    it("submits the text and adds one notice for the files it skipped (too large, not text, failed download)", () => {
+      const outcome = run(
+        dm({ content: "see attached", attachments: [file("photo.png", "image/png"), file("huge.log", "text/plain", MAX_FILE_BYTES + 1), file("flaky.txt", "text/plain")] }),
+        (f) => ({ name: f.name, failure: "failed" }),
+      );
+      expect(outcome).toEqual({
+        kind: "submit",
+        message: expect.objectContaining({ text: "see attached" }),
+        notice: "I couldn't read photo.png (not a text file), huge.log (too large), flaky.txt (download failed).",
+      });
+    });
+
+    it("in a guild, takes a paste whose message.txt mentions the bot (the mention moved into the file), and not one that does not", () => {
+      const paste = facts({ content: "", attachments: [file("message.txt", "text/plain; charset=utf-8")] });
+      expect(planInbound(paste, rules, MAX_FILE_BYTES)).toMatchObject({ kind: "take", plan: { addressed: "if-a-file-mentions-it" } });
+      expect(textOf(run(paste, () => ({ name: "message.txt", text: `<@${BOT}> why does this fail?\n${"trace\n".repeat(3)}` })))).toBe(`why does this fail?\n${"trace\n".repeat(3)}`.trim());
+      expect(textOf(run(paste, () => ({ name: "message.txt", text: `<@&${BOT_ROLE}> and this?` })))).toBe("and this?");
+      expect(run(paste, () => ({ name: "message.txt", text: "a log for the team" }))).toEqual({ kind: "ignore", reason: "not-addressed" });
+      // Another file type in a guild does not get downloaded just to look for a mention.
+      expect(run(facts({ content: "", attachments: [file("notes.md", "text/markdown")] }))).toEqual({ kind: "ignore", reason: "not-addressed" });
+    });
+
+    it("cuts text over maxMessageChars (one notice), never inside an emoji or a flag", () => {
+      const long = run(dm({ content: "y".repeat(80) }));
+      expect(long).toMatchObject({ kind: "submit", message: { text: "y".repeat(50) }, notice: "Your message was 80 characters long; I only read the first 50." });
+      expect(textOf(run(dm({ content: `${"y".repeat(48)}🇫🇷 tail` })))).toBe("y".repeat(48));
+      expect(textOf(run(dm({ content: `${"y".repeat(46)}👩‍👩‍👧 tail` })))).toBe("y".repeat(46));
+      expect(run(dm({ content: "y".repeat(50) }))).not.toHaveProperty("notice");
+    });
   });
 
-  it("truncates text over maxMessageChars and reports the original length, never splitting an emoji", () => {
-    const long = toInboundMessage(facts({ isDirectMessage: true, content: "y".repeat(80) }), rules);
-    expect(long).toMatchObject({ kind: "submit", truncatedFrom: 80, message: { text: "y".repeat(50) } });
+  it("marks a forwarded message with where it came from", () => {
+    expect(run(facts({ isDirectMessage: true, content: "the build is red", forwardedFrom: "#ci (Acme)" }))).toMatchObject({
+      kind: "submit", message: { text: "the build is red", forwardedFrom: "#ci (Acme)" },
+    });
+  });
 
-    const emoji = toInboundMessage(facts({ isDirectMessage: true, content: `${"y".repeat(49)}😀 tail` }), rules);
-    expect(emoji.kind === "submit" && emoji.message.text).toBe("y".repeat(49));
-    expect(toInboundMessage(facts({ isDirectMessage: true, content: "y".repeat(50) }), rules)).not.toHaveProperty("truncatedFrom");
+  it("puts the reply context into the message", () => {
+    const decision = planInbound(facts({ content: "is this right?", channelId: ALWAYS_ON }), rules, MAX_FILE_BYTES);
+    if (decision.kind !== "take") throw new Error("taken expected");
+    const outcome = completeInbound(decision.plan, [], { author: "Bob", text: "use rsync -a", isBot: false }, facts(), rules);
+    expect(outcome).toMatchObject({ kind: "submit", message: { text: "is this right?", replyTo: { author: "Bob", text: "use rsync -a", isBot: false } } });
+  });
+});
+
+describe("replyContextFrom", () => {
+  it("names the author, renders mentions and trims the text to REPLY_CONTEXT_MAX_CHARS with an ellipsis", () => {
+    const bob = facts({ author: { id: "400000000000000002", username: "bob", globalName: "Bob", isBot: false, isSystem: false }, content: `<@${USER}> ${"long ".repeat(200)}`, mentionedUsers: [{ id: USER, name: "Ada" }] });
+    const context = replyContextFrom(bob, BOT);
+    expect(context.author).toBe("Bob");
+    expect(context.isBot).toBe(false);
+    expect(context.text.startsWith("@Ada long long")).toBe(true);
+    expect(context.text.length).toBeLessThanOrEqual(500);
+    expect(context.text.endsWith("…")).toBe(true);
+  });
+
+  it("marks the bot's own message and describes a file-only message by its files", () => {
+    const own = facts({ author: { id: BOT, username: "longhaul", globalName: null, isBot: true, isSystem: false }, content: "" , attachments: [file("report.csv", "text/csv")] });
+    expect(replyContextFrom(own, BOT)).toEqual({ author: "longhaul", text: "[file report.csv]", isBot: true });
+  });
+});
+
+describe("truncate", () => {
+  it("keeps whole graphemes and adds the ellipsis within the limit", () => {
+    expect(truncate("abcdef", 3)).toBe("abc");
+    expect(truncate("ab😀cd", 3)).toBe("ab");
+    expect(truncate("abc", 3)).toBe("abc");
+    expect(truncate("abcdefgh", 5, "…")).toBe("abcd…");
+    expect(truncate("ab🏳️‍🌈cd", 6)).toBe("ab");
   });
 });

@@ -1,0 +1,297 @@
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import { oneLevel, type ChannelPermissions, type DiscordStore } from "./fake-discord-store.js";
+import { BOT_USER, ChannelBuckets, FAKE_TOKEN, IDS, KNOWN_USERS, compareSnowflakes, discordLength, parseMentions, type Payload } from "./fake-discord-world.js";
+
+/**
+ * The fake Discord's REST side: the routes discord.js uses, under /api/v10, and the CDN that
+ * serves attachments. Refuses what Discord refuses; records every call with its headers.
+ */
+
+export interface RecordedRequest {
+  method: string;
+  /** Path below /api/v10 (or /cdn for attachments), e.g. `/channels/1/messages`. */
+  path: string;
+  query: URLSearchParams;
+  headers: IncomingHttpHeaders;
+  body: unknown;
+  status: number;
+}
+
+export interface SendFault {
+  status: number;
+  /** Seconds, as in Discord's 429 body. */
+  retry_after?: number;
+  global?: boolean;
+  code?: number;
+  message?: string;
+}
+
+/** An answer to an interaction (POST /interactions/:id/:token/callback), as received. */
+export interface InteractionCallback {
+  id: string;
+  /** 6: deferred update of the message that carried the button. */
+  type: number;
+  /** Arrived after Discord's 3 s: the user already saw "This interaction failed". */
+  late: boolean;
+}
+
+type Reply = (status: number, payload?: unknown, headers?: Record<string, string>) => void;
+
+const MISSING_ACCESS = { message: "Missing Access", code: 50001 };
+const MISSING_PERMISSIONS = { message: "Missing Permissions", code: 50013 };
+const THREAD_ARCHIVED = { message: "Thread is archived", code: 50083 };
+const invalidForm = (field: string, code: string, message: string) => ({ message: "Invalid Form Body", code: 50035, errors: { [field]: { _errors: [{ code, message }] } } });
+
+export class FakeRest {
+  readonly requests: RecordedRequest[] = [];
+  readonly faults: SendFault[] = [];
+  readonly interactionCallbacks: InteractionCallback[] = [];
+  private readonly buckets = new ChannelBuckets();
+  /** Interactions dispatched and not yet acknowledged: id → token and when it was sent. */
+  private readonly openInteractions = new Map<string, { token: string; at: number }>();
+
+  constructor(private readonly world: DiscordStore, private readonly port: () => number, private readonly dispatch: (event: string, data: unknown) => void) {}
+
+  /** Registers a dispatched interaction; → its token, which authorises the one callback. */
+  openInteraction(id: string): string {
+    const token = `itoken-${id}`;
+    this.openInteractions.set(id, { token, at: Date.now() });
+    return token;
+  }
+
+  async handleRest(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString("utf8");
+    const method = request.method ?? "GET";
+    const url = new URL(request.url ?? "/", "http://fake");
+    const path = url.pathname.replace(/^\/api\/v10/, "");
+    let body: unknown;
+    try {
+      body = text === "" ? undefined : JSON.parse(text);
+    } catch {
+      body = text;
+    }
+    const record: RecordedRequest = { method, path, query: url.searchParams, headers: request.headers, body, status: 0 };
+    this.requests.push(record);
+    const reply: Reply = (status, payload, headers = {}) => {
+      record.status = status;
+      if (payload === undefined) {
+        // 204 with no content-type: undici would try to parse an empty JSON body otherwise.
+        response.writeHead(status, headers).end();
+        return;
+      }
+      response.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(payload));
+    };
+
+    // The CDN needs no token (its URLs are signed); everything else does.
+    if (method === "GET" && path.startsWith("/cdn/")) return this.serveFile(path, record, response);
+    // Interaction callbacks are authorised by the interaction's token, not the bot token.
+    const interaction = /^\/interactions\/(\d+)\/([^/]+)\/callback$/.exec(path);
+    if (method === "POST" && interaction) return this.interactionCallback(interaction[1] ?? "", interaction[2] ?? "", body, reply);
+    if (request.headers.authorization !== `Bot ${FAKE_TOKEN}`) return reply(401, { message: "401: Unauthorized", code: 0 });
+    try {
+      this.route(method, path, url.searchParams, body, reply);
+    } catch (error) {
+      reply(500, { message: `fake: ${error instanceof Error ? error.message : String(error)}`, code: 0 });
+    }
+  }
+
+  private route(method: string, path: string, query: URLSearchParams, body: unknown, reply: Reply): void {
+    if (method === "GET" && path === "/gateway/bot") {
+      return reply(200, { url: `ws://127.0.0.1:${this.port()}`, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 } });
+    }
+    if (method === "GET" && path === "/users/@me") return reply(200, BOT_USER);
+    if (method === "POST" && path === "/users/@me/channels") return reply(200, this.world.channels.get(IDS.dmChannel));
+    const activeThreads = /^\/guilds\/(\d+)\/threads\/active$/.exec(path);
+    if (method === "GET" && activeThreads) {
+      const guild = this.world.guilds.find((candidate) => candidate.id === activeThreads[1]);
+      if (!guild) return reply(404, { message: "Unknown Guild", code: 10004 });
+      return reply(200, { threads: this.world.guildCreate(guild).threads, members: [] });
+    }
+
+    const route = /^\/channels\/(\d+)(?:\/(messages|typing)(?:\/(\d+))?)?$/.exec(path);
+    if (!route) return reply(404, { message: "404: Not Found", code: 0 });
+    const [, channelId = "", resource, messageId] = route;
+    const channel = this.world.channels.get(channelId);
+    if (!channel) return reply(404, { message: "Unknown Channel", code: 10003 });
+    const permissions = this.world.permissionsOf(channelId);
+    if (!permissions.view) return reply(403, MISSING_ACCESS);
+
+    if (method === "GET" && resource === undefined) return reply(200, channel);
+    if (method === "GET" && resource === "messages" && messageId !== undefined) {
+      const message = this.world.message(channelId, messageId);
+      return message ? reply(200, message) : reply(404, { message: "Unknown Message", code: 10008 });
+    }
+    if (method === "GET" && resource === "messages") return this.listMessages(channelId, query, reply);
+    if (method === "POST" && resource === "typing") {
+      if (!permissions.send) return reply(403, MISSING_PERMISSIONS);
+      if (isLockedArchive(channel)) return reply(400, THREAD_ARCHIVED);
+      return reply(204);
+    }
+    if (method === "POST" && resource === "messages" && messageId === undefined) return this.createMessage(channel, permissions, (body ?? {}) as Payload, reply);
+    if (method === "PATCH" && resource === "messages" && messageId !== undefined) return this.editMessage(channel, messageId, (body ?? {}) as Payload, reply);
+    return reply(405, { message: "405: Method Not Allowed", code: 0 });
+  }
+
+  /** GET /channels/:id/messages: newest first, at most `limit` (1–100), around `after` or `before`. */
+  private listMessages(channelId: string, query: URLSearchParams, reply: Reply): void {
+    const limit = Number(query.get("limit") ?? 50);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) return reply(400, invalidForm("limit", "NUMBER_TYPE_MAX", "int value should be between 1 and 100"));
+    const ascending = this.world.history(channelId);
+    const after = query.get("after");
+    const before = query.get("before");
+    let page: Payload[];
+    if (after !== null) page = ascending.filter((message) => compareSnowflakes(String(message.id), after) > 0).slice(0, limit);
+    else if (before !== null) page = ascending.filter((message) => compareSnowflakes(String(message.id), before) < 0).slice(-limit);
+    else page = ascending.slice(-limit);
+    reply(200, page.reverse());
+  }
+
+  private createMessage(channel: Payload, permissions: ChannelPermissions, body: Payload, reply: Reply): void {
+    const channelId = String(channel.id);
+    const fault = this.faults.shift();
+    if (fault) return this.replyFault(fault, reply);
+    const bucket = this.buckets.take(channelId);
+    if (!bucket.allowed) {
+      const retryAfter = Math.max(0.001, (bucket.resetAt - Date.now()) / 1000);
+      return reply(429, { message: "You are being rate limited.", retry_after: Number(retryAfter.toFixed(3)), global: false }, {
+        ...ChannelBuckets.headers(bucket), "retry-after": String(Math.ceil(retryAfter)), "x-ratelimit-scope": "user",
+      });
+    }
+    const limits = ChannelBuckets.headers(bucket);
+    if (!permissions.send) return reply(403, MISSING_PERMISSIONS, limits);
+    if (isLockedArchive(channel)) return reply(400, THREAD_ARCHIVED, limits);
+
+    const content = typeof body.content === "string" ? body.content : "";
+    if (discordLength(content) > 2000) return reply(400, invalidForm("content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length."), limits);
+    if (content.trim() === "") return reply(400, { message: "Cannot send an empty message", code: 50006 }, limits);
+    const allowed = parseAllowedMentions(body.allowed_mentions);
+    if (typeof allowed === "string") return reply(400, invalidForm("allowed_mentions", "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE", allowed), limits);
+    const componentsError = checkComponents(body.components);
+    if (componentsError) return reply(400, invalidForm("components", "BASE_TYPE_INVALID", componentsError), limits);
+    // enforce_nonce: the message already created with this nonce comes back, no new one.
+    if (body.enforce_nonce === true && body.nonce !== undefined) {
+      const existing = this.world.botMessages(channelId).find((message) => message.nonce === body.nonce);
+      if (existing) return reply(200, existing, limits);
+    }
+    const requested = body.message_reference as Payload | undefined;
+    const referenced = requested ? this.world.message(channelId, String(requested.message_id)) : undefined;
+    if (requested && !referenced && requested.fail_if_not_exists !== false) {
+      return reply(400, invalidForm("message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message"), limits);
+    }
+    // Sending unarchives a thread that is archived but not locked.
+    if ((channel.thread_metadata as Payload | undefined)?.archived === true) {
+      channel.thread_metadata = { ...(channel.thread_metadata as Payload), archived: false };
+      this.dispatch("THREAD_UPDATE", channel);
+    }
+    const guild = this.world.guildOf(channel);
+    const parsed = parseMentions(content, new Set(((guild?.roles as Payload[] | undefined) ?? []).map((role) => String(role.id))));
+    const pinged = [
+      ...parsed.userIds.filter((id) => allowed.parse.has("users") || allowed.users.has(id)),
+      ...(referenced && allowed.repliedUser ? [String((referenced.author as Payload).id)] : []),
+    ];
+    const message: Payload = {
+      id: this.world.snowflake(), channel_id: channelId, author: BOT_USER, content, timestamp: new Date().toISOString(),
+      edited_timestamp: null, tts: false, mention_everyone: parsed.everyone && allowed.parse.has("everyone"),
+      mentions: [...new Set(pinged)].map((id) => KNOWN_USERS.get(id)), mention_roles: parsed.roleIds.filter((id) => allowed.parse.has("roles")),
+      attachments: [], embeds: [], pinned: false, type: referenced ? 19 : 0, flags: 0, nonce: body.nonce,
+      ...(Array.isArray(body.components) ? { components: body.components } : {}),
+      ...(guild ? { guild_id: guild.id } : {}),
+      ...(referenced ? { message_reference: { type: 0, message_id: referenced.id, channel_id: channelId, guild_id: channel.guild_id }, referenced_message: oneLevel(referenced) } : {}),
+    };
+    this.world.store(message);
+    reply(200, message, limits);
+  }
+
+  /** PATCH /channels/:id/messages/:id: only the bot's own messages; content and components replaced. */
+  private editMessage(channel: Payload, messageId: string, body: Payload, reply: Reply): void {
+    const existing = this.world.message(String(channel.id), messageId);
+    if (!existing) return reply(404, { message: "Unknown Message", code: 10008 });
+    if ((existing.author as Payload).id !== IDS.bot) return reply(403, { message: "Cannot edit a message authored by another user", code: 50005 });
+    if (isLockedArchive(channel)) return reply(400, THREAD_ARCHIVED);
+    if (typeof body.content === "string" && discordLength(body.content) > 2000) return reply(400, invalidForm("content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length."));
+    const allowed = parseAllowedMentions(body.allowed_mentions);
+    if (typeof allowed === "string") return reply(400, invalidForm("allowed_mentions", "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE", allowed));
+    const componentsError = checkComponents(body.components);
+    if (componentsError) return reply(400, invalidForm("components", "BASE_TYPE_INVALID", componentsError));
+    const edited: Payload = {
+      ...existing,
+      ...(typeof body.content === "string" ? { content: body.content } : {}),
+      ...(body.components !== undefined ? { components: body.components } : {}),
+      edited_timestamp: new Date().toISOString(),
+    };
+    this.world.store(edited);
+    reply(200, edited);
+  }
+
+  /** Each interaction is answered once, within 3 s; a late answer finds the token expired. */
+  private interactionCallback(id: string, token: string, body: unknown, reply: Reply): void {
+    const open = this.openInteractions.get(id);
+    if (!open || open.token !== token) return reply(400, { message: "Interaction has already been acknowledged.", code: 40060 });
+    this.openInteractions.delete(id);
+    const late = Date.now() - open.at > 3_000;
+    this.interactionCallbacks.push({ id, type: Number((body as Payload | undefined)?.type), late });
+    if (late) return reply(404, { message: "Unknown interaction", code: 10062 });
+    reply(204);
+  }
+
+  private replyFault(fault: SendFault, reply: Reply): void {
+    if (fault.status !== 429) return reply(fault.status, { message: fault.message ?? "Fake failure", code: fault.code ?? 0 });
+    const retryAfter = fault.retry_after ?? 1;
+    // What Discord sends with a 429: Retry-After in whole seconds, the bucket state, the scope.
+    reply(429, { message: "You are being rate limited.", retry_after: retryAfter, global: fault.global ?? false }, {
+      "retry-after": String(Math.ceil(retryAfter)),
+      "x-ratelimit-limit": "5",
+      "x-ratelimit-remaining": "0",
+      "x-ratelimit-reset": String(Date.now() / 1000 + retryAfter),
+      "x-ratelimit-reset-after": retryAfter.toFixed(3),
+      "x-ratelimit-bucket": "fake-channel-messages",
+      "x-ratelimit-scope": fault.global ? "global" : "user",
+      ...(fault.global ? { "x-ratelimit-global": "true" } : {}),
+    });
+  }
+
+  private serveFile(path: string, record: RecordedRequest, response: ServerResponse): void {
+    const file = this.world.file(path);
+    record.status = file ? 200 : 404;
+    if (!file) {
+      response.writeHead(404, { "content-type": "text/plain" }).end("Not Found");
+      return;
+    }
+    response.writeHead(200, { "content-length": String(file.body.length), ...(file.contentType ? { "content-type": file.contentType } : {}) }).end(file.body);
+  }
+}
+
+const isLockedArchive = (channel: Payload): boolean => {
+  const metadata = channel.thread_metadata as Payload | undefined;
+  return metadata?.archived === true && metadata.locked === true;
+};
+
+/** Discord's allowed_mentions rules: `parse` holds users/roles/everyone, exclusive with the id lists. */
+function parseAllowedMentions(value: unknown): { parse: Set<string>; users: Set<string>; repliedUser: boolean } | string {
+  // Without allowed_mentions Discord pings whatever the content mentions, and the replied-to author.
+  if (value === undefined) return { parse: new Set(["users", "roles", "everyone"]), users: new Set(), repliedUser: true };
+  const allowed = value as { parse?: unknown; users?: unknown; roles?: unknown; replied_user?: unknown };
+  const parse = Array.isArray(allowed.parse) ? allowed.parse.map(String) : [];
+  if (parse.some((item) => !["users", "roles", "everyone"].includes(item))) return `parse holds an unknown type: ${parse.join(",")}`;
+  const users = Array.isArray(allowed.users) ? allowed.users.map(String) : [];
+  if (parse.includes("users") && users.length > 0) return "parse:users and users are mutually exclusive";
+  return { parse: new Set(parse), users: new Set(users), repliedUser: allowed.replied_user === true };
+}
+
+/** What Discord checks in message components: rows (type 1) of at most 5 buttons (type 2), labels ≤ 80, custom_id 1–100. */
+function checkComponents(components: unknown): string | undefined {
+  if (components === undefined) return undefined;
+  if (!Array.isArray(components) || components.length > 5) return "components must be an array of at most 5 action rows";
+  for (const row of components as Payload[]) {
+    const buttons = row.components as Payload[] | undefined;
+    if (row.type !== 1 || !Array.isArray(buttons) || buttons.length === 0 || buttons.length > 5) return "an action row holds 1 to 5 components";
+    for (const button of buttons) {
+      if (button.type !== 2) return "only buttons are supported here";
+      if (typeof button.label !== "string" || button.label.length > 80) return "button label must be 80 or fewer in length";
+      if (typeof button.custom_id !== "string" || button.custom_id.length < 1 || button.custom_id.length > 100) return "custom_id must be 1 to 100 characters";
+    }
+  }
+  return undefined;
+}
