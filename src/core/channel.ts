@@ -169,6 +169,11 @@ export interface ChannelCursors {
   advance(platform: Platform, channelId: string, messageId: string): Promise<void>;
   /** Every channel of the platform with a cursor: channel id → message id. */
   list(platform: Platform): Promise<Map<string, string>>;
+  /**
+   * Drops the channel's cursor: the bot lost the chat (`chatClosed`). Otherwise a deleted
+   * thread's cursor stays for good, and after a restart it looks like a DM to catch up.
+   */
+  forget(platform: Platform, channelId: string): Promise<void>;
 }
 
 export interface ChatMove {

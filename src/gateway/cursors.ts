@@ -35,6 +35,10 @@ export class RedisChannelCursors implements ChannelCursors {
     await this.#redis.eval(ADVANCE_CURSOR, 1, this.#keys.channelCursors(platform), channelId, messageId);
   }
 
+  async forget(platform: Platform, channelId: string): Promise<void> {
+    await this.#redis.hdel(this.#keys.channelCursors(platform), channelId);
+  }
+
   async list(platform: Platform): Promise<Map<string, string>> {
     return new Map(Object.entries(await this.#redis.hgetall(this.#keys.channelCursors(platform))));
   }

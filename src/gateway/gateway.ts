@@ -57,8 +57,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const adapters = new Map<Platform, ChannelAdapter>(options.adapters.map((adapter) => [adapter.platform, adapter]));
   const firingQueue = createFiringQueue(redis, prefix);
   const schedule = new ScheduleService({ store: new ScheduleStore(redis, prefix), alarms: firingQueue, settings: scheduleSettingsFrom(config) });
+  const cursors = new RedisChannelCursors(redis, prefix);
   const chatClosed = async (platform: Platform, chatId: string) => {
     const removed = await schedule.removeChat(platform, chatId);
+    await cursors.forget(platform, chatId);
     log.info({ platform, chatId, removedSchedules: removed }, "chat-closed");
   };
 
@@ -110,7 +112,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       return result;
     },
     chatClosed,
-    cursors: new RedisChannelCursors(redis, prefix),
+    cursors,
   };
   for (const adapter of adapters.values()) {
     await adapter.start(port);

@@ -24,6 +24,10 @@ class MemoryCursors implements ChannelCursors {
     if (current === undefined || BigInt(messageId) > BigInt(current)) this.values.set(channelId, messageId);
   }
 
+  async forget(_platform: Platform, channelId: string): Promise<void> {
+    this.values.delete(channelId);
+  }
+
   async list(): Promise<Map<string, string>> {
     await this.listGate;
     return new Map(this.values);

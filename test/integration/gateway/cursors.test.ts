@@ -41,6 +41,16 @@ describe("channel cursors in Redis", () => {
     expect(await new RedisChannelCursors(redis, uniquePrefix("other")).list("discord")).toEqual(new Map());
   });
 
+  it("forgets a channel, and only that channel of that platform", async () => {
+    await cursors.advance("discord", "1", "100");
+    await cursors.advance("discord", "2", "200");
+    await cursors.advance("telegram", "1", "5");
+    await cursors.forget("discord", "1");
+    expect(await cursors.list("discord")).toEqual(new Map([["2", "200"]]));
+    expect(await cursors.get("telegram", "1")).toBe("5");
+    await cursors.forget("discord", "1");
+  });
+
   it("survives a new connection (a gateway restart)", async () => {
     await cursors.advance("discord", "7", "123456789012345678");
     const other = createRedis(inject("redisUrl"));

@@ -5,6 +5,7 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Config } from "../../../config/index.js";
+import { RedisChannelCursors } from "../../../src/gateway/cursors.js";
 import { createRedis } from "../../../src/queue/index.js";
 import { ScheduleStore } from "../../../src/schedule/index.js";
 import { SessionStore } from "../../../src/session/store.js";
@@ -23,7 +24,7 @@ interface Run {
   adapter: RecordingAdapter;
   pipeline: Pipeline;
   texts(): string[];
-  withStores<T>(use: (sessions: SessionStore, schedule: ScheduleStore) => Promise<T>): Promise<T>;
+  withStores<T>(use: (sessions: SessionStore, schedule: ScheduleStore, cursors: RedisChannelCursors) => Promise<T>): Promise<T>;
 }
 
 let run: Run | undefined;
@@ -44,7 +45,7 @@ async function start(env: Record<string, string> = {}): Promise<Run> {
     async withStores(use) {
       const redis = createRedis(config.REDIS_URL!);
       try {
-        return await use(new SessionStore(redis, config.REDIS_PREFIX), new ScheduleStore(redis, config.REDIS_PREFIX));
+        return await use(new SessionStore(redis, config.REDIS_PREFIX), new ScheduleStore(redis, config.REDIS_PREFIX), new RedisChannelCursors(redis, config.REDIS_PREFIX));
       } finally {
         redis.disconnect();
       }
@@ -149,13 +150,18 @@ describe("scheduled items in the pipeline", () => {
     expect(await say("ada", "Ada", "/reminders")).toMatch(/^No reminders or scheduled tasks in this chat/);
   });
 
-  it("the gateway drops a chat's items when the bot leaves it", async () => {
+  it("the gateway drops a chat's items and its read cursor when the bot leaves it", async () => {
     const { llm, adapter, pipeline, withStores } = await start();
     llm.setHandler(schedulingModel(remindMePlan));
     await adapter.submit(inbound({ text: "remind me in 1h to leave" }));
     await adapter.waitFor((sent) => sent.length >= 1);
     expect(await withStores((_sessions, schedule) => schedule.allIds())).toEqual(["r1"]);
+    await withStores(async (_sessions, _schedule, cursors) => {
+      await cursors.advance("console", "chat-1", "100");
+      await cursors.advance("console", "chat-2", "200");
+    });
     await pipeline.gateway.chatClosed("console", "chat-1");
     expect(await withStores((_sessions, schedule) => schedule.allIds())).toEqual([]);
+    expect(await withStores((_sessions, _schedule, cursors) => cursors.list("console"))).toEqual(new Map([["chat-2", "200"]]));
   });
 });
