@@ -1,39 +1,46 @@
 /**
- * One turn, on one screen: lease → drain inbox → load → commands / hygiene → agent loop →
- * commit (atomic, version-checked) → hand the reply to delivery.
+ * One turn, on one screen: begin (lease + claim + load, one script) → commands / hygiene →
+ * agent loop → end (fenced commit + what is left, one script) → hand the reply to delivery.
  */
-import type { ReplyTarget, TurnActivity } from "../src/core/channel.js";
-import { failureNotice, runTurnSegments, settleWithoutAnswer, type AbortReason, type SegmentsResult, type TurnEngine } from "../src/agent/index.js";
+import type { Platform, ReplyTarget, TurnActivity } from "../src/core/channel.js";
+import {
+  BatchFailedError, batchFailureCause, failureNotice, runTurnSegments, settleWithoutAnswer,
+  type AbortReason, type SegmentsResult, type TurnEngine,
+} from "../src/agent/index.js";
 import { AbortedError, PermanentError, RetryableError } from "../src/errors.js";
 import { classifyLlmError } from "../src/llm/index.js";
 import type { Logger } from "../src/logger.js";
 import type { Metrics } from "../src/metrics.js";
 import type { Producers } from "../src/queue/index.js";
-import type { InboxEntry, SessionStore } from "../src/session/store.js";
+import { LeaseKeeper } from "../src/session/lease.js";
+import type { InboxEntry, SessionStore, WorkLeft } from "../src/session/store.js";
+import type { TurnHooks } from "./test-hooks.js";
 
 export interface TurnDeps {
   store: SessionStore;
   producers: Producers;
   engine: TurnEngine;
   busyMode: "collect" | "queue" | "interrupt";
+  /** Lease TTL: a stall (Redis paused, event loop blocked) shorter than this never loses the session. */
   leaseMs: number;
   publishActivity(activity: TurnActivity): Promise<void>;
-  /** Aborts when /stop or an interrupt asks this session's running turn to stop. */
-  watchAbort(sessionKey: string, signal: AbortSignal): { signal: AbortSignal; dispose(): void };
-  /** Clears a stale abort flag before the turn claims its batch. */
-  clearAbort(sessionKey: string): Promise<void>;
   logger: Logger;
   metrics: Metrics;
   now(): number;
+  /** Test-only pauses at fixed points of a turn (LONGHAUL_TEST_HOOKS). */
+  hooks?: TurnHooks;
 }
 
 export type TurnOutcome =
   | { status: "idle" }
-  | { status: "busy" }
+  /** Another attempt holds the session's lease. */
+  | { status: "busy"; retryInMs: number }
+  /** Another attempt took the session over (this one stalled); nothing of this one was written. */
+  | { status: "superseded" }
   | { status: "answered"; version: number; messages: number; replies: number };
 
 export interface TurnAttempt {
-  /** Unique per attempt: the lease token. */
+  /** Unique per attempt (attemptToken): the lease token every write is fenced by. */
   token: string;
   /** No retry follows a failure of this attempt: the user must get an answer now. */
   finalAttempt: boolean;
@@ -44,33 +51,32 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
   const { store, producers } = deps;
   const log = deps.logger.child({ sessionKey });
 
-  if (!(await store.acquireLease(sessionKey, attempt.token, deps.leaseMs))) return { status: "busy" };
-  const renew = setInterval(() => {
-    store.acquireLease(sessionKey, attempt.token, deps.leaseMs).catch((error: unknown) => log.warn({ err: error }, "lease-renew-failed"));
-  }, Math.max(250, Math.floor(deps.leaseMs / 3)));
-  let target: ReplyTarget | undefined;
+  const begun = await store.beginTurn(sessionKey, attempt.token, { leaseMs: deps.leaseMs, mode: deps.busyMode === "queue" ? "one" : "all", now: deps.now() });
+  if (begun.status === "busy") return begun;
+  // A reply committed by an earlier attempt that died before handing it over.
+  if (begun.outbox > 0 && begun.outboxPlatform) await producers.enqueueDelivery(sessionKey, begun.outboxPlatform);
+  if (begun.status === "idle") {
+    if (begun.outbox === 0) await store.settle(sessionKey);
+    return { status: "idle" };
+  }
+
+  const { state, batch, claim } = begun;
+  const lease = new LeaseKeeper(store.redis, { key: store.keys(sessionKey).lease, token: attempt.token, ttlMs: deps.leaseMs, abortKey: store.keys(sessionKey).abort }, attempt.signal);
+  const target = targetOf(batch);
   try {
-    // A reply committed by an earlier attempt that died before handing it over.
-    if ((await store.outboxLength(sessionKey)) > 0) await producers.enqueueDelivery(sessionKey);
-
-    await deps.clearAbort(sessionKey);
-    const batch = await store.claimInbox(sessionKey, deps.busyMode === "queue" ? "one" : "all");
-    if (batch.length === 0) {
-      await store.settle(sessionKey);
-      return { status: "idle" };
-    }
-    target = targetOf(batch);
     await deps.publishActivity({ type: "turn-started", sessionKey, target });
-
+    deps.hooks?.at("turn-begun", batch);
     const startedAt = performance.now();
     let outcome: "answered" | "stopped" | "failed" = "answered";
-    const state = await store.load(sessionKey, deps.now());
-    const abort = deps.watchAbort(sessionKey, attempt.signal);
     let result: SegmentsResult;
     try {
-      result = await runTurnSegments(deps.engine, { sessionKey, state, batch, target, signal: abort.signal, log });
-    } catch (error) {
-      const reason = abort.signal.aborted ? (abort.signal.reason as AbortReason) : undefined;
+      result = await runTurnSegments(deps.engine, { sessionKey, state, batch, target, signal: lease.signal, log });
+    } catch (failure) {
+      const error = batchFailureCause(failure);
+      const done = failure instanceof BatchFailedError ? failure.done : undefined;
+      const settleInput = { sessionKey, state: done?.state ?? state, batch: failure instanceof BatchFailedError ? failure.rest : batch, target, log };
+      const reason = lease.signal.aborted ? (lease.signal.reason as AbortReason | "lease-lost") : undefined;
+      if (reason === "lease-lost") return superseded(deps, sessionKey, log);
       if (reason === "interrupt" || reason === "shutdown" || attempt.signal.aborted) {
         // Nothing is committed: the batch stays pending and the next turn takes it together
         // with whatever arrived meanwhile.
@@ -83,9 +89,9 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
         // /stop: the batch stays part of the conversation, unanswered; /stop itself replies.
         log.info("turn-stopped");
         outcome = "stopped";
-        result = settleWithoutAnswer(deps.engine, { sessionKey, state, batch, target, log }, undefined, (stopped) => {
+        result = settleWithoutAnswer(deps.engine, settleInput, undefined, (stopped) => {
           stopped.engine.lastTurnAborted = true;
-        });
+        }, done);
       } else if (isRetryable(error) && !attempt.finalAttempt) {
         deps.metrics.llmErrors.inc({ class: classifyLlmError(error) });
         deps.metrics.turns.inc({ outcome: "retried" });
@@ -94,31 +100,47 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
         log.error({ err: error }, "turn-failed");
         outcome = "failed";
         deps.metrics.llmErrors.inc({ class: classifyLlmError(error) });
-        result = settleWithoutAnswer(deps.engine, { sessionKey, state, batch, target, log }, failureNotice(error));
+        result = settleWithoutAnswer(deps.engine, settleInput, failureNotice(error), undefined, done);
       }
-    } finally {
-      abort.dispose();
     }
 
-    const version = await store.commit(sessionKey, {
+    deps.hooks?.at("before-commit", batch);
+    // No heartbeat may land after the commit: it would take the released lease again.
+    await lease.stop();
+    const ended = await store.endTurn(sessionKey, claim, {
       state: result.state,
       transcript: result.transcript,
       outbox: result.replies,
-      clearPending: true,
       ...(result.archivedSessionId ? { archivedSessionId: result.archivedSessionId } : {}),
     });
-    log.info({ version, messages: batch.length, replies: result.replies.length }, "turn-committed");
+    if (ended.status === "lost" || ended.status === "conflict") return superseded(deps, sessionKey, log, ended.status);
+    log.info({ version: ended.version, messages: batch.length, replies: result.replies.length, resent: ended.status === "done" }, "turn-committed");
     deps.metrics.turns.inc({ outcome });
     deps.metrics.turnSeconds.observe((performance.now() - startedAt) / 1_000);
-    if (result.replies.length > 0) await producers.enqueueDelivery(sessionKey);
-    if ((await store.inboxLength(sessionKey)) > 0) await producers.enqueueTurn(sessionKey);
-    else await store.settle(sessionKey);
-    return { status: "answered", version, messages: batch.length, replies: result.replies.length };
+    await handOn(deps, sessionKey, ended, target.platform);
+    return { status: "answered", version: ended.version, messages: batch.length, replies: result.replies.length };
   } finally {
-    clearInterval(renew);
-    if (target) await deps.publishActivity({ type: "turn-finished", sessionKey, target }).catch(() => undefined);
-    await store.releaseLease(sessionKey, attempt.token).catch(() => undefined);
+    await lease.release().catch((error: unknown) => log.warn({ err: error }, "lease-release-failed"));
+    await deps.publishActivity({ type: "turn-finished", sessionKey, target }).catch(() => undefined);
   }
+}
+
+/** Enqueues what the session has left: replies to deliver, messages for the next turn; else settles it. */
+async function handOn(deps: TurnDeps, sessionKey: string, left: WorkLeft, platform: Platform): Promise<void> {
+  if (left.outbox > 0) await deps.producers.enqueueDelivery(sessionKey, left.outboxPlatform ?? platform);
+  if (left.inbox > 0 || left.pending > 0) await deps.producers.enqueueTurn(sessionKey);
+  if (left.inbox === 0 && left.pending === 0 && left.outbox === 0) await deps.store.settle(sessionKey);
+}
+
+/**
+ * This attempt stalled and another took the session (or committed) meanwhile: it wrote nothing.
+ * A turn is enqueued so that whatever it had claimed is certain to be taken up again.
+ */
+async function superseded(deps: TurnDeps, sessionKey: string, log: Logger, why: "lease-lost" | "lost" | "conflict" = "lease-lost"): Promise<TurnOutcome> {
+  log.warn({ why }, "turn-superseded");
+  deps.metrics.turns.inc({ outcome: "superseded" });
+  await deps.producers.enqueueTurn(sessionKey);
+  return { status: "superseded" };
 }
 
 /** Replies go where the latest message of the batch came from. */

@@ -1,6 +1,7 @@
 export { runTurn, capToolOutput, MAX_OVERFLOW_RETRIES, type RunTurnInput, type RunTurnResult } from "./run-turn.js";
 export {
   runTurnSegments, segmentBatch, toUserMessages, userMessageText, settleWithoutAnswer, failureNotice,
+  BatchFailedError, batchFailureCause,
   type TurnEngine, type SegmentsInput, type SegmentsResult, type SettleInput, type AbortReason,
 } from "./turn-engine.js";
 export type { ContextManager, CompactionScope } from "./context-manager.js";

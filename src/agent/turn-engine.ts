@@ -1,6 +1,6 @@
 import type { InboundMessage, OutboundReply, ReplyTarget } from "../core/channel.js";
 import type { ChatMessage, UserMessage } from "../core/messages.js";
-import { AbortedError, ContextOverflowError, errorMessage } from "../errors.js";
+import { AbortedError, ContextOverflowError, PermanentError, errorMessage } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { LlmClient } from "../core/llm.js";
 import { freshSessionAfter, messageIdAllocator, type SessionState } from "../session/state.js";
@@ -96,8 +96,39 @@ export function userMessageText(entry: InboundMessage): string {
   return entry.chatType === "group" ? `${entry.userName}: ${body}` : body;
 }
 
-/** Runs a batch: each segment in order, all on one working copy of the state. */
+/**
+ * Runs a batch: each segment in order, all on one working copy of the state. A failing chat
+ * segment throws BatchFailedError, which carries what the segments before it did.
+ */
 export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput): Promise<SegmentsResult> {
+  const progress: SegmentProgress = {};
+  try {
+    return await runSegments(engine, input, progress);
+  } catch (error) {
+    throw new BatchFailedError(progress.done ?? { state: input.state, transcript: [], replies: [] }, progress.rest ?? input.batch, error);
+  }
+}
+
+/**
+ * A chat segment of a batch failed (the model, or an abort); `done` is what the segments before
+ * it did (a `/new` stays done) and `rest` the entries from the failed one on.
+ */
+export class BatchFailedError extends Error {
+  override readonly name = "BatchFailedError";
+  constructor(readonly done: SegmentsResult, readonly rest: readonly InboxEntry[], cause: unknown) {
+    super(errorMessage(cause), { cause });
+  }
+}
+
+/** The error behind a failed batch (the model's, or the abort's). */
+export const batchFailureCause = (error: unknown): unknown => (error instanceof BatchFailedError ? error.cause : error);
+
+interface SegmentProgress {
+  done?: SegmentsResult;
+  rest?: InboxEntry[];
+}
+
+async function runSegments(engine: TurnEngine, input: SegmentsInput, progress: SegmentProgress): Promise<SegmentsResult> {
   let state = structuredClone(input.state);
   const transcript: ChatMessage[] = [];
   const replies: OutboundReply[] = [];
@@ -112,7 +143,8 @@ export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput):
     replies.push(buildReply(input, replies.length, text, kind, answers));
   };
 
-  for (const segment of segmentBatch(input.batch)) {
+  const segments = segmentBatch(input.batch);
+  for (const [index, segment] of segments.entries()) {
     const newId = messageIdAllocator(state);
     const scope = { signal: input.signal, log: input.log, newId, addToTranscript: (messages: readonly ChatMessage[]) => transcript.push(...messages) };
     ensureSystemPrompt(state, engine.systemPrompt, newId, engine.now());
@@ -127,6 +159,10 @@ export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput):
       continue;
     }
 
+    if (index > 0) {
+      progress.done = { state: structuredClone(state), transcript: [...transcript], replies: [...replies], ...(archivedSessionId === undefined ? {} : { archivedSessionId }) };
+      progress.rest = segments.slice(index).flatMap((rest) => (rest.kind === "chat" ? rest.entries : [rest.entry]));
+    }
     const userMessages = toUserMessages(segment.entries, newId);
     transcript.push(...userMessages);
     let context: ChatMessage[] = [...state.live, ...userMessages];
@@ -181,14 +217,18 @@ function ensureSystemPrompt(state: SessionState, systemPrompt: string, newId: ()
   state.engine.systemPromptBase = systemPrompt;
 }
 
-/** Keeps the user's messages in the session when a turn cannot produce an answer. */
+/**
+ * Keeps the user's messages in the session when a turn cannot produce an answer. `done`: what
+ * earlier segments of the batch did (BatchFailedError), kept under the settled rest.
+ */
 export function settleWithoutAnswer(
   engine: Pick<TurnEngine, "now" | "systemPrompt">,
   input: SettleInput,
   text: string | undefined,
   mark?: (state: SessionState) => void,
+  done?: SegmentsResult,
 ): SegmentsResult {
-  const state = structuredClone(input.state);
+  const state = structuredClone(done?.state ?? input.state);
   mark?.(state);
   const newId = messageIdAllocator(state);
   ensureSystemPrompt(state, engine.systemPrompt, newId, engine.now());
@@ -196,8 +236,10 @@ export function settleWithoutAnswer(
   const userMessages = toUserMessages(chatEntries, newId);
   state.live.push(...userMessages);
   state.updatedAt = engine.now();
-  const replies = text === undefined ? [] : [buildReply(input, 0, text, "notice", input.batch)];
-  return { state, transcript: userMessages, replies };
+  const earlier = done?.replies ?? [];
+  const replies = text === undefined ? earlier : [...earlier, buildReply(input, earlier.length, text, "notice", input.batch)];
+  const transcript = [...(done?.transcript ?? []), ...userMessages];
+  return done?.archivedSessionId === undefined ? { state, transcript, replies } : { state, transcript, replies, archivedSessionId: done.archivedSessionId };
 }
 
 /**
@@ -220,5 +262,10 @@ export function failureNotice(error: unknown): string {
     return "Sorry — this conversation no longer fits the model's context, even after compacting it. Nothing is lost: send /compress to try again, or /new to start fresh.";
   }
   if (error instanceof AbortedError) return "Stopped.";
-  return `Sorry — I couldn't get an answer from the model (${errorMessage(error).slice(0, 200)}). Your message is saved; please try again in a moment.`;
+  // Never the error's own text: provider and connection errors name hosts and addresses, which
+  // belong in the log (turn-failed), not in a chat.
+  const why = error instanceof PermanentError
+    ? "the model service refused the request; the operator can check the log"
+    : "the model service did not answer in time or is unavailable";
+  return `Sorry — I couldn't get an answer from the model (${why}). Your message is saved; please try again in a moment.`;
 }

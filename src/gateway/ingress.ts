@@ -51,15 +51,17 @@ export class Ingress implements IngressPort {
 
     const normalized = this.#truncate(message);
     const added = await store.appendInbox(normalized, now);
-    if (!added) {
-      log.info("message-duplicate");
-      return { status: "duplicate" };
-    }
     try {
+      // A duplicate enqueues too: a platform re-delivers what it thinks unstored, e.g. after a
+      // gateway died between storing a message and enqueueing its turn (deduplicated: cheap).
       await producers.enqueueTurn(message.sessionKey);
     } catch (error) {
       // Stored already: the sweeper will enqueue it; do not fail the platform ack.
       log.warn({ err: error }, "enqueue-failed-sweeper-will-retry");
+    }
+    if (!added) {
+      log.info("message-duplicate");
+      return { status: "duplicate" };
     }
     log.debug({ chars: normalized.text.length }, "message-accepted");
     await this.#options.onAccepted?.(normalized);

@@ -11,7 +11,16 @@ export interface ToolContext {
 
 export interface TranscriptReader {
   get(id: string): Promise<import("../../core/messages.js").ChatMessage | undefined>;
-  search(query: string, limit: number): Promise<Array<import("../../core/messages.js").ChatMessage>>;
+  /**
+   * Messages holding every word of `query`, newest first, from a bounded page of the transcript
+   * (older than position `before` when given); `continueBefore` says where an older page starts.
+   * Throws once this turn's search budget is spent.
+   */
+  search(query: string, limit: number, before?: number): Promise<{
+    messages: Array<import("../../core/messages.js").ChatMessage>;
+    scanned: number;
+    continueBefore: number | undefined;
+  }>;
 }
 
 export interface Tool {
