@@ -84,7 +84,7 @@ async function main(): Promise<void> {
     gateway = await startGateway({ config, redisUrl: redis.url, adapters, logger, metrics });
     for (const [path, handler] of gateway.routes) routes.set(path, handler);
   }
-  logger.info({ httpPort: http?.port }, "longhaul-ready");
+  logger.info({ httpPort: http?.port, httpHost: http ? config.HTTP_HOST : undefined }, "longhaul-ready");
 }
 
 main().catch((error: unknown) => {
