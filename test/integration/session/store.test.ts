@@ -106,6 +106,31 @@ describe("session store on Redis", () => {
     expect(found.continueBefore).toBeUndefined();
   });
 
+  it("searches by words newest first, a bounded page at a time, never the whole transcript", async () => {
+    const store = new SessionStore(redis, uniquePrefix());
+    const key = store.keys("console:big").transcript;
+    const entries = Array.from({ length: 5_000 }, (_, index) => JSON.stringify({ id: `m${index}`, role: "user", content: index === 10 ? "the vault code is 1234" : index % 1_000 === 999 ? `vault note ${index}` : `chatter ${index}` }));
+    for (let start = 0; start < entries.length; start += 1_000) await redis.rpush(key, ...entries.slice(start, start + 1_000));
+
+    const recent = await store.searchTranscript("console:big", "vault", 2);
+    expect(recent.messages.map((message) => message.id)).toEqual(["m4999", "m3999"]);
+    expect(recent.scanned).toBe(1_001);
+    expect(recent.continueBefore).toBe(3_999);
+
+    const code = await store.searchTranscript("console:big", "vault code", 8);
+    expect(code.messages).toEqual([]);
+    expect(code.scanned).toBe(2_000);
+    expect(code.continueBefore).toBe(3_000);
+    const older = await store.searchTranscript("console:big", "vault code", 8, { before: code.continueBefore! });
+    expect(older.scanned).toBe(2_000);
+    const oldest = await store.searchTranscript("console:big", "vault code", 8, { before: older.continueBefore! });
+    expect(oldest.messages.map((message) => message.id)).toEqual(["m10"]);
+    expect(oldest.scanned).toBe(1_000);
+    expect(oldest.continueBefore).toBeUndefined();
+    // A smaller budget reads less.
+    expect((await store.searchTranscript("console:big", "nothing", 8, { maxEntries: 300 })).scanned).toBe(300);
+  });
+
   it("archives the transcript on /new, with the configured retention", async () => {
     const prefix = uniquePrefix();
     const store = new SessionStore(redis, prefix, { archiveRetentionMs: 86_400_000 });
