@@ -29,8 +29,11 @@ export function slowModel(llm: FakeLlm, seed: number, latency: { min: number; ma
 
 export interface StallRun {
   submitted: Submitted[];
-  /** Submits one message (not awaited by the schedule: a submit hangs while Redis is frozen). */
-  send(session: number): Promise<void>;
+  /**
+   * Submits one message (not awaited by the schedule: a submit hangs while Redis is frozen);
+   * `suffix` is appended to its unique text (a test-hook marker).
+   */
+  send(session: number, suffix?: string): Promise<void>;
   /** Every submit so far has resolved. */
   settled(): Promise<void>;
   /** Waits until every submitted message is answered (or the timeout), then a little longer for late duplicates. */
@@ -44,12 +47,13 @@ export function stallRun(adapter: RecordingAdapter, label: string): StallRun {
   let counter = 0;
   return {
     submitted,
-    send(session) {
-      const text = `${label}-s${session}-m${++counter}`;
-      const message = inbound({ chatId: `${label}-s${session}`, messageId: text, text });
+    send(session, suffix = "") {
+      const id = `${label}-s${session}-m${++counter}`;
+      const text = `${id}${suffix}`;
+      const message = inbound({ chatId: `${label}-s${session}`, messageId: id, text });
       const submit = adapter.submit(message).then((result) => {
         if (result.status !== "accepted") throw new Error(`${text}: ${result.status}`);
-        submitted.push({ sessionKey: message.sessionKey, messageId: text, text });
+        submitted.push({ sessionKey: message.sessionKey, messageId: id, text });
       });
       inFlight.push(submit);
       return submit;
