@@ -1,0 +1,33 @@
+/**
+ * npm run chaos -- --seed N --minutes M [--seeds K]
+ * Runs the seeded chaos (test/helpers/chaos.ts) for each seed N, N+1, … N+K−1 and prints one
+ * row per seed: lost / doubled / answered twice / duplicate parts. Exits 1 if any seed is not clean.
+ */
+import { parseArgs } from "node:util";
+import { runChaos, type ChaosReport } from "../test/helpers/chaos.js";
+
+const { values } = parseArgs({
+  options: {
+    seed: { type: "string", default: "1" },
+    minutes: { type: "string", default: "2" },
+    seeds: { type: "string", default: "1" },
+    users: { type: "string", default: "8" },
+  },
+});
+const first = Number(values.seed);
+const count = Number(values.seeds);
+const durationMs = Math.round(Number(values.minutes) * 60_000);
+
+const reports: ChaosReport[] = [];
+for (let seed = first; seed < first + count; seed++) {
+  const report = await runChaos({ seed, durationMs, users: Number(values.users), log: (line) => process.stderr.write(`${line}\n`) });
+  reports.push(report);
+  process.stderr.write(`${JSON.stringify(report)}\n`);
+}
+
+const faultsOf = (report: ChaosReport) => Object.entries(report.faults).sort().map(([kind, n]) => `${kind} ${n}`).join(", ");
+process.stdout.write("| seed | minutes | messages | parts sent | lost | doubled | unanswered | answered twice | duplicate parts | faults |\n|---|---|---|---|---|---|---|---|---|---|\n");
+for (const report of reports) {
+  process.stdout.write(`| ${report.seed} | ${report.durationMs / 60_000} | ${report.messages} | ${report.parts} | ${report.lost} | ${report.doubled} | ${report.unanswered} | ${report.answeredTwice} | ${report.duplicateParts} | ${faultsOf(report)} |\n`);
+}
+process.exit(reports.every((report) => report.clean) ? 0 : 1);
