@@ -9,10 +9,10 @@ import { createRedis, type Redis } from "../../../src/queue/index.js";
 import { attemptToken, LeaseKeeper } from "../../../src/session/lease.js";
 import { SessionStore } from "../../../src/session/store.js";
 import { uniquePrefix } from "../../helpers/config.js";
+import { sleep } from "../../helpers/stall-run.js";
 import { inbound } from "../../helpers/recording-adapter.js";
 import { claimed } from "../../helpers/session.js";
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const user = (id: string, content: string) => ({ id, role: "user" as const, content });
 
 describe("turn fencing", () => {

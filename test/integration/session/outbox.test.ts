@@ -9,12 +9,12 @@ import { createRedis, type Redis } from "../../../src/queue/index.js";
 import { DeliveryFencedError, Outbox } from "../../../src/session/outbox.js";
 import { SessionStore } from "../../../src/session/store.js";
 import { uniquePrefix } from "../../helpers/config.js";
+import { sleep } from "../../helpers/stall-run.js";
 
 const SESSION = "console:d";
 const reply = (replyId: string): OutboundReply => ({
   replyId, sessionKey: SESSION, target: { platform: "console", chatId: "c" }, text: replyId, inReplyTo: [], kind: "answer",
 });
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("outbox delivery fencing", () => {
   let redis: Redis;
