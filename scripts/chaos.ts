@@ -5,6 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import { runChaos, type ChaosReport } from "../test/helpers/chaos.js";
+import { buildForChildProcesses } from "../test/helpers/test-build.js";
 
 const { values } = parseArgs({
   options: {
@@ -18,11 +19,17 @@ const first = Number(values.seed);
 const count = Number(values.seeds);
 const durationMs = Math.round(Number(values.minutes) * 60_000);
 
+// One build of the app for every seed's processes.
+const build = buildForChildProcesses();
 const reports: ChaosReport[] = [];
-for (let seed = first; seed < first + count; seed++) {
-  const report = await runChaos({ seed, durationMs, users: Number(values.users), log: (line) => process.stderr.write(`${line}\n`) });
-  reports.push(report);
-  process.stderr.write(`${JSON.stringify(report)}\n`);
+try {
+  for (let seed = first; seed < first + count; seed++) {
+    const report = await runChaos({ seed, durationMs, users: Number(values.users), log: (line) => process.stderr.write(`${line}\n`) });
+    reports.push(report);
+    process.stderr.write(`${JSON.stringify(report)}\n`);
+  }
+} finally {
+  build.remove();
 }
 
 const faultsOf = (report: ChaosReport) => Object.entries(report.faults).sort().map(([kind, n]) => `${kind} ${n}`).join(", ");

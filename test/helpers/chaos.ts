@@ -230,7 +230,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   await telegram.close();
   await llm.close();
   await redis.dispose();
-  build?.remove();
+  if (build) {
+    build.remove();
+    delete process.env.LONGHAUL_TEST_BUILD_DIR;
+  }
 
   const report: ChaosReport = {
     seed: options.seed,
