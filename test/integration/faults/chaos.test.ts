@@ -11,6 +11,7 @@ describe("seeded chaos (short)", () => {
     const report = await runChaos({ seed: 101, durationMs: 40_000 });
     expect(report.messages).toBeGreaterThan(50);
     expect(Object.values(report.faults).reduce((sum, count) => sum + count, 0)).toBeGreaterThanOrEqual(8);
-    expect(report.details).toEqual({ lost: [], doubled: [], unanswered: [], answeredTwice: [], duplicateParts: [] });
+    // duplicatePartsAtGatewayKill may be non-empty: the documented at-least-once floor.
+    expect({ ...report.details, duplicatePartsAtGatewayKill: [] }).toEqual({ lost: [], doubled: [], unanswered: [], answeredTwice: [], duplicateParts: [], duplicatePartsAtGatewayKill: [] });
   }, 400_000);
 });
