@@ -23,12 +23,17 @@ import { freePort, startRedisServer } from "./redis-server.js";
 import { newUserTexts, sleep } from "./stall-run.js";
 import { buildForChildProcesses } from "./test-build.js";
 
+export const FAULT_KINDS = ["worker-kill", "worker-pause", "redis-pause", "gateway-term", "gateway-kill"] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
 export interface ChaosOptions {
   seed: number;
   /** How long faults are applied and messages sent; then everything drains. */
   durationMs: number;
   /** Telegram users, one private chat each. @defaultValue 8 */
   users?: number;
+  /** Only these faults (to study one). @defaultValue all of FAULT_KINDS */
+  faults?: readonly FaultKind[];
   /** JOB_LOCK_MS of the processes. @defaultValue 1500 */
   lockMs?: number;
   /** Where process logs go (kept for a failed seed). @defaultValue a temp directory */
@@ -172,7 +177,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   while (Date.now() < end) {
     await sleep(1_000 + random() * 2_500);
     if (Date.now() >= end) break;
-    const kind = (["worker-kill", "worker-pause", "redis-pause", "gateway-term", "gateway-kill"] as const)[Math.floor(random() * 5)]!;
+    const kinds = options.faults ?? FAULT_KINDS;
+    const kind = kinds[Math.floor(random() * kinds.length)]!;
     const index = Math.floor(random() * workers.length);
     faults[kind] = (faults[kind] ?? 0) + 1;
     log(`  ${new Date().toISOString()} ${kind}${kind.startsWith("worker") ? ` ${index}` : ""}`);
