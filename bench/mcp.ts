@@ -19,7 +19,7 @@ const defaults = { timeout_ms: 30_000, connect_timeout_ms: 30_000, tools: { incl
 
 const context: ToolContext = {
   sessionKey: "bench", signal: new AbortController().signal, now: Date.now,
-  transcript: { get: async () => undefined, search: async () => [] },
+  transcript: { get: async () => undefined, search: async () => ({ messages: [], scanned: 0, continueBefore: undefined }) },
   outputs: { read: async () => undefined },
 };
 

@@ -62,9 +62,10 @@ export const configSchema = z.object({
   REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+$/).default("lh").describe("Prefix of every Redis key and queue, so deployments can share one Redis"),
   DATA_DIR: z.string().min(1).default("./data").describe("Where the private redis-server keeps its AOF and dump files"),
   HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(8080).describe("Port of /healthz, /metrics and the Telegram webhook; 0 disables the HTTP server"),
+  HTTP_HOST: z.string().min(1).default("127.0.0.1").describe("Address the HTTP server binds to; 0.0.0.0 to serve other hosts (compose sets it in containers)"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info").describe("pino log level"),
   WORKER_CONCURRENCY: positiveInt(8, "Turns one worker process runs at once (different sessions)"),
-  JOB_LOCK_MS: positiveInt(30_000, "How long a worker holds a turn before another may take it over if it stops renewing (crash)"),
+  JOB_LOCK_MS: positiveInt(30_000, "BullMQ job lock; a session's lease lasts twice this, so a stall shorter than that never hands a running turn to another worker"),
   SHUTDOWN_TIMEOUT_MS: positiveInt(20_000, "Hard exit after SIGTERM if the running turns have not finished or been handed back"),
 
   // Main model
@@ -99,7 +100,7 @@ export const configSchema = z.object({
   APPROVAL_TIMEOUT_S: positiveInt(300, "A tool call waiting for approval (mcp.servers.*.approval) is denied after this many seconds without an answer"),
   BUSY_MODE: z.enum(["collect", "queue", "interrupt"]).default("collect").describe("Messages during a turn: answered together next (collect), one turn each (queue), or restart the turn (interrupt)"),
   IDLE_RESET_HOURS: z.coerce.number().min(0).default(0).describe("Archive a session idle this long and start fresh; 0 never"),
-  ARCHIVE_RETENTION_DAYS: z.coerce.number().min(0).default(0).describe("How long an archived conversation (/new, idle reset) is kept; 0 forever"),
+  ARCHIVE_RETENTION_DAYS: z.coerce.number().min(0).default(90).describe("How long an archived conversation (/new, idle reset) is kept; 0 forever"),
 
   // Time and scheduling
   TZ: z.string().min(1).refine(isTimeZone, "not an IANA time zone known to this Node (e.g. Europe/Berlin)").default("UTC").describe("Time zone of the chats (IANA name): reminders and tasks are read and confirmed in it"),

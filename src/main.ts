@@ -51,8 +51,11 @@ async function main(): Promise<void> {
         process.exit(1);
       }, config.SHUTDOWN_TIMEOUT_MS).unref();
       try {
-        await gateway?.close();
+        // Intake first; then the workers, whose hand-back clock must not wait behind delivery;
+        // then delivery, which sends what the workers committed on their way out.
+        await gateway?.stopIntake();
         await worker?.close();
+        await gateway?.close();
         await http?.close();
         await redis.stop();
         logger.info("shutdown-finished");
@@ -80,9 +83,11 @@ async function main(): Promise<void> {
     await gateway?.refreshQueueDepth().catch(() => undefined);
     response.writeHead(200, { "content-type": metrics.registry.contentType }).end(await metrics.registry.metrics());
   });
-  if (config.HTTP_PORT > 0) http = await startHttpServer({ port: config.HTTP_PORT, routes, logger });
+  if (config.HTTP_PORT > 0) http = await startHttpServer({ port: config.HTTP_PORT, host: config.HTTP_HOST, routes, logger });
 
-  if (config.LONGHAUL_ROLE !== "gateway") worker = startWorkerRole({ config, redisUrl: redis.url, logger, metrics });
+  // Test-only faults for the fault tests; never set in a deployment.
+  const testHooks = process.env.LONGHAUL_TEST_HOOKS === "1";
+  if (config.LONGHAUL_ROLE !== "gateway") worker = await startWorkerRole({ config, redisUrl: redis.url, logger, metrics, testHooks });
   if (config.LONGHAUL_ROLE !== "worker") {
     const adapters = createAdapters(config, logger, {
       onConsoleDrained: () => void shutdown("console-input-ended"),
@@ -95,7 +100,7 @@ async function main(): Promise<void> {
     gateway = await startGateway({ config, redisUrl: redis.url, adapters, logger, metrics });
     for (const [path, handler] of gateway.routes) routes.set(path, handler);
   }
-  logger.info({ httpPort: http?.port }, "longhaul-ready");
+  logger.info({ httpPort: http?.port, httpHost: http ? config.HTTP_HOST : undefined }, "longhaul-ready");
 }
 
 main().catch((error: unknown) => {

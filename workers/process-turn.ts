@@ -1,41 +1,48 @@
 /**
- * One turn, on one screen: lease → drain inbox → load → commands / hygiene → agent loop →
- * commit (atomic, version-checked) → hand the reply to delivery.
+ * One turn, on one screen: begin (lease + claim + load, one script) → commands / hygiene →
+ * agent loop → end (fenced commit + what is left, one script) → hand the reply to delivery.
  */
-import type { ReplyTarget, TurnActivity } from "../src/core/channel.js";
-import { failureNotice, pasteWaitMs, runTurnSegments, settleWithoutAnswer, type AbortReason, type SegmentsResult, type TurnEngine } from "../src/agent/index.js";
+import type { Platform, ReplyTarget, TurnActivity } from "../src/core/channel.js";
+import {
+  BatchFailedError, batchFailureCause, failureNotice, pasteWaitMs, runTurnSegments, settleWithoutAnswer,
+  type AbortReason, type SegmentsResult, type TurnEngine,
+} from "../src/agent/index.js";
 import { AbortedError, PermanentError, RetryableError } from "../src/errors.js";
 import { classifyLlmError } from "../src/llm/index.js";
 import type { Logger } from "../src/logger.js";
 import type { Metrics } from "../src/metrics.js";
 import type { Producers } from "../src/queue/index.js";
-import type { InboxEntry, SessionStore } from "../src/session/store.js";
+import { LeaseKeeper } from "../src/session/lease.js";
+import type { BeginTurnResult, InboxEntry, SessionStore, WorkLeft } from "../src/session/store.js";
+import type { TurnHooks } from "./test-hooks.js";
 
 export interface TurnDeps {
   store: SessionStore;
   producers: Producers;
   engine: TurnEngine;
   busyMode: "collect" | "queue" | "interrupt";
+  /** Lease TTL: a stall (Redis paused, event loop blocked) shorter than this never loses the session. */
   leaseMs: number;
   publishActivity(activity: TurnActivity): Promise<void>;
-  /** Aborts when /stop or an interrupt asks this session's running turn to stop. */
-  watchAbort(sessionKey: string, signal: AbortSignal): { signal: AbortSignal; dispose(): void };
-  /** Clears a stale abort flag before the turn claims its batch. */
-  clearAbort(sessionKey: string): Promise<void>;
   logger: Logger;
   metrics: Metrics;
   now(): number;
   /** After a commit that archived a conversation (/new, idle reset): its stored tool outputs expire with it. */
   onArchived?(sessionKey: string, sessionId: string): Promise<void>;
+  /** Test-only pauses at fixed points of a turn (LONGHAUL_TEST_HOOKS). */
+  hooks?: TurnHooks;
 }
 
 export type TurnOutcome =
   | { status: "idle" }
-  | { status: "busy" }
+  /** Another attempt holds the session's lease. */
+  | { status: "busy"; retryInMs: number }
+  /** Another attempt took the session over (this one stalled); nothing of this one was written. */
+  | { status: "superseded" }
   | { status: "answered"; version: number; messages: number; replies: number };
 
 export interface TurnAttempt {
-  /** Unique per attempt: the lease token. */
+  /** Unique per attempt (attemptToken): the lease token every write is fenced by. */
   token: string;
   /** No retry follows a failure of this attempt: the user must get an answer now. */
   finalAttempt: boolean;
@@ -44,48 +51,61 @@ export interface TurnAttempt {
   approvalTimeout?: string;
 }
 
+/** Rounds of waiting for the rest of a paste the client split (a few parts at most). */
+const PASTE_ROUNDS = 8;
+
 export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: TurnAttempt): Promise<TurnOutcome> {
   const { store, producers } = deps;
   const log = deps.logger.child({ sessionKey });
 
-  if (!(await store.acquireLease(sessionKey, attempt.token, deps.leaseMs))) return { status: "busy" };
-  const renew = setInterval(() => {
-    store.acquireLease(sessionKey, attempt.token, deps.leaseMs).catch((error: unknown) => log.warn({ err: error }, "lease-renew-failed"));
-  }, Math.max(250, Math.floor(deps.leaseMs / 3)));
+  // An approval's timeout job has no message of its own: it takes the lease even when idle.
+  const hold = attempt.approvalTimeout !== undefined;
+  const first = await store.beginTurn(sessionKey, attempt.token, { leaseMs: deps.leaseMs, mode: deps.busyMode === "queue" ? "one" : "all", hold, now: deps.now() });
+  if (first.status === "busy") return first;
+  if (first.status === "moved") return forwardMoved(deps, sessionKey, log);
+  // A reply committed by an earlier attempt that died before handing it over.
+  if (first.outbox > 0 && first.outboxPlatform) await producers.enqueueDelivery(sessionKey, first.outboxPlatform);
+  if (first.status === "idle") {
+    if (first.outbox === 0) await store.settle(sessionKey);
+    return { status: "idle" };
+  }
+
+  const lease = new LeaseKeeper(store.redis, { key: store.keys(sessionKey).lease, token: attempt.token, ttlMs: deps.leaseMs, abortKey: store.keys(sessionKey).abort }, attempt.signal);
   let target: ReplyTarget | undefined;
   try {
-    // A reply committed by an earlier attempt that died before handing it over.
-    if ((await store.outboxLength(sessionKey)) > 0) await producers.enqueueDelivery(sessionKey);
-
-    await deps.clearAbort(sessionKey);
-    let batch = await store.claimInbox(sessionKey, deps.busyMode === "queue" ? "one" : "all");
     // The newest message may be the first part of a long paste the client split: wait briefly
-    // for the rest, so the turn answers the paste once (bounded: a few parts at most).
-    for (let round = 0, wait = pasteWaitMs(batch, deps.now()); wait > 0 && round < 8; round++, wait = pasteWaitMs(batch, deps.now())) {
+    // for the rest, then begin again with the same token (the whole pending batch, fresh).
+    let begun: BeginTurnResult = first;
+    for (let round = 0; begun.status === "claimed" && round < PASTE_ROUNDS && !lease.signal.aborted; round++) {
+      const wait = pasteWaitMs(begun.batch, deps.now());
+      if (wait <= 0) break;
       await new Promise((resolve) => setTimeout(resolve, wait));
-      batch = await store.claimInbox(sessionKey, "all");
+      begun = await store.beginTurn(sessionKey, attempt.token, { leaseMs: deps.leaseMs, mode: "all", hold, now: deps.now() });
     }
-    // An approval's timeout job has no message of its own: it runs only while that approval waits.
-    const state = batch.length > 0 || attempt.approvalTimeout ? await store.load(sessionKey, deps.now()) : undefined;
-    const timedOut = attempt.approvalTimeout !== undefined && state?.pendingApproval?.id === attempt.approvalTimeout ? state.pendingApproval : undefined;
-    if (!state || (batch.length === 0 && !timedOut)) {
-      await store.settle(sessionKey);
+    if (begun.status !== "claimed") return superseded(deps, sessionKey, log, "lost");
+    const { state, batch, claim } = begun;
+    const timedOut = attempt.approvalTimeout !== undefined && state.pendingApproval?.id === attempt.approvalTimeout ? state.pendingApproval : undefined;
+    if (batch.length === 0 && !timedOut) {
+      if (begun.outbox === 0) await store.settle(sessionKey);
       return { status: "idle" };
     }
     target = batch.length > 0 ? targetOf(batch) : timedOut!.target;
     await deps.publishActivity({ type: "turn-started", sessionKey, target });
-
+    deps.hooks?.at("turn-begun", batch);
     const startedAt = performance.now();
     let outcome: "answered" | "stopped" | "failed" = "answered";
-    const abort = deps.watchAbort(sessionKey, attempt.signal);
     let result: SegmentsResult;
     try {
       result = await runTurnSegments(deps.engine, {
-        sessionKey, state, batch, target, signal: abort.signal, log,
+        sessionKey, state, batch, target, signal: lease.signal, log,
         ...(timedOut ? { approvalTimeout: timedOut.id } : {}),
       });
-    } catch (error) {
-      const reason = abort.signal.aborted ? (abort.signal.reason as AbortReason) : undefined;
+    } catch (failure) {
+      const error = batchFailureCause(failure);
+      const done = failure instanceof BatchFailedError ? failure.done : undefined;
+      const settleInput = { sessionKey, state: done?.state ?? state, batch: failure instanceof BatchFailedError ? failure.rest : batch, target, log };
+      const reason = lease.signal.aborted ? (lease.signal.reason as AbortReason | "lease-lost") : undefined;
+      if (reason === "lease-lost") return superseded(deps, sessionKey, log);
       if (reason === "interrupt" || reason === "shutdown" || attempt.signal.aborted) {
         // Nothing is committed: the batch stays pending and the next turn takes it together
         // with whatever arrived meanwhile.
@@ -98,9 +118,9 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
         // /stop: the batch stays part of the conversation, unanswered; /stop itself replies.
         log.info("turn-stopped");
         outcome = "stopped";
-        result = settleWithoutAnswer(deps.engine, { sessionKey, state, batch, target, log }, undefined, (stopped) => {
+        result = settleWithoutAnswer(deps.engine, settleInput, undefined, (stopped) => {
           stopped.engine.lastTurnAborted = true;
-        });
+        }, done);
       } else if (isRetryable(error) && !attempt.finalAttempt) {
         deps.metrics.llmErrors.inc({ class: classifyLlmError(error) });
         deps.metrics.turns.inc({ outcome: "retried" });
@@ -109,33 +129,67 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
         log.error({ err: error }, "turn-failed");
         outcome = "failed";
         deps.metrics.llmErrors.inc({ class: classifyLlmError(error) });
-        result = settleWithoutAnswer(deps.engine, { sessionKey, state, batch, target, log }, failureNotice(error));
+        result = settleWithoutAnswer(deps.engine, settleInput, failureNotice(error), undefined, done);
       }
-    } finally {
-      abort.dispose();
     }
 
-    const version = await store.commit(sessionKey, {
+    deps.hooks?.at("before-commit", batch);
+    // No heartbeat may land after the commit: it would take the released lease again.
+    await lease.stop();
+    const ended = await store.endTurn(sessionKey, claim, {
       state: result.state,
       transcript: result.transcript,
       outbox: result.replies,
-      clearPending: true,
       ...(result.archivedSessionId ? { archivedSessionId: result.archivedSessionId } : {}),
     });
-    log.info({ version, messages: batch.length, replies: result.replies.length }, "turn-committed");
+    if (ended.status === "lost" || ended.status === "conflict") return superseded(deps, sessionKey, log, ended.status);
+    log.info({ version: ended.version, messages: batch.length, replies: result.replies.length, resent: ended.status === "done" }, "turn-committed");
     deps.metrics.turns.inc({ outcome });
     deps.metrics.turnSeconds.observe((performance.now() - startedAt) / 1_000);
-    if (result.replies.length > 0) await producers.enqueueDelivery(sessionKey);
-    for (const timeout of result.approvalTimeouts ?? []) await producers.enqueueApprovalTimeout(sessionKey, timeout.approvalId, timeout.delayMs);
-    if (result.archivedSessionId) await deps.onArchived?.(sessionKey, result.archivedSessionId);
-    if ((await store.inboxLength(sessionKey)) > 0) await producers.enqueueTurn(sessionKey);
-    else await store.settle(sessionKey);
-    return { status: "answered", version, messages: batch.length, replies: result.replies.length };
+    await handOn(deps, sessionKey, ended, target.platform, result);
+    return { status: "answered", version: ended.version, messages: batch.length, replies: result.replies.length };
   } finally {
-    clearInterval(renew);
+    await lease.release().catch((error: unknown) => log.warn({ err: error }, "lease-release-failed"));
     if (target) await deps.publishActivity({ type: "turn-finished", sessionKey, target }).catch(() => undefined);
-    await store.releaseLease(sessionKey, attempt.token).catch(() => undefined);
   }
+}
+
+/**
+ * After the commit (never before: a turn that cannot commit schedules nothing): replies to
+ * deliver, approval timeouts, the archived conversation's tool outputs, messages for the next
+ * turn; a session with nothing left is settled.
+ */
+async function handOn(deps: TurnDeps, sessionKey: string, left: WorkLeft, platform: Platform, result: SegmentsResult): Promise<void> {
+  if (left.outbox > 0) await deps.producers.enqueueDelivery(sessionKey, left.outboxPlatform ?? platform);
+  for (const timeout of result.approvalTimeouts ?? []) await deps.producers.enqueueApprovalTimeout(sessionKey, timeout.approvalId, timeout.delayMs);
+  if (result.archivedSessionId) await deps.onArchived?.(sessionKey, result.archivedSessionId);
+  if (left.inbox > 0 || left.pending > 0) await deps.producers.enqueueTurn(sessionKey);
+  if (left.inbox === 0 && left.pending === 0 && left.outbox === 0) await deps.store.settle(sessionKey);
+}
+
+/**
+ * This attempt stalled and another took the session (or committed) meanwhile: it wrote nothing.
+ * A turn is enqueued so that whatever it had claimed is certain to be taken up again.
+ */
+async function superseded(deps: TurnDeps, sessionKey: string, log: Logger, why: "lease-lost" | "lost" | "conflict" = "lease-lost"): Promise<TurnOutcome> {
+  log.warn({ why }, "turn-superseded");
+  deps.metrics.turns.inc({ outcome: "superseded" });
+  await deps.producers.enqueueTurn(sessionKey);
+  return { status: "superseded" };
+}
+
+/**
+ * The session moved to a new key (a Telegram group became a supergroup): what still reached the
+ * old key is forwarded there and answered by the new session's turn.
+ */
+async function forwardMoved(deps: TurnDeps, sessionKey: string, log: Logger): Promise<TurnOutcome> {
+  const forwarded = await deps.store.forwardToMoved(sessionKey);
+  if (forwarded && forwarded.forwarded > 0) {
+    log.info(forwarded, "moved-session-messages-forwarded");
+    await deps.producers.enqueueTurn(forwarded.toSessionKey);
+  }
+  await deps.store.settle(sessionKey);
+  return { status: "idle" };
 }
 
 /**

@@ -7,6 +7,8 @@ import { randomUUID } from "node:crypto";
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import type { Logger } from "../src/logger.js";
 import { PAYLOAD_VERSION, TURN_QUEUE, createRedis, type Producers, type TurnJobData } from "../src/queue/index.js";
+import { attemptToken } from "../src/session/lease.js";
+import { hasLegacyWork, migrateSession } from "../src/session/migrate.js";
 import type { SessionStore } from "../src/session/store.js";
 import { processTurn, type TurnDeps, type TurnOutcome } from "./process-turn.js";
 
@@ -45,15 +47,17 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
         { ...options.deps, logger: log.child({ jobId: job.id }) },
         job.data.sessionKey,
         {
-          token: `${workerId}:${job.id}:${job.attemptsMade}`,
+          // Job id and attempt alone repeat when this worker picks its own stalled job back up.
+          token: attemptToken(`${workerId}:${job.id}:${job.attemptsMade}`),
           finalAttempt: job.attemptsMade + 1 >= attempts,
           signal: signal ?? new AbortController().signal,
           ...(job.data.approvalId ? { approvalTimeout: job.data.approvalId } : {}),
         },
       );
       if (outcome.status === "busy") {
-        // Another worker still holds the session (a takeover after a false stall): come back later.
-        await job.moveToDelayed(Date.now() + 1_000, token);
+        // An earlier run of this job (BullMQ re-ran it after a stall) still holds the session:
+        // come back when its lease may be free, without spending an attempt.
+        await job.moveToDelayed(Date.now() + Math.min(2_000, Math.max(250, outcome.retryInMs)), token);
         throw new DelayedError();
       }
       return outcome;
@@ -94,7 +98,10 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
 /**
  * The safety net for the gap between "stored" and "enqueued": a message persisted while the
  * enqueue failed, a pending batch whose job failed for good, an outbox whose delivery job was
- * lost. Re-enqueueing is idempotent thanks to deduplication.
+ * lost. Re-enqueueing is idempotent thanks to deduplication. A session whose lease is held is
+ * left to its holder, which hands on what it leaves when it ends. A listed session with nothing
+ * in the current layout may hold work an old-version process wrote during an upgrade: that is
+ * migrated first.
  */
 export function startSweeper(store: SessionStore, producers: Producers, log: Logger, intervalMs: number): { stop(): void } {
   let running = false;
@@ -103,13 +110,18 @@ export function startSweeper(store: SessionStore, producers: Producers, log: Log
     running = true;
     try {
       for (const sessionKey of await store.sessionsWithWork()) {
-        const work = await store.pendingWork(sessionKey);
-        if (work.inbox > 0 || work.pending) await producers.enqueueTurn(sessionKey);
-        if (work.outbox > 0) await producers.enqueueDelivery(sessionKey);
-        if (work.inbox === 0 && !work.pending && work.outbox === 0) await store.settle(sessionKey);
+        let work = await store.sessionWork(sessionKey);
+        if (work.inbox === 0 && work.pending === 0 && work.outbox === 0 && (await hasLegacyWork(store.redis, store.prefix, sessionKey))) {
+          log.warn({ sessionKey }, "legacy-session-migrated");
+          await migrateSession(store.redis, store.prefix, sessionKey);
+          work = await store.sessionWork(sessionKey);
+        }
+        if ((work.inbox > 0 || work.pending > 0) && !work.turnRunning) await producers.enqueueTurn(sessionKey);
+        if (work.outbox > 0 && work.outboxPlatform && !work.deliveryRunning) await producers.enqueueDelivery(sessionKey, work.outboxPlatform);
+        if (work.inbox === 0 && work.pending === 0 && work.outbox === 0) await store.settle(sessionKey);
       }
     } catch (error) {
-      log.debug({ err: error }, "sweep-failed");
+      log.warn({ err: error }, "sweep-failed");
     } finally {
       running = false;
     }

@@ -13,12 +13,15 @@ import type { Metrics } from "../src/metrics.js";
 import { AccessControl, accessListsFrom } from "../src/gateway/access.js";
 import { createFiringQueue, createProducers, createRedis, pingWithin } from "../src/queue/index.js";
 import { createScheduleTool, scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../src/schedule/index.js";
-import { AbortFlags } from "../src/session/abort.js";
 import { globalKeys } from "../src/session/keys.js";
+import { leaseTtlMs } from "../src/session/lease.js";
+import { migrateLayout } from "../src/session/migrate.js";
 import { SessionStore } from "../src/session/store.js";
 import { ToolOutputStore } from "../src/session/tool-outputs.js";
+import { SEARCH_MAX_ENTRIES, SEARCH_TURN_BUDGET_ENTRIES } from "../src/session/transcript-search.js";
 import { startScheduleWorker } from "./schedule-worker.js";
-import { startTurnWorker } from "./turn-worker.js";
+import { createTestHooks } from "./test-hooks.js";
+import { startTurnWorker, type TurnWorker } from "./turn-worker.js";
 
 export interface WorkerRole {
   health(): Promise<Record<string, boolean>>;
@@ -32,16 +35,18 @@ export interface WorkerRoleOptions {
   metrics: Metrics;
   /** Tools beyond the built-ins and the configured MCP servers (tests add their own). */
   extraTools?: readonly Tool[];
+  /** Test-only faults (workers/test-hooks.ts); main.ts turns them on with LONGHAUL_TEST_HOOKS=1. */
+  testHooks?: boolean;
 }
 
-export function startWorkerRole(options: WorkerRoleOptions): WorkerRole {
+/** Resolves once the worker takes jobs: the key layout is migrated before the first turn. */
+export async function startWorkerRole(options: WorkerRoleOptions): Promise<WorkerRole> {
   const { config, logger, metrics } = options;
   const prefix = config.REDIS_PREFIX;
   const redis = createRedis(options.redisUrl);
   redis.on("error", (error) => logger.warn({ err: error }, "redis-error"));
   const store = new SessionStore(redis, prefix, { archiveRetentionMs: config.ARCHIVE_RETENTION_DAYS * 86_400_000 });
   const producers = createProducers(redis, prefix);
-  const abortFlags = new AbortFlags(redis, prefix);
   const activityChannel = globalKeys(prefix).activityChannel;
 
   const llm = createLlmClient({
@@ -115,10 +120,18 @@ export function startWorkerRole(options: WorkerRoleOptions): WorkerRole {
     },
     idleResetMs: config.IDLE_RESET_HOURS * 3_600_000,
     prices: { input: config.LLM_PRICE_INPUT, cachedInput: config.LLM_PRICE_CACHED_INPUT, output: config.LLM_PRICE_OUTPUT },
-    transcriptReader: (sessionKey) => ({
-      get: (id) => store.transcriptMessage(sessionKey, id),
-      search: (query, limit) => store.searchTranscript(sessionKey, query, limit),
-    }),
+    transcriptReader: (sessionKey) => {
+      let budget = SEARCH_TURN_BUDGET_ENTRIES;
+      return {
+        get: (id) => store.transcriptMessage(sessionKey, id),
+        search: async (query, limit, before) => {
+          if (budget <= 0) throw new Error(`this turn has read ${SEARCH_TURN_BUDGET_ENTRIES} transcript messages already; answer with what was found`);
+          const found = await store.searchTranscript(sessionKey, query, limit, { ...(before === undefined ? {} : { before }), maxEntries: Math.min(SEARCH_MAX_ENTRIES, budget) });
+          budget -= found.scanned;
+          return found;
+        },
+      };
+    },
     transcriptLength: (sessionKey) => store.transcriptLength(sessionKey),
     now: () => Date.now(),
     timeZone: config.TZ,
@@ -128,7 +141,10 @@ export function startWorkerRole(options: WorkerRoleOptions): WorkerRole {
   // Before taking jobs: building the tokenizer blocks the event loop, which mid-turn would stall
   // lock renewals and, in role "all", the gateway.
   engine.context.warmUp();
-  const worker = startTurnWorker({
+  // Before the first turn or firing: every session's keys in the current layout.
+  const migration = await migrateLayout(redis, prefix);
+  if (!migration.current) logger.warn({ migration }, "key-layout-migrated");
+  const worker: TurnWorker = startTurnWorker({
     redisUrl: options.redisUrl,
     prefix,
     concurrency: config.WORKER_CONCURRENCY,
@@ -140,16 +156,15 @@ export function startWorkerRole(options: WorkerRoleOptions): WorkerRole {
       producers,
       engine,
       busyMode: config.BUSY_MODE,
-      leaseMs: config.JOB_LOCK_MS,
+      leaseMs: leaseTtlMs(config.JOB_LOCK_MS),
       publishActivity: async (activity) => {
         await redis.publish(activityChannel, JSON.stringify(activity));
       },
-      watchAbort: (sessionKey, signal) => abortFlags.watch(sessionKey, signal),
-      clearAbort: (sessionKey) => abortFlags.clear(sessionKey),
       logger,
       metrics,
       now: () => Date.now(),
       onArchived: (sessionKey, sessionId) => toolOutputs.expireArchived(sessionKey, sessionId, config.ARCHIVE_RETENTION_DAYS * 86_400_000),
+      ...(options.testHooks ? { hooks: createTestHooks() } : {}),
     },
   });
 

@@ -1,6 +1,7 @@
 export { runTurn, runCalls, MAX_OVERFLOW_RETRIES, type RunTurnInput, type RunTurnResult, type PausedStep } from "./run-turn.js";
 export {
   runTurnSegments, segmentBatch, toUserMessages, userMessageText, settleWithoutAnswer, failureNotice, toolScopeOf,
+  BatchFailedError, batchFailureCause,
   type TurnEngine, type SegmentsInput, type SegmentsResult, type SettleInput, type AbortReason, type ApprovalTimeout, type ToolOutputStorage,
 } from "./turn-engine.js";
 export type { ContextManager, CompactionScope } from "./context-manager.js";

@@ -1,6 +1,6 @@
 import { messageOrigin, type InboundMessage, type OutboundReply, type Platform, type ReplyTarget } from "../core/channel.js";
 import type { ChatMessage, UserMessage } from "../core/messages.js";
-import { AbortedError, ContextOverflowError, errorMessage } from "../errors.js";
+import { AbortedError, ContextOverflowError, PermanentError, errorMessage } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { LlmClient } from "../core/llm.js";
 import { freshSessionAfter, messageIdAllocator, type SessionState } from "../session/state.js";
@@ -168,8 +168,39 @@ export function toolScopeOf(sessionKey: string, entries: readonly InboundMessage
   };
 }
 
-/** Runs a batch: each segment in order, all on one working copy of the state. */
+/**
+ * Runs a batch: each segment in order, all on one working copy of the state. A failing segment
+ * throws BatchFailedError, which carries what the segments before it did.
+ */
 export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput): Promise<SegmentsResult> {
+  const progress: SegmentProgress = {};
+  try {
+    return await runSegments(engine, input, progress);
+  } catch (error) {
+    throw new BatchFailedError(progress.done ?? { state: input.state, transcript: [], replies: [] }, progress.rest ?? input.batch, error);
+  }
+}
+
+/**
+ * A segment of a batch failed (the model, or an abort); `done` is what the segments before it
+ * did (a `/new` stays done) and `rest` the entries from the failed one on.
+ */
+export class BatchFailedError extends Error {
+  override readonly name = "BatchFailedError";
+  constructor(readonly done: SegmentsResult, readonly rest: readonly InboxEntry[], cause: unknown) {
+    super(errorMessage(cause), { cause });
+  }
+}
+
+/** The error behind a failed batch (the model's, or the abort's). */
+export const batchFailureCause = (error: unknown): unknown => (error instanceof BatchFailedError ? error.cause : error);
+
+interface SegmentProgress {
+  done?: SegmentsResult;
+  rest?: InboxEntry[];
+}
+
+async function runSegments(engine: TurnEngine, input: SegmentsInput, progress: SegmentProgress): Promise<SegmentsResult> {
   const run: TurnRun = { engine, input, state: structuredClone(input.state), transcript: [], replies: [], approvalTimeouts: [] };
   let archivedSessionId: string | undefined;
   // Optional idle reset (off by default: users of long-running chats hated nightly wipes).
@@ -183,7 +214,13 @@ export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput):
   // any later turn if that job was lost).
   await expireApproval(run);
 
-  for (const segment of segmentBatch(input.batch)) {
+  const segments = segmentBatch(input.batch);
+  for (const [index, segment] of segments.entries()) {
+    if (index > 0) {
+      // What the batch did so far stays done if this segment fails (a /new before a failed chat).
+      progress.done = resultOf(run, archivedSessionId, true);
+      progress.rest = segments.slice(index).flatMap((rest) => (rest.kind === "chat" ? rest.entries : [rest.entry]));
+    }
     const newId = messageIdAllocator(run.state);
     const scope = compactionScope(run, newId);
     ensureSystemPrompt(run.state, engine.systemPrompt, newId, engine.now());
@@ -256,12 +293,18 @@ export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput):
   }
 
   run.state.updatedAt = engine.now();
+  return resultOf(run, archivedSessionId, false);
+}
+
+/** What a run has produced; `snapshot` copies it, so the run can go on without changing it. */
+function resultOf(run: TurnRun, archivedSessionId: string | undefined, snapshot: boolean): SegmentsResult {
+  const copy = <T>(value: T): T => (snapshot ? structuredClone(value) : value);
   return {
-    state: run.state,
-    transcript: run.transcript,
-    replies: run.replies,
+    state: copy(run.state),
+    transcript: copy(run.transcript),
+    replies: copy(run.replies),
     ...(archivedSessionId === undefined ? {} : { archivedSessionId }),
-    ...(run.approvalTimeouts.length > 0 ? { approvalTimeouts: run.approvalTimeouts } : {}),
+    ...(run.approvalTimeouts.length > 0 ? { approvalTimeouts: copy(run.approvalTimeouts) } : {}),
   };
 }
 
@@ -314,34 +357,44 @@ function ensureSystemPrompt(state: SessionState, systemPrompt: string, newId: ()
   state.engine.systemPromptBase = systemPrompt;
 }
 
-/** Keeps the user's messages in the session when a turn cannot produce an answer. */
+/**
+ * Keeps the user's messages in the session when a turn cannot produce an answer. `done`: what
+ * earlier segments of the batch did (BatchFailedError), kept under the settled rest.
+ */
 export function settleWithoutAnswer(
   engine: Pick<TurnEngine, "now" | "systemPrompt">,
   input: SettleInput,
   text: string | undefined,
   mark?: (state: SessionState) => void,
+  done?: SegmentsResult,
 ): SegmentsResult {
-  const state = structuredClone(input.state);
+  const state = structuredClone(done?.state ?? input.state);
   mark?.(state);
   const newId = messageIdAllocator(state);
   ensureSystemPrompt(state, engine.systemPrompt, newId, engine.now());
-  const transcript: ChatMessage[] = [];
-  const replies: OutboundReply[] = [];
+  const settled: ChatMessage[] = [];
+  const replies: OutboundReply[] = [...(done?.replies ?? [])];
   for (const segment of segmentBatch(input.batch)) {
     if (segment.kind === "command" || segment.kind === "action") continue;
     if (segment.kind === "reminder") {
       // A fixed reminder needs no model: a failure elsewhere in the batch must not swallow it.
       const message = reminderMessage(segment.entry, newId());
-      transcript.push(message);
+      settled.push(message);
       replies.push(buildReply(input, replies.length, segment.entry.text, "answer", answering({ input }, [segment.entry])));
       continue;
     }
-    transcript.push(...toUserMessages(segment.entries, newId));
+    settled.push(...toUserMessages(segment.entries, newId));
   }
-  state.live.push(...transcript);
+  state.live.push(...settled);
   state.updatedAt = engine.now();
   if (text !== undefined) replies.push(buildReply(input, replies.length, text, "notice", answering({ input }, input.batch)));
-  return { state, transcript, replies };
+  return {
+    state,
+    transcript: [...(done?.transcript ?? []), ...settled],
+    replies,
+    ...(done?.archivedSessionId === undefined ? {} : { archivedSessionId: done.archivedSessionId }),
+    ...(done?.approvalTimeouts ? { approvalTimeouts: done.approvalTimeouts } : {}),
+  };
 }
 
 /** The assistant message a delivered reminder leaves in the conversation. */
@@ -367,5 +420,10 @@ export function failureNotice(error: unknown): string {
     return "Sorry — this conversation no longer fits the model's context, even after compacting it. Nothing is lost: send /compress to try again, or /new to start fresh.";
   }
   if (error instanceof AbortedError) return "Stopped.";
-  return `Sorry — I couldn't get an answer from the model (${errorMessage(error).slice(0, 200)}). Your message is saved; please try again in a moment.`;
+  // Never the error's own text: provider and connection errors name hosts and addresses, which
+  // belong in the log (turn-failed), not in a chat.
+  const why = error instanceof PermanentError
+    ? "the model service refused the request; the operator can check the log"
+    : "the model service did not answer in time or is unavailable";
+  return `Sorry — I couldn't get an answer from the model (${why}). Your message is saved; please try again in a moment.`;
 }

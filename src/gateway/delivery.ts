@@ -1,54 +1,81 @@
+import { randomUUID } from "node:crypto";
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import type { ChannelAdapter } from "../adapters/channel-adapter.js";
 import type { Platform } from "../core/channel.js";
 import { PermanentError, RetryableError } from "../errors.js";
 import type { Logger } from "../logger.js";
-import { DELIVERY_QUEUE, PAYLOAD_VERSION, createRedis, type DeliveryJobData } from "../queue/index.js";
+import { PAYLOAD_VERSION, createRedis, deliveryQueueName, type DeliveryJobData, type Producers } from "../queue/index.js";
+import { attemptToken, LeaseKeeper } from "../session/lease.js";
+import { DeliveryFencedError, Outbox, type DeliveryStep } from "../session/outbox.js";
 import type { SessionStore } from "../session/store.js";
 
 export interface DeliveryWorkerOptions {
   redisUrl: string;
   prefix: string;
   store: SessionStore;
+  producers: Producers;
+  /** One delivery queue is consumed per adapter: the platforms this gateway can send to. */
   adapters: ReadonlyMap<Platform, ChannelAdapter>;
   concurrency: number;
   lockMs: number;
+  /** TTL of a session's delivery lease (the same rule as the turn lease: see docs/architecture.md). */
+  leaseMs: number;
   logger: Logger;
   onDelivered?: (platform: Platform) => void;
 }
 
 /**
- * Sends what turns committed to a session's outbox, in order, one session at a time
- * (deduplicated jobs). Progress is recorded per part, so a crash mid-reply resumes after the
- * last part that went out, and a reply is popped only once fully sent: never lost, never
- * sent twice by a retry.
+ * Sends what turns committed to a session's outbox, in order. One delivery per session at a
+ * time, enforced in Redis by a delivery lease (BullMQ's job lock alone is not enough: a stalled
+ * job runs twice). Progress is recorded per reply id and part, each record fenced by the lease
+ * and checked against the outbox head, so a crash mid-reply resumes after the last part that
+ * went out, and a stale record can never skip a part of another reply.
  */
 export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): Promise<void> } {
+  const gatewayId = randomUUID().slice(0, 8);
   const connection = createRedis(options.redisUrl);
-  const log = options.logger.child({ component: "delivery" });
-  const worker = new Worker<DeliveryJobData>(
-    DELIVERY_QUEUE,
-    async (job: Job<DeliveryJobData>, token?: string) => {
-      if (job.data.v !== PAYLOAD_VERSION) throw new UnrecoverableError(`unknown delivery payload version ${String(job.data.v)}`);
-      const { sessionKey } = job.data;
-      const { store } = options;
-      for (let head = await store.outboxHead(sessionKey); head; head = await store.outboxHead(sessionKey)) {
-        const { reply, fromPart } = head;
+  const log = options.logger.child({ component: "delivery", gatewayId });
+  const outbox = new Outbox(options.store.redis, options.store.prefix);
+
+  const deliver = async (job: Job<DeliveryJobData>, jobToken?: string) => {
+    if (job.data.v !== PAYLOAD_VERSION) throw new UnrecoverableError(`unknown delivery payload version ${String(job.data.v)}`);
+    const { sessionKey } = job.data;
+    const token = attemptToken(`${gatewayId}:${job.id}`);
+    const { leaseMs } = options;
+    let step: DeliveryStep = await outbox.begin(sessionKey, token, leaseMs);
+    if (step.status === "busy") {
+      // A stalled run of this job (or another gateway) is still sending: wait for it without
+      // spending an attempt.
+      await job.moveToDelayed(Date.now() + Math.min(2_000, Math.max(250, step.retryInMs)), jobToken);
+      throw new DelayedError();
+    }
+    const lease = new LeaseKeeper(options.store.redis, { key: options.store.keys(sessionKey).deliveryLease, token, ttlMs: leaseMs });
+    try {
+      while (step.status === "head") {
+        const { reply, fromPart } = step;
         const adapter = options.adapters.get(reply.target.platform);
-        if (!adapter) throw new Error(`no ${reply.target.platform} adapter in this gateway`);
+        if (!adapter) {
+          // Not ours to send: hand it to the queue of its platform.
+          await options.producers.enqueueDelivery(sessionKey, reply.target.platform);
+          return;
+        }
         try {
           await adapter.send(reply, {
             fromPart,
-            onPartSent: (partIndex) => store.recordPartSent(sessionKey, partIndex),
+            onPartSent: (partIndex) => outbox.recordPart(sessionKey, token, reply.replyId, partIndex, leaseMs),
           });
           options.onDelivered?.(reply.target.platform);
-          log.info({ sessionKey, jobId: job.id, replyId: reply.replyId }, "reply-delivered");
+          log.info({ sessionKey, jobId: job.id, replyId: reply.replyId, fromPart }, "reply-delivered");
         } catch (error) {
-          if (error instanceof RetryableError && error.retryAfterMs !== undefined && token) {
+          if (error instanceof DeliveryFencedError) {
+            log.warn({ sessionKey, replyId: reply.replyId, err: error }, "delivery-superseded");
+            return;
+          }
+          if (error instanceof RetryableError && error.retryAfterMs !== undefined && jobToken) {
             // The platform said when to come back (a long 429): wait that long without using
             // up an attempt; the sent parts are recorded, so sending resumes where it stopped.
             log.warn({ sessionKey, replyId: reply.replyId, retryAfterMs: error.retryAfterMs }, "delivery-rate-limited");
-            await job.moveToDelayed(Date.now() + error.retryAfterMs, token);
+            await job.moveToDelayed(Date.now() + error.retryAfterMs, jobToken);
             throw new DelayedError();
           }
           // The platform refused it for good (chat gone, bot blocked): retrying cannot help,
@@ -56,18 +83,27 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
           if (!(error instanceof PermanentError)) throw error;
           log.error({ sessionKey, replyId: reply.replyId, err: error }, "reply-undeliverable");
         }
-        await store.popOutbox(sessionKey, reply.replyId);
+        step = await outbox.finish(sessionKey, token, reply.replyId, leaseMs);
       }
-      await store.settle(sessionKey);
-    },
-    { connection, prefix: options.prefix, concurrency: options.concurrency, lockDuration: options.lockMs, stalledInterval: options.lockMs },
-  );
-  worker.on("error", (error) => log.error({ err: error }, "delivery-worker-error"));
-  worker.on("failed", (job, error) => log.warn({ jobId: job?.id, sessionKey: job?.data.sessionKey, err: error }, "delivery-failed"));
+      if (step.status === "lost") log.warn({ sessionKey }, "delivery-superseded");
+      else if (step.status === "empty") await options.store.settle(sessionKey);
+    } finally {
+      await lease.release().catch((error: unknown) => log.warn({ err: error }, "delivery-lease-release-failed"));
+    }
+  };
+
+  const workers = [...options.adapters.keys()].map((platform) => {
+    const worker = new Worker<DeliveryJobData>(deliveryQueueName(platform), deliver, {
+      connection, prefix: options.prefix, concurrency: options.concurrency, lockDuration: options.lockMs, stalledInterval: options.lockMs,
+    });
+    worker.on("error", (error) => log.error({ err: error }, "delivery-worker-error"));
+    worker.on("failed", (job, error) => log.warn({ jobId: job?.id, sessionKey: job?.data.sessionKey, err: error }, "delivery-failed"));
+    return worker;
+  });
   let closing: Promise<void> | undefined;
   return {
     close() {
-      closing ??= worker.close().then(() => connection.disconnect());
+      closing ??= Promise.all(workers.map((worker) => worker.close())).then(() => connection.disconnect());
       return closing;
     },
   };

@@ -5,8 +5,9 @@ import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import { createFiringQueue, createProducers, createRedis, pingWithin } from "../queue/index.js";
 import { scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../schedule/index.js";
-import { AbortFlags } from "../session/abort.js";
 import { globalKeys } from "../session/keys.js";
+import { leaseTtlMs } from "../session/lease.js";
+import { migrateLayout } from "../session/migrate.js";
 import { SessionStore } from "../session/store.js";
 import { parseCommand } from "../agent/commands/parse.js";
 import { AccessControl, accessListsFrom } from "./access.js";
@@ -33,7 +34,9 @@ export interface Gateway {
   chatClosed(platform: Platform, chatId: string): Promise<void>;
   /** Updates the queue-depth gauge; called on each /metrics scrape. */
   refreshQueueDepth(): Promise<void>;
-  /** Stops intake first, then delivery, then closes Redis; safe to call twice. */
+  /** Stops the adapters' intake (first step of shutdown); safe to call twice. */
+  stopIntake(): Promise<void>;
+  /** Stops intake, then delivery (after the workers handed back: main.ts), then closes Redis; safe to call twice. */
   close(): Promise<void>;
 }
 
@@ -52,7 +55,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   const store = new SessionStore(redis, prefix);
   const producers = createProducers(redis, prefix);
-  const abortFlags = new AbortFlags(redis, prefix);
+  const migration = await migrateLayout(redis, prefix);
+  if (!migration.current) log.warn({ migration }, "key-layout-migrated");
+  await store.loadLegacySeenWindow();
   const access = new AccessControl(redis, prefix, accessListsFrom(config));
   const adapters = new Map<Platform, ChannelAdapter>(options.adapters.map((adapter) => [adapter.platform, adapter]));
   const firingQueue = createFiringQueue(redis, prefix);
@@ -71,14 +76,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     logger: log,
     onAccepted: async (message: InboundMessage) => {
       const command = parseCommand(message.text);
-      if (command?.name === "stop") await abortFlags.request(message.sessionKey, "stop");
-      else if (config.BUSY_MODE === "interrupt" && !command) await abortFlags.request(message.sessionKey, "interrupt");
+      if (command?.name === "stop") await store.requestAbort(message.sessionKey, "stop");
+      else if (config.BUSY_MODE === "interrupt" && !command) await store.requestAbort(message.sessionKey, "interrupt");
     },
   });
 
   const delivery = startDeliveryWorker({
-    redisUrl: options.redisUrl, prefix, store, adapters,
-    concurrency: 32, lockMs: config.JOB_LOCK_MS, logger: log,
+    redisUrl: options.redisUrl, prefix, store, producers, adapters,
+    concurrency: 32, lockMs: config.JOB_LOCK_MS, leaseMs: leaseTtlMs(config.JOB_LOCK_MS), logger: log,
     onDelivered: (platform) => metrics.repliesDelivered.inc({ platform }),
   });
 
@@ -123,7 +128,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     return { redis: await pingWithin(redis), ...Object.fromEntries([...adapters.values()].map((adapter) => [adapter.platform, adapter.isConnected()])) };
   };
   const refreshQueueDepth = async () => {
-    for (const queue of [producers.turnQueue, producers.deliveryQueue]) {
+    for (const queue of [producers.turnQueue, ...[...adapters.keys()].flatMap((platform) => producers.deliveryQueues.get(platform) ?? [])]) {
       const counts = await queue.getJobCounts("waiting", "delayed", "prioritized");
       metrics.queueDepth.set({ queue: queue.name }, (counts.waiting ?? 0) + (counts.delayed ?? 0) + (counts.prioritized ?? 0));
     }
@@ -131,6 +136,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const routes = new Map<string, RouteHandler>();
   for (const adapter of adapters.values()) for (const [path, handler] of adapter.httpRoutes ?? []) routes.set(path, handler);
 
+  let stopping: Promise<void> | undefined;
+  const stopIntake = () => {
+    stopping ??= (async () => {
+      for (const adapter of adapters.values()) await adapter.stop().catch((error: unknown) => log.warn({ err: error }, "adapter-stop-failed"));
+    })();
+    return stopping;
+  };
   let closing: Promise<void> | undefined;
   return {
     ingress,
@@ -138,9 +150,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     health,
     chatClosed,
     refreshQueueDepth,
+    stopIntake,
     close() {
       closing ??= (async () => {
-        for (const adapter of adapters.values()) await adapter.stop().catch((error: unknown) => log.warn({ err: error }, "adapter-stop-failed"));
+        await stopIntake();
         await delivery.close();
         await firingQueue.close();
         await producers.close();

@@ -25,7 +25,8 @@ export async function startHttpServer(options: {
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(options.port, options.host ?? "0.0.0.0", () => resolve());
+    // Loopback unless told otherwise: /metrics and /healthz are not for the internet.
+    server.listen(options.port, options.host ?? "127.0.0.1", () => resolve());
   });
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : options.port;

@@ -52,15 +52,17 @@ export class Ingress implements IngressPort {
 
     const normalized = this.#truncate(message);
     const added = await store.appendInbox(normalized, now);
-    if (!added) {
-      log.info("message-duplicate");
-      return { status: "duplicate" };
-    }
     try {
+      // A duplicate enqueues too: a platform re-delivers what it thinks unstored, e.g. after a
+      // gateway died between storing a message and enqueueing its turn (deduplicated: cheap).
       await producers.enqueueTurn(message.sessionKey);
     } catch (error) {
       // Stored already: the sweeper will enqueue it; do not fail the platform ack.
       log.warn({ err: error }, "enqueue-failed-sweeper-will-retry");
+    }
+    if (!added) {
+      log.info("message-duplicate");
+      return { status: "duplicate" };
     }
     log.debug({ chars: normalized.text.length }, "message-accepted");
     await this.#options.onAccepted?.(normalized);
@@ -80,7 +82,7 @@ export class Ingress implements IngressPort {
     else log.info({ result, ...work }, "chat-moved");
     if (result === "moved") {
       if (work.inbox > 0 || work.pending > 0) await producers.enqueueTurn(move.toSessionKey);
-      if (work.outbox > 0) await producers.enqueueDelivery(move.toSessionKey);
+      if (work.outbox > 0) await producers.enqueueDelivery(move.toSessionKey, move.platform);
     }
     return result;
   }

@@ -3,8 +3,17 @@
  * messages live in the session's inbox, and secrets never travel in a job.
  */
 
+import type { Platform } from "../core/channel.js";
+
 export const TURN_QUEUE = "turns";
-export const DELIVERY_QUEUE = "deliveries";
+
+/**
+ * One delivery queue per platform: a gateway consumes only the queues of the platforms it has
+ * adapters for, so a reply is never picked up by a gateway that cannot send it (and never
+ * retried with backoff until one that can happens to take it).
+ */
+export const deliveryQueueName = (platform: Platform) => `deliveries-${platform}`;
+export const PLATFORMS: readonly Platform[] = ["telegram", "discord", "console"];
 
 /** Version of the payload shape; a worker refuses versions it does not know. */
 export const PAYLOAD_VERSION = 1;

@@ -1,7 +1,8 @@
 import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
+import type { Platform } from "../core/channel.js";
 import {
-  DELIVERY_QUEUE, PAYLOAD_VERSION, TURN_QUEUE, approvalTimeoutJobId, deliveryDedupId, turnDedupId,
+  PAYLOAD_VERSION, PLATFORMS, TURN_QUEUE, approvalTimeoutJobId, deliveryDedupId, deliveryQueueName, turnDedupId,
   type DeliveryJobData, type TurnJobData,
 } from "./jobs.js";
 
@@ -13,24 +14,24 @@ const RETENTION = {
 
 export interface Producers {
   enqueueTurn(sessionKey: string): Promise<void>;
-  enqueueDelivery(sessionKey: string): Promise<void>;
+  /** Delivery goes to the queue of the platform the replies are for. */
+  enqueueDelivery(sessionKey: string, platform: Platform): Promise<void>;
   /** A turn after `delayMs` that denies the approval if it is still pending (APPROVAL_TIMEOUT_S). */
   enqueueApprovalTimeout(sessionKey: string, approvalId: string, delayMs: number): Promise<void>;
   readonly turnQueue: Queue<TurnJobData>;
-  readonly deliveryQueue: Queue<DeliveryJobData>;
+  readonly deliveryQueues: ReadonlyMap<Platform, Queue<DeliveryJobData>>;
   close(): Promise<void>;
 }
 
 export function createProducers(connection: Redis, prefix: string, turnAttempts = 4): Producers {
   const turnQueue = new Queue<TurnJobData>(TURN_QUEUE, { connection, prefix });
-  const deliveryQueue = new Queue<DeliveryJobData>(DELIVERY_QUEUE, { connection, prefix });
+  const deliveryQueues = new Map(PLATFORMS.map((platform) => [platform, new Queue<DeliveryJobData>(deliveryQueueName(platform), { connection, prefix })]));
   // Errors surface on the add() promise; the listener only keeps them from being unhandled.
-  turnQueue.on("error", () => undefined);
-  deliveryQueue.on("error", () => undefined);
+  for (const queue of [turnQueue, ...deliveryQueues.values()]) queue.on("error", () => undefined);
 
   return {
     turnQueue,
-    deliveryQueue,
+    deliveryQueues,
     async enqueueTurn(sessionKey) {
       await turnQueue.add(
         "turn",
@@ -56,8 +57,10 @@ export function createProducers(connection: Redis, prefix: string, turnAttempts 
         },
       );
     },
-    async enqueueDelivery(sessionKey) {
-      await deliveryQueue.add(
+    async enqueueDelivery(sessionKey, platform) {
+      const queue = deliveryQueues.get(platform);
+      if (!queue) throw new Error(`no delivery queue for platform ${platform}`);
+      await queue.add(
         "deliver",
         { v: PAYLOAD_VERSION, sessionKey },
         {
@@ -70,7 +73,7 @@ export function createProducers(connection: Redis, prefix: string, turnAttempts 
       );
     },
     async close() {
-      await Promise.all([turnQueue.close(), deliveryQueue.close()]);
+      await Promise.all([turnQueue, ...deliveryQueues.values()].map((queue) => queue.close()));
     },
   };
 }

@@ -1,6 +1,9 @@
 /**
  * Redis keys of one deployment (`prefix`). Everything a session owns sits under
- * `<prefix>:s:<sessionKey>:*`, so one session can never read another's data by construction.
+ * `<prefix>:{<sessionKey>}:*`: the braces are a Redis Cluster hash tag, so every key one
+ * session's Lua scripts touch lands in one slot, and one session can never read another's data
+ * by construction. Deployment-wide keys (the sweeper's work list, access lists, channels) carry
+ * no session tag and are never touched inside a per-session script.
  */
 export interface SessionKeys {
   state: string;
@@ -9,11 +12,22 @@ export interface SessionKeys {
   /** Hash: message id → position in the transcript list (recall by id). */
   transcriptIndex: string;
   inbox: string;
+  /** The batch the current turn claimed; it leaves only with that turn's commit. */
   pending: string;
   outbox: string;
+  /** `<replyId>:<next part>` of the outbox head being delivered. */
   outboxProgress: string;
+  /** The turn lease: the token of the attempt allowed to commit. */
   lease: string;
+  /** The token of the last attempt that committed (makes a re-sent commit idempotent). */
+  lastCommit: string;
+  /** The delivery lease: the token of the one delivery allowed to send and record parts. */
+  deliveryLease: string;
   abort: string;
+  /** Set while a move of this session (move-session.ts) waits for its running turn: no turn begins. */
+  moving: string;
+  /** Dedupe of one platform message id; kept in the session's slot (a message maps to one session). */
+  seen(platform: string, messageId: string): string;
   /** Hash: full originals of capped tool outputs of one conversation (session id), by message id. */
   toolOutputs(sessionId: string): string;
   archive(sessionId: string): string;
@@ -21,7 +35,7 @@ export interface SessionKeys {
 }
 
 export function sessionKeys(prefix: string, sessionKey: string): SessionKeys {
-  const base = `${prefix}:s:${sessionKey}`;
+  const base = `${prefix}:{${sessionKey}}`;
   return {
     state: `${base}:state`,
     version: `${base}:version`,
@@ -32,17 +46,20 @@ export function sessionKeys(prefix: string, sessionKey: string): SessionKeys {
     outbox: `${base}:outbox`,
     outboxProgress: `${base}:outbox-progress`,
     lease: `${base}:lease`,
+    lastCommit: `${base}:last-commit`,
+    deliveryLease: `${base}:delivery-lease`,
     abort: `${base}:abort`,
+    moving: `${base}:moving`,
+    seen: (platform, messageId) => `${base}:seen:${platform}:${messageId}`,
     toolOutputs: (sessionId) => `${base}:tool-outputs:${sessionId}`,
-    archive: (sessionId) => `${prefix}:archive:${sessionKey}:${sessionId}`,
-    archiveIndex: (sessionId) => `${prefix}:archive:${sessionKey}:${sessionId}:index`,
+    archive: (sessionId) => `${base}:archive:${sessionId}`,
+    archiveIndex: (sessionId) => `${base}:archive:${sessionId}:index`,
   };
 }
 
 export const globalKeys = (prefix: string) => ({
   /** Sessions with inbox, pending or outbox entries: the sweeper's work list. */
   workSet: `${prefix}:work`,
-  seen: (platform: string, chatId: string, messageId: string) => `${prefix}:seen:${platform}:${chatId}:${messageId}`,
   approvedUsers: (platform: string) => `${prefix}:access:${platform}:users`,
   pairingCode: (code: string) => `${prefix}:pairing:code:${code}`,
   pairingUser: (platform: string, userId: string) => `${prefix}:pairing:user:${platform}:${userId}`,
@@ -54,6 +71,12 @@ export const globalKeys = (prefix: string) => ({
   controlChannel: `${prefix}:control`,
   /** Says this Redis (under this prefix) is longhaul's: src/doctor/redis.ts. */
   marker: `${prefix}:longhaul`,
+  /** Which key layout this deployment's data is in (absent: wave 1, `2`: hash-tagged). */
+  layout: `${prefix}:layout`,
+  /** Held while one process migrates the layout. */
+  migrationLock: `${prefix}:layout-migration`,
+  /** Until when (unix ms) wave-1 dedupe keys may still exist and must be consulted. */
+  legacySeenUntil: `${prefix}:legacy-seen-until`,
 });
 
 /**
@@ -68,3 +91,58 @@ export const scheduleKeys = (prefix: string) => ({
   all: `${prefix}:{sched}:items`,
   sequence: `${prefix}:{sched}:sequence`,
 });
+
+/** The current key layout; `migrateLayout` brings older data to it. */
+export const KEY_LAYOUT = 2;
+
+/**
+ * Wave-1 keys (`<prefix>:s:<sessionKey>:<suffix>`, `<prefix>:archive:<sessionKey>:<id>`,
+ * `<prefix>:seen:<platform>:<chatId>:<messageId>`), read only by the migration and by the
+ * dedupe check while old dedupe keys can still be alive.
+ */
+export const legacyKeys = {
+  suffixes: ["state", "version", "transcript", "transcript-index", "inbox", "pending", "outbox", "outbox-progress", "lease", "abort"] as const,
+  session: (prefix: string, sessionKey: string, suffix: string) => `${prefix}:s:${sessionKey}:${suffix}`,
+  sessionPattern: (prefix: string) => `${prefix}:s:*`,
+  archivePattern: (prefix: string) => `${prefix}:archive:*`,
+  seenPattern: (prefix: string) => `${prefix}:seen:*`,
+  seen: (prefix: string, platform: string, chatId: string, messageId: string) => `${prefix}:seen:${platform}:${chatId}:${messageId}`,
+
+  /** `<prefix>:s:<sessionKey>:<suffix>` → its parts, or undefined for another key. */
+  parseSession(prefix: string, key: string): { sessionKey: string; suffix: string } | undefined {
+    const head = `${prefix}:s:`;
+    if (!key.startsWith(head)) return undefined;
+    const rest = key.slice(head.length);
+    // Longest suffix first: "transcript-index" before "transcript", "outbox-progress" before "outbox".
+    const suffix = [...legacyKeys.suffixes].sort((a, b) => b.length - a.length).find((candidate) => rest.endsWith(`:${candidate}`));
+    if (!suffix) return undefined;
+    const sessionKey = rest.slice(0, rest.length - suffix.length - 1);
+    return sessionKey === "" ? undefined : { sessionKey, suffix };
+  },
+
+  /**
+   * `<prefix>:s:<sessionKey>:tool-outputs:<sessionId>` → its parts. Stored originals of capped
+   * tool outputs came after wave 1, but a deployment may have run a build with them before the
+   * hash-tagged layout; session ids hold no colon.
+   */
+  parseToolOutputs(prefix: string, key: string): { sessionKey: string; sessionId: string } | undefined {
+    const head = `${prefix}:s:`;
+    const marker = ":tool-outputs:";
+    const at = key.lastIndexOf(marker);
+    if (!key.startsWith(head) || at <= head.length) return undefined;
+    const sessionId = key.slice(at + marker.length);
+    return sessionId === "" || sessionId.includes(":") ? undefined : { sessionKey: key.slice(head.length, at), sessionId };
+  },
+
+  /** `<prefix>:archive:<sessionKey>:<sessionId>[:index]` → its parts (session ids hold no colon). */
+  parseArchive(prefix: string, key: string): { sessionKey: string; sessionId: string; index: boolean } | undefined {
+    const head = `${prefix}:archive:`;
+    if (!key.startsWith(head)) return undefined;
+    let rest = key.slice(head.length);
+    const index = rest.endsWith(":index");
+    if (index) rest = rest.slice(0, -":index".length);
+    const cut = rest.lastIndexOf(":");
+    if (cut <= 0) return undefined;
+    return { sessionKey: rest.slice(0, cut), sessionId: rest.slice(cut + 1), index };
+  },
+};

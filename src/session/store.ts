@@ -1,42 +1,82 @@
 import type { Redis } from "ioredis";
-import type { InboundMessage, OutboundReply } from "../core/channel.js";
+import type { InboundMessage, Platform } from "../core/channel.js";
 import type { ChatMessage } from "../core/messages.js";
-import { globalKeys, sessionKeys } from "./keys.js";
-import {
-  ACQUIRE_LEASE, APPEND_INBOX, CLAIM_INBOX, COMMIT_TURN, POP_OUTBOX, RELEASE_LEASE, SETTLE,
-} from "./scripts.js";
+import { globalKeys, legacyKeys, sessionKeys } from "./keys.js";
+import { forwardToMovedSession } from "./move-session.js";
+import { APPEND_INBOX, BEGIN_TURN, END_TURN, REQUEST_ABORT, SESSION_WORK } from "./scripts.js";
 import { newSessionState, type SessionState } from "./state.js";
+import { searchTranscript, type TranscriptSearch } from "./transcript-search.js";
+import type { OutboundReply } from "../core/channel.js";
 
 /** A message waiting in a session's inbox, as the ingress stored it. */
 export type InboxEntry = InboundMessage & { receivedAt: number };
 
-export class VersionConflictError extends Error {
-  override readonly name = "VersionConflictError";
+/** How long a platform message id is remembered for deduplication (Telegram redelivers for ~24 h). */
+export const DEDUPE_TTL_SECONDS = 7 * 24 * 3_600;
+
+/** The batch a turn claimed: passed back to `endTurn`, which removes exactly these from pending. */
+export interface TurnClaim {
+  readonly token: string;
+  readonly version: number;
+  readonly raw: readonly string[];
 }
 
+export type BeginTurnResult =
+  /** Another attempt holds the lease (or a move waits for it); try again in about `retryInMs`. */
+  | { status: "busy"; retryInMs: number }
+  /** The session moved to another key (a Telegram group became a supergroup): nothing is claimed here. */
+  | { status: "moved" }
+  /** Nothing to claim. `outbox` > 0: replies wait for delivery (on `outboxPlatform`). */
+  | { status: "idle"; outbox: number; outboxPlatform: Platform | undefined }
+  | { status: "claimed"; outbox: number; outboxPlatform: Platform | undefined; state: SessionState; batch: InboxEntry[]; claim: TurnClaim };
+
 export interface CommitInput {
-  /** The state to store; its `version` must be the version that was loaded. */
+  /** The state to store; its `version` is the version the turn began from. */
   state: SessionState;
   /** New messages for the append-only transcript. */
   transcript: readonly ChatMessage[];
   /** Replies to deliver, in order. */
   outbox: readonly OutboundReply[];
-  /** Drop the claimed batch: the turn is done with it. */
-  clearPending: boolean;
   /** `/new`: move the transcript to the archive of `archivedSessionId` first. */
   archivedSessionId?: string;
 }
 
-/** How long a platform message id is remembered for deduplication (Telegram redelivers for ~24 h). */
-const DEDUPE_TTL_SECONDS = 7 * 24 * 3_600;
+/** What a session has left to do after a commit; the caller enqueues it. */
+export interface WorkLeft {
+  inbox: number;
+  pending: number;
+  outbox: number;
+  outboxPlatform: Platform | undefined;
+}
 
-/** The session store on Redis. All writes that must be atomic are single Lua scripts. */
+export type EndTurnResult =
+  | ({ status: "committed" | "done"; version: number } & WorkLeft)
+  /** Another attempt holds the lease: this one was superseded and wrote nothing. */
+  | { status: "lost" }
+  /** Another attempt committed since this one began: nothing written. */
+  | { status: "conflict"; current: number };
+
+export interface SessionWork extends WorkLeft {
+  /** A turn holds the lease (it will hand on what it leaves). */
+  turnRunning: boolean;
+  deliveryRunning: boolean;
+}
+
+const platformOf = (value: unknown): Platform | undefined =>
+  value === "telegram" || value === "discord" || value === "console" ? value : undefined;
+
+/**
+ * The session store on Redis. Everything that must be atomic is one Lua script over one
+ * session's keys (one Cluster slot); the deployment-wide work list is kept outside the scripts
+ * with an order of writes that never strands a session (see `settle`).
+ */
 export class SessionStore {
   readonly #redis: Redis;
   readonly #prefix: string;
-
   readonly #archiveRetentionMs: number;
   readonly #global: ReturnType<typeof globalKeys>;
+  /** While wave-1 dedupe keys may be alive, a message is a duplicate if either key knows it. */
+  #legacySeenUntil = 0;
 
   /** `archiveRetentionMs`: how long an archived conversation (`/new`) is kept; 0 forever. */
   constructor(redis: Redis, prefix: string, options: { archiveRetentionMs?: number } = {}) {
@@ -46,32 +86,116 @@ export class SessionStore {
     this.#global = globalKeys(prefix);
   }
 
+  get redis(): Redis {
+    return this.#redis;
+  }
+
+  get prefix(): string {
+    return this.#prefix;
+  }
+
   keys(sessionKey: string) {
     return sessionKeys(this.#prefix, sessionKey);
   }
 
+  /** Reads whether wave-1 dedupe keys must still be consulted (see migrate.ts). */
+  async loadLegacySeenWindow(): Promise<void> {
+    this.#legacySeenUntil = Number((await this.#redis.get(this.#global.legacySeenUntil)) ?? 0);
+  }
 
-  /** Persists an inbound message unless its platform id was seen before. → false for a duplicate. */
+  /**
+   * Persists an inbound message unless its platform id was seen before, then lists the session
+   * as having work. → false for a duplicate. A duplicate lists the session too: a platform
+   * re-delivers only what it thinks unstored, e.g. after a gateway died between storing and
+   * enqueueing, and the caller enqueues a turn for it either way.
+   */
   async appendInbox(message: InboundMessage, receivedAt: number): Promise<boolean> {
     const keys = this.keys(message.sessionKey);
-    const entry: InboxEntry = { ...message, receivedAt };
-    const added = await this.#redis.eval(
-      APPEND_INBOX, 3,
-      this.#global.seen(message.platform, message.chatId, message.messageId), keys.inbox, this.#global.workSet,
-      JSON.stringify(entry), DEDUPE_TTL_SECONDS, message.sessionKey,
-    );
-    return added === 1;
+    let added = false;
+    const legacySeen = receivedAt < this.#legacySeenUntil && (await this.#redis.exists(legacyKeys.seen(this.#prefix, message.platform, message.chatId, message.messageId))) === 1;
+    if (!legacySeen) {
+      const entry: InboxEntry = { ...message, receivedAt };
+      added = (await this.#redis.eval(APPEND_INBOX, 2, keys.seen(message.platform, message.messageId), keys.inbox, JSON.stringify(entry), DEDUPE_TTL_SECONDS)) === 1;
+    }
+    // After the append, never before: see `settle`.
+    await this.#redis.sadd(this.#global.workSet, message.sessionKey);
+    return added;
   }
 
-  /** Moves inbox messages into the pending batch and returns the batch (retries get the same). */
-  async claimInbox(sessionKey: string, mode: "all" | "one"): Promise<InboxEntry[]> {
+  /**
+   * Begins a turn (BEGIN_TURN): lease, claim and load in one consistent snapshot.
+   * `mode` 'one' claims a single message (busy mode queue). `hold` takes the lease even when
+   * nothing waits (a turn with work of its own: an approval's timeout). Called again with the
+   * same token, it claims what arrived since and returns the whole pending batch, fresh.
+   */
+  async beginTurn(sessionKey: string, token: string, options: { leaseMs: number; mode: "all" | "one"; hold?: boolean; now?: number }): Promise<BeginTurnResult> {
     const keys = this.keys(sessionKey);
-    const items = (await this.#redis.eval(CLAIM_INBOX, 2, keys.inbox, keys.pending, mode)) as string[];
-    return items.map((item) => JSON.parse(item) as InboxEntry);
+    const reply = (await this.#redis.eval(
+      BEGIN_TURN, 8, keys.lease, keys.abort, keys.inbox, keys.pending, keys.state, keys.version, keys.outbox, keys.moving,
+      token, options.leaseMs, options.mode, options.hold ? "1" : "0",
+    )) as Array<string | number>;
+    const [status, first, platform] = reply;
+    if (status === "busy") return { status: "busy", retryInMs: Math.max(0, Number(first)) };
+    if (status === "moved") return { status: "moved" };
+    const outbox = Number(first);
+    const outboxPlatform = platformOf(platform);
+    if (status === "idle") return { status: "idle", outbox, outboxPlatform };
+    const version = Number(reply[3]);
+    const rawState = String(reply[4] ?? "");
+    const raw = reply.slice(5).map(String);
+    const state = rawState === "" ? newSessionState(options.now ?? Date.now(), version) : (JSON.parse(rawState) as SessionState);
+    return {
+      status: "claimed",
+      outbox,
+      outboxPlatform,
+      state,
+      batch: raw.map((item) => JSON.parse(item) as InboxEntry),
+      claim: { token, version, raw },
+    };
   }
 
-  async inboxLength(sessionKey: string): Promise<number> {
-    return this.#redis.llen(this.keys(sessionKey).inbox);
+  /** Ends a turn (END_TURN): the fenced, version-checked commit. */
+  async endTurn(sessionKey: string, claim: TurnClaim, input: CommitInput): Promise<EndTurnResult> {
+    const keys = this.keys(sessionKey);
+    const expected = claim.version;
+    const stored: SessionState = { ...input.state, version: expected + 1 };
+    const archivedId = input.archivedSessionId ?? "none";
+    const reply = (await this.#redis.eval(
+      END_TURN, 11,
+      keys.lease, keys.lastCommit, keys.version, keys.state, keys.transcript, keys.transcriptIndex, keys.pending, keys.outbox,
+      keys.inbox, keys.archive(archivedId), keys.archiveIndex(archivedId),
+      claim.token, expected, JSON.stringify(stored), input.archivedSessionId ? "1" : "0", this.#archiveRetentionMs,
+      input.transcript.length, claim.raw.length,
+      ...input.transcript.map((message) => message.id),
+      ...input.transcript.map((message) => JSON.stringify(stripTokenCache(message))),
+      ...claim.raw,
+      ...input.outbox.map((reply) => JSON.stringify(reply)),
+    )) as Array<string | number>;
+    const [status] = reply;
+    if (status === "lost") return { status: "lost" };
+    if (status === "conflict") return { status: "conflict", current: Number(reply[1]) };
+    return {
+      status: status === "done" ? "done" : "committed",
+      version: Number(reply[1]),
+      inbox: Number(reply[2]),
+      pending: Number(reply[3]),
+      outbox: Number(reply[4]),
+      outboxPlatform: platformOf(reply[5]),
+    };
+  }
+
+  /**
+   * Forwards messages that reached a session after it moved away (BEGIN_TURN said 'moved') to
+   * the session it moved to. → where they went and how many, or undefined if it did not move.
+   */
+  async forwardToMoved(sessionKey: string): Promise<{ toSessionKey: string; forwarded: number } | undefined> {
+    return forwardToMovedSession(this.#redis, this.#prefix, sessionKey);
+  }
+
+  /** Flags the running turn to stop (/stop, busy mode interrupt). → true when a turn was running. */
+  async requestAbort(sessionKey: string, reason: "stop" | "interrupt"): Promise<boolean> {
+    const keys = this.keys(sessionKey);
+    return (await this.#redis.eval(REQUEST_ABORT, 2, keys.lease, keys.abort, reason, 60_000)) === 1;
   }
 
   async load(sessionKey: string, now = Date.now()): Promise<SessionState> {
@@ -80,28 +204,11 @@ export class SessionStore {
       [Error | null, string | null], [Error | null, string | null],
     ];
     if (state === null) return newSessionState(now, Number(version ?? 0));
-    const parsed = JSON.parse(state) as SessionState;
-    return parsed;
+    return JSON.parse(state) as SessionState;
   }
 
-  /** Version-checked atomic commit. → the new version; throws VersionConflictError if we lost a race. */
-  async commit(sessionKey: string, input: CommitInput): Promise<number> {
-    const keys = this.keys(sessionKey);
-    const expected = input.state.version;
-    const stored: SessionState = { ...input.state, version: expected + 1 };
-    const archivedId = input.archivedSessionId ?? "none";
-    const result = await this.#redis.eval(
-      COMMIT_TURN, 8,
-      keys.state, keys.version, keys.transcript, keys.pending, keys.outbox,
-      keys.archive(archivedId), keys.transcriptIndex, keys.archiveIndex(archivedId),
-      expected, JSON.stringify(stored), input.clearPending ? "1" : "0", input.archivedSessionId ? "1" : "0",
-      this.#archiveRetentionMs, input.transcript.length,
-      ...input.transcript.map((message) => message.id),
-      ...input.transcript.map((message) => JSON.stringify(stripTokenCache(message))),
-      ...input.outbox.map((reply) => JSON.stringify(reply)),
-    );
-    if (result === -1) throw new VersionConflictError(`session ${sessionKey} changed under this turn (expected version ${expected})`);
-    return Number(result);
+  async inboxLength(sessionKey: string): Promise<number> {
+    return this.#redis.llen(this.keys(sessionKey).inbox);
   }
 
   async transcriptLength(sessionKey: string): Promise<number> {
@@ -123,41 +230,9 @@ export class SessionStore {
     return raw === null ? undefined : (JSON.parse(raw) as ChatMessage);
   }
 
-  /**
-   * Transcript messages whose text contains every word of `query` (case-insensitive), newest
-   * first. A linear scan: recall is rare, and a weeks-long transcript is a few MB.
-   */
-  async searchTranscript(sessionKey: string, query: string, limit: number): Promise<ChatMessage[]> {
-    const words = query.toLowerCase().split(/\s+/).filter((word) => word.length > 0);
-    if (words.length === 0) return [];
-    const items = await this.#redis.lrange(this.keys(sessionKey).transcript, 0, -1);
-    const found: ChatMessage[] = [];
-    for (let index = items.length - 1; index >= 0 && found.length < limit; index--) {
-      const raw = items[index];
-      if (raw === undefined) continue;
-      const message = JSON.parse(raw) as ChatMessage;
-      const text = `${message.content ?? ""} ${message.role === "assistant" ? JSON.stringify(message.tool_calls ?? []) : ""}`.toLowerCase();
-      if (words.every((word) => text.includes(word))) found.push(message);
-    }
-    return found;
-  }
-
-  async outboxHead(sessionKey: string): Promise<{ reply: OutboundReply; fromPart: number } | undefined> {
-    const keys = this.keys(sessionKey);
-    const [[, head], [, progress]] = (await this.#redis.multi().lindex(keys.outbox, 0).get(keys.outboxProgress).exec()) as [
-      [Error | null, string | null], [Error | null, string | null],
-    ];
-    if (head === null) return undefined;
-    return { reply: JSON.parse(head) as OutboundReply, fromPart: Number(progress ?? 0) };
-  }
-
-  async recordPartSent(sessionKey: string, partIndex: number): Promise<void> {
-    await this.#redis.set(this.keys(sessionKey).outboxProgress, String(partIndex + 1));
-  }
-
-  async popOutbox(sessionKey: string, replyId: string): Promise<void> {
-    const keys = this.keys(sessionKey);
-    await this.#redis.eval(POP_OUTBOX, 2, keys.outbox, keys.outboxProgress, replyId);
+  /** Messages containing every word of `query`, newest first, reading a bounded page of the transcript. */
+  async searchTranscript(sessionKey: string, query: string, limit: number, options: { before?: number; maxEntries?: number } = {}): Promise<TranscriptSearch> {
+    return searchTranscript(this.#redis, this.keys(sessionKey).transcript, query, limit, options);
   }
 
   async outboxLength(sessionKey: string): Promise<number> {
@@ -169,27 +244,26 @@ export class SessionStore {
     return this.#redis.smembers(this.#global.workSet);
   }
 
-  async pendingWork(sessionKey: string): Promise<{ inbox: number; pending: boolean; outbox: number }> {
+  async sessionWork(sessionKey: string): Promise<SessionWork> {
     const keys = this.keys(sessionKey);
-    const [[, inbox], [, pending], [, outbox]] = (await this.#redis
-      .multi().llen(keys.inbox).exists(keys.pending).llen(keys.outbox).exec()) as [
-      [Error | null, number], [Error | null, number], [Error | null, number],
-    ];
-    return { inbox, pending: pending === 1, outbox };
+    const [inbox, pending, outbox, lease, deliveryLease, platform] = (await this.#redis.eval(
+      SESSION_WORK, 5, keys.inbox, keys.pending, keys.outbox, keys.lease, keys.deliveryLease,
+    )) as [number, number, number, number, number, string];
+    return { inbox, pending, outbox, outboxPlatform: platformOf(platform), turnRunning: lease === 1, deliveryRunning: deliveryLease === 1 };
   }
 
-  /** Drops the session from the work set when nothing is left to do. */
+  /**
+   * Drops an idle session from the work list. The order closes the race with a concurrent
+   * ingress (which appends, then adds the session): remove first, then look; if work appeared
+   * meanwhile, put the session back. Whichever order the two interleave in, a session with
+   * work ends up listed. → true when the session was idle and is no longer listed.
+   */
   async settle(sessionKey: string): Promise<boolean> {
-    const keys = this.keys(sessionKey);
-    return (await this.#redis.eval(SETTLE, 4, keys.inbox, keys.pending, keys.outbox, this.#global.workSet, sessionKey)) === 1;
-  }
-
-  async acquireLease(sessionKey: string, token: string, ttlMs: number): Promise<boolean> {
-    return (await this.#redis.eval(ACQUIRE_LEASE, 1, this.keys(sessionKey).lease, token, ttlMs)) === 1;
-  }
-
-  async releaseLease(sessionKey: string, token: string): Promise<void> {
-    await this.#redis.eval(RELEASE_LEASE, 1, this.keys(sessionKey).lease, token);
+    await this.#redis.srem(this.#global.workSet, sessionKey);
+    const work = await this.sessionWork(sessionKey);
+    if (work.inbox === 0 && work.pending === 0 && work.outbox === 0) return true;
+    await this.#redis.sadd(this.#global.workSet, sessionKey);
+    return false;
   }
 }
 

@@ -19,7 +19,12 @@ export interface ToolContext {
 
 export interface TranscriptReader {
   get(id: string): Promise<ChatMessage | undefined>;
-  search(query: string, limit: number): Promise<ChatMessage[]>;
+  /**
+   * Messages holding every word of `query`, newest first, from a bounded page of the transcript
+   * (older than position `before` when given); `continueBefore` says where an older page starts.
+   * Throws once this turn's search budget is spent.
+   */
+  search(query: string, limit: number, before?: number): Promise<{ messages: ChatMessage[]; scanned: number; continueBefore: number | undefined }>;
 }
 
 /** One page of a stored tool output; `undefined` when no output is stored under that id. */

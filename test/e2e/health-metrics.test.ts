@@ -1,3 +1,4 @@
+import { networkInterfaces } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeLlm, type FakeLlm } from "../fakes/fake-llm.js";
 import { spawnApp, type AppProcess } from "../helpers/app-process.js";
@@ -8,11 +9,12 @@ describe("/healthz and /metrics", () => {
   let llm: FakeLlm;
   let app: AppProcess;
   let base: string;
+  let port: number;
 
   beforeAll(async () => {
     llm = await startFakeLlm();
     llm.setHandler(() => ({ text: "fine", usage: { prompt_tokens: 120, completion_tokens: 7, prompt_tokens_details: { cached_tokens: 64 } } }));
-    const port = await freePort();
+    port = await freePort();
     base = `http://127.0.0.1:${port}`;
     app = spawnApp(testEnv({ LLM_BASE_URL: llm.url, HTTP_PORT: String(port), CONSOLE: "on", CONSOLE_EXIT_ON_EOF: "false", LOG_LEVEL: "info" }));
     await app.waitForStderr(/longhaul-ready/);
@@ -39,6 +41,13 @@ describe("/healthz and /metrics", () => {
     expect(text).toMatch(/^longhaul_queue_depth\{queue="turns"\} 0$/m);
     expect(text).toMatch(/^longhaul_replies_delivered_total\{platform="console"\} 1$/m);
     expect(text).toMatch(/^longhaul_inbound_messages_total\{platform="console",result="accepted"\} 1$/m);
+  });
+
+  it("listens on loopback only unless HTTP_HOST says otherwise", async () => {
+    expect(app.stderr()).toMatch(/"httpHost":"127\.0\.0\.1".*longhaul-ready/);
+    const external = Object.values(networkInterfaces()).flat().find((address) => address?.family === "IPv4" && !address.internal);
+    // On a machine with a network interface, that address must refuse the connection.
+    if (external) await expect(fetch(`http://${external.address}:${port}/healthz`)).rejects.toThrow();
   });
 
   it("answers 404 elsewhere", async () => {

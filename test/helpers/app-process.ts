@@ -17,6 +17,8 @@ export interface AppProcess {
   waitForStderr(pattern: RegExp, timeoutMs?: number): Promise<void>;
   exited(): Promise<number | null>;
   kill(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Sends a signal without waiting for an exit (SIGSTOP / SIGCONT to freeze and thaw). */
+  signal(name: NodeJS.Signals): void;
 }
 
 export function spawnApp(env: Record<string, string>, options: { entry?: string; args?: string[] } = {}): AppProcess {
@@ -55,7 +57,12 @@ export function spawnApp(env: Record<string, string>, options: { entry?: string;
       }, timeoutMs, `${count} stdout lines`),
     waitForStderr: (pattern, timeoutMs = 30_000) => waitFor(() => (pattern.test(err) ? true : undefined), timeoutMs, `stderr ${pattern}`).then(() => undefined),
     exited: () => exit,
+    signal: (name) => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(name);
+    },
     kill: async (signal = "SIGTERM") => {
+      // A frozen process must be thawed to act on SIGTERM.
+      if (signal !== "SIGKILL" && child.exitCode === null && child.signalCode === null) child.kill("SIGCONT");
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       return exit;
     },

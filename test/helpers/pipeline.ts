@@ -44,15 +44,16 @@ export async function startPipeline(
   const metrics = createMetrics();
   const redisUrl = config.REDIS_URL;
   if (!redisUrl) throw new Error("tests must set REDIS_URL");
-  const worker = options.worker === false ? undefined : startWorkerRole({ config, redisUrl, logger: logs.logger, metrics, ...(options.tools ? { extraTools: options.tools } : {}) });
+  const worker = options.worker === false ? undefined : await startWorkerRole({ config, redisUrl, logger: logs.logger, metrics, ...(options.tools ? { extraTools: options.tools } : {}) });
   const gateway = await startGateway({ config, redisUrl, adapters, logger: logs.logger, metrics });
   return {
     gateway,
     ...(worker ? { worker } : {}),
     logs,
     close: async () => {
-      await gateway.close();
+      await gateway.stopIntake();
       await worker?.close();
+      await gateway.close();
     },
   };
 }

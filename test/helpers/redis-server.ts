@@ -15,6 +15,12 @@ export interface RedisServerHandle {
   stop(): Promise<void>;
   start(): Promise<void>;
   restart(): Promise<void>;
+  /** Freezes the server (SIGSTOP): connections stay open, nothing is answered, keys' TTLs keep running. */
+  pause(): void;
+  /** Thaws a paused server (SIGCONT). */
+  resume(): void;
+  /** Pauses for `ms`, then resumes. */
+  freeze(ms: number): Promise<void>;
   /** Stops the server and removes its data directory. */
   dispose(): Promise<void>;
   /** The running server's process id (to pause it with SIGSTOP / SIGCONT). */
@@ -83,8 +89,15 @@ export async function startRedisServer(options: { appendOnly?: boolean } = {}): 
     await waitForPort(port, 10_000);
   };
 
+  const signal = (name: NodeJS.Signals) => {
+    if (!child || child.exitCode !== null) throw new Error("redis-server is not running");
+    child.kill(name);
+  };
+
   const stop = async () => {
     const running = child;
+    // A paused server would never see SIGTERM.
+    if (running && running.exitCode === null) running.kill("SIGCONT");
     child = undefined;
     if (!running || running.exitCode !== null) return;
     await new Promise<void>((resolve) => {
@@ -103,6 +116,16 @@ export async function startRedisServer(options: { appendOnly?: boolean } = {}): 
     restart: async () => {
       await stop();
       await start();
+    },
+    pause: () => signal("SIGSTOP"),
+    resume: () => signal("SIGCONT"),
+    freeze: async (ms) => {
+      signal("SIGSTOP");
+      try {
+        await new Promise((resolve) => setTimeout(resolve, ms));
+      } finally {
+        signal("SIGCONT");
+      }
     },
     dispose: async () => {
       await stop();

@@ -15,8 +15,8 @@ export interface WorkerFleet {
   env: Record<string, string>;
   adapter: RecordingAdapter;
   pipeline: Pipeline;
-  /** Starts one more worker process with the fleet's environment. */
-  startWorker(): AppProcess;
+  /** Starts one more worker process with the fleet's environment (plus `extraEnv`). */
+  startWorker(extraEnv?: Record<string, string>): AppProcess;
   /** Reads a session the way a worker would, with a connection of its own. */
   withStore<T>(use: (store: SessionStore) => Promise<T>): Promise<T>;
   /** Stops the gateway, kills every worker, closes the fake LLM. */
@@ -34,8 +34,8 @@ export async function startWorkerFleet(overrides: Record<string, string> = {}): 
     env,
     adapter,
     pipeline,
-    startWorker() {
-      const worker = spawnApp({ ...env, LONGHAUL_ROLE: "worker" });
+    startWorker(extraEnv = {}) {
+      const worker = spawnApp({ ...env, LONGHAUL_ROLE: "worker", ...extraEnv });
       workers.push(worker);
       return worker;
     },

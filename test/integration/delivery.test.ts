@@ -3,7 +3,7 @@ import type { OutboundReply, SendOptions } from "../../src/adapters/channel-adap
 import { PermanentError, RetryableError } from "../../src/errors.js";
 import { startFakeLlm, type FakeLlm } from "../fakes/fake-llm.js";
 import { testConfig } from "../helpers/config.js";
-import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
+import { captureLogs, startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { inbound, RecordingAdapter } from "../helpers/recording-adapter.js";
 
 /** A platform that refuses the first `failures.length` sends with the given errors. */
@@ -50,5 +50,30 @@ describe("reply delivery", () => {
     await adapter.submit(inbound({ text: "second", messageId: "p2" }));
     await adapter.waitFor((sent) => sent.length === 1);
     expect(adapter.sent[0]?.reply.text).toBe("echo: second");
+  });
+
+  it("leaves a reply to a gateway that has its platform: none is tried (and retried) by one that lacks it", async () => {
+    llm = await startFakeLlm();
+    const config = testConfig({ LLM_BASE_URL: llm.url, ALLOWED_TELEGRAM_USERS: "user-1" });
+    const consoleSide = new RecordingAdapter("console");
+    const telegramSide = new RecordingAdapter("telegram");
+    const consoleLogs = captureLogs("info");
+    const telegramLogs = captureLogs("info");
+    pipeline = await startPipeline(config, [consoleSide], { logs: consoleLogs });
+    const other = await startPipeline(config, [telegramSide], { worker: false, logs: telegramLogs });
+    try {
+      for (let round = 0; round < 3; round++) {
+        await consoleSide.submit(inbound({ text: `console ${round}`, messageId: `pc${round}` }));
+        await telegramSide.submit(inbound({ platform: "telegram", chatId: "42", text: `telegram ${round}`, messageId: `pt${round}` }));
+      }
+      // Messages sent while a turn runs are answered together (collect): count answered ids.
+      await consoleSide.waitFor(() => consoleSide.answeredIds().length === 3);
+      await telegramSide.waitFor(() => telegramSide.answeredIds().length === 3);
+      expect(consoleSide.sent.every((entry) => entry.reply.target.platform === "console")).toBe(true);
+      expect(telegramSide.sent.every((entry) => entry.reply.target.platform === "telegram")).toBe(true);
+      for (const logs of [consoleLogs, telegramLogs]) expect(logs.lines.join("")).not.toMatch(/delivery-failed|adapter in this gateway/);
+    } finally {
+      await other.close();
+    }
   });
 });

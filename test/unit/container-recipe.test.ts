@@ -43,9 +43,15 @@ describe("container recipe", () => {
       expect(service.environment?.REDIS_URL).toBe("redis://redis:6379");
       expect(service.depends_on?.redis?.condition).toBe("service_healthy");
       expect(service.env_file?.[0]?.path).toBe(".env");
+      // Outside a container /metrics and /healthz stay on loopback; in one they must be reachable.
+      expect(service.environment?.HTTP_HOST).toBe("0.0.0.0");
       // Every variable compose sets is one the app knows.
       for (const key of Object.keys(service.environment ?? {})) expect(Object.keys(configSchema.shape)).toContain(key);
     }
+  });
+
+  it("binds the HTTP server to loopback by default", () => {
+    expect(configSchema.parse({}).HTTP_HOST).toBe("127.0.0.1");
   });
 
   it("gives a turn time to finish or be handed back before Docker kills the container", () => {

@@ -25,7 +25,8 @@ export function createRecallTool(): Tool {
           type: "object",
           properties: {
             id: { type: "string", description: "Message id, e.g. m42" },
-            query: { type: "string", description: "Words to search for in the transcript" },
+            query: { type: "string", description: "Words to search for in the transcript (newest messages first)" },
+            before: { type: "integer", minimum: 0, description: "With query: search messages older than this position (given by an earlier search)" },
             offset: { type: "integer", minimum: 0, description: "Character offset to read from (long outputs are paged)" },
             length: { type: "integer", minimum: 1, maximum: RECALL_MAX_CHARS, description: `Characters to read (default ${RECALL_DEFAULT_CHARS})` },
           },
@@ -40,9 +41,12 @@ export function createRecallTool(): Tool {
         return readById(args.id.trim(), offset, length, context);
       }
       if (typeof args.query === "string" && args.query.trim() !== "") {
-        const found = await context.transcript.search(args.query, SEARCH_LIMIT);
-        if (found.length === 0) return `Nothing in the transcript matches "${args.query}".`;
-        return found.map((message) => `${message.id} (${message.role}): ${snippet(textOf(message), args.query as string)}`).join("\n");
+        const before = typeof args.before === "number" && args.before >= 0 ? Math.floor(args.before) : undefined;
+        const found = await context.transcript.search(args.query, SEARCH_LIMIT, before);
+        // Each search reads a bounded page, newest first: say where the next, older one starts.
+        const older = found.continueBefore === undefined ? "" : `\n[searched ${found.scanned} messages back; older ones: recall with the same query and before ${found.continueBefore}]`;
+        if (found.messages.length === 0) return `Nothing in the transcript matches "${args.query}".${older}`;
+        return found.messages.map((message) => `${message.id} (${message.role}): ${snippet(textOf(message), args.query as string)}`).join("\n") + older;
       }
       throw new Error("pass either id or query");
     },

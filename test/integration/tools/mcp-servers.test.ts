@@ -15,7 +15,7 @@ import { EVERYTHING, FILESYSTEM, SPAWNER, httpServer, processAlive, startEveryth
 
 const context = (signal = new AbortController().signal): ToolContext => ({
   sessionKey: "console:test", signal, now: Date.now,
-  transcript: { get: async () => undefined, search: async () => [] },
+  transcript: { get: async () => undefined, search: async () => ({ messages: [], scanned: 0, continueBefore: undefined }) },
   outputs: { read: async () => undefined },
 });
 

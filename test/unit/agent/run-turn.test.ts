@@ -29,7 +29,7 @@ describe("the tool loop (real openai client ↔ fake LLM)", () => {
       llm: createLlmClient({ baseUrl: llm.url, model: "gpt-4o-mini", timeoutMs: 5_000, maxRetries: 0 }),
       context,
       tools,
-      toolContext: { sessionKey: "s", signal: overrides.signal ?? new AbortController().signal, transcript: { get: async () => undefined, search: async () => [] }, outputs: { read: async () => undefined }, now: () => 0 },
+      toolContext: { sessionKey: "s", signal: overrides.signal ?? new AbortController().signal, transcript: { get: async () => undefined, search: async () => ({ messages: [], scanned: 0, continueBefore: undefined }) }, outputs: { read: async () => undefined }, now: () => 0 },
       maxSteps: overrides.maxSteps ?? 5,
       outputCap: () => overrides.toolOutputMaxChars ?? 10_000,
       toolOutputs: { save: async (id, text) => void saved.set(id, text) },

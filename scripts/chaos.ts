@@ -1,0 +1,45 @@
+/**
+ * npm run chaos -- --seed N --minutes M [--seeds K] [--users U] [--faults gateway-kill,redis-pause]
+ * Runs the seeded chaos (test/helpers/chaos.ts) for each seed N, N+1, … N+K−1 and prints one
+ * row per seed: lost / doubled / answered twice / duplicate parts, and how many of those the
+ * at-least-once floor explains (the part was in flight when its gateway was SIGKILLed). Exits 1
+ * if any seed is not clean (anything else than those).
+ */
+import { parseArgs } from "node:util";
+import { FAULT_KINDS, runChaos, type ChaosReport, type FaultKind } from "../test/helpers/chaos.js";
+import { buildForChildProcesses } from "../test/helpers/test-build.js";
+
+const { values } = parseArgs({
+  options: {
+    seed: { type: "string", default: "1" },
+    minutes: { type: "string", default: "2" },
+    seeds: { type: "string", default: "1" },
+    users: { type: "string", default: "8" },
+    faults: { type: "string", default: FAULT_KINDS.join(",") },
+  },
+});
+const faults = values.faults.split(",").map((kind) => kind.trim()) as FaultKind[];
+for (const kind of faults) if (!FAULT_KINDS.includes(kind)) throw new Error(`unknown fault ${kind}; known: ${FAULT_KINDS.join(", ")}`);
+const first = Number(values.seed);
+const count = Number(values.seeds);
+const durationMs = Math.round(Number(values.minutes) * 60_000);
+
+// One build of the app for every seed's processes.
+const build = buildForChildProcesses();
+const reports: ChaosReport[] = [];
+try {
+  for (let seed = first; seed < first + count; seed++) {
+    const report = await runChaos({ seed, durationMs, users: Number(values.users), faults, log: (line) => process.stderr.write(`${line}\n`) });
+    reports.push(report);
+    process.stderr.write(`${JSON.stringify(report)}\n`);
+  }
+} finally {
+  build.remove();
+}
+
+const faultsOf = (report: ChaosReport) => Object.entries(report.faults).sort().map(([kind, n]) => `${kind} ${n}`).join(", ");
+process.stdout.write("| seed | minutes | messages | parts sent | lost | doubled | unanswered | answered twice | duplicate parts (at a gateway SIGKILL) | faults |\n|---|---|---|---|---|---|---|---|---|---|\n");
+for (const report of reports) {
+  process.stdout.write(`| ${report.seed} | ${report.durationMs / 60_000} | ${report.messages} | ${report.parts} | ${report.lost} | ${report.doubled} | ${report.unanswered} | ${report.answeredTwice} | ${report.duplicateParts} (${report.duplicatePartsAtGatewayKill}) | ${faultsOf(report)} |\n`);
+}
+process.exit(reports.every((report) => report.clean) ? 0 : 1);

@@ -1,0 +1,62 @@
+import type { Redis } from "ioredis";
+import type { OutboundReply } from "../core/channel.js";
+import { sessionKeys } from "./keys.js";
+import { BEGIN_DELIVERY, FINISH_REPLY, RECORD_PART } from "./scripts.js";
+
+export type DeliveryStep =
+  /** Another delivery holds this session's delivery lease. */
+  | { status: "busy"; retryInMs: number }
+  /** Nothing left to send; the lease is released. */
+  | { status: "empty" }
+  /** Send `reply` from part `fromPart` on. */
+  | { status: "head"; reply: OutboundReply; fromPart: number }
+  /** Another delivery took the lease: stop, it carries on. */
+  | { status: "lost" };
+
+/** Why a delivery must stop sending: its lease was taken, or the reply is no longer the head. */
+export class DeliveryFencedError extends Error {
+  override readonly name = "DeliveryFencedError";
+}
+
+/**
+ * The session outbox as delivery sees it: one delivery per session at a time (a lease with a
+ * token unique to the delivery attempt), progress recorded per reply id, every write fenced.
+ */
+export class Outbox {
+  constructor(private readonly redis: Redis, private readonly prefix: string) {}
+
+  #keys(sessionKey: string): [string, string, string] {
+    const keys = sessionKeys(this.prefix, sessionKey);
+    return [keys.deliveryLease, keys.outbox, keys.outboxProgress];
+  }
+
+  /** Takes the delivery lease and returns the head to send. */
+  async begin(sessionKey: string, token: string, leaseMs: number): Promise<DeliveryStep> {
+    return toStep((await this.redis.eval(BEGIN_DELIVERY, 3, ...this.#keys(sessionKey), token, leaseMs)) as unknown[]);
+  }
+
+  /** Records part `partIndex` of `replyId` as sent; throws DeliveryFencedError when this delivery may no longer write. */
+  async recordPart(sessionKey: string, token: string, replyId: string, partIndex: number, leaseMs: number): Promise<void> {
+    const result = await this.redis.eval(RECORD_PART, 3, ...this.#keys(sessionKey), token, replyId, partIndex + 1, leaseMs);
+    if (result === 0) throw new DeliveryFencedError(`another delivery holds ${sessionKey}`);
+    if (result === -1) throw new DeliveryFencedError(`reply ${replyId} is no longer the head of ${sessionKey}'s outbox`);
+  }
+
+  /** Pops `replyId` (sent, or refused for good) and returns the next head. */
+  async finish(sessionKey: string, token: string, replyId: string, leaseMs: number): Promise<DeliveryStep> {
+    return toStep((await this.redis.eval(FINISH_REPLY, 3, ...this.#keys(sessionKey), token, replyId, leaseMs)) as unknown[]);
+  }
+}
+
+function toStep(reply: unknown[]): DeliveryStep {
+  switch (reply[0]) {
+    case "busy":
+      return { status: "busy", retryInMs: Math.max(0, Number(reply[1])) };
+    case "empty":
+      return { status: "empty" };
+    case "lost":
+      return { status: "lost" };
+    default:
+      return { status: "head", reply: JSON.parse(String(reply[1])) as OutboundReply, fromPart: Number(reply[2]) };
+  }
+}

@@ -1,0 +1,284 @@
+/**
+ * Seeded chaos: many Telegram users chat with a gateway process and two worker processes
+ * (webhook mode: the driver posts each chat's updates one at a time and re-posts until it gets
+ * a 2xx, as Telegram does), while a seeded schedule SIGKILLs and restarts workers, freezes
+ * workers and Redis past the lock (SIGSTOP/SIGCONT), and restarts the gateway (SIGTERM and
+ * SIGKILL). Afterwards the checker reads every session's transcript from Redis and every
+ * message the fake Telegram received, and counts what was lost, doubled or answered twice.
+ *
+ * Used by `npm run chaos -- --seed N --minutes M` (scripts/chaos.ts) and, with one short
+ * seed, by test/integration/faults/chaos.test.ts.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Update } from "grammy/types";
+import { createRedis } from "../../src/queue/index.js";
+import { SessionStore } from "../../src/session/store.js";
+import { FakeTelegram } from "../fakes/fake-telegram.js";
+import { startFakeLlm } from "../fakes/fake-llm.js";
+import { spawnApp, type AppProcess } from "./app-process.js";
+import { audit, seededRandom, type Submitted } from "./audit.js";
+import { freePort, startRedisServer } from "./redis-server.js";
+import { newUserTexts, sleep } from "./stall-run.js";
+import { buildForChildProcesses } from "./test-build.js";
+
+export const FAULT_KINDS = ["worker-kill", "worker-pause", "redis-pause", "gateway-term", "gateway-kill"] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+export interface ChaosOptions {
+  seed: number;
+  /** How long faults are applied and messages sent; then everything drains. */
+  durationMs: number;
+  /** Telegram users, one private chat each. @defaultValue 8 */
+  users?: number;
+  /** Only these faults (to study one). @defaultValue all of FAULT_KINDS */
+  faults?: readonly FaultKind[];
+  /** JOB_LOCK_MS of the processes. @defaultValue 1500 */
+  lockMs?: number;
+  /** Where process logs go (kept for a failed seed). @defaultValue a temp directory */
+  logDir?: string;
+  log?: (line: string) => void;
+}
+
+export interface ChaosReport {
+  seed: number;
+  durationMs: number;
+  /** Messages Telegram got a 2xx for (stored, as far as it knows). */
+  messages: number;
+  /** sendMessage calls that reached the fake Telegram. */
+  parts: number;
+  faults: Record<string, number>;
+  lost: number;
+  doubled: number;
+  unanswered: number;
+  answeredTwice: number;
+  /** The same part delivered twice. */
+  duplicateParts: number;
+  /**
+   * Of those, the ones the documented floor explains: the first copy went out just before the
+   * gateway that sent it was SIGKILLed (accepted by the platform, not yet recorded), and the
+   * next gateway sent it again. Every other duplicate is a failure.
+   */
+  duplicatePartsAtGatewayKill: number;
+  clean: boolean;
+  logDir: string;
+  details: Record<string, string[]>;
+}
+
+const TOKEN = "123456789:CHAOS-token";
+const SECRET = "chaos-webhook-secret";
+const ID_PATTERN = /\bc\d+-m\d+\b/g;
+
+/** The model: a seeded latency, an answer naming the messages it answers, now and then a long one (several parts). */
+function chaosModel(seed: number) {
+  const random = seededRandom(seed ^ 0x5eed);
+  return (request: Parameters<typeof newUserTexts>[0]) => {
+    const ids = newUserTexts(request).flatMap((text) => text.match(ID_PATTERN) ?? []);
+    const head = `ok ${ids.join(" ")}`;
+    const long = random() < 0.2;
+    // Filler lines are unique per reply (so a repeated part is visible) but name no message id.
+    const tag = (ids[0] ?? "none").replace("-", "_");
+    const filler = long ? `\n\n${Array.from({ length: 150 }, (_, line) => `filler ${tag} line ${line} of a long answer that needs several parts`).join("\n")}` : "";
+    // Long enough that freezes and kills land in the middle of turns.
+    return { text: head + filler, delayMs: Math.round(200 + random() * 2_800) };
+  };
+}
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const log = options.log ?? (() => undefined);
+  const lockMs = options.lockMs ?? 1_500;
+  const users = options.users ?? 8;
+  const logDir = options.logDir ?? join(tmpdir(), `longhaul-chaos-${options.seed}-${Date.now()}`);
+  mkdirSync(logDir, { recursive: true });
+  const build = process.env.LONGHAUL_TEST_BUILD_DIR ? undefined : buildForChildProcesses();
+  const random = seededRandom(options.seed);
+
+  const redis = await startRedisServer();
+  const llm = await startFakeLlm();
+  llm.setHandler(chaosModel(options.seed));
+  const telegram = await FakeTelegram.start({ token: TOKEN });
+  const port = await freePort();
+  const webhookUrl = `http://127.0.0.1:${port}/telegram/webhook`;
+  const chatIds = Array.from({ length: users }, (_, index) => 7_000_000_001 + index);
+  const prefix = `chaos${options.seed}`;
+  const env: Record<string, string> = {
+    REDIS_URL: redis.url,
+    REDIS_PREFIX: prefix,
+    LLM_BASE_URL: llm.url,
+    LLM_API_KEY: "sk-chaos",
+    LLM_MODEL: "gpt-4o-mini",
+    LLM_TIMEOUT_MS: "15000",
+    JOB_LOCK_MS: String(lockMs),
+    SHUTDOWN_TIMEOUT_MS: "6000",
+    RATE_LIMIT_PER_MINUTE: "0",
+    CONSOLE: "off",
+    LOG_LEVEL: "info",
+    TELEGRAM_BOT_TOKEN: TOKEN,
+    TELEGRAM_API_ROOT: telegram.apiRoot,
+    ALLOWED_TELEGRAM_USERS: chatIds.join(","),
+    WORKER_CONCURRENCY: "4",
+  };
+
+  // Processes, restarted by the schedule; every incarnation's log is kept.
+  const incarnations = new Map<string, number>();
+  const saveLog = (name: string, app: AppProcess) => {
+    const count = (incarnations.get(name) ?? 0) + 1;
+    incarnations.set(name, count);
+    void app.exited().then(() => writeFileSync(join(logDir, `${name}-${count}.log`), app.stderr()));
+  };
+  const startGateway = async () => {
+    const app = spawnApp({ ...env, LONGHAUL_ROLE: "gateway", HTTP_PORT: String(port), TELEGRAM_WEBHOOK_URL: webhookUrl, TELEGRAM_WEBHOOK_SECRET: SECRET });
+    saveLog("gateway", app);
+    await app.waitForStderr(/longhaul-ready/, 60_000);
+    return app;
+  };
+  const startWorker = (index: number) => {
+    const app = spawnApp({ ...env, LONGHAUL_ROLE: "worker", HTTP_PORT: "0" });
+    saveLog(`worker${index}`, app);
+    return app;
+  };
+  let gateway = await startGateway();
+  const workers = [startWorker(0), startWorker(1)];
+  await Promise.all(workers.map((worker) => worker.waitForStderr(/longhaul-ready/, 60_000)));
+  log(`seed ${options.seed}: processes up, logs in ${logDir}`);
+
+  // Users: each chat posts its next message only once Telegram got a 2xx for the previous one.
+  const submitted: Submitted[] = [];
+  let updateId = 500_000;
+  let messageId = 1;
+  let sending = true;
+  const driveChat = async (chatIndex: number) => {
+    const chatRandom = seededRandom(options.seed * 1_000 + chatIndex);
+    const chatId = chatIds[chatIndex]!;
+    for (let count = 1; sending; count++) {
+      await sleep(200 + chatRandom() * 2_500);
+      if (!sending) break;
+      const id = `c${chatIndex}-m${count}`;
+      const update = {
+        update_id: updateId++,
+        message: { message_id: messageId++, date: Math.floor(Date.now() / 1_000), chat: { id: chatId, type: "private", first_name: `User${chatIndex}` }, from: { id: chatId, is_bot: false, first_name: `User${chatIndex}` }, text: id },
+      } as Update;
+      for (;;) {
+        const status = await telegram.postWebhook(webhookUrl, update, SECRET).then((response) => response.status, () => 0);
+        if (status >= 200 && status < 300) break;
+        await sleep(300);
+      }
+      submitted.push({ sessionKey: `tg:${chatId}`, messageId: id, text: id });
+    }
+  };
+  const drivers = chatIds.map((_, index) => driveChat(index));
+
+  // The fault schedule.
+  const faults: Record<string, number> = {};
+  const gatewayKills: number[] = [];
+  const pastTheLock = () => Math.round(lockMs * (1.2 + random() * 2));
+  const end = Date.now() + options.durationMs;
+  while (Date.now() < end) {
+    await sleep(1_000 + random() * 2_500);
+    if (Date.now() >= end) break;
+    const kinds = options.faults ?? FAULT_KINDS;
+    const kind = kinds[Math.floor(random() * kinds.length)]!;
+    const index = Math.floor(random() * workers.length);
+    faults[kind] = (faults[kind] ?? 0) + 1;
+    log(`  ${new Date().toISOString()} ${kind}${kind.startsWith("worker") ? ` ${index}` : ""}`);
+    switch (kind) {
+      case "worker-kill":
+        await workers[index]!.kill("SIGKILL");
+        await sleep(300 + random() * 2_000);
+        workers[index] = startWorker(index);
+        break;
+      case "worker-pause":
+        workers[index]!.signal("SIGSTOP");
+        await sleep(pastTheLock());
+        workers[index]!.signal("SIGCONT");
+        break;
+      case "redis-pause":
+        await redis.freeze(pastTheLock());
+        break;
+      case "gateway-term":
+        await gateway.kill("SIGTERM");
+        gateway = await startGateway();
+        break;
+      case "gateway-kill":
+        gatewayKills.push(Date.now());
+        await gateway.kill("SIGKILL");
+        await sleep(300 + random() * 1_500);
+        gateway = await startGateway();
+        break;
+    }
+  }
+
+  // Drain: no more messages, no more faults; wait until every acknowledged message is answered.
+  sending = false;
+  await Promise.all(drivers);
+  log(`seed ${options.seed}: faults over, draining ${submitted.length} messages`);
+  const sent = () => telegram.callsOf("sendMessage").map((call) => ({ chatId: String(call.payload.chat_id), text: String(call.payload.text ?? ""), at: call.at }));
+  const answered = () => new Set(sent().flatMap((part) => part.text.match(ID_PATTERN) ?? []));
+  const drainUntil = Date.now() + 180_000;
+  while (Date.now() < drainUntil && !submitted.every((message) => answered().has(message.messageId))) await sleep(250);
+  // Late duplicates would show up now.
+  await sleep(5_000);
+
+  // The checker.
+  const client = createRedis(redis.url);
+  const store = new SessionStore(client, prefix);
+  const transcripts = new Map<string, string[]>();
+  for (const chatId of chatIds) {
+    const messages = await store.readTranscript(`tg:${chatId}`);
+    transcripts.set(`tg:${chatId}`, messages.filter((message) => message.role === "user").map((message) => String(message.content)));
+  }
+  client.disconnect();
+  const parts = sent();
+  const distinct = [...new Map(parts.map((part) => [`${part.chatId}\n${part.text}`, part])).values()];
+  const result = audit({
+    submitted,
+    transcripts,
+    // Ids each distinct reply part names: two different replies naming one message = answered twice.
+    answers: distinct.map((part) => [...new Set(part.text.match(ID_PATTERN) ?? [])]),
+    deliveredIds: parts.map((part) => `${part.chatId}\n${part.text}`),
+  });
+
+  // A repeat is the floor's when a gateway SIGKILL fell between the two copies, within a moment of the first.
+  const atGatewayKill = result.duplicateReplies.filter((key) => {
+    const copies = parts.filter((part) => `${part.chatId}\n${part.text}` === key).map((part) => part.at).sort((a, b) => a - b);
+    return copies.length === 2 && gatewayKills.some((kill) => kill >= copies[0]! && kill - copies[0]! < 1_000 && copies[1]! > kill);
+  });
+
+  await gateway.kill("SIGTERM");
+  await Promise.all(workers.map((worker) => worker.kill("SIGTERM")));
+  await telegram.close();
+  await llm.close();
+  await redis.dispose();
+  if (build) {
+    build.remove();
+    delete process.env.LONGHAUL_TEST_BUILD_DIR;
+  }
+
+  const report: ChaosReport = {
+    seed: options.seed,
+    durationMs: options.durationMs,
+    messages: submitted.length,
+    parts: parts.length,
+    faults,
+    lost: result.lost.length,
+    doubled: result.doubled.length,
+    unanswered: result.unanswered.length,
+    answeredTwice: result.answeredTwice.length,
+    duplicateParts: result.duplicateReplies.length,
+    duplicatePartsAtGatewayKill: atGatewayKill.length,
+    clean: false,
+    logDir,
+    details: {
+      lost: result.lost,
+      doubled: result.doubled,
+      unanswered: result.unanswered,
+      answeredTwice: result.answeredTwice,
+      duplicateParts: result.duplicateReplies.filter((key) => !atGatewayKill.includes(key)).map((key) => key.slice(0, 80)),
+      duplicatePartsAtGatewayKill: atGatewayKill.map((key) => key.slice(0, 80)),
+    },
+  };
+  report.clean = report.lost + report.doubled + report.unanswered + report.answeredTwice + report.duplicateParts - report.duplicatePartsAtGatewayKill === 0;
+  writeFileSync(join(logDir, "report.json"), JSON.stringify(report, null, 2));
+  return report;
+}

@@ -1,0 +1,79 @@
+/**
+ * Delivery fencing at the store: one delivery per session at a time, progress per reply id,
+ * every write checked against the lease and the outbox head.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { inject } from "vitest";
+import type { OutboundReply } from "../../../src/adapters/channel-adapter.js";
+import { createRedis, type Redis } from "../../../src/queue/index.js";
+import { DeliveryFencedError, Outbox } from "../../../src/session/outbox.js";
+import { SessionStore } from "../../../src/session/store.js";
+import { uniquePrefix } from "../../helpers/config.js";
+import { sleep } from "../../helpers/stall-run.js";
+
+const SESSION = "console:d";
+const reply = (replyId: string): OutboundReply => ({
+  replyId, sessionKey: SESSION, target: { platform: "console", chatId: "c" }, text: replyId, inReplyTo: [], kind: "answer",
+});
+
+describe("outbox delivery fencing", () => {
+  let redis: Redis;
+  beforeAll(() => {
+    redis = createRedis(inject("redisUrl"));
+  });
+  afterAll(() => redis.disconnect());
+
+  const setup = async (replyIds: string[]) => {
+    const store = new SessionStore(redis, uniquePrefix());
+    for (const id of replyIds) await redis.rpush(store.keys(SESSION).outbox, JSON.stringify(reply(id)));
+    return { store, outbox: new Outbox(redis, store.prefix), keys: store.keys(SESSION) };
+  };
+
+  it("lets one delivery at a time send a session's replies, resuming after the last recorded part", async () => {
+    const { outbox, keys } = await setup(["r1", "r2"]);
+    const first = await outbox.begin(SESSION, "A", 10_000);
+    expect(first).toMatchObject({ status: "head", fromPart: 0, reply: { replyId: "r1" } });
+    expect(await outbox.begin(SESSION, "B", 10_000)).toMatchObject({ status: "busy" });
+    await outbox.recordPart(SESSION, "A", "r1", 0, 10_000);
+    await outbox.recordPart(SESSION, "A", "r1", 1, 10_000);
+    expect(await redis.get(keys.outboxProgress)).toBe("r1:2");
+    // A dies; once its lease is gone, B resumes r1 at part 2.
+    await redis.del(keys.deliveryLease);
+    expect(await outbox.begin(SESSION, "B", 10_000)).toMatchObject({ status: "head", fromPart: 2, reply: { replyId: "r1" } });
+    expect(await outbox.finish(SESSION, "B", "r1", 10_000)).toMatchObject({ status: "head", fromPart: 0, reply: { replyId: "r2" } });
+    expect(await outbox.finish(SESSION, "B", "r2", 10_000)).toEqual({ status: "empty" });
+    expect(await redis.exists(keys.deliveryLease, keys.outbox, keys.outboxProgress)).toBe(0);
+  });
+
+  it("stops a delivery whose lease another one took: it can neither record a part nor pop the reply", async () => {
+    const { outbox, keys } = await setup(["r1"]);
+    await outbox.begin(SESSION, "A", 100);
+    await sleep(150);
+    expect(await outbox.begin(SESSION, "B", 10_000)).toMatchObject({ status: "head", reply: { replyId: "r1" } });
+    await expect(outbox.recordPart(SESSION, "A", "r1", 0, 10_000)).rejects.toThrow(DeliveryFencedError);
+    expect(await outbox.finish(SESSION, "A", "r1", 10_000)).toEqual({ status: "lost" });
+    expect(await redis.llen(keys.outbox)).toBe(1);
+    expect(await redis.get(keys.outboxProgress)).toBeNull();
+  });
+
+  it("never lets a stale progress value skip a part of another reply", async () => {
+    const { outbox, keys } = await setup(["r2"]);
+    // Left by reply r1 (delivered and popped by a delivery that then died mid-way).
+    await redis.set(keys.outboxProgress, "r1:4");
+    expect(await outbox.begin(SESSION, "A", 10_000)).toMatchObject({ status: "head", fromPart: 0, reply: { replyId: "r2" } });
+    // And a record for a reply that is not the head is refused.
+    await expect(outbox.recordPart(SESSION, "A", "r1", 5, 10_000)).rejects.toThrow(/no longer the head/);
+    expect(await redis.get(keys.outboxProgress)).toBe("r1:4");
+  });
+
+  it("takes back an expired delivery lease nobody took, and pops nothing that is not its head", async () => {
+    const { outbox, keys } = await setup(["r1", "r2"]);
+    await outbox.begin(SESSION, "A", 100);
+    await sleep(150);
+    await outbox.recordPart(SESSION, "A", "r1", 0, 10_000);
+    expect(await redis.get(keys.deliveryLease)).toBe("A");
+    // Finishing a reply that is no longer the head pops nothing and returns the head.
+    expect(await outbox.finish(SESSION, "A", "r0", 10_000)).toMatchObject({ status: "head", fromPart: 1, reply: { replyId: "r1" } });
+    expect(await redis.llen(keys.outbox)).toBe(2);
+  });
+});

@@ -1,0 +1,63 @@
+/**
+ * The sweeper: the safety net for work stored without a job — a message whose enqueue never
+ * happened, a message an old-version process wrote to the wave-1 keys during an upgrade — and
+ * loud (warn) when it cannot run.
+ */
+import { Redis } from "ioredis";
+import { afterEach, describe, expect, it } from "vitest";
+import { startFakeLlm, type FakeLlm } from "../fakes/fake-llm.js";
+import { createProducers, createRedis } from "../../src/queue/index.js";
+import { SessionStore } from "../../src/session/store.js";
+import { startSweeper } from "../../workers/turn-worker.js";
+import { testConfig } from "../helpers/config.js";
+import { captureLogs, startPipeline, type Pipeline } from "../helpers/pipeline.js";
+import { inbound, RecordingAdapter } from "../helpers/recording-adapter.js";
+import { freePort } from "../helpers/redis-server.js";
+import { sleep } from "../helpers/stall-run.js";
+
+describe("the sweeper", () => {
+  let llm: FakeLlm | undefined;
+  let pipeline: Pipeline | undefined;
+  afterEach(async () => {
+    await pipeline?.close();
+    await llm?.close();
+    pipeline = llm = undefined;
+  });
+
+  it("answers a stored message that has no job, and one a wave-1 process left in the old keys", async () => {
+    llm = await startFakeLlm();
+    const adapter = new RecordingAdapter("console");
+    const config = testConfig({ LLM_BASE_URL: llm.url });
+    pipeline = await startPipeline(config, [adapter]);
+    const redis = createRedis(config.REDIS_URL!);
+    try {
+      // Stored, never enqueued (the gateway died in between).
+      await new SessionStore(redis, config.REDIS_PREFIX).appendInbox(inbound({ text: "stranded", messageId: "sw1" }), Date.now());
+      // Written by a wave-1 gateway still running during the upgrade.
+      const legacy = inbound({ chatId: "old", text: "from the old gateway", messageId: "sw2" });
+      await redis.rpush(`${config.REDIS_PREFIX}:s:${legacy.sessionKey}:inbox`, JSON.stringify({ ...legacy, receivedAt: Date.now() }));
+      await redis.sadd(`${config.REDIS_PREFIX}:work`, legacy.sessionKey);
+      await adapter.waitFor(() => adapter.answeredIds().length === 2, 30_000);
+      expect(adapter.sent.map((entry) => entry.reply.text).sort()).toEqual(["echo: from the old gateway", "echo: stranded"]);
+      expect(pipeline.logs.lines.join("")).toContain("legacy-session-migrated");
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  it("logs a failed sweep at warn", async () => {
+    const logs = captureLogs("warn");
+    // A connection that fails every command at once.
+    const dead = new Redis(`redis://127.0.0.1:${await freePort()}`, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+    const producers = createProducers(dead, "dead");
+    const sweeper = startSweeper(new SessionStore(dead, "dead"), producers, logs.logger, 50);
+    try {
+      await sleep(300);
+      const line = logs.lines.map((raw) => JSON.parse(raw) as { level: number; msg: string }).find((entry) => entry.msg === "sweep-failed");
+      expect(line?.level).toBe(40);
+    } finally {
+      sweeper.stop();
+      dead.disconnect();
+    }
+  });
+});
