@@ -46,7 +46,7 @@ export interface ChaosReport {
   durationMs: number;
   /** Messages Telegram got a 2xx for (stored, as far as it knows). */
   messages: number;
-  /** sendMessage calls that reached the fake Telegram. */
+  /** sendMessage calls the fake Telegram accepted (a 429-refused one is no delivery). */
   parts: number;
   faults: Record<string, number>;
   lost: number;
@@ -213,7 +213,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   sending = false;
   await Promise.all(drivers);
   log(`seed ${options.seed}: faults over, draining ${submitted.length} messages`);
-  const sent = () => telegram.callsOf("sendMessage").map((call) => ({ chatId: String(call.payload.chat_id), text: String(call.payload.text ?? ""), at: call.at }));
+  // What users received: the fake answers sends over its rate limits with 429 (grammY waits and
+  // sends again), and a refused send is no delivery.
+  const sent = () => telegram.delivered().map((call) => ({ chatId: String(call.payload.chat_id), text: String(call.payload.text ?? ""), at: call.at }));
   const answered = () => new Set(sent().flatMap((part) => part.text.match(ID_PATTERN) ?? []));
   const drainUntil = Date.now() + 180_000;
   while (Date.now() < drainUntil && !submitted.every((message) => answered().has(message.messageId))) await sleep(250);
