@@ -1,9 +1,9 @@
 export { runTurn, runCalls, MAX_OVERFLOW_RETRIES, type RunTurnInput, type RunTurnResult, type PausedStep } from "./run-turn.js";
 export {
-  runTurnSegments, segmentBatch, toUserMessages, userMessageText, settleWithoutAnswer, failureNotice, toolScopeOf,
-  BatchFailedError, batchFailureCause,
+  runTurnSegments, segmentBatch, toUserMessages, userMessageText, toolScopeOf,
   type TurnEngine, type SegmentsInput, type SegmentsResult, type SettleInput, type AbortReason, type ApprovalTimeout, type ToolOutputStorage,
 } from "./turn-engine.js";
+export { BatchFailedError, batchFailureCause, settleWithoutAnswer, failureNotice } from "./turn-failure.js";
 export type { ContextManager, CompactionScope } from "./context-manager.js";
 export { parseCommand, type ParsedCommand } from "./commands/parse.js";
 export { HELP_TEXT } from "./commands/run-command.js";

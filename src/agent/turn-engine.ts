@@ -1,6 +1,5 @@
 import { messageOrigin, type InboundMessage, type OutboundReply, type Platform, type ReplyTarget } from "../core/channel.js";
 import type { ChatMessage, UserMessage } from "../core/messages.js";
-import { AbortedError, ContextOverflowError, PermanentError, errorMessage } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { LlmClient } from "../core/llm.js";
 import { freshSessionAfter, messageIdAllocator, type SessionState } from "../session/state.js";
@@ -11,6 +10,7 @@ import { runCommand, type CommandContext } from "./commands/run-command.js";
 import { parseCommand, type ParsedCommand } from "./commands/parse.js";
 import type { CompactionScope, ContextManager } from "./context-manager.js";
 import { joinPasteParts } from "./paste-parts.js";
+import { BatchFailedError } from "./turn-failure.js";
 import { finishLoop, runLoop } from "./tool-loop.js";
 import type { ScheduleService } from "../schedule/index.js";
 
@@ -181,20 +181,6 @@ export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput):
   }
 }
 
-/**
- * A segment of a batch failed (the model, or an abort); `done` is what the segments before it
- * did (a `/new` stays done) and `rest` the entries from the failed one on.
- */
-export class BatchFailedError extends Error {
-  override readonly name = "BatchFailedError";
-  constructor(readonly done: SegmentsResult, readonly rest: readonly InboxEntry[], cause: unknown) {
-    super(errorMessage(cause), { cause });
-  }
-}
-
-/** The error behind a failed batch (the model's, or the abort's). */
-export const batchFailureCause = (error: unknown): unknown => (error instanceof BatchFailedError ? error.cause : error);
-
 interface SegmentProgress {
   done?: SegmentsResult;
   rest?: InboxEntry[];
@@ -345,7 +331,7 @@ export function addReply(run: Pick<TurnRun, "input" | "replies">, text: string, 
  * The system prompt heads the live context. It is written once and stays byte-stable (prompt
  * caching); when the operator changes it, it is replaced once, keeping the compaction note.
  */
-function ensureSystemPrompt(state: SessionState, systemPrompt: string, newId: () => string, now: number): void {
+export function ensureSystemPrompt(state: SessionState, systemPrompt: string, newId: () => string, now: number): void {
   const first = state.live[0];
   if (first?.role === "system") {
     if (state.engine.systemPromptBase === systemPrompt) return;
@@ -357,52 +343,12 @@ function ensureSystemPrompt(state: SessionState, systemPrompt: string, newId: ()
   state.engine.systemPromptBase = systemPrompt;
 }
 
-/**
- * Keeps the user's messages in the session when a turn cannot produce an answer. `done`: what
- * earlier segments of the batch did (BatchFailedError), kept under the settled rest.
- */
-export function settleWithoutAnswer(
-  engine: Pick<TurnEngine, "now" | "systemPrompt">,
-  input: SettleInput,
-  text: string | undefined,
-  mark?: (state: SessionState) => void,
-  done?: SegmentsResult,
-): SegmentsResult {
-  const state = structuredClone(done?.state ?? input.state);
-  mark?.(state);
-  const newId = messageIdAllocator(state);
-  ensureSystemPrompt(state, engine.systemPrompt, newId, engine.now());
-  const settled: ChatMessage[] = [];
-  const replies: OutboundReply[] = [...(done?.replies ?? [])];
-  for (const segment of segmentBatch(input.batch)) {
-    if (segment.kind === "command" || segment.kind === "action") continue;
-    if (segment.kind === "reminder") {
-      // A fixed reminder needs no model: a failure elsewhere in the batch must not swallow it.
-      const message = reminderMessage(segment.entry, newId());
-      settled.push(message);
-      replies.push(buildReply(input, replies.length, segment.entry.text, "answer", answering({ input }, [segment.entry])));
-      continue;
-    }
-    settled.push(...toUserMessages(segment.entries, newId));
-  }
-  state.live.push(...settled);
-  state.updatedAt = engine.now();
-  if (text !== undefined) replies.push(buildReply(input, replies.length, text, "notice", answering({ input }, input.batch)));
-  return {
-    state,
-    transcript: [...(done?.transcript ?? []), ...settled],
-    replies,
-    ...(done?.archivedSessionId === undefined ? {} : { archivedSessionId: done.archivedSessionId }),
-    ...(done?.approvalTimeouts ? { approvalTimeouts: done.approvalTimeouts } : {}),
-  };
-}
-
 /** The assistant message a delivered reminder leaves in the conversation. */
-function reminderMessage(entry: InboxEntry, id: string): ChatMessage {
+export function reminderMessage(entry: InboxEntry, id: string): ChatMessage {
   return { id, at: entry.sentAt, role: "assistant", content: entry.text };
 }
 
-function buildReply(input: SettleInput, index: number, text: string, kind: OutboundReply["kind"], to: Answering, extra: Pick<OutboundReply, "actions" | "replaces"> = {}): OutboundReply {
+export function buildReply(input: SettleInput, index: number, text: string, kind: OutboundReply["kind"], to: Answering, extra: Pick<OutboundReply, "actions" | "replaces"> = {}): OutboundReply {
   return {
     replyId: `${input.sessionKey}#${input.state.version + 1}#${index}`,
     sessionKey: input.sessionKey,
@@ -413,17 +359,4 @@ function buildReply(input: SettleInput, index: number, text: string, kind: Outbo
     ...(extra.actions ? { actions: extra.actions } : {}),
     ...(extra.replaces ? { replaces: extra.replaces } : {}),
   };
-}
-
-export function failureNotice(error: unknown): string {
-  if (error instanceof ContextOverflowError) {
-    return "Sorry — this conversation no longer fits the model's context, even after compacting it. Nothing is lost: send /compress to try again, or /new to start fresh.";
-  }
-  if (error instanceof AbortedError) return "Stopped.";
-  // Never the error's own text: provider and connection errors name hosts and addresses, which
-  // belong in the log (turn-failed), not in a chat.
-  const why = error instanceof PermanentError
-    ? "the model service refused the request; the operator can check the log"
-    : "the model service did not answer in time or is unavailable";
-  return `Sorry — I couldn't get an answer from the model (${why}). Your message is saved; please try again in a moment.`;
 }

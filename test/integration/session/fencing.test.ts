@@ -112,6 +112,44 @@ describe("turn fencing", () => {
     expect(await redis.exists(keys.lease)).toBe(0);
   });
 
+  it("begun again by its holder (the paste wait) claims what arrived since, keeps a raised abort flag, and commits the whole batch", async () => {
+    const store = await setup(["part 1"]);
+    const keys = store.keys("console:f");
+    const first = claimed(await store.beginTurn("console:f", "A", { leaseMs: 10_000, mode: "one" }));
+    await add(store, "part 2");
+    await store.requestAbort("console:f", "stop");
+    // Same token: no "busy", the whole pending batch with a fresh snapshot (queue mode claims all here).
+    const again = claimed(await store.beginTurn("console:f", "A", { leaseMs: 10_000, mode: "all" }));
+    expect(again.batch.map((entry) => entry.text)).toEqual(["part 1", "part 2"]);
+    expect(again.claim.version).toBe(first.claim.version);
+    expect(await redis.get(keys.abort)).toBe("stop");
+    expect(await store.beginTurn("console:f", "B", { leaseMs: 10_000, mode: "all" })).toMatchObject({ status: "busy" });
+    expect(await store.endTurn("console:f", again.claim, { state: again.state, transcript: [user("m1", "part 1\npart 2")], outbox: [] }))
+      .toMatchObject({ status: "committed", inbox: 0, pending: 0 });
+    // A new attempt clears a stale flag.
+    await store.requestAbort("console:f", "stop");
+    await add(store, "later");
+    claimed(await store.beginTurn("console:f", "C", { leaseMs: 10_000, mode: "all" }));
+    expect(await redis.exists(keys.abort)).toBe(0);
+  });
+
+  it("with hold (an approval's timeout) takes the lease and the state with nothing to claim, and commits fenced with an empty claim", async () => {
+    const store = await setup([]);
+    expect(await store.beginTurn("console:f", "plain", { leaseMs: 10_000, mode: "all" })).toMatchObject({ status: "idle" });
+    expect(await redis.exists(store.keys("console:f").lease)).toBe(0);
+    const timeout = claimed(await store.beginTurn("console:f", "T", { leaseMs: 10_000, mode: "all", hold: true }));
+    expect(timeout.batch).toEqual([]);
+    expect(await redis.get(store.keys("console:f").lease)).toBe("T");
+    // A message arriving meanwhile waits for the next turn; the timeout turn commits alone.
+    await add(store, "m1");
+    expect(await store.beginTurn("console:f", "B", { leaseMs: 10_000, mode: "all" })).toMatchObject({ status: "busy" });
+    expect(await store.endTurn("console:f", timeout.claim, { state: timeout.state, transcript: [{ id: "m1", role: "tool" as const, content: "denied", tool_call_id: "c1" }], outbox: [] }))
+      .toMatchObject({ status: "committed", version: 1, inbox: 1, pending: 0 });
+    // A timeout job that finds another turn holding the lease is told to wait, like any re-run.
+    claimed(await store.beginTurn("console:f", "B", { leaseMs: 10_000, mode: "all" }));
+    expect(await store.beginTurn("console:f", "T2", { leaseMs: 10_000, mode: "all", hold: true })).toMatchObject({ status: "busy" });
+  });
+
   it("aborts with the parent signal's reason (shutdown)", async () => {
     const store = await setup([]);
     const parent = new AbortController();

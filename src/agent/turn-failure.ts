@@ -1,0 +1,80 @@
+/**
+ * When a batch cannot be answered: what the segments before the failing one did stays done, the
+ * rest of the batch is kept in the conversation unanswered, and the chat gets a plain notice.
+ */
+import type { OutboundReply } from "../core/channel.js";
+import type { ChatMessage } from "../core/messages.js";
+import { AbortedError, ContextOverflowError, PermanentError, errorMessage } from "../errors.js";
+import { messageIdAllocator, type SessionState } from "../session/state.js";
+import type { InboxEntry } from "../session/store.js";
+import {
+  answering, buildReply, ensureSystemPrompt, reminderMessage, segmentBatch, toUserMessages,
+  type SegmentsResult, type SettleInput, type TurnEngine,
+} from "./turn-engine.js";
+
+/**
+ * A segment of a batch failed (the model, or an abort); `done` is what the segments before it
+ * did (a `/new` stays done) and `rest` the entries from the failed one on.
+ */
+export class BatchFailedError extends Error {
+  override readonly name = "BatchFailedError";
+  constructor(readonly done: SegmentsResult, readonly rest: readonly InboxEntry[], cause: unknown) {
+    super(errorMessage(cause), { cause });
+  }
+}
+
+/** The error behind a failed batch (the model's, or the abort's). */
+export const batchFailureCause = (error: unknown): unknown => (error instanceof BatchFailedError ? error.cause : error);
+
+/**
+ * Keeps the user's messages in the session when a turn cannot produce an answer. `done`: what
+ * earlier segments of the batch did (BatchFailedError), kept under the settled rest.
+ */
+export function settleWithoutAnswer(
+  engine: Pick<TurnEngine, "now" | "systemPrompt">,
+  input: SettleInput,
+  text: string | undefined,
+  mark?: (state: SessionState) => void,
+  done?: SegmentsResult,
+): SegmentsResult {
+  const state = structuredClone(done?.state ?? input.state);
+  mark?.(state);
+  const newId = messageIdAllocator(state);
+  ensureSystemPrompt(state, engine.systemPrompt, newId, engine.now());
+  const settled: ChatMessage[] = [];
+  const replies: OutboundReply[] = [...(done?.replies ?? [])];
+  for (const segment of segmentBatch(input.batch)) {
+    if (segment.kind === "command" || segment.kind === "action") continue;
+    if (segment.kind === "reminder") {
+      // A fixed reminder needs no model: a failure elsewhere in the batch must not swallow it.
+      const message = reminderMessage(segment.entry, newId());
+      settled.push(message);
+      replies.push(buildReply(input, replies.length, segment.entry.text, "answer", answering({ input }, [segment.entry])));
+      continue;
+    }
+    settled.push(...toUserMessages(segment.entries, newId));
+  }
+  state.live.push(...settled);
+  state.updatedAt = engine.now();
+  if (text !== undefined) replies.push(buildReply(input, replies.length, text, "notice", answering({ input }, input.batch)));
+  return {
+    state,
+    transcript: [...(done?.transcript ?? []), ...settled],
+    replies,
+    ...(done?.archivedSessionId === undefined ? {} : { archivedSessionId: done.archivedSessionId }),
+    ...(done?.approvalTimeouts ? { approvalTimeouts: done.approvalTimeouts } : {}),
+  };
+}
+
+export function failureNotice(error: unknown): string {
+  if (error instanceof ContextOverflowError) {
+    return "Sorry — this conversation no longer fits the model's context, even after compacting it. Nothing is lost: send /compress to try again, or /new to start fresh.";
+  }
+  if (error instanceof AbortedError) return "Stopped.";
+  // Never the error's own text: provider and connection errors name hosts and addresses, which
+  // belong in the log (turn-failed), not in a chat.
+  const why = error instanceof PermanentError
+    ? "the model service refused the request; the operator can check the log"
+    : "the model service did not answer in time or is unavailable";
+  return `Sorry — I couldn't get an answer from the model (${why}). Your message is saved; please try again in a moment.`;
+}
