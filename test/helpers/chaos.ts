@@ -30,6 +30,11 @@ export interface ChaosOptions {
   seed: number;
   /** How long faults are applied and messages sent; then everything drains. */
   durationMs: number;
+  /**
+   * Keep going past `durationMs` until at least this many faults were applied: on a loaded
+   * machine restarts take longer, and a short seed must still be a real chaos run. @defaultValue 0
+   */
+  minFaults?: number;
   /** Telegram users, one private chat each. @defaultValue 8 */
   users?: number;
   /** Only these faults (to study one). @defaultValue all of FAULT_KINDS */
@@ -174,9 +179,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const gatewayKills: number[] = [];
   const pastTheLock = () => Math.round(lockMs * (1.2 + random() * 2));
   const end = Date.now() + options.durationMs;
-  while (Date.now() < end) {
+  const applied = () => Object.values(faults).reduce((sum, count) => sum + count, 0);
+  const faultsDue = () => Date.now() < end || applied() < (options.minFaults ?? 0);
+  while (faultsDue()) {
     await sleep(1_000 + random() * 2_500);
-    if (Date.now() >= end) break;
+    if (!faultsDue()) break;
     const kinds = options.faults ?? FAULT_KINDS;
     const kind = kinds[Math.floor(random() * kinds.length)]!;
     const index = Math.floor(random() * workers.length);

@@ -31,6 +31,9 @@ describe("per-session order with two worker processes", () => {
     const env = testEnv({ LLM_BASE_URL: llm.url, WORKER_CONCURRENCY: "8" });
     workers = [1, 2].map(() => spawnApp({ ...env, LONGHAUL_ROLE: "worker", LOG_LEVEL: "info" }));
     pipeline = await startPipeline(testConfig({ ...env, LONGHAUL_ROLE: "gateway" }), [adapter], { worker: false });
+    // Both workers must be taking jobs before the messages arrive, or on a loaded machine the
+    // first one ready answers everything and "both took turns" says nothing about the code.
+    await Promise.all(workers.map((worker) => worker.waitForStderr(/longhaul-ready/, 60_000)));
   });
 
   afterAll(async () => {

@@ -8,7 +8,7 @@ import { runChaos } from "../../helpers/chaos.js";
 
 describe("seeded chaos (short)", () => {
   it("loses nothing, doubles nothing and answers nothing twice", async () => {
-    const report = await runChaos({ seed: 101, durationMs: 40_000 });
+    const report = await runChaos({ seed: 101, durationMs: 40_000, minFaults: 8 });
     expect(report.messages).toBeGreaterThan(50);
     expect(Object.values(report.faults).reduce((sum, count) => sum + count, 0)).toBeGreaterThanOrEqual(8);
     // duplicatePartsAtGatewayKill may be non-empty: the documented at-least-once floor.
