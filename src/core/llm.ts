@@ -24,6 +24,12 @@ export interface ChatRequest {
   /** OpenAI prompt caching: requests with the same key share a cache shard (the session id). */
   promptCacheKey?: string;
   signal?: AbortSignal;
+  /**
+   * Set: the answer is streamed (`stream: true`, usage in the last chunk) and each piece of
+   * text is handed here as it arrives. The result is the same as without it. Unset: one
+   * plain request, as before streaming existed (STREAMING=off).
+   */
+  onText?: (delta: string) => void;
 }
 
 export interface ChatResult {

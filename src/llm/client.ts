@@ -110,9 +110,9 @@ export function createLlmClient(options: LlmClientOptions): OpenAiLlmClient {
       if (signal?.aborted) throw new AbortedError("LLM request aborted before it was sent");
       const started = Date.now();
       try {
-        const call = sdk.chat.completions.create(buildParams(request, options), signal ? { signal } : undefined);
-        const completion = await untilAborted(call, signal);
-        const result = toChatResult(completion, options.model);
+        const result = request.onText
+          ? await untilAborted(streamed(sdk, request, request.onText, options), signal)
+          : toChatResult(await untilAborted(sdk.chat.completions.create(buildParams(request, options), signal ? { signal } : undefined), signal), options.model);
         log.debug({ durationMs: Date.now() - started, finishReason: result.finishReason, toolCalls: result.toolCalls.length, usage: result.usage }, "llm step finished");
         return result;
       } catch (error: unknown) {
@@ -140,6 +140,56 @@ function buildParams(request: ChatRequest, options: LlmClientOptions): OpenAI.Ch
     ...(maxTokens === undefined ? {} : usesMaxCompletionTokens(options.model) ? { max_completion_tokens: maxTokens } : { max_tokens: maxTokens }),
     ...(request.promptCacheKey === undefined ? {} : { prompt_cache_key: request.promptCacheKey }),
   };
+}
+
+/**
+ * One streamed step: `stream: true` with `include_usage`, so the usage arrives in a last chunk
+ * without choices. Text deltas go to `onText` as they arrive; tool calls are assembled by their
+ * `index` (id and name in the first delta, the arguments in pieces). The result is built from
+ * the chunks exactly as `toChatResult` builds it from a whole completion. A connection that
+ * drops mid-stream fails the step (the SDK retries only before the headers): the turn's retry
+ * takes it from there.
+ */
+async function streamed(sdk: OpenAI, request: ChatRequest, onText: (delta: string) => void, options: LlmClientOptions): Promise<ChatResult> {
+  const params: OpenAI.ChatCompletionCreateParamsStreaming = { ...buildParams(request, options), stream: true, stream_options: { include_usage: true } };
+  const stream = await sdk.chat.completions.create(params, request.signal ? { signal: request.signal } : undefined);
+  let content: string | null = null;
+  let finishReason: string | null = null;
+  let model = "";
+  let usage: OpenAI.CompletionUsage | undefined;
+  let chosen = false;
+  const calls = new Map<number, { id: string; name: string; arguments: string }>();
+  for await (const chunk of stream) {
+    if (request.signal?.aborted) break;
+    const raw = chunk as unknown as { error?: unknown };
+    if (raw.error !== undefined) throw errorFromCompletionBody(chunk);
+    if (chunk.model) model = chunk.model;
+    if (chunk.usage) usage = chunk.usage;
+    const choice = chunk.choices?.[0];
+    if (!choice) continue;
+    chosen = true;
+    const delta = choice.delta ?? {};
+    if (typeof delta.content === "string" && delta.content !== "") {
+      content = (content ?? "") + delta.content;
+      onText(delta.content);
+    }
+    for (const call of delta.tool_calls ?? []) {
+      const entry = calls.get(call.index) ?? { id: "", name: "", arguments: "" };
+      if (call.id) entry.id = call.id;
+      if (call.function?.name) entry.name += call.function.name;
+      if (call.function?.arguments) entry.arguments += call.function.arguments;
+      calls.set(call.index, entry);
+    }
+    if (choice.finish_reason) finishReason = choice.finish_reason;
+  }
+  if (!chosen) throw errorFromCompletionBody({ streamed: "no choice in any chunk" });
+  const toolCalls: ToolCall[] = [...calls.entries()].sort(([a], [b]) => a - b).filter(([, call]) => call.name !== "").map(([, call]) => ({
+    id: call.id || `call_${randomUUID()}`,
+    type: "function",
+    function: { name: call.name, arguments: call.arguments.trim() === "" ? "{}" : call.arguments },
+  }));
+  const mapped = toUsage(usage);
+  return { content, toolCalls, finishReason, ...(mapped === undefined ? {} : { usage: mapped }), model: model || options.model };
 }
 
 /**
@@ -225,8 +275,14 @@ function observedFetch({ timeoutMs, maxRetryAfterMs, log, redact }: FetchPolicy)
     const forward = () => controller.abort(init?.signal?.reason);
     if (init?.signal?.aborted) forward();
     init?.signal?.addEventListener("abort", forward, { once: true });
+    let streaming = false;
     try {
       const response = await fetch(input, { ...init, signal: controller.signal });
+      if (response.ok && isEventStream(response)) {
+        // The caller's abort must reach the body too: the listener stays while it is read.
+        streaming = true;
+        return untilIdle(response, timeoutMs, controller, () => init?.signal?.removeEventListener("abort", forward));
+      }
       if (response.ok) return await readWithin(response, timeoutMs - (Date.now() - started), controller);
       const retryAfterMs = retryAfterMsFromHeaders(response.headers);
       log.info({ attempt, status: response.status, retryAfterMs }, "llm attempt failed");
@@ -241,9 +297,44 @@ function observedFetch({ timeoutMs, maxRetryAfterMs, log, redact }: FetchPolicy)
       log.info({ attempt, error: redact(message) }, "llm attempt failed");
       throw error;
     } finally {
-      init?.signal?.removeEventListener("abort", forward);
+      if (!streaming) init?.signal?.removeEventListener("abort", forward);
     }
   };
+}
+
+const isEventStream = (response: Response) => (response.headers.get("content-type") ?? "").includes("text/event-stream");
+
+/**
+ * A streamed body is handed on as it arrives; a stall (no bytes for `idleMs`) aborts it with a
+ * "timed out" error, so a server that stops mid-answer cannot hang the turn.
+ */
+function untilIdle(response: Response, idleMs: number, controller: AbortController, done: () => void): Response {
+  const body = response.body;
+  if (!body) {
+    done();
+    return response;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => controller.abort(new Error("LLM response stream timed out")), idleMs);
+  };
+  arm();
+  const watched = body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, sink) {
+      arm();
+      sink.enqueue(chunk);
+    },
+    flush() {
+      clearTimeout(timer);
+      done();
+    },
+  }));
+  controller.signal.addEventListener("abort", () => {
+    clearTimeout(timer);
+    done();
+  }, { once: true });
+  return new Response(watched, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
 /** The response with its body read in full, or a "timed out" error after `remainingMs`. */

@@ -25,7 +25,12 @@
  * `const gate = fake.hold()`: requests arriving while it is held are recorded, then wait until
  * `gate.release()` (or until the client disconnects, as when a worker is killed mid-request).
  * `await fake.waitForRequests(n, timeoutMs)` resolves once n requests have arrived.
- * `stream: true` is refused with a 400: streaming is not faked.
+ * `stream: true` is answered as OpenAI streams (server-sent events): the text in chunks of one
+ * "token" each (a word or up to 4 characters of one, cut by this fake, not by our tokenizer),
+ * tool calls as an id + name delta followed by argument pieces, a chunk with `finish_reason`,
+ * the usage in a last chunk without choices when `stream_options.include_usage` asks for it, then
+ * `data: [DONE]`. `tokensPerSecond` (per reply, or `fake.setStreamRate`) paces the chunks;
+ * `dropAfterTokens` destroys the connection after that many text chunks, mid-answer.
  *
  * GET /v1/models lists `options.models` (default: gpt-4o-mini) in OpenAI's shape. With
  * `options.apiKey`, every route answers 401 as OpenAI does unless `Authorization: Bearer <key>`
@@ -75,6 +80,10 @@ export interface FakeReply {
   finishReason?: string;
   model?: string;
   delayMs?: number;
+  /** Streamed answers only: chunks per second (default: `setStreamRate`, else unpaced). */
+  tokensPerSecond?: number;
+  /** Streamed answers only: the connection is destroyed after this many text chunks. */
+  dropAfterTokens?: number;
 }
 
 export interface FakeHttpError {
@@ -97,6 +106,10 @@ export interface FakeLlm {
   /** Returns a function that removes the route. */
   route(predicate: RequestPredicate, handler: FakeHandler | FakeResponse): () => void;
   hold(): { release(): void };
+  /** Default pace of streamed answers in chunks per second; 0 unpaced. */
+  setStreamRate(tokensPerSecond: number): void;
+  /** Streamed requests answered so far: chunks written per request index. */
+  readonly streamedChunks: Map<number, number>;
   waitForRequests(count: number, timeoutMs?: number): Promise<RecordedRequest[]>;
   close(): Promise<void>;
 }
@@ -216,6 +229,64 @@ function completionBody(reply: FakeReply, request: RecordedRequest): unknown {
   };
 }
 
+/** The pieces a streamed text goes out in: words (with their space), long ones cut every 4 characters. */
+export function streamPieces(text: string): string[] {
+  const pieces: string[] = [];
+  for (const word of text.match(/\s*\S+|\s+/gu) ?? []) {
+    const characters = [...word];
+    for (let at = 0; at < characters.length; at += 4) pieces.push(characters.slice(at, at + 4).join(""));
+  }
+  return pieces;
+}
+
+interface StreamPlan {
+  tokensPerSecond: number;
+  dropAfterTokens?: number;
+  gone: Promise<void>;
+  isClosed: () => boolean;
+  onChunk: () => void;
+}
+
+/** Writes a completion as OpenAI's server-sent events; see the file comment. */
+async function streamCompletion(response: ServerResponse, reply: FakeReply, request: RecordedRequest, plan: StreamPlan): Promise<void> {
+  const whole = completionBody(reply, request) as {
+    id: string; created: number; model: string;
+    choices: Array<{ message: { content: string | null; tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }> }; finish_reason: string }>;
+    usage?: WireUsage;
+  };
+  const choice = whole.choices[0]!;
+  const base = { id: whole.id, object: "chat.completion.chunk", created: whole.created, model: whole.model };
+  const event = (payload: unknown) => new Promise<void>((resolve) => void response.write(`data: ${JSON.stringify(payload)}\n\n`, () => resolve()));
+  const pause = plan.tokensPerSecond > 0 ? 1000 / plan.tokensPerSecond : 0;
+  response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+  let written = event({ ...base, choices: [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null, logprobs: null }] });
+  let sent = 0;
+  for (const piece of streamPieces(choice.message.content ?? "")) {
+    if (plan.dropAfterTokens !== undefined && sent >= plan.dropAfterTokens) {
+      // What was written reaches the client first, then the connection drops.
+      await Promise.race([written, plan.gone]);
+      response.destroy();
+      return;
+    }
+    if (pause > 0) await Promise.race([new Promise((resolve) => setTimeout(resolve, pause)), plan.gone]);
+    if (plan.isClosed()) return;
+    written = event({ ...base, choices: [{ index: 0, delta: { content: piece }, finish_reason: null, logprobs: null }] });
+    sent++;
+    plan.onChunk();
+  }
+  for (const [index, call] of (choice.message.tool_calls ?? []).entries()) {
+    void event({ ...base, choices: [{ index: 0, delta: { tool_calls: [{ index, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } }] }, finish_reason: null, logprobs: null }] });
+    const args = call.function.arguments;
+    for (let at = 0; at < args.length; at += 8) {
+      void event({ ...base, choices: [{ index: 0, delta: { tool_calls: [{ index, function: { arguments: args.slice(at, at + 8) } }] }, finish_reason: null, logprobs: null }] });
+    }
+  }
+  void event({ ...base, choices: [{ index: 0, delta: {}, finish_reason: choice.finish_reason, logprobs: null }] });
+  const includeUsage = (request.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
+  if (includeUsage && whole.usage) void event({ ...base, choices: [], usage: whole.usage });
+  response.end("data: [DONE]\n\n");
+}
+
 function send(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   response.writeHead(status, { "content-type": "application/json", ...headers }).end(typeof body === "string" ? body : JSON.stringify(body));
 }
@@ -234,6 +305,8 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
   const waiters = new Set<() => void>();
   let fallback: FakeHandler = echo;
   let gate: Promise<void> | undefined;
+  let streamRate = 0;
+  const streamedChunks = new Map<number, number>();
 
   const pick = async (request: RecordedRequest): Promise<FakeResponse> => {
     const route = routes.find((candidate) => candidate.predicate(request));
@@ -250,17 +323,22 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
     const gone = new Promise<void>((resolve) => response.on("close", () => resolve(void (closed = true))));
     if (gate) await Promise.race([gate, gone]);
     if (closed) return;
-    if (request.body.stream === true) {
-      const refusal = httpError.badRequest("the fake LLM does not stream", "stream");
-      return send(response, refusal.status, refusal.body);
-    }
     const picked = await pick(request);
     if (typeof picked === "object" && "hang" in picked) return;
     const reply: FakeReply | FakeHttpError = typeof picked === "string" ? { text: picked } : picked;
     if (reply.delayMs) await Promise.race([new Promise((resolve) => setTimeout(resolve, reply.delayMs)), gone]);
     if (closed) return;
     if ("status" in reply) send(response, reply.status, reply.body ?? "", reply.headers);
-    else send(response, 200, completionBody(reply, request));
+    else if (request.body.stream === true) {
+      streamedChunks.set(request.index, 0);
+      await streamCompletion(response, reply, request, {
+        tokensPerSecond: reply.tokensPerSecond ?? streamRate,
+        ...(reply.dropAfterTokens === undefined ? {} : { dropAfterTokens: reply.dropAfterTokens }),
+        gone,
+        isClosed: () => closed,
+        onChunk: () => void streamedChunks.set(request.index, (streamedChunks.get(request.index) ?? 0) + 1),
+      });
+    } else send(response, 200, completionBody(reply, request));
   };
 
   const server = createServer((incoming, response) => {
@@ -302,6 +380,8 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
       gate = held;
       return { release: () => { if (gate === held) gate = undefined; open(); } };
     },
+    setStreamRate: (tokensPerSecond) => void (streamRate = tokensPerSecond),
+    streamedChunks,
     waitForRequests(count, timeoutMs = 30_000) {
       return new Promise((resolve, reject) => {
         const settle = (outcome: () => void) => { clearTimeout(timer); waiters.delete(check); outcome(); };

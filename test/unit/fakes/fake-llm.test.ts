@@ -97,8 +97,38 @@ describe("fake LLM", () => {
     expect(await response.json()).toEqual({ error: { message: "slow down" } });
   });
 
-  it("refuses streaming and times out waiting for requests that never come", async () => {
-    expect((await post({ ...chat("x"), stream: true })).status).toBe(400);
+  it("times out waiting for requests that never come", async () => {
+    await post(chat("x"));
     await expect(fake.waitForRequests(5, 50)).rejects.toThrow("1 of 5 requests");
+  });
+
+  it("streams as server-sent events: text chunks, tool call pieces, finish, usage last, [DONE]", async () => {
+    fake.enqueue({ text: "Hello brave new world", toolCalls: [{ name: "get_weather", arguments: { city: "Paris, France" }, id: "c1" }], usage: { prompt_tokens: 9, completion_tokens: 4 } });
+    const response = await post({ ...chat("x"), stream: true, stream_options: { include_usage: true } });
+    expect(response.headers.get("content-type")).toContain("text/event-stream");
+    const events = (await response.text()).split("\n\n").filter((block) => block.startsWith("data: ")).map((block) => block.slice(6));
+    expect(events.at(-1)).toBe("[DONE]");
+    const chunks = events.slice(0, -1).map((raw) => JSON.parse(raw) as { choices: Array<{ delta: { content?: string; tool_calls?: Array<{ index: number; id?: string; function: { name?: string; arguments?: string } }> }; finish_reason: string | null }>; usage?: unknown });
+    const text = chunks.map((chunk) => chunk.choices[0]?.delta.content ?? "").join("");
+    expect(text).toBe("Hello brave new world");
+    // One chunk per word, words over 4 characters cut: "Hello" → "Hell", "o".
+    expect(chunks.filter((chunk) => chunk.choices[0]?.delta.content).map((chunk) => chunk.choices[0]?.delta.content)).toEqual(["Hell", "o", " bra", "ve", " new", " wor", "ld"]);
+    const args = chunks.flatMap((chunk) => chunk.choices[0]?.delta.tool_calls ?? []).map((call) => call.function.arguments ?? "").join("");
+    expect(JSON.parse(args)).toEqual({ city: "Paris, France" });
+    expect(chunks.at(-2)?.choices[0]?.finish_reason).toBe("tool_calls");
+    expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: 9, completion_tokens: 4, total_tokens: 13 } });
+  });
+
+  it("leaves the usage out of a stream that did not ask for it, paces chunks and can drop the connection mid-answer", async () => {
+    fake.enqueue({ text: "one two three four", tokensPerSecond: 50 });
+    const started = Date.now();
+    const paced = await (await post({ ...chat("x"), stream: true })).text();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(70);
+    expect(paced).not.toContain("usage");
+
+    fake.enqueue({ text: "one two three four", dropAfterTokens: 2 });
+    const dropped = post({ ...chat("x"), stream: true }).then((response) => response.text());
+    await expect(dropped).rejects.toThrow();
+    expect(fake.streamedChunks.get(1)).toBe(2);
   });
 });

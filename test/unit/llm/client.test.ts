@@ -315,3 +315,62 @@ describe("logging", () => {
     for (const line of lines) expect(line).not.toContain(API_KEY);
   });
 });
+
+describe("complete with onText: streaming", () => {
+  it("hands text on as it arrives and returns what the whole completion would, usage from the last chunk", async () => {
+    const reply = { text: "Streaming works fine 🙂 here", usage: { prompt_tokens: 30, completion_tokens: 6, prompt_tokens_details: { cached_tokens: 16 } } };
+    fake.enqueue(reply, reply);
+    const client = clientFor(fake);
+    const deltas: string[] = [];
+
+    const streamedResult = await client.complete({ messages: [user("Hi")], onText: (delta) => deltas.push(delta) });
+    const plain = await client.complete({ messages: [user("Hi")] });
+
+    expect(streamedResult).toEqual(plain);
+    expect(deltas.length).toBeGreaterThan(3);
+    expect(deltas.join("")).toBe(reply.text);
+    expect(fake.requests[0]?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+    expect(fake.requests[1]?.body).not.toHaveProperty("stream");
+  });
+
+  it("assembles parallel tool calls from their pieces", async () => {
+    fake.enqueue({ text: null, toolCalls: [{ name: "get_weather", arguments: { city: "Reykjavík, Iceland" }, id: "a" }, { name: "get_weather", arguments: "{\"city\":\"Oslo\"}", id: "b" }] });
+    const client = clientFor(fake);
+
+    const result = await client.complete({ messages: [user("weather?")], tools: [weatherTool], onText: () => undefined });
+
+    expect(result.content).toBeNull();
+    expect(result.finishReason).toBe("tool_calls");
+    expect(result.toolCalls).toEqual([
+      { id: "a", type: "function", function: { name: "get_weather", arguments: JSON.stringify({ city: "Reykjavík, Iceland" }) } },
+      { id: "b", type: "function", function: { name: "get_weather", arguments: "{\"city\":\"Oslo\"}" } },
+    ]);
+  });
+
+  it("fails with a RetryableError when the connection drops mid-answer, after the text so far went out", async () => {
+    fake.enqueue({ text: "a b c d e f g h", dropAfterTokens: 3 });
+    const client = clientFor(fake);
+    const deltas: string[] = [];
+
+    const error = await rejectionOf(client.complete({ messages: [user("Hi")], onText: (delta) => deltas.push(delta) }));
+
+    expect(error).toBeInstanceOf(RetryableError);
+    expect(deltas.join("")).toBe("a b c");
+  });
+
+  it("a stream that stalls fails as a timeout instead of hanging, and an abort stops it at once", async () => {
+    fake.enqueue({ text: "slow words arrive here", tokensPerSecond: 1 });
+    const client = clientFor(fake, { timeoutMs: 400 });
+    const stalled = await rejectionOf(client.complete({ messages: [user("Hi")], onText: () => undefined }));
+    expect(stalled).toBeInstanceOf(RetryableError);
+
+    fake.enqueue({ text: "slow words arrive here", tokensPerSecond: 5 });
+    const controller = new AbortController();
+    const deltas: string[] = [];
+    const pending = client.complete({ messages: [user("Hi")], signal: controller.signal, onText: (delta) => { deltas.push(delta); controller.abort(); } });
+    expect(await rejectionOf(pending)).toBeInstanceOf(AbortedError);
+    const seen = deltas.length;
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    expect(deltas.length).toBe(seen);
+  });
+});
