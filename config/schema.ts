@@ -99,6 +99,7 @@ export const configSchema = z.object({
   TOOL_OUTPUT_MAX_CHARS: positiveInt(50_000, "Tool outputs over this (or a tenth of the context window at ~4 characters a token, if smaller) become a preview; recall pages through the stored original"),
   APPROVAL_TIMEOUT_S: positiveInt(300, "A tool call waiting for approval (mcp.servers.*.approval) is denied after this many seconds without an answer"),
   BUSY_MODE: z.enum(["collect", "queue", "interrupt"]).default("collect").describe("Messages during a turn: answered together next (collect), one turn each (queue), or restart the turn (interrupt)"),
+  STREAMING: z.enum(["off", "progress", "partial"]).default("progress").describe("While a turn runs: nothing but typing (off), one status message edited as the agent works and then into the answer (progress), or the answer as it is written too (partial)"),
   IDLE_RESET_HOURS: z.coerce.number().min(0).default(0).describe("Archive a session idle this long and start fresh; 0 never"),
   ARCHIVE_RETENTION_DAYS: z.coerce.number().min(0).default(90).describe("How long an archived conversation (/new, idle reset) is kept; 0 forever"),
 
@@ -119,6 +120,7 @@ export const configSchema = z.object({
   TELEGRAM_WEBHOOK_SECRET: z.string().regex(/^[A-Za-z0-9_-]{1,256}$/).optional().describe("Secret token Telegram sends with webhook calls; required with TELEGRAM_WEBHOOK_URL"),
   TELEGRAM_FORCE_POLLING: onOff(false, "Poll even though a webhook is set for the bot, deleting it (another deployment's webhook stops working)"),
   TELEGRAM_CONFLICT_EXIT_S: positiveInt(300, "Seconds of 409 Conflict (another poller on the token) before the gateway exits non-zero for its supervisor to restart it"),
+  TELEGRAM_STREAMING: z.enum(["off", "progress", "partial"]).optional().describe("STREAMING for Telegram chats; unset: STREAMING"),
   LINK_PREVIEWS: onOff(false, "Show link previews under the bot's replies"),
   ALLOWED_TELEGRAM_USERS: list("Telegram user ids allowed to talk to the bot; empty: pairing"),
   ALLOWED_TELEGRAM_CHATS: list("Telegram group chat ids the bot serves; empty: none"),
@@ -131,6 +133,7 @@ export const configSchema = z.object({
   ALLOWED_DISCORD_CHANNELS: list("Discord guild channel ids the bot serves; empty: none"),
   ADMIN_DISCORD_USERS: list("Discord user ids of admins (may answer anyone's tool approval, change anyone's reminders in groups)"),
   DISCORD_ALWAYS_ON_CHANNELS: list("Discord channel ids answered without a mention"),
+  DISCORD_STREAMING: z.enum(["off", "progress", "partial"]).optional().describe("STREAMING for Discord channels; unset: STREAMING"),
   DISCORD_PING_ON_REPLY: flag(true, "In Discord guild channels the reply pings the person who asked (never @everyone or roles; DMs never ping)"),
 
   // Console
@@ -142,3 +145,10 @@ export const configSchema = z.object({
 /** The flat keys; `Config` (load.ts) adds the nested file sections. */
 export type FlatConfig = z.infer<typeof configSchema>;
 export type ConfigKey = keyof z.infer<typeof configSchema>;
+
+/** The streaming mode of a platform's chats: its own override, else STREAMING. */
+export function streamingModeFor(config: Pick<FlatConfig, "STREAMING" | "TELEGRAM_STREAMING" | "DISCORD_STREAMING">, platform: string): "off" | "progress" | "partial" {
+  if (platform === "telegram") return config.TELEGRAM_STREAMING ?? config.STREAMING;
+  if (platform === "discord") return config.DISCORD_STREAMING ?? config.STREAMING;
+  return config.STREAMING;
+}

@@ -2,7 +2,8 @@
  * One turn, on one screen: begin (lease + claim + load, one script) → commands / hygiene →
  * agent loop → end (fenced commit + what is left, one script) → hand the reply to delivery.
  */
-import type { Platform, ReplyTarget, TurnActivity } from "../src/core/channel.js";
+import type { OutboundReply, Platform, PreviewUpdate, ReplyTarget, StreamingMode, TurnActivity } from "../src/core/channel.js";
+import { PREVIEW_STATUS, TurnPreview } from "../src/agent/preview.js";
 import {
   BatchFailedError, batchFailureCause, failureNotice, pasteWaitMs, runTurnSegments, settleWithoutAnswer,
   type AbortReason, type SegmentsResult, type TurnEngine,
@@ -24,6 +25,10 @@ export interface TurnDeps {
   /** Lease TTL: a stall (Redis paused, event loop blocked) shorter than this never loses the session. */
   leaseMs: number;
   publishActivity(activity: TurnActivity): Promise<void>;
+  /** STREAMING for a platform (docs/streaming.md); absent: off. */
+  streaming?(platform: Platform): StreamingMode;
+  /** Publishes a live preview update (lossy). */
+  publishPreview?(update: PreviewUpdate): Promise<void>;
   logger: Logger;
   metrics: Metrics;
   now(): number;
@@ -72,6 +77,7 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
 
   const lease = new LeaseKeeper(store.redis, { key: store.keys(sessionKey).lease, token: attempt.token, ttlMs: deps.leaseMs, abortKey: store.keys(sessionKey).abort }, attempt.signal);
   let target: ReplyTarget | undefined;
+  let preview: TurnPreview | undefined;
   try {
     // The newest message may be the first part of a long paste the client split: wait briefly
     // for the rest, then begin again with the same token (the whole pending batch, fresh).
@@ -95,10 +101,15 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
     const startedAt = performance.now();
     let outcome: "answered" | "stopped" | "failed" = "answered";
     let result: SegmentsResult;
+    const mode = deps.streaming?.(target.platform) ?? "off";
+    preview = mode !== "off" && deps.publishPreview
+      ? new TurnPreview({ sessionKey, target, mode, publish: deps.publishPreview })
+      : undefined;
     try {
       result = await runTurnSegments(deps.engine, {
         sessionKey, state, batch, target, signal: lease.signal, log,
         ...(timedOut ? { approvalTimeout: timedOut.id } : {}),
+        ...(preview ? { preview } : {}),
       });
     } catch (failure) {
       const error = batchFailureCause(failure);
@@ -106,7 +117,10 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
       const settleInput = { sessionKey, state: done?.state ?? state, batch: failure instanceof BatchFailedError ? failure.rest : batch, target, log };
       const reason = lease.signal.aborted ? (lease.signal.reason as AbortReason | "lease-lost") : undefined;
       if (reason === "lease-lost") return superseded(deps, sessionKey, log);
+      // The preview this batch was streaming into: the next attempt (same version) continues it.
+      const previewId = preview?.current;
       if (reason === "interrupt" || reason === "shutdown" || attempt.signal.aborted) {
+        preview?.notice(reason === "interrupt" ? PREVIEW_STATUS.interrupted : PREVIEW_STATUS.resuming);
         // Nothing is committed: the batch stays pending and the next turn takes it together
         // with whatever arrived meanwhile.
         log.info({ reason: reason ?? "shutdown" }, "turn-interrupted");
@@ -121,7 +135,10 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
         result = settleWithoutAnswer(deps.engine, settleInput, undefined, (stopped) => {
           stopped.engine.lastTurnAborted = true;
         }, done);
+        // The preview keeps what was written, marked as stopped (delivered only if it exists).
+        if (previewId !== undefined && preview) result.replies.push(stoppedPreviewReply(sessionKey, state, result.replies.length, target, previewId, preview.stoppedText()));
       } else if (isRetryable(error) && !attempt.finalAttempt) {
+        preview?.notice(PREVIEW_STATUS.retrying);
         deps.metrics.llmErrors.inc({ class: classifyLlmError(error) });
         deps.metrics.turns.inc({ outcome: "retried" });
         throw error;
@@ -130,6 +147,9 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
         outcome = "failed";
         deps.metrics.llmErrors.inc({ class: classifyLlmError(error) });
         result = settleWithoutAnswer(deps.engine, settleInput, failureNotice(error), undefined, done);
+        // The failure notice takes the preview over: the chat is not left with a dangling one.
+        const notice = result.replies[result.replies.length - 1];
+        if (previewId !== undefined && notice) notice.preview = previewId;
       }
     }
 
@@ -149,6 +169,7 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
     await handOn(deps, sessionKey, ended, target.platform, result);
     return { status: "answered", version: ended.version, messages: batch.length, replies: result.replies.length };
   } finally {
+    preview?.close();
     await lease.release().catch((error: unknown) => log.warn({ err: error }, "lease-release-failed"));
     if (target) await deps.publishActivity({ type: "turn-finished", sessionKey, target }).catch(() => undefined);
   }
@@ -209,3 +230,12 @@ function targetOf(batch: readonly InboxEntry[]): ReplyTarget {
 }
 
 const isRetryable = (error: unknown) => error instanceof RetryableError || !(error instanceof PermanentError || error instanceof AbortedError);
+
+/**
+ * The reply that marks a stopped turn's preview: edited into the preview message if there is
+ * one, never sent as a message of its own (`previewOnly`).
+ */
+function stoppedPreviewReply(sessionKey: string, state: { version: number }, index: number, target: ReplyTarget, previewId: string, text: string): OutboundReply {
+  const { replyToMessageId: _anchor, ...plain } = target;
+  return { replyId: `${sessionKey}#${state.version + 1}#${index}`, sessionKey, target: plain, text, inReplyTo: [], kind: "notice", preview: previewId, previewOnly: true };
+}

@@ -3,7 +3,7 @@
  * LLM clients, the tools, the context engine binding, and the BullMQ turn worker.
  */
 import type { Config } from "../config/index.js";
-import { mainApiKey } from "../config/index.js";
+import { mainApiKey, streamingModeFor } from "../config/index.js";
 import type { TurnEngine } from "../src/agent/index.js";
 import { createContextManager } from "../src/agent/session-context.js";
 import { createRecallTool, currentTimeTool, McpManager, ToolCatalog, type Tool } from "../src/tools/index.js";
@@ -47,7 +47,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   redis.on("error", (error) => logger.warn({ err: error }, "redis-error"));
   const store = new SessionStore(redis, prefix, { archiveRetentionMs: config.ARCHIVE_RETENTION_DAYS * 86_400_000 });
   const producers = createProducers(redis, prefix);
-  const activityChannel = globalKeys(prefix).activityChannel;
+  const { activityChannel, previewChannel } = globalKeys(prefix);
 
   const llm = createLlmClient({
     baseUrl: config.LLM_BASE_URL,
@@ -159,6 +159,10 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       leaseMs: leaseTtlMs(config.JOB_LOCK_MS),
       publishActivity: async (activity) => {
         await redis.publish(activityChannel, JSON.stringify(activity));
+      },
+      streaming: (platform) => streamingModeFor(config, platform),
+      publishPreview: async (update) => {
+        await redis.publish(previewChannel, JSON.stringify(update));
       },
       logger,
       metrics,

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { IngressPort, OutboundReply, Platform, TurnActivity } from "../core/channel.js";
+import type { IngressPort, OutboundReply, Platform, ReplyTarget, TurnActivity } from "../core/channel.js";
 
-export type { ChannelCursors, ChatMove, ChatMoveResult, InboundMessage, IngressPort, OutboundReply, Platform, ReplyAction, ReplyTarget, SubmitResult, TurnActivity } from "../core/channel.js";
+export type { ChannelCursors, ChatMove, ChatMoveResult, InboundMessage, IngressPort, OutboundReply, Platform, PreviewUpdate, ReplyAction, ReplyTarget, StreamingMode, SubmitResult, TurnActivity } from "../core/channel.js";
 export { REPLY_CONTEXT_MAX_CHARS } from "../core/channel.js";
 
 /**
@@ -23,6 +23,8 @@ export interface ChannelAdapter {
    * skipped); `onPartSent` is called after each part so the sender can record progress.
    */
   send(reply: OutboundReply, options: SendOptions): Promise<void>;
+  /** Live previews (docs/streaming.md); absent: the platform shows none, replies go out as before. */
+  readonly previews?: PreviewPort;
   /** Turn activity for typing indicators; optional. Must never throw. */
   onActivity?(activity: TurnActivity): void;
   /** Stops intake and releases connections; safe to call twice. */
@@ -34,4 +36,27 @@ export interface ChannelAdapter {
 export interface SendOptions {
   fromPart: number;
   onPartSent(partIndex: number): Promise<void>;
+  /**
+   * The live preview this reply takes over (only with `fromPart` 0): part 1 is edited into
+   * `messageId` ("not modified" counts as done), the other parts are sent. When the platform
+   * refuses the edit for good (deleted, too old), `onRefused` is awaited and part 1 is sent as a
+   * new message instead, unless `only`: then nothing is sent.
+   */
+  preview?: { messageId: string; only: boolean; onRefused(): Promise<void> };
+}
+
+/**
+ * What a platform offers for live previews. Errors: a `RetryableError` with `retryAfterMs` for
+ * a rate limit (the renderer backs off its previews, never the final), a `PermanentError` when
+ * the message cannot be edited any more.
+ */
+export interface PreviewPort {
+  /** Shortest gap between two preview writes in this chat (the platform's limits, with room left for the final). */
+  minIntervalMs(target: ReplyTarget): number;
+  /** Sends the preview message (a reply to the user's message, like the final's first part). → its id. */
+  create(target: ReplyTarget, text: string, signal: AbortSignal): Promise<string>;
+  /** Shows `text` in the preview message; "not modified" is success. */
+  edit(target: ReplyTarget, messageId: string, text: string, signal: AbortSignal): Promise<void>;
+  /** Removes a preview message nobody will take over (its final came first). */
+  remove(target: ReplyTarget, messageId: string): Promise<void>;
 }

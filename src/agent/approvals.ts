@@ -15,7 +15,7 @@ import type { InboxEntry } from "../session/store.js";
 import { mayAnswer, notRunResult, outcomeText, parseApprovalAction, type ApprovalOutcome } from "../tools/index.js";
 import { runCalls } from "./run-turn.js";
 import { finishLoop, runLoop, toolPlumbing } from "./tool-loop.js";
-import { addReply, answering, compactionScope, type ApprovalTimeout, type SegmentsInput, type TurnEngine } from "./turn-engine.js";
+import { addReply, answering, compactionScope, replyIdOf, type ApprovalTimeout, type SegmentsInput, type TurnEngine } from "./turn-engine.js";
 import { messageIdAllocator } from "../session/state.js";
 
 /** One turn in progress: the engine, its input, and what it has produced so far. */
@@ -105,6 +105,7 @@ export async function resolveApproval(run: TurnRun, outcome: ApprovalOutcome, op
     addReply(run, outcomeText(pending, outcome, options.by, engine.approval.timeoutMs), "notice", outcomeAnswers, options.sourceMessageId ? { replaces: options.sourceMessageId } : {});
   }
   if (!options.continueLoop || !turnTools) return;
+  run.input.preview?.begin(replyIdOf(run.input, run.replies.length));
   const result = await runLoop(run, [...run.state.live], turnTools.tools, { ...scope, tools: turnTools.tools.definitions() }, pending.step, pending.origin);
   finishLoop(run, result, { answers, requestedBy: pending.requestedBy, scope: pending.scope, ...(pending.origin ? { origin: pending.origin } : {}) });
 }

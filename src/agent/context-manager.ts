@@ -33,6 +33,8 @@ export interface CompactionScope {
   newId: () => string;
   /** New messages a compaction made (the summary, stub results) join the transcript. */
   addToTranscript(messages: readonly ChatMessage[]): void;
+  /** A compaction starts (the live preview shows one status line; the summary itself never streams). */
+  onCompacting?: () => void;
   /** The tools this turn offers (they count in the budgets); unset: the built-ins. */
   tools?: readonly ToolDefinition[];
 }

@@ -1,3 +1,4 @@
+import type { StepPreview } from "./preview.js";
 import type { AssistantMessage, ChatMessage, ToolCall, ToolMessage } from "../core/messages.js";
 import type { WaitingCall } from "../core/tools.js";
 import { AbortedError, ContextOverflowError } from "../errors.js";
@@ -27,6 +28,8 @@ export interface RunTurnInput {
   beforeStep?: (context: ChatMessage[], step: number) => Promise<ChatMessage[]>;
   /** On a context-overflow error: a forced compaction. `undefined` when nothing could be done. */
   onOverflow?: (context: ChatMessage[], error: ContextOverflowError) => Promise<ChatMessage[] | undefined>;
+  /** Live preview of the turn (docs/streaming.md); set: steps stream their text. */
+  preview?: StepPreview;
   /** After each step, with the context that request sent (for usage and calibration). */
   onStepFinished?: (result: ChatResult, step: number, sent: readonly ChatMessage[]) => void;
 }
@@ -74,7 +77,10 @@ export async function runTurn(input: RunTurnInput): Promise<RunTurnResult> {
     let result: ChatResult;
     try {
       const definitions = input.tools.definitions();
+      input.preview?.step(step);
+      const onText = input.preview?.text;
       result = await input.llm.complete({
+        ...(onText ? { onText } : {}),
         ...input.prepareRequest(context),
         ...(finalStep || definitions.length === 0 ? {} : { tools: definitions }),
         maxTokens: input.maxOutputTokens,
@@ -118,6 +124,7 @@ export async function runTurn(input: RunTurnInput): Promise<RunTurnResult> {
       };
     }
 
+    input.preview?.tools(calls.map((call) => call.function.name), step);
     const waiting = calls.filter((call) => input.tools.get(call.function.name)?.needsApproval === true);
     const runNow = calls.filter((call) => !waiting.includes(call));
     const results = await runCalls(input, runNow);

@@ -93,6 +93,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
 
   async function run(state: SessionState, context: ChatMessage[], reason: CompactionReason, scope: CompactionScope, focus?: string) {
     const window = contextWindow(state);
+    scope.onCompacting?.();
     const result = await compact({
       messages: context,
       tools: [...toolsOf(scope.tools)],

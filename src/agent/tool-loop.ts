@@ -52,6 +52,7 @@ export function runLoop(run: TurnRun, context: ChatMessage[], tools: ToolRegistr
     maxOutputTokens: engine.maxOutputTokens,
     signal: input.signal,
     stepsTaken,
+    ...(input.preview?.current !== undefined ? { preview: input.preview } : {}),
     prepareRequest: (current) => engine.context.prepareRequest(state, current),
     // Before every step, the first included: a plain chat without tool calls must compact at
     // the threshold too, not only at the hygiene limit.
@@ -96,7 +97,8 @@ export function finishLoop(run: TurnRun, result: RunTurnResult, origin: LoopOrig
       ...(origin.origin ? { origin: origin.origin } : {}),
     };
     state.pendingApproval = pending;
-    addReply(run, approvalRequestText(pending, engine.approval.timeoutMs), "notice", origin.answers, { actions: approvalActions(pending.id) });
+    const preview = run.input.preview?.consume();
+    addReply(run, approvalRequestText(pending, engine.approval.timeoutMs), "notice", origin.answers, { actions: approvalActions(pending.id), ...(preview === undefined ? {} : { preview }) });
     run.approvalTimeouts.push({ approvalId: pending.id, delayMs: engine.approval.timeoutMs });
     run.input.log.info({ approvalId: pending.id, tools: pending.waiting.map((call) => call.name) }, "tool-approval-requested");
     return;
@@ -104,5 +106,6 @@ export function finishLoop(run: TurnRun, result: RunTurnResult, origin: LoopOrig
   state.stats.turns++;
   const notices = [...(origin.notices ?? []), ...engine.context.takeNotices(state)];
   const text = notices.length > 0 ? `${notices.map((notice) => `⚠️ ${notice}`).join("\n")}\n\n${result.reply}` : result.reply;
-  addReply(run, text, "answer", origin.answers);
+  const preview = run.input.preview?.consume();
+  addReply(run, text, "answer", origin.answers, preview === undefined ? {} : { preview });
 }

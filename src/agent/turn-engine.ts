@@ -13,6 +13,7 @@ import { joinPasteParts } from "./paste-parts.js";
 import { BatchFailedError } from "./turn-failure.js";
 import { finishLoop, runLoop } from "./tool-loop.js";
 import type { ScheduleService } from "../schedule/index.js";
+import type { TurnPreview } from "./preview.js";
 
 /** Full originals of capped tool outputs, per conversation (`sessionId`). */
 export interface ToolOutputStorage {
@@ -70,9 +71,11 @@ export interface SegmentsInput {
   log: Logger;
   /** The pending approval whose timeout job fired (it is denied first). */
   approvalTimeout?: string;
+  /** Live preview of the turn (STREAMING on for the platform); the final takes it over. */
+  preview?: TurnPreview;
 }
 
-export type SettleInput = Omit<SegmentsInput, "signal">;
+export type SettleInput = Omit<SegmentsInput, "signal" | "preview">;
 
 /** A delayed turn that denies an approval nobody answered. */
 export interface ApprovalTimeout {
@@ -253,6 +256,8 @@ async function runSegments(engine: TurnEngine, input: SegmentsInput, progress: S
     const scheduledTask = segment.entries.some((entry) => entry.scheduled);
     if (run.state.pendingApproval && !scheduledTask) await resolveApproval(run, "superseded", { continueLoop: false });
 
+    // The answer's reply id names its preview, so a retried turn continues the same preview.
+    input.preview?.begin(replyIdOf(input, run.replies.length));
     const userMessages = toUserMessages(segment.entries, newId);
     run.transcript.push(...userMessages);
     let context: ChatMessage[] = [...run.state.live, ...userMessages];
@@ -295,7 +300,10 @@ function resultOf(run: TurnRun, archivedSessionId: string | undefined, snapshot:
 }
 
 export function compactionScope(run: TurnRun, newId: () => string): CompactionScope {
-  return { signal: run.input.signal, log: run.input.log, newId, addToTranscript: (messages) => run.transcript.push(...messages) };
+  return {
+    signal: run.input.signal, log: run.input.log, newId, addToTranscript: (messages) => run.transcript.push(...messages),
+    onCompacting: () => run.input.preview?.compacting(),
+  };
 }
 
 /** Where a reply goes and which messages it answers. */
@@ -323,7 +331,7 @@ export function answering(run: { input: Pick<SettleInput, "target"> }, entries: 
  * Reply `index` of this turn. Its id names the version the turn commits, so a retried turn
  * produces the same ids.
  */
-export function addReply(run: Pick<TurnRun, "input" | "replies">, text: string, kind: OutboundReply["kind"], to: Answering, extra: Pick<OutboundReply, "actions" | "replaces"> = {}): void {
+export function addReply(run: Pick<TurnRun, "input" | "replies">, text: string, kind: OutboundReply["kind"], to: Answering, extra: Pick<OutboundReply, "actions" | "replaces" | "preview" | "previewOnly"> = {}): void {
   run.replies.push(buildReply(run.input, run.replies.length, text, kind, to, extra));
 }
 
@@ -348,9 +356,12 @@ export function reminderMessage(entry: InboxEntry, id: string): ChatMessage {
   return { id, at: entry.sentAt, role: "assistant", content: entry.text };
 }
 
-export function buildReply(input: SettleInput, index: number, text: string, kind: OutboundReply["kind"], to: Answering, extra: Pick<OutboundReply, "actions" | "replaces"> = {}): OutboundReply {
+/** The id of reply `index` of the turn that began from `input.state`. */
+export const replyIdOf = (input: Pick<SettleInput, "sessionKey" | "state">, index: number): string => `${input.sessionKey}#${input.state.version + 1}#${index}`;
+
+export function buildReply(input: SettleInput, index: number, text: string, kind: OutboundReply["kind"], to: Answering, extra: Pick<OutboundReply, "actions" | "replaces" | "preview" | "previewOnly"> = {}): OutboundReply {
   return {
-    replyId: `${input.sessionKey}#${input.state.version + 1}#${index}`,
+    replyId: replyIdOf(input, index),
     sessionKey: input.sessionKey,
     target: to.target,
     text,
@@ -358,5 +369,7 @@ export function buildReply(input: SettleInput, index: number, text: string, kind
     kind,
     ...(extra.actions ? { actions: extra.actions } : {}),
     ...(extra.replaces ? { replaces: extra.replaces } : {}),
+    ...(extra.preview ? { preview: extra.preview } : {}),
+    ...(extra.previewOnly ? { previewOnly: true } : {}),
   };
 }

@@ -126,6 +126,34 @@ export interface OutboundReply {
    * its text becomes this reply's and its buttons go. Adapters that cannot edit send anew.
    */
   replaces?: string;
+  /**
+   * The live preview (docs/streaming.md) this reply takes over: its first part is edited into
+   * the preview message instead of being sent anew. The id is the one the turn's previews were
+   * published under (the reply id of the answer it streamed).
+   */
+  preview?: string;
+  /**
+   * Only for the preview: edit it into the preview message if there is one, send nothing
+   * otherwise (a turn stopped mid-stream marks its preview so).
+   */
+  previewOnly?: boolean;
+}
+
+/** STREAMING / <PLATFORM>_STREAMING: what a chat sees while a turn runs (docs/streaming.md). */
+export type StreamingMode = "off" | "progress" | "partial";
+
+/**
+ * A preview update a worker publishes while a turn runs. Previews are lossy (Redis pub/sub):
+ * the gateway renders the latest one it has, throttled per chat; the final answer never comes
+ * from here but from the committed reply.
+ */
+export interface PreviewUpdate {
+  sessionKey: string;
+  /** The reply id the answer will have (`OutboundReply.preview`). */
+  previewId: string;
+  target: ReplyTarget;
+  /** What the chat should show now: a status line, or the answer so far (partial mode). */
+  text: string;
 }
 
 /** Turn lifecycle the gateway hears about (e.g. to keep a typing indicator alive). */

@@ -1,12 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
-import type { ChannelAdapter } from "../adapters/channel-adapter.js";
-import type { Platform } from "../core/channel.js";
+import type { ChannelAdapter, SendOptions } from "../adapters/channel-adapter.js";
+import type { OutboundReply, Platform } from "../core/channel.js";
 import { PermanentError, RetryableError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { PAYLOAD_VERSION, createRedis, deliveryQueueName, type DeliveryJobData, type Producers } from "../queue/index.js";
 import { attemptToken, LeaseKeeper } from "../session/lease.js";
 import { DeliveryFencedError, Outbox, type DeliveryStep } from "../session/outbox.js";
+import { PreviewRecords } from "../session/previews.js";
 import type { SessionStore } from "../session/store.js";
 
 export interface DeliveryWorkerOptions {
@@ -22,6 +23,8 @@ export interface DeliveryWorkerOptions {
   leaseMs: number;
   logger: Logger;
   onDelivered?: (platform: Platform) => void;
+  /** A final took its preview over (the renderer stops rendering it). */
+  onPreviewTaken?: (previewId: string) => void;
 }
 
 /**
@@ -36,6 +39,30 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
   const connection = createRedis(options.redisUrl);
   const log = options.logger.child({ component: "delivery", gatewayId });
   const outbox = new Outbox(options.store.redis, options.store.prefix);
+  const previews = new PreviewRecords(options.store.redis, options.store.prefix);
+
+  /**
+   * The preview a reply takes over, from the durable record: waits while a preview write is in
+   * flight (at most PREVIEW_REQUEST_MS), so no interim edit lands over the final. `skip`: a
+   * preview-only reply whose preview never appeared.
+   */
+  const previewFor = async (reply: OutboundReply, fromPart: number, adapter: ChannelAdapter): Promise<{ preview?: SendOptions["preview"]; skip: boolean }> => {
+    if (reply.preview === undefined || fromPart > 0 || !adapter.previews) return { skip: reply.previewOnly === true };
+    const previewId = reply.preview;
+    for (;;) {
+      const taken = await previews.take(reply.sessionKey, previewId);
+      if (taken.status === "busy") {
+        await new Promise((resolve) => setTimeout(resolve, Math.min(taken.retryInMs, 1_000)));
+        continue;
+      }
+      options.onPreviewTaken?.(previewId);
+      if (taken.status === "none") return { skip: reply.previewOnly === true };
+      return {
+        skip: false,
+        preview: { messageId: taken.messageId, only: reply.previewOnly === true, onRefused: () => previews.refused(reply.sessionKey, previewId) },
+      };
+    }
+  };
 
   const deliver = async (job: Job<DeliveryJobData>, jobToken?: string) => {
     if (job.data.v !== PAYLOAD_VERSION) throw new UnrecoverableError(`unknown delivery payload version ${String(job.data.v)}`);
@@ -60,10 +87,14 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
           return;
         }
         try {
-          await adapter.send(reply, {
-            fromPart,
-            onPartSent: (partIndex) => outbox.recordPart(sessionKey, token, reply.replyId, partIndex, leaseMs),
-          });
+          const { preview, skip } = await previewFor(reply, fromPart, adapter);
+          if (!skip) {
+            await adapter.send(reply, {
+              fromPart,
+              onPartSent: (partIndex) => outbox.recordPart(sessionKey, token, reply.replyId, partIndex, leaseMs),
+              ...(preview ? { preview } : {}),
+            });
+          }
           options.onDelivered?.(reply.target.platform);
           log.info({ sessionKey, jobId: job.id, replyId: reply.replyId, fromPart }, "reply-delivered");
         } catch (error) {

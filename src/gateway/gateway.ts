@@ -1,5 +1,6 @@
 import type { ChannelAdapter } from "../adapters/channel-adapter.js";
-import type { InboundMessage, IngressPort, Platform, TurnActivity } from "../core/channel.js";
+import type { PreviewPort } from "../adapters/channel-adapter.js";
+import type { InboundMessage, IngressPort, Platform, PreviewUpdate, TurnActivity } from "../core/channel.js";
 import type { Config } from "../../config/index.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
@@ -8,11 +9,13 @@ import { scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../schedul
 import { globalKeys } from "../session/keys.js";
 import { leaseTtlMs } from "../session/lease.js";
 import { migrateLayout } from "../session/migrate.js";
+import { PreviewRecords } from "../session/previews.js";
 import { SessionStore } from "../session/store.js";
 import { parseCommand } from "../agent/commands/parse.js";
 import { AccessControl, accessListsFrom } from "./access.js";
 import { RedisChannelCursors } from "./cursors.js";
 import { startDeliveryWorker } from "./delivery.js";
+import { PreviewRenderer } from "./preview-renderer.js";
 import type { RouteHandler } from "./http-server.js";
 import { Ingress } from "./ingress.js";
 
@@ -32,6 +35,8 @@ export interface Gateway {
   health(): Promise<Record<string, boolean>>;
   /** The bot left or lost a chat: its scheduled items go (adapters reach it through their IngressPort). */
   chatClosed(platform: Platform, chatId: string): Promise<void>;
+  /** Renders the workers' live previews (docs/streaming.md). */
+  previews: PreviewRenderer;
   /** Updates the queue-depth gauge; called on each /metrics scrape. */
   refreshQueueDepth(): Promise<void>;
   /** Stops the adapters' intake (first step of shutdown); safe to call twice. */
@@ -81,15 +86,28 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     },
   });
 
+  const previewPorts = new Map<Platform, PreviewPort>();
+  for (const adapter of adapters.values()) if (adapter.previews) previewPorts.set(adapter.platform, adapter.previews);
+  const previews = new PreviewRenderer({ records: new PreviewRecords(redis, prefix), ports: previewPorts, logger: log });
+
   const delivery = startDeliveryWorker({
     redisUrl: options.redisUrl, prefix, store, producers, adapters,
     concurrency: 32, lockMs: config.JOB_LOCK_MS, leaseMs: leaseTtlMs(config.JOB_LOCK_MS), logger: log,
     onDelivered: (platform) => metrics.repliesDelivered.inc({ platform }),
+    onPreviewTaken: (previewId) => previews.finished(previewId),
   });
 
-  const activityChannel = globalKeys(prefix).activityChannel;
-  await subscriber.subscribe(activityChannel);
-  subscriber.on("message", (_channel: string, raw: string) => {
+  const { activityChannel, previewChannel } = globalKeys(prefix);
+  await subscriber.subscribe(activityChannel, previewChannel);
+  subscriber.on("message", (channel: string, raw: string) => {
+    if (channel === previewChannel) {
+      try {
+        previews.accept(JSON.parse(raw) as PreviewUpdate);
+      } catch {
+        // A malformed preview is dropped: previews are lossy by design.
+      }
+      return;
+    }
     let activity: TurnActivity;
     try {
       activity = JSON.parse(raw) as TurnActivity;
@@ -147,6 +165,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   return {
     ingress,
     routes,
+    previews,
     health,
     chatClosed,
     refreshQueueDepth,
@@ -154,6 +173,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     close() {
       closing ??= (async () => {
         await stopIntake();
+        previews.close();
         await delivery.close();
         await firingQueue.close();
         await producers.close();

@@ -26,6 +26,8 @@ export interface SessionKeys {
   abort: string;
   /** Set while a move of this session (move-session.ts) waits for its running turn: no turn begins. */
   moving: string;
+  /** Hash: preview id → where its live preview message is and who may edit it (previews.ts). */
+  previews: string;
   /** Dedupe of one platform message id; kept in the session's slot (a message maps to one session). */
   seen(platform: string, messageId: string): string;
   /** Hash: full originals of capped tool outputs of one conversation (session id), by message id. */
@@ -50,6 +52,7 @@ export function sessionKeys(prefix: string, sessionKey: string): SessionKeys {
     deliveryLease: `${base}:delivery-lease`,
     abort: `${base}:abort`,
     moving: `${base}:moving`,
+    previews: `${base}:previews`,
     seen: (platform, messageId) => `${base}:seen:${platform}:${messageId}`,
     toolOutputs: (sessionId) => `${base}:tool-outputs:${sessionId}`,
     archive: (sessionId) => `${base}:archive:${sessionId}`,
@@ -69,6 +72,8 @@ export const globalKeys = (prefix: string) => ({
   channelCursors: (platform: string) => `${prefix}:cursors:${platform}`,
   activityChannel: `${prefix}:activity`,
   controlChannel: `${prefix}:control`,
+  /** Live previews of running turns (lossy): workers publish, gateways render (docs/streaming.md). */
+  previewChannel: `${prefix}:preview`,
   /** Says this Redis (under this prefix) is longhaul's: src/doctor/redis.ts. */
   marker: `${prefix}:longhaul`,
   /** Which key layout this deployment's data is in (absent: wave 1, `2`: hash-tagged). */

@@ -10,7 +10,10 @@
  *   drops the links Telegram drops (silently), counts the 4,096 limit in UTF-16 units after
  *   parsing, and records what the user would SEE (`visible`);
  * - rate limits: about 1 message/s per chat with short bursts, 20/min in groups, 30/s overall,
- *   answered with 429 and `retry_after`;
+ *   answered with 429 and `retry_after`; edits count like messages;
+ * - editMessageText: 400 "message is not modified" for the same text and keyboard, "message to
+ *   edit not found" for a message that was deleted (`deleteByUser`, deleteMessage) or never
+ *   sent, the 4,096 limit after entity parsing; `chatView` is what the chat shows in the end;
  * - supergroup migration: after `migrateChat`, calls to the old id fail with 400
  *   "group chat was upgraded to a supergroup chat" and `parameters.migrate_to_chat_id`;
  * - setWebhook / deleteWebhook / getWebhookInfo (with injectable delivery errors), getFile and
@@ -114,6 +117,21 @@ export class FakeTelegram {
     const limits = options.rateLimits === false ? undefined : (options.rateLimits ?? DEFAULT_LIMITS);
     fake = new FakeTelegram(server, `http://127.0.0.1:${port}`, options.token ?? FAKE_TOKEN, options.bot ?? FAKE_BOT, limits);
     return fake;
+  }
+
+  /**
+   * What a chat shows now: the bot's messages that were not deleted, in the order they were
+   * sent, each with its current (last edited) text.
+   */
+  chatView(chatId: number | string): Array<{ messageId: number; text: string; edited: boolean }> {
+    return [...this.botMessages.entries()]
+      .filter(([key]) => key.startsWith(`${Number(chatId)}:`))
+      .map(([, message]) => ({ messageId: message.message_id, text: (message as { text?: string }).text ?? "", edited: (message as { edit_date?: number }).edit_date !== undefined }));
+  }
+
+  /** The user (or an admin) deletes a message of the bot: later edits of it fail as on Telegram. */
+  deleteByUser(chatId: number | string, messageId: number): void {
+    this.botMessages.delete(`${Number(chatId)}:${messageId}`);
   }
 
   callsOf(method: string): RecordedCall[] {
@@ -289,6 +307,11 @@ export class FakeTelegram {
       }
       case "editMessageText":
         return this.editMessageText(call, ok, fail);
+      case "deleteMessage": {
+        const key = `${Number(payload.chat_id)}:${Number(payload.message_id)}`;
+        if (!this.botMessages.delete(key)) return fail({ error_code: 400, description: "Bad Request: message to delete not found" });
+        return ok(true);
+      }
       case "setWebhook":
         this.rememberAllowedUpdates(payload);
         this.webhook = { url: String(payload.url ?? ""), secret: String(payload.secret_token ?? ""), lastErrorDate: 0, lastErrorMessage: "" };
@@ -426,6 +449,9 @@ export class FakeTelegram {
     if (existing.text === parsed.text && JSON.stringify(existing.reply_markup) === JSON.stringify(markup)) {
       return fail({ error_code: 400, description: "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message" });
     }
+    // Edits count against the chat's flood limits like messages do.
+    const retryAfter = this.rateLimited(String(payload.chat_id), Date.now());
+    if (retryAfter > 0) return fail({ error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } });
     call.visible = parsed;
     const edited = { ...existing, text: parsed.text, edit_date: Math.floor(Date.now() / 1000) } as Message & { reply_markup?: unknown };
     if (markup === undefined) delete edited.reply_markup;

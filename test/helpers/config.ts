@@ -22,6 +22,8 @@ export function testEnv(overrides: Record<string, string | undefined> = {}): Rec
     JOB_LOCK_MS: "3000",
     CONSOLE: "off",
     RATE_LIMIT_PER_MINUTE: "0",
+    // Live previews add messages and edits; the streaming tests turn them on (test/integration/streaming).
+    STREAMING: "off",
     ...overrides,
   };
   return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));

@@ -5,7 +5,7 @@
  * persistence are the ingress's.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { Bot, webhookCallback } from "grammy";
+import { Api, Bot, webhookCallback } from "grammy";
 import type { Message, Update } from "grammy/types";
 import { autoRetry } from "@grammyjs/auto-retry";
 import type {
@@ -23,7 +23,8 @@ import { errorMessage } from "../../errors.js";
 import type { Logger } from "../../logger.js";
 import { IntakeMemory } from "./intake-memory.js";
 import { Poller } from "./polling.js";
-import { describeError, sendReply, toApiSignal, toTelegramError } from "./send-reply.js";
+import { describeError, replyParts, sendReply, toApiSignal, toTelegramError } from "./send-reply.js";
+import { editFinal, TelegramPreviews } from "./previews.js";
 import { DEFAULT_PART_LENGTH } from "./split.js";
 import { TELEGRAM_COMMANDS, toInboundMessage, truncationNoticeText, type Intake } from "./to-inbound-message.js";
 import { answerPress, inlineKeyboard, replaceMessage, toInboundAction } from "./actions.js";
@@ -53,6 +54,7 @@ export class TelegramAdapter implements ChannelAdapter {
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly abort = new AbortController();
   private readonly typing: TypingIndicators;
+  readonly previews: TelegramPreviews;
   private readonly memory = new IntakeMemory();
   /** Old chat id → new one, for notices to a group that became a supergroup. */
   private readonly migrations = new Map<string, string>();
@@ -98,6 +100,11 @@ export class TelegramAdapter implements ChannelAdapter {
       }
     });
     this.bot.use((context) => this.handleUpdate(context.update));
+    // Previews get an Api of their own, without auto-retry: a 429 backs off the previews only.
+    this.previews = new TelegramPreviews(new Api(options.token, {
+      apiRoot: (options.apiRoot ?? "https://api.telegram.org").replace(/\/+$/, ""),
+      timeoutSeconds: options.requestTimeoutSeconds ?? 60,
+    }), this.logger);
     this.typing = new TypingIndicators({
       api: this.bot.api,
       logger: this.logger,
@@ -199,6 +206,21 @@ export class TelegramAdapter implements ChannelAdapter {
   }
 
   async send(reply: OutboundReply, options: SendOptions): Promise<void> {
+    if (options.preview && options.fromPart === 0) {
+      // The final takes the live preview over: part 1 is edited into it, the rest is sent.
+      const parts = replyParts(reply.text, this.options.maxPartLength ?? DEFAULT_PART_LENGTH);
+      const keyboard = reply.actions?.length && parts.length === 1 ? { reply_markup: inlineKeyboard(reply.actions) } : {};
+      if (await editFinal(this.bot.api, reply.target, options.preview.messageId, parts[0] ?? "", keyboard, this.logger)) {
+        await options.onPartSent(0);
+        if (options.preview.only || parts.length === 1) {
+          if (reply.kind === "answer") this.typing.stop(reply.sessionKey);
+          return;
+        }
+        return this.send(reply, { fromPart: 1, onPartSent: options.onPartSent });
+      }
+      await options.preview.onRefused();
+      if (options.preview.only) return;
+    }
     if (reply.replaces !== undefined && options.fromPart === 0 && (await replaceMessage(this.bot.api, reply, this.logger))) {
       return options.onPartSent(0);
     }

@@ -1,0 +1,107 @@
+/**
+ * Live previews on Telegram (docs/streaming.md): one message, sent as a reply to the user's
+ * message and edited as the turn goes on, as plain text (a half-written answer is not valid
+ * Markdown). The final answer's first part is edited into it, rendered (`editFinal`).
+ *
+ * Preview calls use their own Api without auto-retry: a 429 on a preview must back off the
+ * previews (the renderer skips to the latest update later), not wait inside the call.
+ */
+import { GrammyError, type Api } from "grammy";
+import type { PreviewPort, ReplyTarget } from "../channel-adapter.js";
+import { PermanentError, RetryableError } from "../../errors.js";
+import type { Logger } from "../../logger.js";
+import { htmlToPlainText } from "./render.js";
+import { describeError, toApiSignal, toTelegramError } from "./send-reply.js";
+import { TELEGRAM_MESSAGE_LIMIT } from "./split.js";
+
+/** A preview longer than one message shows its beginning (the final's first part) and an ellipsis. */
+export function clipPreview(text: string, limit = TELEGRAM_MESSAGE_LIMIT): string {
+  if (text.length <= limit) return text;
+  let cut = limit - 2;
+  // Never split a surrogate pair.
+  const code = text.charCodeAt(cut - 1);
+  if (code >= 0xd800 && code <= 0xdbff) cut--;
+  return `${text.slice(0, cut)} …`;
+}
+
+const NOT_MODIFIED = /message is not modified/i;
+/** The message can no longer take this edit: deleted, too old, not ours. */
+const EDIT_REFUSED = /message to edit not found|message can't be edited|MESSAGE_ID_INVALID|message identifier is not specified/i;
+
+/** Telegram's limits: about 1 message/s per chat, 20/min in groups (edits count): leave room for the final. */
+export function previewIntervalMs(target: ReplyTarget): number {
+  return Number(target.chatId) < 0 ? 3_000 : 1_000;
+}
+
+export class TelegramPreviews implements PreviewPort {
+  constructor(private readonly api: Api, private readonly logger: Logger) {}
+
+  minIntervalMs(target: ReplyTarget): number {
+    return previewIntervalMs(target);
+  }
+
+  async create(target: ReplyTarget, text: string, signal: AbortSignal): Promise<string> {
+    const threadId = target.threadId === undefined ? undefined : Number(target.threadId);
+    const replyTo = target.replyToMessageId === undefined ? undefined : Number(target.replyToMessageId);
+    try {
+      const sent = await this.api.sendMessage(target.chatId, clipPreview(text), {
+        ...(threadId === undefined || Number.isNaN(threadId) ? {} : { message_thread_id: threadId }),
+        ...(replyTo === undefined || Number.isNaN(replyTo) ? {} : { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }),
+        link_preview_options: { is_disabled: true },
+      }, toApiSignal(signal));
+      return String(sent.message_id);
+    } catch (error) {
+      throw toPreviewError(error);
+    }
+  }
+
+  async edit(target: ReplyTarget, messageId: string, text: string, signal: AbortSignal): Promise<void> {
+    try {
+      await this.api.editMessageText(target.chatId, Number(messageId), clipPreview(text), { link_preview_options: { is_disabled: true } }, toApiSignal(signal));
+    } catch (error) {
+      if (error instanceof GrammyError && NOT_MODIFIED.test(error.description)) return;
+      throw toPreviewError(error);
+    }
+  }
+
+  async remove(target: ReplyTarget, messageId: string): Promise<void> {
+    try {
+      await this.api.deleteMessage(target.chatId, Number(messageId));
+    } catch (error) {
+      this.logger.debug({ err: describeError(error) }, "telegram preview not deleted");
+    }
+  }
+}
+
+function toPreviewError(error: unknown): Error {
+  if (error instanceof GrammyError && error.error_code === 400 && EDIT_REFUSED.test(error.description)) {
+    return new PermanentError(`telegram ${error.method}: ${error.error_code} ${error.description}`, { cause: error });
+  }
+  return toTelegramError(error);
+}
+
+/**
+ * The final's first part (HTML) into the preview message. → false when Telegram refuses the
+ * edit for good (deleted, too old): the caller sends the part as a new message instead.
+ * "Not modified" is success (a resumed final whose edit had landed). HTML Telegram cannot parse
+ * goes as plain text, like a sent part. Other failures throw (the delivery retries).
+ */
+export async function editFinal(api: Api, target: ReplyTarget, messageId: string, html: string, extra: Record<string, unknown>, logger: Logger): Promise<boolean> {
+  const common = { link_preview_options: { is_disabled: true }, ...extra };
+  const attempt = async (text: string, parseMode: boolean): Promise<boolean> => {
+    try {
+      await api.editMessageText(target.chatId, Number(messageId), text, parseMode ? { ...common, parse_mode: "HTML" } : common);
+      return true;
+    } catch (error) {
+      if (!(error instanceof GrammyError) || error.error_code !== 400) throw toTelegramError(error);
+      if (NOT_MODIFIED.test(error.description)) return true;
+      if (parseMode && /can't parse entities/i.test(error.description)) {
+        logger.warn({ chatId: target.chatId, description: error.description }, "telegram refused the HTML; editing as plain text");
+        return attempt(htmlToPlainText(html), false);
+      }
+      logger.info({ chatId: target.chatId, description: error.description }, "telegram preview not editable; sending the final as a new message");
+      return false;
+    }
+  };
+  return attempt(html, true);
+}

@@ -1,0 +1,162 @@
+/**
+ * The durable record of live previews (docs/streaming.md): one hash per session, under the
+ * session's hash tag, field = preview id (the reply id of the answer it streams). It says
+ * where the preview message is and who may touch it, so that
+ * - the final answer always takes over the preview (edits it) instead of sending a second
+ *   message, on whichever gateway delivers it, also after a crash mid-final;
+ * - no interim edit can land over the final: the final waits while an edit is in flight, and no
+ *   edit starts once the final took the preview;
+ * - no preview appears after its final: a preview the final found missing is closed for good.
+ *
+ * States: `creating` (a gateway is sending the preview message) → `open` (message id known) →
+ * `final` (the final took it: only the final edits it now); `closed` (the final found no
+ * preview: none may be created any more); `gone` (the platform refused to edit it for good: the
+ * final was sent as a new message). Times come from Redis (`TIME`), so gateways' clocks do not
+ * matter. Every write renews the hash's TTL; settled fields are pruned after an hour.
+ */
+import type { Redis } from "ioredis";
+import { sessionKeys } from "./keys.js";
+
+const RECORD_TTL_MS = 24 * 60 * 60 * 1000;
+const SETTLED_KEEP_MS = 60 * 60 * 1000;
+/** A gateway that rendered a preview keeps rendering it this long after its last edit; then anyone may. */
+const OWNER_STICKY_MS = 10_000;
+
+const COMMON = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function load()
+  local raw = redis.call('HGET', KEYS[1], ARGV[1])
+  if not raw then return nil end
+  return cjson.decode(raw)
+end
+local function save(rec)
+  rec.t = now
+  redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(rec))
+  redis.call('PEXPIRE', KEYS[1], ${RECORD_TTL_MS})
+end`;
+
+/** ARGV: preview id, owner, hold ms. → {'create'} | {'edit', message id} | {'busy'} | {'closed'} */
+const CLAIM = `${COMMON}
+local rec = load()
+local hold = tonumber(ARGV[3])
+if not rec then
+  save({s = 'creating', o = ARGV[2], u = now + hold, k = now + hold})
+  return {'create'}
+end
+if rec.s == 'creating' then
+  if rec.o == ARGV[2] or rec.u < now then
+    rec.o = ARGV[2]; rec.u = now + hold; rec.k = now + hold
+    save(rec)
+    return {'create'}
+  end
+  return {'busy'}
+end
+if rec.s == 'open' then
+  if rec.o ~= ARGV[2] and (rec.u > now or rec.k > now) then return {'busy'} end
+  rec.o = ARGV[2]; rec.u = now + hold; rec.k = now + hold + ${OWNER_STICKY_MS}
+  save(rec)
+  return {'edit', rec.m}
+end
+return {'closed'}`;
+
+/** ARGV: preview id, owner, message id. → 1 recorded | 0 the final came first (delete the message). */
+const OPENED = `${COMMON}
+local rec = load()
+if not rec or rec.s ~= 'creating' or rec.o ~= ARGV[2] then return 0 end
+rec.s = 'open'; rec.m = ARGV[3]; rec.u = 0; rec.k = now + ${OWNER_STICKY_MS}
+save(rec)
+return 1`;
+
+/** ARGV: preview id, owner. An edit (or a failed create) is over. */
+const RELEASE = `${COMMON}
+local rec = load()
+if not rec or rec.o ~= ARGV[2] then return 0 end
+if rec.s == 'creating' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  return 1
+end
+if rec.s == 'open' then
+  rec.u = 0; rec.k = now + ${OWNER_STICKY_MS}
+  save(rec)
+end
+return 1`;
+
+/**
+ * The final takes the preview. ARGV: preview id.
+ * → {'edit', message id} | {'none'} | {'busy', ms to wait}
+ */
+const TAKE = `${COMMON}
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local ok, other = pcall(cjson.decode, all[i + 1])
+  if all[i] ~= ARGV[1] and ok and (other.s == 'final' or other.s == 'closed' or other.s == 'gone') and other.t < now - ${SETTLED_KEEP_MS} then
+    redis.call('HDEL', KEYS[1], all[i])
+  end
+end
+local rec = load()
+if not rec then
+  save({s = 'closed'})
+  return {'none'}
+end
+if rec.s == 'creating' or rec.s == 'open' then
+  if rec.u > now then return {'busy', rec.u - now} end
+  if rec.s == 'creating' then
+    rec.s = 'closed'
+    save(rec)
+    return {'none'}
+  end
+  rec.s = 'final'
+  save(rec)
+  return {'edit', rec.m}
+end
+if rec.s == 'final' then return {'edit', rec.m} end
+return {'none'}`;
+
+/** ARGV: preview id. The platform refused the final's edit for good. */
+const REFUSED = `${COMMON}
+local rec = load() or {}
+rec.s = 'gone'
+save(rec)
+return 1`;
+
+export type PreviewClaim = { status: "create" } | { status: "edit"; messageId: string } | { status: "busy" } | { status: "closed" };
+export type PreviewTake = { status: "edit"; messageId: string } | { status: "none" } | { status: "busy"; retryInMs: number };
+
+export class PreviewRecords {
+  constructor(private readonly redis: Redis, private readonly prefix: string) {}
+
+  #run(script: string, sessionKey: string, ...args: Array<string | number>): Promise<unknown> {
+    return this.redis.eval(script, 1, sessionKeys(this.prefix, sessionKey).previews, ...args);
+  }
+
+  /** A renderer wants to show `previewId`: create its message, edit it, or leave it. `holdMs` bounds the request it is about to make. */
+  async claim(sessionKey: string, previewId: string, owner: string, holdMs: number): Promise<PreviewClaim> {
+    const reply = (await this.#run(CLAIM, sessionKey, previewId, owner, holdMs)) as [string, string?];
+    if (reply[0] === "edit") return { status: "edit", messageId: String(reply[1]) };
+    return { status: reply[0] as "create" | "busy" | "closed" };
+  }
+
+  /** The preview message was created. → false: the final came first; the caller deletes the message. */
+  async opened(sessionKey: string, previewId: string, owner: string, messageId: string): Promise<boolean> {
+    return (await this.#run(OPENED, sessionKey, previewId, owner, messageId)) === 1;
+  }
+
+  /** The edit (or the failed create) claimed with `claim` is over. */
+  async release(sessionKey: string, previewId: string, owner: string): Promise<void> {
+    await this.#run(RELEASE, sessionKey, previewId, owner);
+  }
+
+  /** The final answer takes the preview over (idempotent: a resumed final gets the same message). */
+  async take(sessionKey: string, previewId: string): Promise<PreviewTake> {
+    const reply = (await this.#run(TAKE, sessionKey, previewId)) as [string, string | number | undefined];
+    if (reply[0] === "edit") return { status: "edit", messageId: String(reply[1]) };
+    if (reply[0] === "busy") return { status: "busy", retryInMs: Math.max(10, Number(reply[1])) };
+    return { status: "none" };
+  }
+
+  /** The platform refused to edit the preview for good (deleted, too old): the final goes out as a new message, once. */
+  async refused(sessionKey: string, previewId: string): Promise<void> {
+    await this.#run(REFUSED, sessionKey, previewId);
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * Live previews on Telegram (issue 15), end to end: the real adapter and pipeline, the fake Bot
+ * API recording every send, edit and delete, the fake LLM streaming slowly. In each mode the
+ * chat must end with exactly the committed answer — split past 4,096 characters with the preview
+ * reused as part 1 — and no message may ever be sent twice.
+ */
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { RecordedCall } from "../../fakes/fake-telegram.js";
+import { ADA, closeChecked, DM, sleep, startTelegramE2e, waitUntil, warmUpTokenizer, type TelegramE2e } from "../../helpers/telegram-pipeline.js";
+
+let e2e: TelegramE2e | undefined;
+beforeAll(() => warmUpTokenizer());
+afterEach(async () => {
+  await closeChecked(e2e);
+  e2e = undefined;
+});
+
+/** A long plain answer: words, emoji, odd Unicode and a long run without spaces. */
+export function longAnswer(chars: number): string {
+  const words = ["stream", "préview", "final", "🙂", "edit", "naïve", "テスト", "once", "Z͑ͫ", "part"];
+  const out: string[] = [];
+  let length = 0;
+  for (let index = 0; length < chars; index++) {
+    const word = index === 40 ? "x".repeat(700) : words[index % words.length]!;
+    out.push(word);
+    length += word.length + 1;
+  }
+  return out.join(" ");
+}
+
+/** Whitespace-insensitive: a split may cut at a space. */
+const squash = (text: string) => text.replace(/\s+/g, "");
+
+const bodyText = (call: RecordedCall) => call.visible?.text ?? String(call.payload.text ?? "");
+
+/** Every message the bot sent in the chat was sent once: no two sendMessage calls with the same text. */
+function expectNoRepeatedSends(calls: RecordedCall[]): void {
+  const texts = calls.filter((call) => call.method === "sendMessage" && call.visible).map(bodyText);
+  expect(new Set(texts).size).toBe(texts.length);
+}
+
+async function finalView(run: TelegramE2e, expected: string, parts: number) {
+  await waitUntil(() => {
+    const view = run.telegram.chatView(DM.id);
+    return view.length === parts && squash(view.map((message) => message.text).join("")) === squash(expected);
+  }, `the chat showing the ${parts}-part answer (now: ${JSON.stringify(run.telegram.chatView(DM.id).map((message) => message.text.slice(0, 40)))})`);
+  // Nothing changes afterwards (a late preview edit would).
+  await sleep(1_500);
+  return run.telegram.chatView(DM.id);
+}
+
+describe("telegram streaming: the chat ends with exactly the committed answer", () => {
+  for (const mode of ["progress", "partial"] as const) {
+    it(`${mode}: a 6,000-character answer: the preview becomes part 1, part 2 is sent, nothing twice`, async () => {
+      e2e = await startTelegramE2e({ env: { STREAMING: mode } });
+      const { telegram, llm } = e2e;
+      const answer = longAnswer(6_000);
+      llm.enqueue({ text: answer, tokensPerSecond: 600 });
+      telegram.pushMessage({ chat: DM, from: ADA, text: "write a lot" });
+
+      const view = await finalView(e2e, answer, 2);
+      const sends = telegram.callsOf("sendMessage").filter((call) => call.visible);
+      const edits = telegram.callsOf("editMessageText").filter((call) => call.visible);
+      // The first message the chat got was the preview, plain text; it is part 1 now.
+      expect(sends[0]?.payload.parse_mode).toBeUndefined();
+      expect(view[0]?.edited).toBe(true);
+      expect(edits.every((call) => Number(call.payload.message_id) === view[0]?.messageId)).toBe(true);
+      expect(sends).toHaveLength(2);
+      expect(view.every((message) => message.text.length <= 4096)).toBe(true);
+      expect(telegram.callsOf("deleteMessage")).toHaveLength(0);
+      expectNoRepeatedSends(telegram.calls);
+      // The final edit was the last edit of the preview and carried HTML.
+      expect(edits.at(-1)?.payload.parse_mode).toBe("HTML");
+      if (mode === "progress") {
+        expect(bodyText(sends[0]!)).toMatch(/^💭|^✍️/u);
+        expect(edits.slice(0, -1).every((call) => /^(💭|✍️|🔧)/u.test(bodyText(call)))).toBe(true);
+      } else {
+        // The answer showed as it was written: some interim edit held a beginning of it.
+        const interim = edits.slice(0, -1).map(bodyText).filter((text) => !/^(💭|✍️)/u.test(text));
+        expect(interim.length).toBeGreaterThan(0);
+        for (const text of interim) expect(squash(answer).startsWith(squash(text).replace(/…$/u, ""))).toBe(true);
+      }
+    });
+  }
+
+  it("off: no preview at all, the answer is sent as before", async () => {
+    e2e = await startTelegramE2e({ env: { STREAMING: "off" } });
+    const { telegram, llm } = e2e;
+    const answer = longAnswer(6_000);
+    llm.enqueue({ text: answer });
+    telegram.pushMessage({ chat: DM, from: ADA, text: "write a lot" });
+    await finalView(e2e, answer, 2);
+    expect(telegram.callsOf("editMessageText")).toHaveLength(0);
+    expect(llm.requests[0]?.body.stream).toBeUndefined();
+  });
+
+  it("TELEGRAM_STREAMING overrides STREAMING", async () => {
+    e2e = await startTelegramE2e({ env: { STREAMING: "partial", TELEGRAM_STREAMING: "off" } });
+    const { telegram, llm } = e2e;
+    telegram.pushMessage({ chat: DM, from: ADA, text: "hi" });
+    await finalView(e2e, "echo: hi", 1);
+    expect(telegram.callsOf("editMessageText")).toHaveLength(0);
+    expect(llm.requests[0]?.body.stream).toBeUndefined();
+  });
+});
