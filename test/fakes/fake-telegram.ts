@@ -80,6 +80,7 @@ export class FakeTelegram {
   private readonly updates: Update[] = [];
   private readonly waiters = new Set<Waiter>();
   private readonly failures = new Map<string, ApiFailure[]>();
+  private readonly traps: Array<{ method: string; applied: boolean; hang: boolean; predicate: (call: RecordedCall) => boolean }> = [];
   private readonly migrated = new Map<string, number>();
   private readonly files = new Map<string, { path: string; content: Buffer }>();
   private readonly sentAt = new Map<string, number[]>();
@@ -141,6 +142,15 @@ export class FakeTelegram {
   /** sendMessage calls Telegram accepted (to `chatId` when given), in order: what users received. */
   delivered(chatId?: number | string): RecordedCall[] {
     return this.calls.filter((call) => call.method === "sendMessage" && call.visible !== undefined && (chatId === undefined || String(call.payload.chat_id) === String(chatId)));
+  }
+
+  /**
+   * The next call of `method` that matches `predicate` gets no answer: the connection is
+   * dropped (`hang`: left open, never answered). `applied`: Telegram performed it first — the
+   * message was sent or edited, only the answer was lost.
+   */
+  loseAnswer(method: string, options: { applied: boolean; hang?: boolean; predicate?: (call: RecordedCall) => boolean }): void {
+    this.traps.push({ method, applied: options.applied, hang: options.hang === true, predicate: options.predicate ?? (() => true) });
   }
 
   /** The next call of `method` fails with this Bot API error (queue several to fail several). */
@@ -259,7 +269,12 @@ export class FakeTelegram {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const url = new URL(request.url ?? "/", this.apiRoot);
+    let trapped: { applied: boolean; hang: boolean } | undefined;
     const reply = (status: number, body: unknown) => {
+      if (trapped) {
+        if (!trapped.hang) response.destroy();
+        return;
+      }
       if (response.destroyed) return;
       response.writeHead(status, { "content-type": "application/json" });
       response.end(JSON.stringify(body));
@@ -281,6 +296,12 @@ export class FakeTelegram {
     const payload = (raw ? JSON.parse(raw) : Object.fromEntries(url.searchParams)) as Record<string, unknown>;
     const call: RecordedCall = { method, payload, at: Date.now() };
     this.calls.push(call);
+    const trap = this.traps.find((candidate) => candidate.method === method && candidate.predicate(call));
+    if (trap) {
+      this.traps.splice(this.traps.indexOf(trap), 1);
+      trapped = trap;
+      if (!trap.applied) return reply(0, undefined);
+    }
 
     const injected = this.failures.get(method)?.shift();
     if (injected) return fail(injected);

@@ -1,0 +1,122 @@
+/**
+ * Live previews on Telegram under faults (issue 15): a lost answer to the final edit, flood
+ * limits, a preview deleted by the user, /stop and an interrupting message mid-stream. The fake
+ * Bot API records every send, edit and delete; the chat must end with exactly the committed
+ * reply, and no message may be sent twice.
+ */
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { lastUserText } from "../../fakes/fake-llm.js";
+import type { RecordedCall } from "../../fakes/fake-telegram.js";
+import { ADA, closeChecked, DM, sleep, startTelegramE2e, waitUntil, warmUpTokenizer, type TelegramE2e } from "../../helpers/telegram-pipeline.js";
+
+let e2e: TelegramE2e | undefined;
+beforeAll(() => warmUpTokenizer());
+afterEach(async () => {
+  await closeChecked(e2e);
+  e2e = undefined;
+});
+
+const words = (count: number, word = "token") => Array.from({ length: count }, (_, index) => `${word}${index}`).join(" ");
+const shown = (run: TelegramE2e) => run.telegram.chatView(DM.id);
+const visibleSends = (run: TelegramE2e) => run.telegram.callsOf("sendMessage").filter((call) => call.visible);
+const textOf = (call: RecordedCall) => call.visible?.text ?? String(call.payload.text ?? "");
+
+async function settledView(run: TelegramE2e, done: (view: ReturnType<typeof shown>) => boolean, what: string) {
+  await waitUntil(() => done(shown(run)), `${what} (chat: ${JSON.stringify(shown(run).map((message) => message.text.slice(0, 50)))})`);
+  await sleep(1_500);
+  return shown(run);
+}
+
+describe("telegram streaming under faults", () => {
+  for (const applied of [true, false]) {
+    it(`a network error on the final edit (${applied ? "the edit landed, its answer was lost" : "the edit never arrived"}): exactly one final visible`, async () => {
+      e2e = await startTelegramE2e({ env: { STREAMING: "partial" } });
+      const { telegram, llm } = e2e;
+      const answer = words(60);
+      llm.enqueue({ text: answer, tokensPerSecond: 30 });
+      telegram.loseAnswer("editMessageText", { applied, predicate: (call) => call.payload.parse_mode === "HTML" });
+      telegram.pushMessage({ chat: DM, from: ADA, text: "go" });
+
+      const view = await settledView(e2e, (chat) => chat.length === 1 && chat[0]?.text === answer, "the final in the preview");
+      expect(view).toHaveLength(1);
+      expect(visibleSends(e2e)).toHaveLength(1);
+      const finals = telegram.callsOf("editMessageText").filter((call) => call.payload.parse_mode === "HTML");
+      expect(finals.length).toBe(2);
+    });
+  }
+
+  it("flood limits: previews are thinned and back off, the final is delivered whole", async () => {
+    e2e = await startTelegramE2e({ env: { STREAMING: "partial" } });
+    const { telegram, llm } = e2e;
+    telegram.limits = { burst: 1, perChatPerSecond: 0.4, groupPerMinute: 20, globalPerSecond: 30 };
+    const answer = words(150);
+    llm.enqueue({ text: answer, tokensPerSecond: 40 });
+    telegram.pushMessage({ chat: DM, from: ADA, text: "go" });
+
+    const view = await settledView(e2e, (chat) => chat.length === 1 && chat[0]?.text === answer, "the final");
+    expect(view).toHaveLength(1);
+    expect(visibleSends(e2e)).toHaveLength(1);
+    const stats = e2e.pipeline.gateway.previews.stats;
+    expect(stats.rateLimited).toBeGreaterThan(0);
+    // 150 chunks were streamed; the chat saw a handful of interim writes.
+    const interim = telegram.callsOf("editMessageText").filter((call) => call.visible && call.payload.parse_mode === undefined);
+    expect(interim.length + 1).toBeLessThan(15);
+    expect(stats.skipped).toBeGreaterThan(0);
+  });
+
+  it("a preview the user deleted: the final is sent as a new message, once", async () => {
+    e2e = await startTelegramE2e({ env: { STREAMING: "partial" } });
+    const { telegram, llm } = e2e;
+    const answer = words(80);
+    llm.enqueue({ text: answer, tokensPerSecond: 25 });
+    telegram.pushMessage({ chat: DM, from: ADA, text: "go" });
+    await waitUntil(() => shown(e2e!).some((message) => message.text.startsWith("token0")), "the answer in the preview");
+    const preview = shown(e2e)[0]!;
+    telegram.deleteByUser(DM.id, preview.messageId);
+
+    const view = await settledView(e2e, (chat) => chat.length === 1 && chat[0]?.text === answer, "the final as a new message");
+    expect(view[0]?.messageId).not.toBe(preview.messageId);
+    expect(visibleSends(e2e)).toHaveLength(2);
+    expect(telegram.callsOf("sendMessage").filter((call) => call.visible && textOf(call) === answer)).toHaveLength(1);
+  });
+
+  it("/stop mid-stream: the preview keeps the text so far, marked as stopped", async () => {
+    e2e = await startTelegramE2e({ env: { STREAMING: "partial" } });
+    const { telegram, llm } = e2e;
+    llm.enqueue({ text: words(200), tokensPerSecond: 20 });
+    telegram.pushMessage({ chat: DM, from: ADA, text: "go" });
+    await waitUntil(() => shown(e2e!).some((message) => message.text.startsWith("token0 token1")), "the answer in the preview");
+    telegram.pushMessage({ chat: DM, from: ADA, text: "/stop" });
+
+    const view = await settledView(e2e, (chat) => chat.length === 2 && (chat[0]?.text.endsWith("⏹ Stopped.") ?? false), "the stopped preview and the /stop answer");
+    expect(view[0]?.text).toMatch(/^token0 token1 .*\n\n⏹ Stopped\.$/su);
+    expect(view[0]?.text).not.toContain("token199");
+    expect(view[1]?.text).toMatch(/stop/i);
+  });
+
+  it("an interrupting message (BUSY_MODE=interrupt): the same preview carries on and becomes the new answer", async () => {
+    e2e = await startTelegramE2e({ env: { STREAMING: "partial", BUSY_MODE: "interrupt" } });
+    const { telegram, llm } = e2e;
+    llm.setHandler((request) => (lastUserText(request) === "actually, this" ? { text: "the new answer", tokensPerSecond: 10 } : { text: words(200), tokensPerSecond: 20 }));
+    telegram.pushMessage({ chat: DM, from: ADA, text: "go" });
+    await waitUntil(() => shown(e2e!).some((message) => message.text.startsWith("token0 token1")), "the answer in the preview");
+    const preview = shown(e2e)[0]!;
+    telegram.pushMessage({ chat: DM, from: ADA, text: "actually, this" });
+
+    const view = await settledView(e2e, (chat) => chat.length === 1 && chat[0]?.text === "the new answer", "the new answer in the preview");
+    expect(view[0]?.messageId).toBe(preview.messageId);
+    expect(visibleSends(e2e)).toHaveLength(1);
+  });
+
+  it("interim writes to a chat are at least a second apart", async () => {
+    e2e = await startTelegramE2e({ env: { STREAMING: "partial" } });
+    const { telegram, llm } = e2e;
+    const answer = words(120);
+    llm.enqueue({ text: answer, tokensPerSecond: 40 });
+    telegram.pushMessage({ chat: DM, from: ADA, text: "go" });
+    await settledView(e2e, (chat) => chat.length === 1 && chat[0]?.text === answer, "the final");
+    const interim = telegram.calls.filter((call) => (call.method === "sendMessage" || call.method === "editMessageText") && call.payload.parse_mode === undefined);
+    expect(interim.length).toBeGreaterThan(1);
+    for (let index = 1; index < interim.length; index++) expect(interim[index]!.at - interim[index - 1]!.at).toBeGreaterThanOrEqual(950);
+  });
+});
