@@ -1,11 +1,20 @@
 /**
- * Token accounting with js-tiktoken. Building an encoder parses its rank file, which costs about
- * 1.5 s and 150 MB (STACK.md §6), so each encoding is built at most once per process, on first
- * use, and counts are cached on the messages themselves (`MessageMeta.tokens`): a message is
+ * Token accounting with gpt-tokenizer (o200k_base, cl100k_base). Loading an encoding parses its
+ * rank data (a few hundred ms), so each one is loaded at most once per process, on first use,
+ * and counts are cached on the messages themselves (`MessageMeta.tokens`): a message is
  * encoded once in its whole life, and the per-turn check costs O(new messages).
+ *
+ * No input can stall the event loop (issue #10): byte-pair encoding is quadratic in the length
+ * of one pre-token, and a run without whitespace ("a" × 16,000, 4,096 emoji, a long Cyrillic
+ * word) or a long run of whitespace is a single pre-token. `splitForCounting` cuts every such
+ * run into pieces of at most MAX_RUN_CHARS before encoding, so the cost of a text is linear in
+ * its length. Each cut can change the count by about one token (a merge across it is lost),
+ * so only runs longer than MAX_RUN_CHARS are affected: ordinary prose and code count exactly
+ * as the plain encoder does. Text that is slow to encode however it is cut (every pre-token
+ * new, as in random letters) is encoded for at most ENCODE_BUDGET_MS, the rest extrapolated
+ * (docs/decisions.md, docs/benchmarks.md).
  */
 import { createRequire } from "node:module";
-import { Tiktoken, type TiktokenBPE } from "js-tiktoken/lite";
 import type { ChatMessage, ToolDefinition } from "../core/messages.js";
 
 export type EncodingName = "o200k_base" | "cl100k_base";
@@ -42,9 +51,15 @@ export function encodingForModel(model: string): EncodingName {
   return /^(gpt-3\.5|gpt-35|gpt-4(-|$)|text-embedding-(ada-002|3))/.test(name) ? "cl100k_base" : "o200k_base";
 }
 
+/** Tool sets whose count is remembered per counter: a turn offers one or a few sets, re-checked every step. */
+const TOOL_COUNT_CACHE_SIZE = 16;
+
 /** Builds a counter over any text-counting function: the real encoders, the fallback, or a test's spy. */
 export function createTokenCounter(encoding: string, countTextTokens: (text: string) => number): TokenCounter {
   const countText = (text: string): number => (text.length === 0 ? 0 : countTextTokens(text));
+  // Keyed by the JSON sent (callers build a new array per check); encoding it again would cost
+  // milliseconds per step for a large MCP tool set, serializing it costs microseconds.
+  const toolCounts = new Map<string, number>();
   const countMessage = (message: ChatMessage): number => {
     const cached = message.tokens;
     if (cached !== undefined && cached.encoding === encoding) return cached.count;
@@ -67,7 +82,15 @@ export function createTokenCounter(encoding: string, countTextTokens: (text: str
       return total;
     },
     countTools(tools) {
-      return tools.length === 0 ? 0 : countText(JSON.stringify(tools));
+      if (tools.length === 0) return 0;
+      const json = JSON.stringify(tools);
+      let count = toolCounts.get(json);
+      if (count === undefined) {
+        count = countText(json);
+        if (toolCounts.size >= TOOL_COUNT_CACHE_SIZE) toolCounts.delete(toolCounts.keys().next().value!);
+        toolCounts.set(json, count);
+      }
+      return count;
     },
   };
 }
@@ -76,32 +99,158 @@ export function createTokenCounter(encoding: string, countTextTokens: (text: str
 export const approximateTokenCounter = (): TokenCounter =>
   createTokenCounter(APPROXIMATE_ENCODING, (text) => Math.ceil(text.length / 4));
 
-export type RanksLoader = (encoding: EncodingName) => TiktokenBPE;
+/**
+ * The longest run of non-whitespace (or of whitespace) handed to the encoder in one piece. The
+ * cost of a pre-token grows with the square of its length; at 128 characters it is negligible,
+ * and ordinary words, identifiers and most URLs are shorter, so they are never cut.
+ */
+export const MAX_RUN_CHARS = 128;
+/** Ordinary text is encoded in pieces of at most this size, cut before a whitespace. */
+export const MAX_PIECE_CHARS = 1_024;
+/**
+ * Once encoding one text has taken this much CPU time, the rest of it is extrapolated at the tokens per
+ * character counted so far. Ordinary prose and code encode at 5–10 MB/s, so any ordinary
+ * message (a 50,000-character tool output takes 5–10 ms) is counted exactly; text that is
+ * slow to encode whatever the cutting (random letters or CJK: every pre-token new, 2–12 µs a
+ * token) stops after this budget plus one piece.
+ */
+export const ENCODE_BUDGET_MS = 20;
 
-const requireFromHere = createRequire(import.meta.url);
+const LONG_RUN = new RegExp(`\\S{${MAX_RUN_CHARS + 1},}|\\s{${MAX_RUN_CHARS + 1},}`, "g");
+const WHITESPACE = /\s/;
 
-/** Loads a rank file synchronously and only when first asked for (the CommonJS build of the same file). */
-const requireRanks: RanksLoader = (encoding) =>
-  encoding === "cl100k_base"
-    ? (requireFromHere("js-tiktoken/ranks/cl100k_base") as TiktokenBPE)
-    : (requireFromHere("js-tiktoken/ranks/o200k_base") as TiktokenBPE);
+const isHighSurrogate = (text: string, index: number): boolean => {
+  const code = text.charCodeAt(index);
+  return code >= 0xd800 && code <= 0xdbff;
+};
+
+/** Cuts `text[start, end)` into pieces of at most `size` code units, never inside a surrogate pair. */
+function cutEvenly(text: string, start: number, end: number, size: number, pieces: string[]): void {
+  while (start < end) {
+    let cut = Math.min(end, start + size);
+    if (cut < end && isHighSurrogate(text, cut - 1)) cut -= 1;
+    pieces.push(text.slice(start, cut));
+    start = cut;
+  }
+}
+
+const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
 
 /**
- * A counter for one encoding, building the encoder now. Special tokens such as `<|endoftext|>`
- * in user text are counted as the ordinary text they are (no allowed and no disallowed special
- * tokens), where js-tiktoken would throw by default. Falls back to chars/4 if the ranks cannot
- * be loaded or parsed.
+ * Where to end an ordinary piece that starts at `start` and may reach `limit`: at the start of
+ * a whitespace run that follows a letter or digit, where the pre-tokenizer splits anyway (a
+ * word never takes trailing whitespace; punctuation may take trailing newlines). Else before
+ * any whitespace, else at the limit.
  */
-export function buildTokenCounter(encoding: EncodingName, loadRanks: RanksLoader = requireRanks): TokenCounter {
-  let tiktoken: Tiktoken;
+function ordinaryCut(text: string, start: number, limit: number): number {
+  let anyWhitespace = -1;
+  for (let index = limit; index > start; index -= 1) {
+    if (!WHITESPACE.test(text[index]!)) continue;
+    if (LETTER_OR_DIGIT.test(text[index - 1]!)) return index;
+    if (anyWhitespace === -1) anyWhitespace = index;
+  }
+  if (anyWhitespace !== -1) return anyWhitespace;
+  return isHighSurrogate(text, limit - 1) ? limit - 1 : limit;
+}
+
+/**
+ * The pieces a text is encoded in. Every run of more than MAX_RUN_CHARS non-whitespace (or
+ * whitespace) characters is cut into pieces of at most that size; the text between such runs
+ * goes in pieces of at most MAX_PIECE_CHARS, cut just before a whitespace (where the
+ * pre-tokenizer splits anyway, so those cuts change nothing). No piece holds a long run, so
+ * encoding costs O(length × MAX_RUN_CHARS) instead of O(length²).
+ */
+export function splitForCounting(text: string): string[] {
+  const pieces: string[] = [];
+  let position = 0;
+  let run: RegExpExecArray | null | undefined;
+  while (position < text.length) {
+    if (run !== null && (run === undefined || run.index < position)) {
+      LONG_RUN.lastIndex = position;
+      run = LONG_RUN.exec(text);
+    }
+    const runStart = run ? run.index : text.length;
+    if (runStart === position && run) {
+      cutEvenly(text, position, position + run[0].length, MAX_RUN_CHARS, pieces);
+      position += run[0].length;
+      continue;
+    }
+    const limit = position + MAX_PIECE_CHARS;
+    const end = runStart <= limit ? runStart : ordinaryCut(text, position, limit);
+    pieces.push(text.slice(position, end));
+    position = end;
+  }
+  return pieces;
+}
+
+const cpuMs = (): number => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1_000;
+};
+
+export interface CountBudget {
+  /** @defaultValue ENCODE_BUDGET_MS */
+  budgetMs?: number;
+  /** Milliseconds of CPU time. @defaultValue the process's (user + system), so a busy machine pausing us counts for nothing */
+  now?: () => number;
+}
+
+/**
+ * A count over `encodePiece` that never hands it a long run and stops encoding once it has
+ * spent its CPU budget, extrapolating the rest. CPU time rather than wall time: on a loaded
+ * machine the wall clock also counts the time other processes ran, which would make ordinary
+ * messages extrapolated at random.
+ */
+export const boundedCount =
+  (encodePiece: (piece: string) => number, { budgetMs = ENCODE_BUDGET_MS, now = cpuMs }: CountBudget = {}) =>
+  (text: string): number => {
+    const started = now();
+    let tokens = 0;
+    let chars = 0;
+    for (const piece of splitForCounting(text)) {
+      if (chars > 0 && now() - started >= budgetMs) return tokens + Math.ceil(((text.length - chars) * tokens) / chars);
+      tokens += encodePiece(piece);
+      chars += piece.length;
+    }
+    return tokens;
+  };
+
+/** Counts one piece of text in an encoding, special-token text counted as ordinary text. */
+export type PieceEncoder = (piece: string) => number;
+export type EncoderLoader = (encoding: EncodingName) => PieceEncoder;
+
+interface GptTokenizerEncoding {
+  countTokens(text: string, options: { allowedSpecial?: Set<string>; disallowedSpecial?: Set<string> }): number;
+}
+
+const requireFromHere = createRequire(import.meta.url);
+const NO_SPECIAL_TOKENS = { allowedSpecial: new Set<string>(), disallowedSpecial: new Set<string>() };
+
+/** Loads an encoding synchronously and only when first asked for (gpt-tokenizer's CommonJS build). */
+const loadGptTokenizer: EncoderLoader = (encoding) => {
+  const api = (
+    encoding === "cl100k_base"
+      ? requireFromHere("gpt-tokenizer/cjs/encoding/cl100k_base")
+      : requireFromHere("gpt-tokenizer/cjs/encoding/o200k_base")
+  ) as GptTokenizerEncoding;
+  return (piece) => api.countTokens(piece, NO_SPECIAL_TOKENS);
+};
+
+/**
+ * A counter for one encoding, loading the encoder now. Special tokens such as `<|endoftext|>`
+ * in user text are counted as the ordinary text they are (no allowed and no disallowed special
+ * tokens), where the tokenizer would throw by default. Long runs are cut (`splitForCounting`).
+ * Falls back to chars/4 if the encoder cannot be loaded.
+ */
+export function buildTokenCounter(encoding: EncodingName, loadEncoder: EncoderLoader = loadGptTokenizer, budget: CountBudget = {}): TokenCounter {
+  let encodePiece: PieceEncoder;
   try {
-    tiktoken = new Tiktoken(loadRanks(encoding));
+    encodePiece = loadEncoder(encoding);
   } catch {
     return approximateTokenCounter();
   }
-  return createTokenCounter(encoding, (text) => tiktoken.encode(text, [], []).length);
+  return createTokenCounter(encoding, boundedCount(encodePiece, budget));
 }
-
 const countersByEncoding = new Map<EncodingName, TokenCounter>();
 
 /** The process-wide counter for a model's encoding, built on first use. */

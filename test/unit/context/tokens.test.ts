@@ -1,13 +1,18 @@
 import { describe, expect, it } from "vitest";
+import { buildCorpus } from "../../../bench/tokens.js";
 import type { ChatMessage, ToolDefinition } from "../../../src/core/messages.js";
 import {
   APPROXIMATE_ENCODING,
+  ENCODE_BUDGET_MS,
+  MAX_PIECE_CHARS,
+  MAX_RUN_CHARS,
   MESSAGE_OVERHEAD_TOKENS,
   REPLY_PRIMING_TOKENS,
   buildTokenCounter,
   createTokenCounter,
   encodingForModel,
   getTokenCounter,
+  splitForCounting,
 } from "../../../src/context/tokens.js";
 import {
   MAX_CALIBRATION_RATIO,
@@ -37,7 +42,7 @@ describe("encodingForModel", () => {
   });
 });
 
-describe("the js-tiktoken counter", () => {
+describe("the gpt-tokenizer counter", () => {
   const counter = getTokenCounter("gpt-4o-mini");
 
   it("is one counter per encoding per process", () => {
@@ -64,6 +69,18 @@ describe("the js-tiktoken counter", () => {
     expect(cl100k.encoding).toBe("cl100k_base");
     const text = "Compactación de contexto: 日本語のテキスト and some code `const x = 1;`";
     expect(cl100k.countText(text)).not.toBe(counter.countText(text));
+  });
+
+  it("counts a tool set once, however often it is checked", () => {
+    const calls: string[] = [];
+    const spy = createTokenCounter("spy", (text) => (calls.push(text), text.length));
+    const tools: ToolDefinition[] = [{ type: "function", function: { name: "recall", description: "Fetch a message", parameters: { type: "object" } } }];
+    const other: ToolDefinition[] = [{ type: "function", function: { name: "time", description: "Now", parameters: { type: "object" } } }];
+    for (let check = 0; check < 5; check += 1) {
+      expect(spy.countTools([...tools])).toBe(JSON.stringify(tools).length);
+      expect(spy.countTools([...other])).toBe(JSON.stringify(other).length);
+    }
+    expect(calls).toEqual([JSON.stringify(tools), JSON.stringify(other)]);
   });
 
   it("falls back to chars/4 only when the encoder cannot be built", () => {
@@ -161,5 +178,125 @@ describe("calibration", () => {
     expect(updateCalibration(state, { estimatedTokens: 1_000, reportedPromptTokens: 0 }).state).toBe(state);
     expect(updateCalibration(state, { estimatedTokens: 10, reportedPromptTokens: 30 }).state).toBe(state);
     expect(calibratedCount(state, 1_234)).toBe(1_234);
+  });
+});
+
+/** Seeded pseudo-random text from an alphabet: defeats the encoder's merge cache. */
+function randomText(length: number, alphabet: readonly string[], seed = 7): string {
+  let state = seed;
+  let text = "";
+  while (text.length < length) {
+    state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
+    text += alphabet[(state >> 8) % alphabet.length];
+  }
+  return text;
+}
+
+const PATHOLOGICAL: Array<[string, string]> = [
+  ['"a" × 16,000', "a".repeat(16_000)],
+  ["16,000 spaces", " ".repeat(16_000)],
+  ["4,096 emoji", "😀".repeat(4_096)],
+  ["4,096 Cyrillic letters without spaces", "ж".repeat(4_096)],
+  ['"x" + 15,998 spaces + "y"', `x${" ".repeat(15_998)}y`],
+  ["16,000 random letters without spaces", randomText(16_000, [..."abcdefghijklmnopqrstuvwxyz"])],
+  ["16,000 random CJK characters", randomText(16_000, [..."日本語のテキスト中文字漢"])],
+  ["mixed emoji with modifiers and flags", randomText(16_000, ["😀", "🎉", "👍🏽", "🇺🇸", "x"])],
+  ["16,000 newlines", "\n".repeat(16_000)],
+];
+
+const longestRun = (piece: string): number => Math.max(0, ...(piece.match(/\S+|\s+/g) ?? []).map((run) => run.length));
+
+describe("no input can stall the counter (issue #10)", () => {
+  /** The real counter (splitting, budget) in front of a spy encoder that records what it is handed. */
+  const spyEncoder = () => {
+    const pieces: string[] = [];
+    const counter = buildTokenCounter("o200k_base", () => (piece) => (pieces.push(piece), piece.length));
+    return { counter, pieces };
+  };
+
+  it.each(PATHOLOGICAL)("%s reaches the encoder only in bounded pieces", (_name, text) => {
+    const { counter, pieces } = spyEncoder();
+    expect(counter.countText(text)).toBe(text.length);
+    expect(pieces.join("")).toBe(text);
+    for (const piece of pieces) {
+      expect(piece.length).toBeLessThanOrEqual(MAX_PIECE_CHARS);
+      expect(longestRun(piece)).toBeLessThanOrEqual(MAX_RUN_CHARS);
+    }
+    // Linear: about one piece per MAX_RUN_CHARS of a run, never more.
+    expect(pieces.length).toBeLessThanOrEqual(Math.ceil(text.length / MAX_RUN_CHARS) + 2);
+  });
+
+  it("never splits a surrogate pair", () => {
+    for (const text of [`a${"😀".repeat(500)}`, "😀".repeat(500), `${"x".repeat(127)}${"😀".repeat(300)}`]) {
+      for (const piece of splitForCounting(text)) {
+        expect(piece).not.toMatch(/^[\uDC00-\uDFFF]|[\uD800-\uDBFF]$/);
+      }
+    }
+  });
+
+  it("leaves ordinary text in whole pieces, cut only before whitespace", () => {
+    const prose = Array.from({ length: 2_000 }, (_, index) => `word${index} and some prose.`).join("\n");
+    const pieces = splitForCounting(prose);
+    expect(pieces.join("")).toBe(prose);
+    expect(pieces.length).toBeGreaterThanOrEqual(Math.ceil(prose.length / MAX_PIECE_CHARS));
+    expect(pieces.length).toBeLessThanOrEqual(Math.ceil(prose.length / (MAX_PIECE_CHARS - MAX_RUN_CHARS - 1)));
+    for (const piece of pieces.slice(1)) expect(piece).toMatch(/^\s/);
+    expect(splitForCounting("hello world")).toEqual(["hello world"]);
+    expect(splitForCounting(`hello ${"a".repeat(300)} world`)).toEqual(["hello ", "a".repeat(128), "a".repeat(128), "a".repeat(44), " world"]);
+    expect(splitForCounting("")).toEqual([]);
+  });
+
+  it.each(PATHOLOGICAL)("%s costs at most 50 ms of CPU with a warm encoder (median of 5)", (_name, text) => {
+    const counter = getTokenCounter("gpt-4o-mini");
+    counter.countText("warm up");
+    const cpuMs: number[] = [];
+    for (let run = 0; run < 5; run += 1) {
+      // A fresh copy each run; the merge cache is what it is in production (warm).
+      const started = process.cpuUsage();
+      counter.countText(`${run}${text}`);
+      const used = process.cpuUsage(started);
+      cpuMs.push((used.user + used.system) / 1000);
+    }
+    cpuMs.sort((a, b) => a - b);
+    expect(cpuMs[2]).toBeLessThan(50);
+  });
+
+  it("counts within 1% of the plain encoder on ordinary prose and code, exactly for almost every message", async () => {
+    const { countTokens } = await import("gpt-tokenizer/encoding/o200k_base");
+    const plain = (text: string) => countTokens(text, { disallowedSpecial: new Set() });
+    const counter = getTokenCounter("gpt-4o-mini");
+    const corpus = buildCorpus().text;
+    let exact = 0;
+    let total = 0;
+    for (let start = 0; start + 3_000 <= corpus.length; start += 3_000) {
+      const slice = corpus.slice(start, start + 3_000);
+      total += 1;
+      if (counter.countText(slice) === plain(slice)) exact += 1;
+    }
+    expect(exact / total).toBeGreaterThan(0.95);
+    // A long tool output (the cap is 50,000 characters): still within 1%.
+    for (let start = 0; start + 50_000 <= corpus.length; start += 50_000) {
+      const slice = corpus.slice(start, start + 50_000);
+      expect(Math.abs(counter.countText(slice) - plain(slice)) / plain(slice)).toBeLessThan(0.01);
+    }
+  });
+
+  it("stops encoding once its time budget is spent and extrapolates the rest", () => {
+    let clock = 0;
+    const pieces: string[] = [];
+    // Every piece "takes" 1 ms on the fake clock and is one token per character.
+    const encode = (piece: string) => ((clock += 1), pieces.push(piece), piece.length);
+    const counter = buildTokenCounter("o200k_base", () => encode, { now: () => clock });
+    const huge = "word ".repeat(200_000);
+    expect(counter.countText(huge)).toBe(huge.length);
+    expect(pieces).toHaveLength(ENCODE_BUDGET_MS);
+    // Within the budget, everything is encoded.
+    pieces.length = 0;
+    expect(counter.countText("word ".repeat(1_000))).toBe(5_000);
+    expect(pieces.join("")).toBe("word ".repeat(1_000));
+    // The extrapolation uses the rate measured so far: half as many tokens per character.
+    const halved = buildTokenCounter("o200k_base", () => (piece) => ((clock += 1), Math.ceil(piece.length / 2)), { now: () => clock });
+    expect(halved.countText(huge)).toBeGreaterThanOrEqual(huge.length / 2);
+    expect(halved.countText(huge)).toBeLessThanOrEqual(huge.length / 2 + ENCODE_BUDGET_MS);
   });
 });
