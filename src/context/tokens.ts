@@ -114,7 +114,7 @@ export const MAX_PIECE_CHARS = 1_024;
  * slow to encode whatever the cutting (random letters or CJK: every pre-token new, 2–12 µs a
  * token) stops after this budget plus one piece.
  */
-export const ENCODE_BUDGET_MS = 20;
+export const ENCODE_BUDGET_MS = 30;
 
 const LONG_RUN = new RegExp(`\\S{${MAX_RUN_CHARS + 1},}|\\s{${MAX_RUN_CHARS + 1},}`, "g");
 const WHITESPACE = /\s/;
