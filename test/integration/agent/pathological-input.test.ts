@@ -11,17 +11,6 @@ import { testConfig } from "../../helpers/config.js";
 import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
 import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
 
-/** Seeded pseudo-random text without spaces: the tokenizer's merge cache cannot help. */
-function randomRun(length: number, alphabet: readonly string[], seed: number): string {
-  let state = seed;
-  let text = "";
-  while (text.length < length) {
-    state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
-    text += alphabet[(state >> 8) % alphabet.length];
-  }
-  return text;
-}
-
 /** Prose of about `length` characters, different every round. */
 const ordinaryText = (length: number, round: number): string => {
   let text = "";
@@ -29,14 +18,13 @@ const ordinaryText = (length: number, round: number): string => {
   return text.slice(0, length);
 };
 
+/** The issue's inputs (text whose every pre-token is new is bounded by the CPU budget: tokens.test.ts). */
 const PATHOLOGICAL = [
   "a".repeat(16_000),
   " ".repeat(15_999) + ".",
   "😀".repeat(4_096),
   "ж".repeat(4_096),
   `x${" ".repeat(15_998)}y`,
-  randomRun(16_000, [..."abcdefghijklmnopqrstuvwxyz"], 11),
-  randomRun(8_000, [..."абвгдежзийклмнопрстуфхцчшщ"], 12),
 ];
 
 describe("pathological messages (issue #10)", () => {
