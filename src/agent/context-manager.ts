@@ -37,4 +37,6 @@ export interface CompactionScope {
   onCompacting?: () => void;
   /** The tools this turn offers (they count in the budgets); unset: the built-ins. */
   tools?: readonly ToolDefinition[];
+  /** The chat's time zone (`chatTimeZone`): the summarizer reads message dates in it. */
+  timeZone?: string;
 }

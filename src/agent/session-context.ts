@@ -100,6 +100,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       settings: { contextWindow: window, compactionThreshold: settings.compactionThreshold, targetRatio: targetRatioFor(reason, context, window, scope.tools), protectLastN: settings.protectLastN },
       reason,
       ...(focus ? { focus } : {}),
+      ...(scope.timeZone ? { timeZone: scope.timeZone } : {}),
       summarizer: options.summarizer,
       ...(options.fallbackSummarizer ? { fallbackSummarizer: options.fallbackSummarizer } : {}),
       counter: counter(),

@@ -303,6 +303,7 @@ export function compactionScope(run: TurnRun, newId: () => string): CompactionSc
   return {
     signal: run.input.signal, log: run.input.log, newId, addToTranscript: (messages) => run.transcript.push(...messages),
     onCompacting: () => run.input.preview?.compacting(),
+    timeZone: chatTimeZone(run.state, run.engine.timeZone),
   };
 }
 

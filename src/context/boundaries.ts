@@ -50,7 +50,12 @@ export function headEndOf(messages: readonly ChatMessage[], firstCompaction: boo
 
 export function findBoundaries(messages: readonly ChatMessage[], options: BoundaryOptions): Boundaries {
   const summaryIndex = lastIndexWhere(messages, isSummary);
-  const headEnd = headEndOf(messages, summaryIndex === -1);
+  const lastUser = lastIndexWhere(messages, (message) => message.role === "user" && !isSummary(message));
+  let headEnd = headEndOf(messages, summaryIndex === -1);
+  // The running turn's request is never folded away. On a session's first long turn it sits in
+  // the head, before the first summary; the next compaction (head = system prompt only) would
+  // fold it and leave a request without any user message. The head keeps it instead.
+  if (lastUser >= headEnd && lastUser < summaryIndex) headEnd = lastUser + 1;
   // The previous summary always belongs to the middle: this compaction replaces it.
   const floor = Math.max(headEnd, summaryIndex + 1);
 
@@ -74,7 +79,6 @@ export function findBoundaries(messages: readonly ChatMessage[], options: Bounda
     tailMessages += group.end - group.start;
   }
 
-  const lastUser = lastIndexWhere(messages, (message) => message.role === "user");
   const keptStart = lastUser >= floor ? Math.min(protectedStart, lastUser) : protectedStart;
   return { headEnd, keptStart, protectedStart, summaryIndex };
 }

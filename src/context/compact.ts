@@ -79,6 +79,8 @@ export interface CompactInput {
   reason: CompactionReason;
   /** `/compress <focus>`: the topic the summary should keep the most detail on. */
   focus?: string;
+  /** The chat's time zone: the summarizer reads every message's date in it. Default UTC. */
+  timeZone?: string;
   summarizer: Summarizer;
   /** Tried after the summarizer has failed every attempt; usually the main model. */
   fallbackSummarizer?: Summarizer;
@@ -155,8 +157,9 @@ export async function compact(input: CompactInput): Promise<CompactResult> {
   const previousSummaries = middle.filter(isSummary).map((message) => extractSummaryText(message.content ?? ""));
   // The budget scales with what is being folded: the middle as the conversation held it, not
   // as phase 1 pruned it (the summarizer reads the originals), else tool-heavy sessions would
-  // always get the minimum budget.
+  // always get the minimum budget. The previous summary counts whole (summaryBudget).
   const middleTokens = toFold.reduce((sum, message) => sum + counter.countMessage(message), 0);
+  const previousSummaryTokens = previousSummaries.reduce((sum, text) => sum + counter.countText(text), 0);
   const toolNames = new Map([...toolCallsById(messages)].map(([id, call]) => [id, call.function.name]));
   const summarizers =
     input.fallbackSummarizer && input.fallbackSummarizer !== input.summarizer ? [input.summarizer, input.fallbackSummarizer] : [input.summarizer];
@@ -164,12 +167,13 @@ export async function compact(input: CompactInput): Promise<CompactResult> {
     const outcome = await summarizeWithFallback(
       {
         middle: toFold,
-        budgetTokens: summaryBudget({ middleTokens, contextWindow: settings.contextWindow }),
+        budgetTokens: summaryBudget({ middleTokens, previousSummaryTokens, contextWindow: settings.contextWindow }),
         counter,
         toolNames,
         retry: { ...DEFAULT_RETRY_POLICY, ...input.retry },
         ...(previousSummaries.length > 0 && { previousSummary: previousSummaries.join("\n\n") }),
         ...(input.focus !== undefined && { focus: input.focus }),
+        ...(input.timeZone !== undefined && { timeZone: input.timeZone }),
         ...(input.signal !== undefined && { signal: input.signal }),
       },
       summarizers,

@@ -11,6 +11,8 @@ import type { TokenCounter } from "./tokens.js";
 export const PRUNE_MIN_CHARS = 200;
 const ARGUMENTS_MAX_CHARS = 100;
 const ARGUMENT_VALUE_MAX_CHARS = 40;
+/** What the summarizer reads of one tool result (head and end), in the transcript and in `foldText`. */
+export const FOLD_TOOL_MAX_CHARS = 3_000;
 /** A cut never leaves less than this much of a result: the head of an output is what the model needs most. */
 const MIN_CUT_TOKENS = 64;
 
@@ -76,6 +78,7 @@ export function pruneToolResults(
       content: prunedPlaceholder(message, calls.get(message.tool_call_id)),
       kind: "pruned",
       originalId: recallIdOf(message),
+      foldText: foldClip(message.content, FOLD_TOOL_MAX_CHARS, recallIdOf(message)),
     };
     prunedTokens += counter.countMessage(message) - counter.countMessage(pruned);
     result[index] = pruned;
@@ -107,6 +110,10 @@ export function clipMiddle(text: string, keepChars: number, note: (shownChars: n
   const shown = headChars + tailChars;
   return `${sliceSafely(text, 0, headChars)}\n${note(shown)}\n${sliceSafely(text, text.length - tailChars, text.length)}`;
 }
+
+/** A message's text as the summarizer reads it: clipped to `maxChars`, with a note naming the recall id. */
+export const foldClip = (text: string, maxChars: number, recallId: string): string =>
+  clipMiddle(text, maxChars, (shown) => `[… ${text.length - shown} chars omitted; recall("${recallId}") for all …]`);
 
 /** Cuts text to at most `maxTokens` (note included), shrinking until the count agrees. */
 export function cutTextToTokens(text: string, maxTokens: number, counter: TokenCounter, note: (shownChars: number) => string): string {

@@ -9,11 +9,19 @@ import { MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, type TokenCounter } from
 import type { Summarizer, SummaryResponse } from "./summarizer.js";
 import { buildSummaryMessages, serializeMessage } from "./summary-prompt.js";
 import { cutTextToTokens } from "./prune.js";
+import { redactSecrets } from "./redact.js";
 
 /** Our count is an estimate for another vendor's tokenizer: keep 15% of its window spare. */
 export const SUMMARIZER_WINDOW_SAFETY = 0.85;
-/** The summary may take at most this share of the summarizer's window, so turns still fit beside it. */
-export const MAX_SUMMARY_SHARE_OF_SUMMARIZER_WINDOW = 0.25;
+/** The length asked for may take at most this share of the summarizer's (usable) window. */
+export const MAX_SUMMARY_SHARE_OF_SUMMARIZER_WINDOW = 0.15;
+/** max_tokens may take at most this share of the usable window (target, headroom and reasoning). */
+export const MAX_OUTPUT_SHARE_OF_SUMMARIZER_WINDOW = 0.3;
+/**
+ * max_tokens = 2 × the target + this: a summary that runs long must still end whole, and a
+ * reasoning model spends completion tokens thinking before it writes a word.
+ */
+export const REASONING_ALLOWANCE_TOKENS = 2_048;
 /** Below this many tokens of turns per chunk, folding would take absurdly many calls. */
 export const MIN_CHUNK_TOKENS = 256;
 
@@ -35,6 +43,14 @@ export class SummarizerTimeoutError extends Error {
   override readonly name = "SummarizerTimeoutError";
   constructor(readonly model: string, readonly timeoutMs: number) {
     super(`summarizer ${model} did not answer within ${timeoutMs} ms`);
+  }
+}
+
+/** The summarizer stopped at max_tokens (`finish_reason: "length"`) even with more room: a cut summary is never used. */
+export class SummaryTruncatedError extends Error {
+  override readonly name = "SummaryTruncatedError";
+  constructor(readonly model: string, readonly maxTokens: number) {
+    super(`summarizer ${model} stopped at max_tokens (${maxTokens}) before finishing the summary`);
   }
 }
 
@@ -63,8 +79,11 @@ export interface SummarizeInput {
   /** The middle, previous summary excluded (it comes as `previousSummary`). */
   middle: readonly ChatMessage[];
   previousSummary?: string;
+  /** The length to ask for (summaryBudget); max_tokens leaves room above it. */
   budgetTokens: number;
   focus?: string;
+  /** The zone the messages' dates are shown in (the chat's). Default UTC. */
+  timeZone?: string;
   counter: TokenCounter;
   /** Tool names by call id, to label tool results. */
   toolNames: ReadonlyMap<string, string>;
@@ -96,8 +115,12 @@ export async function summarizeWithFallback(
 }
 
 export interface ChunkPlan {
-  /** max_tokens of every call: the budget, capped by the summarizer's window. */
+  /** The length every call asks for: the budget, capped by the summarizer's window. */
+  targetTokens: number;
+  /** max_tokens of every call: 2 × target + the reasoning allowance, capped by the window. */
   maxTokens: number;
+  /** The summarizer's usable window: a retry after a `length` stop may grow max_tokens up to what a request leaves of it. */
+  usableWindow: number;
   /** Serialized turns per call, in order; every middle message appears in exactly one. */
   chunks: string[];
 }
@@ -105,18 +128,20 @@ export interface ChunkPlan {
 export function planChunks(input: SummarizeInput, summarizer: Summarizer): ChunkPlan {
   const { counter } = input;
   const window = Math.floor(summarizer.contextWindow * SUMMARIZER_WINDOW_SAFETY);
-  const maxTokens = Math.max(1, Math.min(input.budgetTokens, Math.floor(window * MAX_SUMMARY_SHARE_OF_SUMMARIZER_WINDOW)));
+  const targetTokens = Math.max(1, Math.min(input.budgetTokens, Math.floor(window * MAX_SUMMARY_SHARE_OF_SUMMARIZER_WINDOW)));
+  const maxTokens = Math.max(targetTokens, Math.min(2 * targetTokens + REASONING_ALLOWANCE_TOKENS, Math.floor(window * MAX_OUTPUT_SHARE_OF_SUMMARIZER_WINDOW)));
   const frame = buildSummaryMessages({
     previousSummary: "",
     turns: "",
-    budgetTokens: maxTokens,
+    targetTokens,
     part: { index: 999, count: 999 },
     ...(input.focus !== undefined && { focus: input.focus }),
   });
   const frameTokens =
     REPLY_PRIMING_TOKENS + frame.reduce((sum, message) => sum + MESSAGE_OVERHEAD_TOKENS + counter.countText(message.content ?? ""), 0);
-  // Chunk 1 carries the previous summary, later ones the running summary (at most maxTokens).
-  const summaryReserve = Math.max(maxTokens, counter.countText(input.previousSummary ?? ""));
+  // Chunk 1 carries the previous summary, later ones the running summary (about the target, a
+  // little over it at times).
+  const summaryReserve = Math.max(Math.ceil(1.5 * targetTokens), counter.countText(input.previousSummary ?? ""));
   const capacity = window - frameTokens - maxTokens - summaryReserve;
   if (capacity < MIN_CHUNK_TOKENS) {
     throw new SummarizerWindowError(
@@ -128,7 +153,8 @@ export function planChunks(input: SummarizeInput, summarizer: Summarizer): Chunk
   let current: string[] = [];
   let currentTokens = 0;
   for (const message of input.middle) {
-    let entry = serializeMessage(message, input.toolNames);
+    // Secrets are taken out before the summarizer reads them (it is told not to copy them too).
+    let entry = redactSecrets(serializeMessage(message, input.toolNames, input.timeZone));
     let entryTokens = estimateEntryTokens(message, entry, counter);
     if (entryTokens > capacity) entryTokens = counter.countText(entry) + 1;
     if (entryTokens > capacity) {
@@ -146,7 +172,7 @@ export function planChunks(input: SummarizeInput, summarizer: Summarizer): Chunk
     currentTokens += entryTokens;
   }
   if (current.length > 0) chunks.push(current.join("\n"));
-  return { maxTokens, chunks };
+  return { targetTokens, maxTokens, usableWindow: window, chunks };
 }
 
 /** Tokens the entry's label and line breaks add on top of the message's own count. */
@@ -159,7 +185,8 @@ const ENTRY_LABEL_TOKENS = 12;
  * estimate's error; an entry that looks too big for a chunk is counted exactly.
  */
 function estimateEntryTokens(message: ChatMessage, entry: string, counter: TokenCounter): number {
-  const cached = message.tokens?.encoding === counter.encoding ? message.tokens.count : undefined;
+  // A pruned result is shown as its kept original, which its cached count does not cover.
+  const cached = message.tokens?.encoding === counter.encoding && message.foldText === undefined ? message.tokens.count : undefined;
   const sourceChars = (message.content ?? "").length + (message.role === "assistant" ? JSON.stringify(message.tool_calls ?? []).length : 0);
   if (cached === undefined || sourceChars === 0) return counter.countText(entry) + 1;
   return Math.ceil((cached * Math.min(entry.length, sourceChars)) / sourceChars) + ENTRY_LABEL_TOKENS;
@@ -167,45 +194,72 @@ function estimateEntryTokens(message: ChatMessage, entry: string, counter: Token
 
 async function foldMiddle(input: SummarizeInput, summarizer: Summarizer, stats: SummarizeStats): Promise<SummarizeOutcome> {
   const plan = planChunks(input, summarizer);
-  let running = input.previousSummary;
+  let running = input.previousSummary === undefined ? undefined : redactSecrets(input.previousSummary);
   for (const [position, turns] of plan.chunks.entries()) {
     const messages = buildSummaryMessages({
       turns,
-      budgetTokens: plan.maxTokens,
+      targetTokens: plan.targetTokens,
       part: { index: position + 1, count: plan.chunks.length },
       ...(running !== undefined && { previousSummary: running }),
       ...(input.focus !== undefined && { focus: input.focus }),
     });
-    const response = await callWithRetry(summarizer, { messages, maxTokens: plan.maxTokens }, input, stats);
-    running = response.text.trim();
+    const response = await callWithRetry(summarizer, { messages, maxTokens: plan.maxTokens }, plan, input, stats);
+    running = redactSecrets(response.text.trim());
   }
   return { text: running ?? "", model: summarizer.model, chunks: plan.chunks.length };
 }
 
+/**
+ * Calls until one whole summary comes back. A failure is retried with backoff. A stop at
+ * max_tokens (`finish_reason: "length"`) is a failed attempt whose text is never used: it is
+ * asked again at once with twice the room (as far as the window allows), and a second such stop
+ * gives up on this summarizer (the fallback, then the failure policy, take over): more attempts
+ * with the same room would stop at the same place.
+ */
 async function callWithRetry(
   summarizer: Summarizer,
   request: { messages: ApiMessage[]; maxTokens: number },
+  plan: Pick<ChunkPlan, "usableWindow">,
   input: SummarizeInput,
   stats: SummarizeStats,
 ): Promise<SummaryResponse> {
   const { retry, signal } = input;
   let lastError: unknown;
+  let maxTokens = request.maxTokens;
+  let grown = false;
   for (let attempt = 1; attempt <= Math.max(1, retry.attempts); attempt += 1) {
-    if (attempt > 1) await sleep(backoffDelay(attempt - 1, retry.baseDelayMs), signal);
+    if (attempt > 1 && !(lastError instanceof SummaryTruncatedError && grown)) await sleep(backoffDelay(attempt - 1, retry.baseDelayMs), signal);
     signal?.throwIfAborted();
     stats.calls += 1;
+    let response: SummaryResponse;
     try {
-      const response = await callOnce(summarizer, request, retry.timeoutMs, signal);
-      if (response.usage) {
-        stats.promptTokens += response.usage.promptTokens;
-        stats.completionTokens += response.usage.completionTokens;
-      }
-      if (response.text.trim() === "") throw new Error(`summarizer ${summarizer.model} returned an empty summary`);
-      return response;
+      response = await callOnce(summarizer, { messages: request.messages, maxTokens }, retry.timeoutMs, signal);
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
       lastError = error;
+      continue;
     }
+    if (response.usage) {
+      stats.promptTokens += response.usage.promptTokens;
+      stats.completionTokens += response.usage.completionTokens;
+    }
+    if (response.finishReason === "length") {
+      const promptTokens =
+        REPLY_PRIMING_TOKENS + request.messages.reduce((sum, message) => sum + MESSAGE_OVERHEAD_TOKENS + input.counter.countText(message.content ?? ""), 0);
+      const room = Math.min(plan.usableWindow - promptTokens, 2 * maxTokens);
+      if (grown || room <= maxTokens) throw new SummaryTruncatedError(summarizer.model, maxTokens);
+      lastError = new SummaryTruncatedError(summarizer.model, maxTokens);
+      maxTokens = room;
+      grown = true;
+      // The retry with more room does not use up an attempt of the policy (it happens once).
+      attempt -= 1;
+      continue;
+    }
+    if (response.text.trim() === "") {
+      lastError = new Error(`summarizer ${summarizer.model} returned an empty summary`);
+      continue;
+    }
+    return response;
   }
   throw lastError;
 }

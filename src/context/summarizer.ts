@@ -8,7 +8,7 @@ import type { ApiMessage } from "../core/messages.js";
 
 export interface SummaryRequest {
   messages: ApiMessage[];
-  /** Sent as `max_tokens`; the prompt states the same budget. */
+  /** Sent as `max_tokens`: room above the length the prompt asks for (reasoning included). */
   maxTokens: number;
   signal?: AbortSignal;
 }
@@ -16,6 +16,8 @@ export interface SummaryRequest {
 export interface SummaryResponse {
   text: string;
   usage?: TokenUsage;
+  /** The API's `finish_reason`; `"length"` (cut at max_tokens) makes the attempt a failure. */
+  finishReason?: string | null;
 }
 
 export interface Summarizer {

@@ -5,46 +5,63 @@
  * Message ids stay in the labels so the summary can point the agent at `recall`.
  */
 import type { ApiMessage, ChatMessage } from "../core/messages.js";
-import { clipMiddle, recallIdOf } from "./prune.js";
+import { formatStamp } from "../core/time-stamp.js";
+import { clipMiddle, FOLD_TOOL_MAX_CHARS, foldClip, recallIdOf } from "./prune.js";
 
-export const SUMMARY_TEMPLATE = `## Goal
+/**
+ * What is still open comes first: a summary cut short, or read in a hurry, must not lose the
+ * user's pending asks. Sections about the past are named "Historical": agents that read
+ * "In Progress" / "Next Steps" as live orders resumed stale tasks (Hermes renamed its sections
+ * for that reason).
+ */
+export const SUMMARY_TEMPLATE = `## Pending User Requests
+## Current Task
+## Goal
 ## Constraints & Preferences
-## Progress
-### Done
-### In Progress
-### Blocked
+## People & Instructions
 ## Key Decisions
+## Resolved Questions
+## Historical Progress
+### Done
+### Was In Progress
+### Was Blocked
+## Historical Next Steps
 ## Relevant Files & Identifiers
-## Next Steps
-## Critical Context
-## Pending User Requests`;
+## Critical Context`;
 
 /**
  * Per-message caps in the transcript the summarizer reads. User messages are kept nearly whole
  * (their key phrases are quoted verbatim); tool outputs are mostly bulk, and their originals
  * stay reachable through `recall`.
  */
-const MAX_CHARS_BY_ROLE = { system: 4_000, user: 12_000, assistant: 6_000, tool: 3_000 } as const;
+const MAX_CHARS_BY_ROLE = { system: 4_000, user: 12_000, assistant: 6_000, tool: FOLD_TOOL_MAX_CHARS } as const;
 
 export interface SummaryBudgetInput {
-  /** Tokens of the middle being replaced (previous summary included). */
+  /** Tokens of the new middle being folded (the previous summary not included). */
   middleTokens: number;
+  /** Tokens of the previous summary folded with it: it is already compressed, so it counts whole. */
+  previousSummaryTokens?: number;
   /** The main model's window. */
   contextWindow: number;
 }
 
 /**
- * clamp(0.20 × middle, lo, hi) with hi = min(12,000, 5% of the window, or 10% under 64K) and
- * lo = min(2,000, hi): when the bounds cross, the upper one wins (SPEC §3).
+ * clamp(0.20 × new middle + previous summary, lo, hi) with hi = min(12,000, 5% of the window, or
+ * 10% under 64K) and lo = min(2,000, hi): when the bounds cross, the upper one wins (SPEC §3). The
+ * previous summary counts whole: squeezing a 6,000-token summary plus new turns into 2,000 tokens
+ * loses what it held.
  */
-export function summaryBudget({ middleTokens, contextWindow }: SummaryBudgetInput): number {
+export function summaryBudget({ middleTokens, previousSummaryTokens = 0, contextWindow }: SummaryBudgetInput): number {
   const share = contextWindow < 64_000 ? 0.1 : 0.05;
   const high = Math.min(12_000, Math.floor(contextWindow * share));
   const low = Math.min(2_000, high);
-  return Math.max(low, Math.min(high, Math.floor(middleTokens * 0.2)));
+  return Math.max(low, Math.min(high, Math.floor(middleTokens * 0.2) + previousSummaryTokens));
 }
 
-export function summarySystemPrompt(budgetTokens: number): string {
+/** The length the prompt asks for, stated the same way everywhere (fakes read it back). */
+export const lengthInstruction = (targetTokens: number): string => `about ${targetTokens} tokens`;
+
+export function summarySystemPrompt(targetTokens: number): string {
   return `You compact the context of a long-running chat agent. You write a handoff summary of earlier conversation turns; it replaces those turns in the agent's context, so the agent must be able to carry on from it alone. The original messages stay in an archive the agent can fetch by message id.
 
 Use exactly this template, with these headings in this order; write "None." under a heading with nothing to report:
@@ -52,11 +69,16 @@ Use exactly this template, with these headings in this order; write "None." unde
 ${SUMMARY_TEMPLATE}
 
 Rules:
+- Pending User Requests and Current Task come first: what the people in the chat asked for that is not done yet, in their words, and what was being worked on when these turns end. Never drop an open request.
 - Quote the user's key phrases verbatim, in double quotes (requests, requirements, preferences, corrections, decisions). Do not paraphrase them.
+- Keep who said what. Messages may start with the speaker's name ("Alice: …"); name people as they are named there. Attribute every request, instruction and preference to the person who gave it ("Alice asked …"): one person's instruction is not a rule from everyone. List who gave which standing instructions under People & Instructions.
+- Dates: each message is labelled with when it was sent. Record the date of decisions, events and deadlines, and resolve relative dates against the message's date ("Friday" said on Tue 2026-12-01 → "Friday 2026-12-04"; "tomorrow", "next week" likewise).
 - Keep identifiers literally: message ids such as [m17], other ids, numbers, amounts, dates, file paths, URLs, commands, names and error messages.
+- Never copy secrets (API keys, tokens, passwords, private keys, credentials) into the summary; write [REDACTED] and say where the secret was given (e.g. "the API key Bob sent in [m42]").
+- The Historical sections record the past, not orders: write what was done, in progress or planned then, with dates. Questions that were answered go under Resolved Questions, with the answer.
 - Write in the language of the conversation (the language the user writes in); keep the headings exactly as given.
 - Record what happened and what is still open. Do not address the user, do not answer questions, do not continue the conversation.
-- Keep the summary under ${budgetTokens} tokens: drop obsolete detail before current facts.`;
+- Length: ${lengthInstruction(targetTokens)}. Drop obsolete detail before current facts; always finish the summary (every heading present).`;
 }
 
 export interface SummaryPromptInput {
@@ -64,7 +86,8 @@ export interface SummaryPromptInput {
   previousSummary?: string;
   /** The serialized turns of this request. */
   turns: string;
-  budgetTokens: number;
+  /** The length asked for; the request's max_tokens leaves room above it. */
+  targetTokens: number;
   /** `/compress <focus>`. */
   focus?: string;
   /** Set when the middle is folded in several chunks. */
@@ -85,30 +108,34 @@ export function buildSummaryMessages(input: SummaryPromptInput): ApiMessage[] {
   }
   sections.push(
     input.previousSummary === undefined
-      ? `Write the summary of the turns above, under ${input.budgetTokens} tokens.`
-      : `Update the previous summary with the turns above, which came after it: move finished items from In Progress to Done, add new progress, decisions and facts, and drop items that are obsolete or superseded. Keep everything from the previous summary that still matters. Output the complete updated summary, under ${input.budgetTokens} tokens.`,
+      ? `Write the summary of the turns above, ${lengthInstruction(input.targetTokens)}.`
+      : `Update the previous summary with the turns above, which came after it: move finished items to Historical Progress > Done, move answered questions to Resolved Questions, add new progress, decisions and facts with their dates, and drop items that are obsolete or superseded. Keep everything from the previous summary that still matters. Output the complete updated summary, ${lengthInstruction(input.targetTokens)}.`,
   );
   return [
-    { role: "system", content: summarySystemPrompt(input.budgetTokens) },
+    { role: "system", content: summarySystemPrompt(input.targetTokens) },
     { role: "user", content: sections.join("\n\n") },
   ];
 }
 
-/** One middle message as a transcript entry, e.g. `[m18] assistant → read_file {"path":"a.ts"}`. */
-export function serializeMessage(message: ChatMessage, toolNames: ReadonlyMap<string, string>): string {
-  const clip = (text: string) =>
-    clipMiddle(text, MAX_CHARS_BY_ROLE[message.role], (shown) => `[… ${text.length - shown} chars omitted; recall("${recallIdOf(message)}") for all …]`);
+/**
+ * One middle message as a transcript entry, e.g. `[m18] Tue 2026-12-01 10:44 · assistant: …`
+ * (the date when the message carries one, in the chat's zone). A pruned tool result is shown as
+ * the clipped original it keeps in `foldText`, not as its placeholder.
+ */
+export function serializeMessage(message: ChatMessage, toolNames: ReadonlyMap<string, string>, timeZone = "UTC"): string {
+  const clip = (text: string) => foldClip(text, MAX_CHARS_BY_ROLE[message.role], recallIdOf(message));
+  const label = message.at === undefined ? `[${message.id}]` : `[${message.id}] ${formatStamp(message.at, timeZone)} ·`;
   switch (message.role) {
     case "system":
-      return `[${message.id}] system: ${clip(message.content)}`;
+      return `${label} system: ${clip(message.content)}`;
     case "user":
-      return `[${message.id}] user: ${clip(message.content)}`;
+      return `${label} user: ${clip(message.content)}`;
     case "assistant": {
-      const lines = [`[${message.id}] assistant: ${clip(message.content ?? "")}`];
+      const lines = [`${label} assistant: ${clip(message.content ?? "")}`];
       for (const call of message.tool_calls ?? []) lines.push(`  → calls ${call.function.name} ${clipMiddle(call.function.arguments, 1_000, () => "…")}`);
       return lines.join("\n");
     }
     case "tool":
-      return `[${message.id}] tool result (${toolNames.get(message.tool_call_id) ?? "unknown tool"}): ${clip(message.content)}`;
+      return `${label} tool result (${toolNames.get(message.tool_call_id) ?? "unknown tool"}): ${message.foldText ?? clip(message.content)}`;
   }
 }

@@ -26,6 +26,11 @@ export interface MessageMeta {
   kind?: "summary" | "pruned" | "truncated";
   /** For `pruned` / `truncated`: the transcript id of the untouched original. */
   originalId?: string;
+  /**
+   * For `pruned`: the original, clipped as the summarizer reads it, so a result pruned while it
+   * was kept still reaches the summary when it is folded later. Never sent to the main model.
+   */
+  foldText?: string;
 }
 
 export type SystemMessage = MessageMeta & { role: "system"; content: string };

@@ -26,11 +26,13 @@ export function createSummarizer(client: LlmClient): Summarizer {
     },
     async summarize({ messages, maxTokens, signal }) {
       const result = await client.complete({ messages, maxTokens, ...(signal ? { signal } : {}) });
-      const text = (result.content ?? "").replace(THINKING, "").trim();
-      // An empty answer is usually a glitch (or a reasoning model that spent the budget
-      // thinking): worth a retry, and the caller falls back to the main model after that.
-      if (text === "") throw new RetryableError(`summarizer ${client.model} returned no text (finish_reason ${result.finishReason ?? "none"})`);
-      return result.usage === undefined ? { text } : { text, usage: result.usage };
+      // An unclosed <think> is thinking cut off at max_tokens: nothing of it is summary.
+      const text = (result.content ?? "").replace(THINKING, "").replace(/<think>[\s\S]*$/, "").trim();
+      const finishReason = result.finishReason;
+      // A stop at max_tokens goes back to the engine as it is (it retries with more room); an
+      // empty answer otherwise is usually a glitch: worth a retry, then the fallback.
+      if (text === "" && finishReason !== "length") throw new RetryableError(`summarizer ${client.model} returned no text (finish_reason ${finishReason ?? "none"})`);
+      return { text, finishReason, ...(result.usage === undefined ? {} : { usage: result.usage }) };
     },
   };
 }

@@ -20,7 +20,7 @@ describe("the agent turn: overflow, recall", () => {
     // results it summarized, by id, under "Relevant Files & Identifiers".
     llm.route(isSummarizerRequest, (request) => {
       const turns = textOf(request.body.messages[1]?.content);
-      const identifiers = turns.split("\n").filter((line) => /^\[m\d+\] tool result/.test(line)).map((line) => `- ${line.slice(0, 120)}`);
+      const identifiers = turns.split("\n").filter((line) => /^\[m\d+\][^\n]* tool result/.test(line)).map((line) => `- ${line.slice(0, 120)}`);
       return { text: `## Goal\nHelp with the modules.\n## Relevant Files & Identifiers\n${identifiers.join("\n") || "None."}\n## Next Steps\nAnswer the latest message.` };
     });
     const adapter = new RecordingAdapter("console");
@@ -77,7 +77,7 @@ describe("the agent turn: overflow, recall", () => {
       if (ask.startsWith("read ")) return { toolCalls: [{ name: "read_file", arguments: { path: ask.slice(5), lines: 90 } }] };
       // "what was in …": find the file's id in the summary and recall the original by it.
       const context = messages.map((message) => textOf(message.content)).join("\n");
-      const id = /\[(m\d+)\] tool result \(read_file\): src\/first\.ts/.exec(context)?.[1];
+      const id = /\[(m\d+)\][^\n]* tool result \(read_file\): src\/first\.ts/.exec(context)?.[1];
       return id ? { toolCalls: [{ name: "recall", arguments: { id } }] } : { text: "no placeholder found" };
     });
     await say("read src/first.ts");

@@ -85,7 +85,7 @@ describe("golden requests", () => {
     const messages = buildSummaryMessages({
       previousSummary: "## Goal\nMigrate to PostgreSQL 16",
       turns: '[m7] user: "do it friday"',
-      budgetTokens: 1_600,
+      targetTokens: 1_600,
       focus: "the index plan",
       part: { index: 2, count: 3 },
     });
@@ -101,7 +101,7 @@ describe("golden requests", () => {
 
       Focus: the user asked to focus the summary on "the index plan". Give it the most detail; keep unrelated sections brief.
 
-      Update the previous summary with the turns above, which came after it: move finished items from In Progress to Done, add new progress, decisions and facts, and drop items that are obsolete or superseded. Keep everything from the previous summary that still matters. Output the complete updated summary, under 1600 tokens."
+      Update the previous summary with the turns above, which came after it: move finished items to Historical Progress > Done, move answered questions to Resolved Questions, add new progress, decisions and facts with their dates, and drop items that are obsolete or superseded. Keep everything from the previous summary that still matters. Output the complete updated summary, about 1600 tokens."
     `);
   });
 
@@ -114,7 +114,8 @@ describe("golden requests", () => {
     const request = summarizer.requests[0]!;
     const [system, user] = request.messages;
     expect(system!.role).toBe("system");
-    const headings = ["## Goal", "## Constraints & Preferences", "## Progress", "### Done", "### In Progress", "### Blocked", "## Key Decisions", "## Relevant Files & Identifiers", "## Next Steps", "## Critical Context", "## Pending User Requests"];
+    // What is still open comes first; the past is named as such.
+    const headings = ["## Pending User Requests", "## Current Task", "## Goal", "## Constraints & Preferences", "## People & Instructions", "## Key Decisions", "## Resolved Questions", "## Historical Progress", "### Done", "### Was In Progress", "### Was Blocked", "## Historical Next Steps", "## Relevant Files & Identifiers", "## Critical Context"];
     const positions = headings.map((heading) => system!.content!.indexOf(`${heading}\n`));
     expect(positions.every((position) => position >= 0)).toBe(true);
     expect([...positions].sort((a, b) => a - b)).toEqual(positions);
@@ -122,10 +123,11 @@ describe("golden requests", () => {
     expect(system!.content).toContain("Quote the user's key phrases verbatim");
     expect(system!.content).toContain("Keep identifiers literally");
     expect(system!.content).toContain("Write in the language of the conversation");
-    // Window 16K: hi = min(12,000, 10% = 1,600), lo = min(2,000, hi): the budget is 1,600.
-    expect(request.maxTokens).toBe(1_600);
-    expect(system!.content).toContain("under 1600 tokens");
-    expect(user!.content).toContain("Write the summary of the turns above, under 1600 tokens.");
+    // Window 16K: hi = min(12,000, 10% = 1,600), lo = min(2,000, hi): the budget is 1,600. It is
+    // the length asked for; max_tokens leaves 2× that plus room for reasoning.
+    expect(request.maxTokens).toBe(2 * 1_600 + 2_048);
+    expect(system!.content).toContain("Length: about 1600 tokens.");
+    expect(user!.content).toContain("Write the summary of the turns above, about 1600 tokens.");
     expect(user!.content).not.toContain("<previous-summary>");
     expect(user!.content).not.toContain("Focus:");
     // The middle arrives as a labelled transcript: ids, tool names and arguments, the user's words.

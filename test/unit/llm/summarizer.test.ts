@@ -21,7 +21,7 @@ describe("createSummarizer", () => {
 
     const summary = await summarizer.summarize({ messages: prompt, maxTokens: 2000 });
 
-    expect(summary).toEqual({ text: "## Goal\nTrip to Lima on 2026-03-02", usage: { promptTokens: 40, completionTokens: 9, cachedTokens: 0 } });
+    expect(summary).toEqual({ text: "## Goal\nTrip to Lima on 2026-03-02", finishReason: "stop", usage: { promptTokens: 40, completionTokens: 9, cachedTokens: 0 } });
     expect(fake.requests[0]?.body.max_tokens).toBe(2000);
     expect(fake.requests[0]?.body).not.toHaveProperty("tools");
     expect(summarizer.model).toBe("gpt-4o-mini");
@@ -34,10 +34,21 @@ describe("createSummarizer", () => {
   });
 
   it("treats an empty answer as a retryable failure", async () => {
-    fake.enqueue({ text: "", finishReason: "length" });
+    fake.enqueue({ text: "", finishReason: "stop" });
     const error = await rejectionOf(createSummarizer(clientFor(fake)).summarize({ messages: prompt, maxTokens: 500 }));
     expect(error).toBeInstanceOf(RetryableError);
-    expect(error.message).toContain("finish_reason length");
+    expect(error.message).toContain("finish_reason stop");
+  });
+
+  it("passes a stop at max_tokens back as finish_reason length, the cut thinking of a reasoning model removed", async () => {
+    // A reasoning model that spent max_tokens thinking: the content is an unclosed <think>.
+    fake.enqueue({ text: "<think>\nThe user wants a trip. Let me list every", finishReason: "length" });
+    const cutThinking = await createSummarizer(clientFor(fake)).summarize({ messages: prompt, maxTokens: 500 });
+    expect(cutThinking).toMatchObject({ text: "", finishReason: "length" });
+
+    fake.enqueue({ text: "## Pending User Requests\nTrip to Li", finishReason: "length" });
+    const cutAnswer = await createSummarizer(clientFor(fake)).summarize({ messages: prompt, maxTokens: 500 });
+    expect(cutAnswer).toMatchObject({ text: "## Pending User Requests\nTrip to Li", finishReason: "length" });
   });
 
   it("reports its client's window, including one learned from an overflow", async () => {

@@ -1,0 +1,155 @@
+/**
+ * A summarizer fake that behaves like a real model with respect to length, without sharing any
+ * of the engine's measures:
+ *   - it reads the length it is asked for from the prompt ("about N tokens"), as a model would,
+ *     and writes about that much (`lengthFactor`) in ITS OWN token unit (`charsPerToken`, default
+ *     3.3 characters per token: neither the engine's o200k nor a chars/4 test counter);
+ *   - it stops at max_tokens like a server: the content is cut there and `finish_reason` is
+ *     "length";
+ *   - as a reasoning model (`reasoningTokens`), it spends completion tokens thinking before the
+ *     first word of the answer, so a tight max_tokens leaves an empty or cut answer.
+ * It writes every heading of the template it finds in the prompt, and lists every message id it
+ * read (from the turns and the previous summary), so tests can check what reached a summary.
+ *
+ *   new FakeSummarizer({ contextWindow: 32_000 })           // engine-side Summarizer
+ *   fake.setHandler(summarizerHandler({ reasoningTokens }))  // behind the HTTP fake LLM
+ */
+import type { Summarizer, SummaryRequest, SummaryResponse } from "../../src/context/summarizer.js";
+import type { FakeHandler, FakeReply, RecordedRequest } from "./fake-llm.js";
+
+export interface FakeSummarizerOptions {
+  model?: string;
+  contextWindow?: number;
+  /** Its own tokenizer: characters per token. @defaultValue 3.3 */
+  charsPerToken?: number;
+  /** Writes target × this many of its tokens. @defaultValue 0.9 */
+  lengthFactor?: number;
+  /** Completion tokens spent thinking before the answer. @defaultValue 0 */
+  reasoningTokens?: number;
+  /** Ignores the length asked for and writes this many tokens (a model that runs long). */
+  fixedLengthTokens?: number;
+  /** Extra text copied into every summary (e.g. to see whether a secret survives). */
+  alsoWrite?: string;
+  /** When the prompt names no length. @defaultValue 400 */
+  defaultTargetTokens?: number;
+}
+
+export interface SummaryCall {
+  system: string;
+  user: string;
+  maxTokens: number | undefined;
+  targetTokens: number | undefined;
+  /** Ids labelled in `<turns>`, in order. */
+  turnIds: string[];
+  finishReason: "stop" | "length";
+  completionTokens: number;
+}
+
+const TARGET = /\babout (\d+) tokens\b/;
+
+/** The ids of the transcript entries in a request's `<turns>` section, in order. */
+export function turnIdsOf(user: string): string[] {
+  const turns = /<turns[^>]*>\n([\s\S]*?)\n<\/turns>/.exec(user)?.[1] ?? "";
+  return [...turns.matchAll(/^\[([^\]\s]+)\]/gm)].map((match) => match[1]!);
+}
+
+/** The headings of the template the system prompt asks for. */
+function headingsOf(system: string): string[] {
+  return system.split("\n").filter((line) => /^#{2,3} \S/.test(line));
+}
+
+export class SummaryModel {
+  readonly calls: SummaryCall[] = [];
+  constructor(readonly options: FakeSummarizerOptions = {}) {}
+
+  tokensOf(text: string): number {
+    return Math.ceil(text.length / (this.options.charsPerToken ?? 3.3));
+  }
+
+  /** Answers one request: → the visible content, why it stopped, and the tokens it spent. */
+  answer(system: string, user: string, maxTokens: number | undefined): { content: string; finishReason: "stop" | "length"; promptTokens: number; completionTokens: number; reasoning: string } {
+    const charsPerToken = this.options.charsPerToken ?? 3.3;
+    const asked = TARGET.exec(user)?.[1] ?? TARGET.exec(system)?.[1];
+    const targetTokens = asked === undefined ? undefined : Number(asked);
+    const wanted = this.options.fixedLengthTokens ?? Math.round((targetTokens ?? this.options.defaultTargetTokens ?? 400) * (this.options.lengthFactor ?? 0.9));
+
+    const turnIds = turnIdsOf(user);
+    const previous = /<previous-summary>\n([\s\S]*?)\n<\/previous-summary>/.exec(user)?.[1] ?? "";
+    const previousIds = /^Read: (.*)$/m.exec(previous)?.[1]?.split(" ").filter(Boolean) ?? [];
+    const headings = headingsOf(system);
+    const lines = [
+      ...(headings.length > 0 ? headings.slice(0, 1) : ["## Summary"]),
+      `Read: ${[...previousIds, ...turnIds.map((id) => `[${id}]`)].join(" ")}`,
+      ...(this.options.alsoWrite ? [this.options.alsoWrite] : []),
+    ];
+    const closing = headings.slice(1);
+    const fixedChars = [...lines, ...closing].join("\n").length;
+    const fillerChars = Math.max(0, Math.round(wanted * charsPerToken) - fixedChars);
+    const filler = "noted detail ".repeat(Math.ceil(fillerChars / 13)).slice(0, fillerChars).trim();
+    // Filler spread under the headings, so a cut loses the last ones.
+    const perHeading = Math.ceil(filler.length / Math.max(1, closing.length + 1));
+    const body = [...lines, filler.slice(0, perHeading)];
+    closing.forEach((heading, index) => body.push(heading, filler.slice((index + 1) * perHeading, (index + 2) * perHeading) || "None."));
+    const full = body.join("\n");
+
+    const reasoningTokens = this.options.reasoningTokens ?? 0;
+    const answerTokens = this.tokensOf(full);
+    const room = maxTokens ?? Number.POSITIVE_INFINITY;
+    let content = full;
+    let finishReason: "stop" | "length" = "stop";
+    let completionTokens = reasoningTokens + answerTokens;
+    if (completionTokens > room) {
+      finishReason = "length";
+      completionTokens = room;
+      const visibleTokens = Math.max(0, room - reasoningTokens);
+      content = full.slice(0, Math.floor(visibleTokens * charsPerToken));
+    }
+    const reasoning = reasoningTokens > 0 ? "thinking ".repeat(Math.ceil((Math.min(reasoningTokens, room) * charsPerToken) / 9)) : "";
+    this.calls.push({ system, user, maxTokens, targetTokens, turnIds, finishReason, completionTokens });
+    return { content, finishReason, promptTokens: this.tokensOf(system) + this.tokensOf(user) + 8, completionTokens, reasoning };
+  }
+}
+
+/** The engine-side `Summarizer` over a `SummaryModel`. */
+export class FakeSummarizer extends SummaryModel implements Summarizer {
+  readonly model: string;
+  readonly contextWindow: number;
+  constructor(options: FakeSummarizerOptions = {}) {
+    super(options);
+    this.model = options.model ?? "fake-summarizer";
+    this.contextWindow = options.contextWindow ?? 128_000;
+  }
+
+  async summarize(request: SummaryRequest): Promise<SummaryResponse> {
+    const system = request.messages.filter((message) => message.role === "system").map((message) => message.content ?? "").join("\n");
+    const user = request.messages.filter((message) => message.role === "user").map((message) => message.content ?? "").join("\n");
+    const answer = this.answer(system, user, request.maxTokens);
+    return {
+      text: answer.content,
+      finishReason: answer.finishReason,
+      usage: { promptTokens: answer.promptTokens, completionTokens: answer.completionTokens, cachedTokens: 0 },
+    };
+  }
+}
+
+const textOfContent = (content: unknown): string =>
+  typeof content === "string" ? content : Array.isArray(content) ? content.map((part: { text?: unknown }) => (typeof part?.text === "string" ? part.text : "")).join("") : "";
+
+/**
+ * The same model behind the HTTP fake LLM. A reasoning model's thinking comes inline as
+ * `<think>…</think>` (as Ollama and vLLM serve qwen3 / deepseek-r1), unclosed when it was cut.
+ */
+export function summarizerHandler(options: FakeSummarizerOptions = {}): FakeHandler & { model: SummaryModel } {
+  const model = new SummaryModel(options);
+  const handler = (request: RecordedRequest): FakeReply => {
+    const messages = request.body.messages;
+    const system = messages.filter((message) => message.role === "system").map((message) => textOfContent(message.content)).join("\n");
+    const user = messages.filter((message) => message.role === "user").map((message) => textOfContent(message.content)).join("\n");
+    const limit = request.body.max_tokens ?? (request.body.max_completion_tokens as number | undefined);
+    const answer = model.answer(system, user, limit);
+    const thinkingDone = answer.finishReason === "stop" || answer.content !== "";
+    const text = answer.reasoning === "" ? answer.content : `<think>${answer.reasoning}${thinkingDone ? "</think>" : ""}${answer.content}`;
+    return { text, finishReason: answer.finishReason, usage: { prompt_tokens: answer.promptTokens, completion_tokens: answer.completionTokens } };
+  };
+  return Object.assign(handler, { model });
+}
