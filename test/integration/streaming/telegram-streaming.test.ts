@@ -6,6 +6,7 @@
  */
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { RecordedCall } from "../../fakes/fake-telegram.js";
+import { longAnswer } from "../../helpers/streaming.js";
 import { ADA, closeChecked, DM, sleep, startTelegramE2e, waitUntil, warmUpTokenizer, type TelegramE2e } from "../../helpers/telegram-pipeline.js";
 
 let e2e: TelegramE2e | undefined;
@@ -14,19 +15,6 @@ afterEach(async () => {
   await closeChecked(e2e);
   e2e = undefined;
 });
-
-/** A long plain answer: words, emoji, odd Unicode and a long run without spaces. */
-export function longAnswer(chars: number): string {
-  const words = ["stream", "préview", "final", "🙂", "edit", "naïve", "テスト", "once", "Z͑ͫ", "part"];
-  const out: string[] = [];
-  let length = 0;
-  for (let index = 0; length < chars; index++) {
-    const word = index === 40 ? "x".repeat(700) : words[index % words.length]!;
-    out.push(word);
-    length += word.length + 1;
-  }
-  return out.join(" ");
-}
 
 /** Whitespace-insensitive: a split may cut at a space. */
 const squash = (text: string) => text.replace(/\s+/g, "");

@@ -1,0 +1,108 @@
+/**
+ * Live previews across crashes (issue 15), with real processes: a worker SIGKILLed while it
+ * streams (another worker retries the turn and continues the same preview, which becomes the
+ * final: no second message), and a gateway SIGKILLed in the middle of the final (the restarted
+ * gateway finishes it from the durable record: it edits the preview again, never sends it anew).
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { spawnApp, type AppProcess } from "../../helpers/app-process.js";
+import { testEnv, TEST_TELEGRAM_TOKEN } from "../../helpers/config.js";
+import { ADA, DM, sleep, waitUntil } from "../../helpers/telegram-pipeline.js";
+import { FakeTelegram } from "../../fakes/fake-telegram.js";
+import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
+import { longAnswer } from "../../helpers/streaming.js";
+
+let telegram: FakeTelegram | undefined;
+let llm: FakeLlm | undefined;
+const apps: AppProcess[] = [];
+
+afterEach(async () => {
+  for (const app of apps.splice(0)) await app.kill("SIGKILL");
+  await telegram?.close();
+  await llm?.close();
+  telegram = undefined;
+  llm = undefined;
+});
+
+async function setUp() {
+  telegram = await FakeTelegram.start({ token: TEST_TELEGRAM_TOKEN });
+  llm = await startFakeLlm();
+  const env = testEnv({
+    LLM_BASE_URL: llm.url,
+    TELEGRAM_BOT_TOKEN: TEST_TELEGRAM_TOKEN,
+    TELEGRAM_API_ROOT: telegram.apiRoot,
+    ALLOWED_TELEGRAM_USERS: String(ADA.id),
+    STREAMING: "partial",
+    LOG_LEVEL: "info",
+  });
+  const start = (role: "gateway" | "worker") => {
+    const app = spawnApp({ ...env, LONGHAUL_ROLE: role });
+    apps.push(app);
+    return app;
+  };
+  return { telegram, llm, start };
+}
+
+const squash = (text: string) => text.replace(/\s+/g, "");
+
+describe("streaming across crashes", () => {
+  for (const fault of ["SIGKILL", "SIGSTOP"] as const) it(`a worker ${fault === "SIGKILL" ? "killed" : "paused past its lease"} mid-stream: another worker finishes, the same preview becomes the final, no second message`, { timeout: 150_000 }, async () => {
+    const { telegram, llm, start } = await setUp();
+    const answer = Array.from({ length: 90 }, (_, index) => `word${index}`).join(" ");
+    // The first attempt streams slowly; the retry answers at once.
+    llm.setHandler((request) => (request.index === 0 ? { text: answer, tokensPerSecond: 12 } : { text: answer }));
+    const gateway = start("gateway");
+    const first = start("worker");
+    await gateway.waitForStderr(/telegram long polling started/);
+    await first.waitForStderr(/longhaul-ready/);
+
+    telegram.pushMessage({ chat: DM, from: ADA, text: "go" });
+    await waitUntil(() => telegram.chatView(DM.id).some((message) => message.text.startsWith("word0 word1")), "the answer streaming into the preview", 60_000);
+    const preview = telegram.chatView(DM.id)[0]!;
+    if (fault === "SIGKILL") await first.kill("SIGKILL");
+    else first.signal("SIGSTOP");
+    start("worker");
+
+    await waitUntil(() => telegram.chatView(DM.id)[0]?.text === answer, "the final in the preview", 90_000);
+    // The paused worker wakes up mid-stream: it is superseded, and nothing it still sends shows.
+    if (fault === "SIGSTOP") first.signal("SIGCONT");
+    await sleep(3_000);
+    const view = telegram.chatView(DM.id);
+    expect(view).toHaveLength(1);
+    expect(view[0]?.messageId).toBe(preview.messageId);
+    expect(telegram.callsOf("sendMessage").filter((call) => call.visible)).toHaveLength(1);
+    expect(llm.requests.length).toBeGreaterThanOrEqual(2);
+    expect(telegram.chatView(DM.id)[0]?.text).toBe(answer);
+  });
+
+  it("a gateway SIGKILLed in the middle of the final: the restarted gateway completes it without duplicates", { timeout: 120_000 }, async () => {
+    const { telegram, llm, start } = await setUp();
+    const answer = longAnswer(6_000);
+    llm.enqueue({ text: answer, tokensPerSecond: 300 });
+    // The final's edit lands, but its answer never comes back: the gateway dies waiting.
+    telegram.loseAnswer("editMessageText", { applied: true, hang: true, predicate: (call) => call.payload.parse_mode === "HTML" });
+    const gateway = start("gateway");
+    const worker = start("worker");
+    await gateway.waitForStderr(/telegram long polling started/);
+    await worker.waitForStderr(/longhaul-ready/);
+
+    telegram.pushMessage({ chat: DM, from: ADA, text: "write a lot" });
+    await telegram.waitForCall("editMessageText", (call) => call.payload.parse_mode === "HTML", 60_000);
+    await gateway.kill("SIGKILL");
+    const restarted = start("gateway");
+    await restarted.waitForStderr(/telegram long polling started/);
+
+    await waitUntil(() => {
+      const view = telegram.chatView(DM.id);
+      return view.length === 2 && squash(view.map((message) => message.text).join("")) === squash(answer);
+    }, "the whole answer in two messages", 90_000);
+    await sleep(1_500);
+    const view = telegram.chatView(DM.id);
+    expect(view).toHaveLength(2);
+    const sends = telegram.callsOf("sendMessage").filter((call) => call.visible);
+    // The preview and part 2: part 1 went into the preview, twice ("not modified" the second time).
+    expect(sends).toHaveLength(2);
+    expect(telegram.callsOf("editMessageText").filter((call) => call.payload.parse_mode === "HTML")).toHaveLength(2);
+    expect(telegram.callsOf("deleteMessage")).toHaveLength(0);
+  });
+});
