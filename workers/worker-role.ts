@@ -6,6 +6,8 @@ import type { Config } from "../config/index.js";
 import { mainApiKey, streamingModeFor } from "../config/index.js";
 import type { TurnEngine } from "../src/agent/index.js";
 import { createContextManager } from "../src/agent/session-context.js";
+import { createMemoryHooks } from "../src/agent/memory-hooks.js";
+import { createMemoryTool, MemoryService, MemoryStore } from "../src/memory/index.js";
 import { createRecallTool, currentTimeTool, McpManager, ToolCatalog, type Tool } from "../src/tools/index.js";
 import { createLlmClient, createSummarizer } from "../src/llm/index.js";
 import type { Logger } from "../src/logger.js";
@@ -80,11 +82,17 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   const firingQueue = createFiringQueue(redis, prefix);
   const schedule = new ScheduleService({ store: scheduleStore, alarms: firingQueue, settings: scheduleSettingsFrom(config) });
 
+  const memory = new MemoryService(new MemoryStore(redis, prefix), {
+    userMaxChars: config.MEMORY_USER_MAX_CHARS,
+    chatMaxChars: config.MEMORY_CHAT_MAX_CHARS,
+    pinsMaxChars: config.MEMORY_PINS_MAX_CHARS,
+  });
+
   const mcpServers = config.mcp?.servers ?? {};
   // No server is started here: each connects when a turn first needs it.
   const mcp = Object.keys(mcpServers).length > 0 ? new McpManager({ config: { servers: mcpServers }, logger, clientVersion: "0.1.0" }) : undefined;
   const tools = new ToolCatalog({
-    builtins: [currentTimeTool, createRecallTool(), createScheduleTool(schedule), ...(options.extraTools ?? [])],
+    builtins: [currentTimeTool, createRecallTool(), createScheduleTool(schedule), createMemoryTool(memory), ...(options.extraTools ?? [])],
     mcp,
     access: config.access?.tools,
     logger,
@@ -105,6 +113,13 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       },
       tools: () => tools.builtinDefinitions(),
       metrics,
+      hooks: createMemoryHooks({
+        service: memory,
+        llm,
+        flushMaxTokens: config.MEMORY_FLUSH_MAX_TOKENS,
+        compactionNotice: config.COMPACTION_NOTICE,
+        now: () => Date.now(),
+      }),
     }),
     systemPrompt: config.SYSTEM_PROMPT,
     maxSteps: config.AGENT_MAX_STEPS,
@@ -136,6 +151,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     now: () => Date.now(),
     timeZone: config.TZ,
     schedule,
+    memory,
   };
 
   // Before taking jobs: building the tokenizer blocks the event loop, which mid-turn would stall

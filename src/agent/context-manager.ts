@@ -1,4 +1,5 @@
 import type { ChatMessage, ToolDefinition } from "../core/messages.js";
+import type { CompactionRecord, CompactionReason, TokenCounter } from "../context/index.js";
 import type { ContextOverflowError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { ChatRequest, ChatResult } from "../core/llm.js";
@@ -23,6 +24,8 @@ export interface ContextManager {
   recordStep(state: SessionState, context: readonly ChatMessage[], result: ChatResult, log: Logger, tools?: readonly ToolDefinition[]): void;
   /** Notices produced during the turn that the user must see (compaction failed, context dropped). */
   takeNotices(state: SessionState): string[];
+  /** The main model's token counter (what /context counts with). */
+  counter(): TokenCounter;
   /** Builds the tokenizer now (~1.5 s of CPU) so the first turn does not freeze the event loop. */
   warmUp(): void;
 }
@@ -39,4 +42,17 @@ export interface CompactionScope {
   tools?: readonly ToolDefinition[];
   /** The chat's time zone (`chatTimeZone`): the summarizer reads message dates in it. */
   timeZone?: string;
+}
+
+/**
+ * What the rest of the product hangs on compaction (src/memory: the snapshot and pins, the
+ * flush before a fold, the notice after one). The engine itself knows nothing of memory.
+ */
+export interface ContextHooks {
+  /** Text every request adds to the system prompt ("" for none); counted in every estimate. */
+  systemBlock?(state: SessionState): string;
+  /** Before a compaction folds the middle (not on overflow: no room for an extra step). */
+  beforeFold?(state: SessionState, context: readonly ChatMessage[], reason: CompactionReason, scope: CompactionScope, prepareRequest: (context: readonly ChatMessage[]) => Pick<ChatRequest, "messages" | "promptCacheKey">): Promise<void>;
+  /** After a compaction changed the context; `folded`: the messages that left it. */
+  afterCompaction?(state: SessionState, outcome: { reason: CompactionReason; status: "compacted" | "dropped"; folded: readonly ChatMessage[]; record: CompactionRecord }, scope: CompactionScope): Promise<void>;
 }

@@ -12,7 +12,7 @@ import type { ContextOverflowError } from "../errors.js";
 import type { LlmClient } from "../core/llm.js";
 import type { Metrics } from "../metrics.js";
 import type { SessionState } from "../session/state.js";
-import type { CompactionScope, ContextManager } from "./context-manager.js";
+import type { CompactionScope, ContextHooks, ContextManager } from "./context-manager.js";
 import { compactNumber } from "./commands/format.js";
 
 export interface ContextSettings {
@@ -31,6 +31,8 @@ export interface ContextManagerOptions {
   metrics?: Metrics;
   /** Summarizer retry policy (tests shorten the delays). */
   retry?: { attempts?: number; baseDelayMs?: number; timeoutMs?: number };
+  /** Memory and pins around the engine (src/memory); none: plain compaction. */
+  hooks?: ContextHooks;
 }
 
 /** What this binding keeps in `state.engine` (JSON, stored with the session). */
@@ -63,10 +65,19 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
   const contextWindow = (state: SessionState) => Math.min(llm.contextWindow, fields(state).learnedWindow ?? Number.POSITIVE_INFINITY);
   // A turn's tools depend on the chat (access.tools): the scope carries them; else the built-ins.
   const toolsOf = (tools: readonly ToolDefinition[] | undefined) => tools ?? options.tools();
-  const estimate = (context: readonly ChatMessage[], tools?: readonly ToolDefinition[]) =>
-    counter().countMessages(context) + counter().countTools([...toolsOf(tools)]);
+  const hooks = options.hooks ?? {};
+  // The memory snapshot and pins ride on the system prompt of every request (`prepareRequest`).
+  let blockCount: { text: string; tokens: number } | undefined;
+  const blockTokens = (state: SessionState | undefined) => {
+    const text = state && hooks.systemBlock ? hooks.systemBlock(state) : "";
+    if (text === "") return 0;
+    if (blockCount?.text !== text) blockCount = { text, tokens: counter().countText(`\n\n${text}`) };
+    return blockCount.tokens;
+  };
+  const estimate = (context: readonly ChatMessage[], tools?: readonly ToolDefinition[], state?: SessionState) =>
+    counter().countMessages(context) + counter().countTools([...toolsOf(tools)]) + blockTokens(state);
   const countContext = (state: SessionState, context: readonly ChatMessage[], tools?: readonly ToolDefinition[]) =>
-    calibratedCount(calibrationOf(state), estimate(context, tools));
+    calibratedCount(calibrationOf(state), estimate(context, tools, state));
 
   /**
    * `/compress` is asked for while the context may still be far below the threshold, where the
@@ -91,9 +102,18 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     engine.notices = [...(engine.notices ?? []), notice];
   };
 
+  const prepareRequest = (state: SessionState, context: readonly ChatMessage[]) => {
+    const messages = toApiMessages(context);
+    const block = hooks.systemBlock?.(state) ?? "";
+    const first = messages[0];
+    if (block !== "" && first?.role === "system") messages[0] = { ...first, content: `${first.content}\n\n${block}` };
+    return applyPromptCaching(messages, { model: llm.model, sessionId: state.sessionId });
+  };
+
   async function run(state: SessionState, context: ChatMessage[], reason: CompactionReason, scope: CompactionScope, focus?: string) {
     const window = contextWindow(state);
     scope.onCompacting?.();
+    if (reason !== "overflow") await hooks.beforeFold?.(state, context, reason, scope, (current) => prepareRequest(state, current));
     const result = await compact({
       messages: context,
       tools: [...toolsOf(scope.tools)],
@@ -131,6 +151,9 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       const known = new Set(context.map((message) => message.id));
       scope.addToTranscript(result.messages.filter((message) => !known.has(message.id)));
       rememberSystemNote(state, result.messages);
+      const kept = new Set(result.messages.map((message) => message.id));
+      const folded = context.filter((message) => !kept.has(message.id) && message.role !== "system" && message.kind !== "summary");
+      await hooks.afterCompaction?.(state, { reason, status: result.status, folded, record }, scope);
     }
     if (result.status === "failed") {
       // Once per streak of failures: the user needs to know, not to hear it every turn.
@@ -189,9 +212,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       return { context, summary: "I couldn't compact the conversation: the summarizer failed. Nothing changed; please try again later." };
     },
 
-    prepareRequest(state, context) {
-      return applyPromptCaching(toApiMessages(context), { model: llm.model, sessionId: state.sessionId });
-    },
+    prepareRequest,
 
     recordStep(state, context, result, log, tools) {
       state.stats.steps++;
@@ -206,7 +227,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       options.metrics?.llmTokens.inc({ kind: "output", role: "main" }, usage.completionTokens);
       options.metrics?.llmTokens.inc({ kind: "cached", role: "main" }, usage.cachedTokens);
       const engine = fields(state);
-      const estimatedTokens = estimate(context, tools);
+      const estimatedTokens = estimate(context, tools, state);
       const update = updateCalibration(calibrationOf(state), {
         estimatedTokens,
         reportedPromptTokens: usage.promptTokens,
@@ -217,6 +238,8 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
         log.warn({ estimated: estimatedTokens, reported: usage.promptTokens }, "prompt-tokens-far-below-estimate-server-may-truncate-silently");
       }
     },
+
+    counter,
 
     warmUp() {
       counter();

@@ -105,7 +105,11 @@ export function finishLoop(run: TurnRun, result: RunTurnResult, origin: LoopOrig
   }
   state.stats.turns++;
   const notices = [...(origin.notices ?? []), ...engine.context.takeNotices(state)];
-  const text = notices.length > 0 ? `${notices.map((notice) => `⚠️ ${notice}`).join("\n")}\n\n${result.reply}` : result.reply;
+  const warned = notices.length > 0 ? `${notices.map((notice) => `⚠️ ${notice}`).join("\n")}\n\n${result.reply}` : result.reply;
+  // COMPACTION_NOTICE=brief: one line saying a compaction happened, never the summary itself.
+  const compacted = state.memory?.notice;
+  if (compacted !== undefined) delete state.memory!.notice;
+  const text = compacted ? `${compacted}\n\n${warned}` : warned;
   const preview = run.input.preview?.consume();
   addReply(run, text, "answer", origin.answers, preview === undefined ? {} : { preview });
 }

@@ -14,6 +14,7 @@ import { BatchFailedError } from "./turn-failure.js";
 import { finishLoop, runLoop } from "./tool-loop.js";
 import type { ScheduleService } from "../schedule/index.js";
 import type { TurnPreview } from "./preview.js";
+import type { MemoryService } from "../memory/index.js";
 
 /** Full originals of capped tool outputs, per conversation (`sessionId`). */
 export interface ToolOutputStorage {
@@ -48,6 +49,8 @@ export interface TurnEngine {
   timeZone: string;
   /** Reminders and scheduled tasks (`/reminders`); absent where the worker runs without them. */
   schedule?: ScheduleService;
+  /** Long-term memory and pins (src/memory); absent: none. */
+  memory?: MemoryService;
 }
 
 /**
@@ -269,6 +272,9 @@ async function runSegments(engine: TurnEngine, input: SegmentsInput, progress: S
     // that would ask again.
     if (run.state.pendingApproval) tools = new ToolRegistry(tools.list().filter((tool) => !tool.needsApproval));
     const toolsScope: CompactionScope = { ...scope, tools: tools.definitions() };
+    const speaker = segment.entries[segment.entries.length - 1];
+    // Whose memory this conversation reads; at session start, its snapshot.
+    if (engine.memory && speaker) await engine.memory.prepareTurn(run.state, speaker);
     const hygiene = await engine.context.hygiene(run.state, context, toolsScope);
     context = hygiene.context;
     const last = segment.entries[segment.entries.length - 1];

@@ -6,3 +6,4 @@ export * from "./channel.js";
 export * from "./llm.js";
 export * from "./messages.js";
 export * from "./tools.js";
+export * from "./memory.js";

@@ -28,6 +28,8 @@ export interface SessionKeys {
   moving: string;
   /** Hash: preview id → where its live preview message is and who may edit it (previews.ts). */
   previews: string;
+  /** The chat's long-term memory (src/memory): under the session's tag, so a move carries it. */
+  memory: string;
   /** Dedupe of one platform message id; kept in the session's slot (a message maps to one session). */
   seen(platform: string, messageId: string): string;
   /** Hash: full originals of capped tool outputs of one conversation (session id), by message id. */
@@ -53,6 +55,7 @@ export function sessionKeys(prefix: string, sessionKey: string): SessionKeys {
     abort: `${base}:abort`,
     moving: `${base}:moving`,
     previews: `${base}:previews`,
+    memory: `${base}:memory`,
     seen: (platform, messageId) => `${base}:seen:${platform}:${messageId}`,
     toolOutputs: (sessionId) => `${base}:tool-outputs:${sessionId}`,
     archive: (sessionId) => `${base}:archive:${sessionId}`,

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { ChatMessage } from "../core/messages.js";
 import type { ReplyTarget } from "../core/channel.js";
 import type { PendingApproval } from "../core/tools.js";
+import type { SessionMemory } from "../core/memory.js";
 
 /** Running totals of one session, for /status and /usage. */
 export interface SessionStats {
@@ -38,6 +39,8 @@ export interface SessionState {
   lastTarget?: ReplyTarget;
   /** A tool step waiting for a person's approval; its call is outside `live` until resolved. */
   pendingApproval?: PendingApproval;
+  /** Whose long-term memory this conversation reads, its snapshot and pins (src/memory). */
+  memory?: SessionMemory;
 }
 
 export const emptyStats = (): SessionStats => ({

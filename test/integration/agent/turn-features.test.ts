@@ -25,7 +25,7 @@ describe("the agent turn: overflow, recall", () => {
     });
     const adapter = new RecordingAdapter("console");
     const logs = captureLogs("info");
-    pipeline = await startPipeline(testConfig({ LLM_BASE_URL: llm.url, ...env }), [adapter], { logs, tools: [readFileTool] });
+    pipeline = await startPipeline(testConfig({ LLM_BASE_URL: llm.url, COMPACTION_NOTICE: "off", ...env }), [adapter], { logs, tools: [readFileTool] });
     let turns = 0;
     const say = async (text: string) => {
       const expected = ++turns;

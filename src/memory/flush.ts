@@ -1,0 +1,57 @@
+/**
+ * The memory flush before a compaction (as OpenClaw does it): one silent, bounded step in which
+ * the agent may save to memory what must outlive the fold. Only the memory tool is offered, the
+ * answer is capped at `maxTokens`, nothing of it reaches the user or the conversation, and a
+ * failure never stops the compaction (it is logged and the fold goes on).
+ */
+import type { ChatRequest, LlmClient } from "../core/llm.js";
+import type { MemoryOwner } from "../core/memory.js";
+import type { ChatMessage } from "../core/messages.js";
+import type { Logger } from "../logger.js";
+import type { MemoryService } from "./service.js";
+import { MEMORY_TOOL_DEFINITION, runMemoryAction } from "./tool.js";
+
+/** Starts the flush step's instruction; tests and fakes recognise a flush request by it. */
+export const FLUSH_MARKER = "[Automatic memory flush — not a message from the user]";
+
+export const FLUSH_INSTRUCTION = `${FLUSH_MARKER} The older part of this conversation is about to be compacted into a summary, which may lose details. If it holds durable facts, preferences or decisions that are not in your long-term memory yet and should outlive this conversation, save them now with the memory tool (one short fact per call). Do not answer the user; this reply is never shown. If there is nothing to save, reply with NO_REPLY.`;
+
+/** Tool calls one flush may make: a flush saves a few facts, not a transcript. */
+export const FLUSH_MAX_CALLS = 8;
+
+export interface FlushInput {
+  llm: LlmClient;
+  service: MemoryService;
+  owner: MemoryOwner;
+  context: readonly ChatMessage[];
+  prepareRequest: (context: readonly ChatMessage[]) => Pick<ChatRequest, "messages" | "promptCacheKey">;
+  maxTokens: number;
+  signal: AbortSignal;
+  log: Logger;
+  now: number;
+}
+
+/** → the facts it saved (the tool's answers), for the log. */
+export async function flushMemory(input: FlushInput): Promise<string[]> {
+  const instruction: ChatMessage = { id: "memory-flush", at: input.now, role: "user", content: FLUSH_INSTRUCTION };
+  const result = await input.llm.complete({
+    ...input.prepareRequest([...input.context, instruction]),
+    tools: [MEMORY_TOOL_DEFINITION],
+    maxTokens: input.maxTokens,
+    signal: input.signal,
+  });
+  const answers: string[] = [];
+  for (const call of result.toolCalls.slice(0, FLUSH_MAX_CALLS)) {
+    if (call.function.name !== MEMORY_TOOL_DEFINITION.function.name) continue;
+    try {
+      const args = JSON.parse(call.function.arguments || "{}") as Record<string, unknown>;
+      // The flush may add and replace; removing is left to a turn the user can see.
+      if (args.action !== "add" && args.action !== "replace") continue;
+      answers.push(await runMemoryAction(input.service, input.owner, args));
+    } catch (error) {
+      input.log.info({ err: error }, "memory-flush-call-refused");
+    }
+  }
+  input.log.info({ saved: answers.length, usage: result.usage }, "memory-flushed");
+  return answers;
+}
