@@ -52,7 +52,16 @@ export interface ContextHooks {
   /** Text every request adds to the system prompt ("" for none); counted in every estimate. */
   systemBlock?(state: SessionState): string;
   /** Before a compaction folds the middle (not on overflow: no room for an extra step). */
-  beforeFold?(state: SessionState, context: readonly ChatMessage[], reason: CompactionReason, scope: CompactionScope, prepareRequest: (context: readonly ChatMessage[]) => Pick<ChatRequest, "messages" | "promptCacheKey">): Promise<void>;
+  beforeFold?(state: SessionState, fold: FoldInput, scope: CompactionScope): Promise<void>;
   /** After a compaction changed the context; `folded`: the messages that left it. */
   afterCompaction?(state: SessionState, outcome: { reason: CompactionReason; status: "compacted" | "dropped"; folded: readonly ChatMessage[]; record: CompactionRecord }, scope: CompactionScope): Promise<void>;
+}
+
+export interface FoldInput {
+  context: readonly ChatMessage[];
+  reason: CompactionReason;
+  /** Estimated tokens of the context as a request would send it, and the window it must fit. */
+  tokens: number;
+  contextWindow: number;
+  prepareRequest(context: readonly ChatMessage[]): Pick<ChatRequest, "messages" | "promptCacheKey">;
 }

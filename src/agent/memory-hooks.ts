@@ -19,17 +19,26 @@ export interface MemoryHooksOptions {
   now(): number;
 }
 
+/** The flush instruction and the memory tool's definition, with a margin. */
+const FLUSH_ROOM_TOKENS = 600;
+
 export function createMemoryHooks(options: MemoryHooksOptions): ContextHooks {
   const { service } = options;
   return {
     systemBlock: (state) => systemBlockText(state.memory),
 
-    async beforeFold(state, context, reason, scope, prepareRequest) {
+    async beforeFold(state, fold, scope) {
       const owner = state.memory?.owner;
       if (!owner || options.flushMaxTokens <= 0) return;
+      const { reason } = fold;
+      // A context that leaves no room for the flush step and its answer goes straight to the fold.
+      if (fold.tokens + options.flushMaxTokens + FLUSH_ROOM_TOKENS > fold.contextWindow) {
+        scope.log.info({ tokens: fold.tokens, contextWindow: fold.contextWindow }, "memory-flush-skipped-no-room");
+        return;
+      }
       try {
         await flushMemory({
-          llm: options.llm, service, owner, context, prepareRequest,
+          llm: options.llm, service, owner, context: fold.context, prepareRequest: fold.prepareRequest,
           maxTokens: options.flushMaxTokens, signal: scope.signal, log: scope.log, now: options.now(),
         });
       } catch (error) {

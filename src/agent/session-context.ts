@@ -113,7 +113,12 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
   async function run(state: SessionState, context: ChatMessage[], reason: CompactionReason, scope: CompactionScope, focus?: string) {
     const window = contextWindow(state);
     scope.onCompacting?.();
-    if (reason !== "overflow") await hooks.beforeFold?.(state, context, reason, scope, (current) => prepareRequest(state, current));
+    if (reason !== "overflow" && hooks.beforeFold) {
+      await hooks.beforeFold(state, {
+        context, reason, tokens: countContext(state, context, scope.tools), contextWindow: window,
+        prepareRequest: (current) => prepareRequest(state, current),
+      }, scope);
+    }
     const result = await compact({
       messages: context,
       tools: [...toolsOf(scope.tools)],

@@ -26,6 +26,10 @@ export const readFileTool: Tool = {
 export const isSummarizerRequest = (request: RecordedRequest) =>
   textOf(request.body.messages[0]?.content).startsWith("You compact the context");
 
+/** The silent memory flush before a compaction (src/memory/flush.ts): its last message is the instruction. */
+export const isFlushRequest = (request: RecordedRequest) =>
+  textOf(request.body.messages.at(-1)?.content).startsWith("[Automatic memory flush");
+
 /** Tokens of a request as sent (messages + tools), with the main model's tokenizer. */
 export function requestTokens(request: RecordedRequest, model = "gpt-4o-mini"): number {
   const counter = getTokenCounter(model);

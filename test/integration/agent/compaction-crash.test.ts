@@ -11,7 +11,7 @@ describe("a worker killed during a compaction", () => {
   });
 
   it("leaves a consistent session, and the turn completes once on another worker", async () => {
-    fleet = await startWorkerFleet({ JOB_LOCK_MS: "1500" });
+    fleet = await startWorkerFleet({ JOB_LOCK_MS: "1500", MEMORY_FLUSH_MAX_TOKENS: "0" });
     const { llm, adapter, startWorker } = fleet;
     llm.route(isSummarizerRequest, { text: "## Goal\nPlan the trip." });
     const first = startWorker();
