@@ -122,6 +122,16 @@ export const configSchema = z.object({
   MAX_MESSAGE_CHARS: positiveInt(16_000, "Longer inbound messages are truncated with a notice"),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(30).describe("Messages one user may send per minute; 0 disables the limit"),
 
+  // Pictures, voice notes and files (docs/media.md)
+  LLM_VISION: z.enum(["auto", "on", "off"]).default("auto").describe("Pictures go to the main model as images: auto until the model refuses one (remembered per model), on always, off never (a text placeholder instead)"),
+  VISION_DETAIL: z.enum(["auto", "low", "high"]).default("auto").describe("detail of the image parts sent to the model (low: 85 tokens a picture on OpenAI models)"),
+  TRANSCRIBE_BASE_URL: z.url().optional().describe("OpenAI-compatible endpoint whose /audio/transcriptions transcribes voice notes; unset: LLM_BASE_URL"),
+  TRANSCRIBE_API_KEY: optionalText("Key of the transcription endpoint; unset: the main model's key"),
+  TRANSCRIBE_MODEL: z.string().min(1).default("whisper-1").describe("Transcription model"),
+  MAX_AUDIO_MB: positiveInt(25, "Voice notes and audio files larger than this (MB) are refused before download"),
+  MAX_FILE_MB: positiveInt(20, "Pictures and documents larger than this (MB) are refused before download (Telegram lets bots fetch at most 20)"),
+  MEDIA_TIMEOUT_MS: positiveInt(60_000, "Timeout of one file download, and of one transcription"),
+
   // Telegram
   TELEGRAM_BOT_TOKEN: optionalText("Enables the Telegram adapter"),
   TELEGRAM_API_ROOT: z.url().default("https://api.telegram.org").describe("Bot API root (self-hosted Bot API servers, tests)"),

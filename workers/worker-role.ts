@@ -10,6 +10,8 @@ import { createMemoryHooks } from "../src/agent/memory-hooks.js";
 import { createMemoryTool, MemoryService, MemoryStore } from "../src/memory/index.js";
 import { createRecallTool, currentTimeTool, McpManager, ToolCatalog, type Tool } from "../src/tools/index.js";
 import { createLlmClient, createSummarizer } from "../src/llm/index.js";
+import { MB } from "../src/core/attachments.js";
+import { createMediaEngine, redisVisionMemory } from "../src/media/index.js";
 import type { Logger } from "../src/logger.js";
 import type { Metrics } from "../src/metrics.js";
 import { AccessControl, accessListsFrom } from "../src/gateway/access.js";
@@ -98,8 +100,28 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     logger,
   });
 
+  const transcribeKey = config.TRANSCRIBE_API_KEY ?? mainApiKey(config);
+  const media = createMediaEngine({
+    sources: {
+      ...(config.TELEGRAM_BOT_TOKEN ? { telegram: { token: config.TELEGRAM_BOT_TOKEN, apiRoot: config.TELEGRAM_API_ROOT } } : {}),
+      ...(config.DISCORD_BOT_TOKEN ? { discord: { token: config.DISCORD_BOT_TOKEN, apiRoot: config.DISCORD_API_ROOT } } : {}),
+    },
+    transcription: {
+      baseUrl: config.TRANSCRIBE_BASE_URL ?? config.LLM_BASE_URL,
+      ...(transcribeKey ? { apiKey: transcribeKey } : {}),
+      model: config.TRANSCRIBE_MODEL,
+      timeoutMs: config.MEDIA_TIMEOUT_MS,
+    },
+    limits: { maxAudioBytes: config.MAX_AUDIO_MB * MB, maxFileBytes: config.MAX_FILE_MB * MB, timeoutMs: config.MEDIA_TIMEOUT_MS, maxMessageChars: config.MAX_MESSAGE_CHARS },
+    vision: { mode: config.LLM_VISION, detail: config.VISION_DETAIL, model: config.LLM_MODEL, memory: redisVisionMemory(redis, prefix) },
+    log: logger,
+  });
+
   const engine: TurnEngine = {
-    llm,
+    // Pictures go to the main model through the vision gate (LLM_VISION); the context engine
+    // and the summarizer use the plain client.
+    llm: media.vision.wrap(llm),
+    media,
     tools,
     context: createContextManager({
       llm,

@@ -15,8 +15,15 @@ const PASTE_GAP_MS = 2_000;
 
 type Part = InboundMessage & { receivedAt: number };
 
-/** B continues A: same sender and place, the very next message id, sent right after it. */
+/**
+ * B continues A: same sender and place, the very next message id, sent right after it; or the
+ * next item of the same album (Telegram sends an album's pictures as separate messages).
+ */
 function continues(previous: Part, next: Part): boolean {
+  // An album item's `mayContinue` waits for the rest of its album, not for a paste.
+  if (previous.mediaGroupId !== undefined) {
+    return next.mediaGroupId === previous.mediaGroupId && next.platform === previous.platform && next.chatId === previous.chatId && next.userId === previous.userId;
+  }
   return previous.mayContinue === true &&
     next.platform === previous.platform &&
     next.chatId === previous.chatId &&
@@ -33,13 +40,25 @@ export function joinPasteParts<T extends Part>(batch: readonly T[]): T[] {
   for (const entry of batch) {
     const previous = joined[joined.length - 1];
     if (previous && last && continues(last, entry)) {
-      joined[joined.length - 1] = { ...previous, text: `${previous.text}\n${entry.text}` };
+      joined[joined.length - 1] = joinTwo(previous, entry);
     } else {
       joined.push(entry);
     }
     last = entry;
   }
   return joined;
+}
+
+function joinTwo<T extends Part>(previous: T, entry: T): T {
+  const text = [previous.text, entry.text].filter((part) => part !== "").join("\n");
+  const attachments = [...(previous.attachments ?? []), ...(entry.attachments ?? [])];
+  const attachmentText = [previous.attachmentText, entry.attachmentText].filter((part) => part !== undefined && part !== "").join("\n");
+  return {
+    ...previous,
+    text,
+    ...(attachments.length > 0 ? { attachments } : {}),
+    ...(attachmentText !== "" ? { attachmentText } : {}),
+  };
 }
 
 /** How long to wait before answering, for the rest of a paste whose newest part just arrived. */

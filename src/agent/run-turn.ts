@@ -23,7 +23,7 @@ export interface RunTurnInput {
   /** Steps already taken by this turn before a pause for approval (the loop goes on from there). */
   stepsTaken?: number;
   /** Turns the live context into the request (prompt caching lives there). */
-  prepareRequest: (context: readonly ChatMessage[]) => Pick<ChatRequest, "messages" | "promptCacheKey">;
+  prepareRequest: (context: readonly ChatMessage[]) => Pick<ChatRequest, "messages" | "promptCacheKey"> | Promise<Pick<ChatRequest, "messages" | "promptCacheKey">>;
   /** Between steps: in-loop compaction. Returns the context the next step uses. */
   beforeStep?: (context: ChatMessage[], step: number) => Promise<ChatMessage[]>;
   /** On a context-overflow error: a forced compaction. `undefined` when nothing could be done. */
@@ -81,7 +81,7 @@ export async function runTurn(input: RunTurnInput): Promise<RunTurnResult> {
       const onText = input.preview?.text;
       result = await input.llm.complete({
         ...(onText ? { onText } : {}),
-        ...input.prepareRequest(context),
+        ...(await input.prepareRequest(context)),
         ...(finalStep || definitions.length === 0 ? {} : { tools: definitions }),
         maxTokens: input.maxOutputTokens,
         signal: input.signal,

@@ -153,6 +153,9 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       const saved = Math.max(0, record.tokensBefore - record.tokensAfter);
       state.stats.compactionTokensSaved += saved;
       options.metrics?.compactionTokensSaved.inc(saved);
+      // Pictures the model has answered about leave the live context (their placeholder and the
+      // model's words about them stay): an image part costs hundreds of tokens every request.
+      result.messages = dropAnsweredImages(result.messages);
       const known = new Set(context.map((message) => message.id));
       scope.addToTranscript(result.messages.filter((message) => !known.has(message.id)));
       rememberSystemNote(state, result.messages);
@@ -257,6 +260,20 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       return notices;
     },
   };
+}
+
+/** Copies of user messages whose inline pictures were already answered, with the pictures no longer inline. */
+export function dropAnsweredImages(messages: ChatMessage[]): ChatMessage[] {
+  let answered = false;
+  const result = [...messages];
+  for (let index = result.length - 1; index >= 0; index--) {
+    const message = result[index]!;
+    if (message.role === "assistant") answered = true;
+    if (!answered || message.role !== "user" || !message.attachments?.some((attachment) => attachment.inline)) continue;
+    const { tokens: _cached, ...rest } = message;
+    result[index] = { ...rest, attachments: message.attachments.map((attachment) => (attachment.inline ? { ...attachment, inline: false } : attachment)) };
+  }
+  return result;
 }
 
 /** Keeps the one-time compaction note on the system prompt across a system-prompt change. */

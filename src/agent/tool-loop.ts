@@ -53,7 +53,11 @@ export function runLoop(run: TurnRun, context: ChatMessage[], tools: ToolRegistr
     signal: input.signal,
     stepsTaken,
     ...(input.preview?.current !== undefined ? { preview: input.preview } : {}),
-    prepareRequest: (current) => engine.context.prepareRequest(state, current),
+    prepareRequest: async (current) => {
+      const prepared = engine.context.prepareRequest(state, current);
+      if (!engine.media) return prepared;
+      return { ...prepared, messages: await engine.media.addImages(prepared.messages, current, { log: input.log, signal: input.signal }) };
+    },
     // Before every step, the first included: a plain chat without tool calls must compact at
     // the threshold too, not only at the hygiene limit.
     beforeStep: (current) => engine.context.beforeStep(state, current, toolsScope),

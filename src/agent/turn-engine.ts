@@ -15,6 +15,7 @@ import { finishLoop, runLoop } from "./tool-loop.js";
 import type { ScheduleService } from "../schedule/index.js";
 import type { TurnPreview } from "./preview.js";
 import type { MemoryService } from "../memory/index.js";
+import type { MediaEngine } from "../media/index.js";
 
 /** Full originals of capped tool outputs, per conversation (`sessionId`). */
 export interface ToolOutputStorage {
@@ -51,6 +52,8 @@ export interface TurnEngine {
   schedule?: ScheduleService;
   /** Long-term memory and pins (src/memory); absent: none. */
   memory?: MemoryService;
+  /** Pictures, voice notes and files (src/media); absent: attachments stay placeholders. */
+  media?: MediaEngine;
 }
 
 /**
@@ -138,6 +141,7 @@ export function toUserMessages(entries: readonly InboxEntry[], newId: () => stri
     at: entry.sentAt,
     role: "user",
     content: userMessageText(entry),
+    ...(entry.attachments?.length ? { attachments: entry.attachments } : {}),
   }));
 }
 
@@ -157,7 +161,8 @@ export function userMessageText(entry: InboundMessage): string {
     const quoted = shown.split("\n").map((line) => `> ${line}`).join("\n");
     lines.push(`[in reply to ${author}${quote ? " (quoting part of it)" : ""}:]\n${quoted}`);
   }
-  lines.push(entry.text);
+  if (entry.attachmentText) lines.push(entry.attachmentText);
+  if (entry.text !== "" || !entry.attachmentText) lines.push(entry.text);
   const body = lines.join("\n");
   return entry.chatType === "group" ? `${entry.userName}: ${body}` : body;
 }
@@ -206,7 +211,22 @@ async function runSegments(engine: TurnEngine, input: SegmentsInput, progress: S
   // any later turn if that job was lost).
   await expireApproval(run);
 
-  const segments = segmentBatch(input.batch);
+  // Voice notes become text (a spoken command is a command), files text, pictures references.
+  let batch = input.batch;
+  const mediaNotices: Array<{ entry: InboxEntry; text: string }> = [];
+  if (engine.media) {
+    const sessionId = run.state.sessionId;
+    const resolved = await engine.media.resolve(batch, {
+      signal: input.signal,
+      log: input.log,
+      saveText: (id, text) => engine.toolOutputs.save(input.sessionKey, sessionId, id, text),
+    });
+    batch = resolved.entries;
+    mediaNotices.push(...resolved.notices);
+  }
+  for (const notice of mediaNotices) addReply(run, notice.text, "notice", answering(run, [notice.entry]));
+
+  const segments = segmentBatch(batch);
   for (const [index, segment] of segments.entries()) {
     if (index > 0) {
       // What the batch did so far stays done if this segment fails (a /new before a failed chat).
@@ -287,10 +307,24 @@ async function runSegments(engine: TurnEngine, input: SegmentsInput, progress: S
       ...(origin ? { origin } : {}),
       ...(hygiene.notice ? { notices: [hygiene.notice] } : {}),
     });
+    // What the model said about the pictures it was shown: kept with them for summaries and recall.
+    if (engine.media && result.stoppedBy !== "approval" && (await engine.media.vision.enabled())) describePictures(userMessages, result.reply);
   }
 
   run.state.updatedAt = engine.now();
   return resultOf(run, archivedSessionId, false);
+}
+
+/** Longest description kept with a picture (the model's answer when it was shown). */
+const DESCRIPTION_MAX_CHARS = 1_000;
+
+function describePictures(messages: readonly UserMessage[], reply: string): void {
+  const description = reply.length > DESCRIPTION_MAX_CHARS ? `${reply.slice(0, DESCRIPTION_MAX_CHARS)}…` : reply;
+  for (const message of messages) {
+    for (const attachment of message.attachments ?? []) {
+      if (attachment.kind === "image" && attachment.inline && attachment.problem === undefined) attachment.description = description;
+    }
+  }
 }
 
 /** What a run has produced; `snapshot` copies it, so the run can go on without changing it. */

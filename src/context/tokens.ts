@@ -16,6 +16,7 @@
  */
 import { createRequire } from "node:module";
 import type { ChatMessage, ToolDefinition } from "../core/messages.js";
+import { attachmentTokens } from "./image-tokens.js";
 
 export type EncodingName = "o200k_base" | "cl100k_base";
 
@@ -68,6 +69,8 @@ export function createTokenCounter(encoding: string, countTextTokens: (text: str
       // The calls travel as JSON (ids, names, argument strings); count them as such.
       count += countText(JSON.stringify(message.tool_calls));
     }
+    // Pictures sent as image parts (image-tokens.ts).
+    count += attachmentTokens(message);
     // The cache is the only field the engine ever writes on a message it does not own.
     message.tokens = { encoding, count };
     return count;

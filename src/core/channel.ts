@@ -4,6 +4,8 @@
  * without depending on `adapters/` (the only code that imports grammy or discord.js).
  */
 
+import type { Attachment } from "./attachments.js";
+
 export type Platform = "telegram" | "discord" | "console";
 
 /** Where a reply goes back to: enough for the gateway to send without any other lookup. */
@@ -65,6 +67,15 @@ export interface InboundMessage {
    * delivered as it is, without an LLM call; a `task` is an ordinary agent turn.
    */
   scheduled?: ScheduledOrigin;
+  /** Pictures, voice notes and files sent with the message: references, never bytes (src/media). */
+  attachments?: Attachment[];
+  /**
+   * Set by the worker (src/media), never by adapters: what it read from the attachments
+   * (placeholders, extracted text) for the model, ahead of `text`.
+   */
+  attachmentText?: string;
+  /** Telegram album (media_group_id): its items are answered as one message. */
+  mediaGroupId?: string;
 }
 
 export interface ScheduledOrigin {

@@ -7,3 +7,4 @@ export * from "./llm.js";
 export * from "./messages.js";
 export * from "./tools.js";
 export * from "./memory.js";
+export * from "./attachments.js";

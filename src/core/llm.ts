@@ -7,8 +7,18 @@ export interface TextPart {
   cache_control?: { type: "ephemeral" };
 }
 
-/** A message as it goes on the wire: `ApiMessage`, whose content may be split into parts for caching. */
-export type WireMessage = ApiMessage | (Omit<ApiMessage, "content"> & { content: TextPart[] });
+/** An image for a vision model: a data URL (never a platform URL with a token in it). */
+export interface ImagePart {
+  type: "image_url";
+  image_url: { url: string; detail?: "auto" | "low" | "high" };
+  cache_control?: { type: "ephemeral" };
+}
+
+/**
+ * A message as it goes on the wire: `ApiMessage`, whose content may be split into parts for
+ * caching, and a user message's into text and image parts (src/media/vision.ts).
+ */
+export type WireMessage = ApiMessage | (Omit<ApiMessage, "content"> & { content: TextPart[] }) | { role: "user"; content: Array<TextPart | ImagePart> };
 
 export interface TokenUsage {
   promptTokens: number;

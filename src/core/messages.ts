@@ -4,6 +4,8 @@
  * metadata), plus a little bookkeeping every message carries for its whole life.
  */
 
+import type { Attachment } from "./attachments.js";
+
 export interface ToolCall {
   id: string;
   type: "function";
@@ -34,7 +36,8 @@ export interface MessageMeta {
 }
 
 export type SystemMessage = MessageMeta & { role: "system"; content: string };
-export type UserMessage = MessageMeta & { role: "user"; content: string };
+/** `content` holds the text and a placeholder per attachment; `attachments` the references (images are re-fetched per request). */
+export type UserMessage = MessageMeta & { role: "user"; content: string; attachments?: Attachment[] };
 export type AssistantMessage = MessageMeta & {
   role: "assistant";
   content: string | null;

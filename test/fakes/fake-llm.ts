@@ -32,6 +32,16 @@
  * `data: [DONE]`. `tokensPerSecond` (per reply, or `fake.setStreamRate`) paces the chunks;
  * `dropAfterTokens` destroys the connection after that many text chunks, mid-answer.
  *
+ * Content parts: `image_url` parts must carry a data URL of a PNG/JPEG/GIF/WEBP (checked by its
+ * magic bytes) and a valid `detail`, else 400 as OpenAI answers. `options.vision: false` (or
+ * `fake.setVision(false)`) makes it a text-only model: any image part is refused with OpenAI's
+ * own words for that ("Invalid content type. image_url is only supported by certain models.").
+ * `imagePartsOf(request)` lists the images a request carried.
+ *
+ * POST /v1/audio/transcriptions parses multipart/form-data like OpenAI (`file` and `model`
+ * required, 25 MB at most: 413 above), records it in `fake.transcriptions`, and answers
+ * `{ text }` from `fake.setTranscriber(handler)` (unset: OpenAI's 400 for unreadable audio).
+ *
  * GET /v1/models lists `options.models` (default: gpt-4o-mini) in OpenAI's shape. With
  * `options.apiKey`, every route answers 401 as OpenAI does unless `Authorization: Bearer <key>`
  * matches (such requests are not recorded).
@@ -98,9 +108,24 @@ export type FakeResponse = string | FakeReply | FakeHttpError | { hang: true };
 export type FakeHandler = (request: RecordedRequest) => FakeResponse | Promise<FakeResponse>;
 export type RequestPredicate = (request: RecordedRequest) => boolean;
 
+export interface RecordedTranscription {
+  model: string;
+  fileName: string;
+  contentType: string;
+  bytes: Buffer;
+  headers: IncomingHttpHeaders;
+}
+
+/** Answers a transcription: the text, or an HTTP error. */
+export type FakeTranscriber = (file: RecordedTranscription) => string | FakeHttpError | Promise<string | FakeHttpError>;
+
 export interface FakeLlm {
   readonly url: string;
   readonly requests: RecordedRequest[];
+  readonly transcriptions: RecordedTranscription[];
+  setTranscriber(handler: FakeTranscriber): void;
+  /** false: a text-only model that refuses image parts. */
+  setVision(supported: boolean): void;
   enqueue(...responses: FakeResponse[]): void;
   setHandler(handler: FakeHandler): void;
   /** Returns a function that removes the route. */
@@ -128,6 +153,35 @@ export const systemText = (request: RecordedRequest): string =>
 
 export const bySystemPrompt = (pattern: RegExp | string): RequestPredicate => (request) =>
   typeof pattern === "string" ? systemText(request).includes(pattern) : pattern.test(systemText(request));
+
+/** The image parts of every message of a request, in order. */
+export const imagePartsOf = (request: RecordedRequest): Array<{ url: string; detail?: string }> =>
+  request.body.messages.flatMap((message) =>
+    Array.isArray(message.content)
+      ? (message.content as Array<{ type?: string; image_url?: { url: string; detail?: string } }>).filter((part) => part.type === "image_url" && part.image_url).map((part) => part.image_url!)
+      : []);
+
+/** OpenAI's refusal of image parts by a model without vision. */
+export const NO_VISION_ERROR = "Invalid content type. image_url is only supported by certain models.";
+
+/** What OpenAI checks in an image part; the refusal, or undefined when it is acceptable. */
+function imagePartProblem(part: { image_url?: { url?: unknown; detail?: unknown } }): string | undefined {
+  const url = part.image_url?.url;
+  const detail = part.image_url?.detail;
+  if (detail !== undefined && detail !== "auto" && detail !== "low" && detail !== "high") return `Invalid value: '${String(detail)}'. Supported values are: 'low', 'high', and 'auto'.`;
+  if (typeof url !== "string") return "Missing required parameter: 'messages[].content[].image_url.url'.";
+  const match = /^data:(image\/(?:png|jpeg|gif|webp));base64,([A-Za-z0-9+/=]+)$/.exec(url);
+  if (!match) return "Invalid image URL: expected a base64-encoded data URL with an image MIME type (e.g. 'data:image/png;base64,...').";
+  const bytes = Buffer.from(match[2]!, "base64");
+  const magic: Record<string, (b: Buffer) => boolean> = {
+    "image/png": (b) => b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])),
+    "image/jpeg": (b) => b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff,
+    "image/gif": (b) => b.subarray(0, 4).toString("latin1") === "GIF8",
+    "image/webp": (b) => b.subarray(0, 4).toString("latin1") === "RIFF" && b.subarray(8, 12).toString("latin1") === "WEBP",
+  };
+  if (!magic[match[1]!]!(bytes)) return "You uploaded an unsupported image. Please make sure your image is valid.";
+  return undefined;
+}
 
 export const echo: FakeHandler = (request) => ({ text: `echo: ${lastUserText(request)}` });
 
@@ -210,7 +264,9 @@ function completionBody(reply: FakeReply, request: RecordedRequest): unknown {
     // Like a real server, the prompt includes the tool definitions and each message's framing.
     const promptChars = request.body.messages.reduce((sum, message) => sum + textOf(message.content).length + 16, 0) +
       JSON.stringify(request.body.tools ?? []).length;
-    const prompt = reply.usage?.prompt_tokens ?? estimateTokens(promptChars);
+    // A picture costs what a 1024×1024 one does on OpenAI at high detail (85 at low).
+    const imageTokens = imagePartsOf(request).reduce((sum, part) => sum + (part.detail === "low" ? 85 : 765), 0);
+    const prompt = reply.usage?.prompt_tokens ?? estimateTokens(promptChars) + imageTokens;
     const completion = reply.usage?.completion_tokens ?? estimateTokens((content ?? JSON.stringify(toolCalls)).length);
     usage = { ...reply.usage, prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
   }
@@ -296,7 +352,12 @@ export interface FakeLlmOptions {
   apiKey?: string;
   /** What GET /v1/models lists. @defaultValue ["gpt-4o-mini"] */
   models?: readonly string[];
+  /** false: a text-only model (image parts refused). @defaultValue true */
+  vision?: boolean;
 }
+
+/** OpenAI's limit on an uploaded audio file. */
+export const TRANSCRIPTION_MAX_BYTES = 25 * 1024 * 1024;
 
 export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLlm> {
   const requests: RecordedRequest[] = [];
@@ -304,6 +365,32 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
   const routes: Array<{ predicate: RequestPredicate; handler: FakeHandler | FakeResponse }> = [];
   const waiters = new Set<() => void>();
   let fallback: FakeHandler = echo;
+  let vision = options.vision ?? true;
+  const transcriptions: RecordedTranscription[] = [];
+  let transcriber: FakeTranscriber | undefined;
+
+  const transcribe = async (raw: Buffer, headers: IncomingHttpHeaders, response: ServerResponse): Promise<void> => {
+    if (raw.length > TRANSCRIPTION_MAX_BYTES + 64 * 1024) {
+      return send(response, 413, { error: { message: `Maximum content size limit (${TRANSCRIPTION_MAX_BYTES}) exceeded (${raw.length} bytes read)`, type: "server_error", param: null, code: null } });
+    }
+    let form: FormData;
+    try {
+      // undici's multipart parser: independent of the client's encoder.
+      form = await new Response(raw, { headers: { "content-type": String(headers["content-type"] ?? "") } }).formData();
+    } catch {
+      const refusal = httpError.badRequest("Could not parse multipart form");
+      return send(response, refusal.status, refusal.body);
+    }
+    const file = form.get("file");
+    const model = form.get("model");
+    if (typeof model !== "string" || model === "") return send(response, 400, httpError.badRequest("you must provide a model parameter", "model").body);
+    if (file === null || typeof file === "string") return send(response, 400, httpError.badRequest("Missing required parameter: 'file'.", "file").body);
+    const recorded: RecordedTranscription = { model, fileName: file.name, contentType: file.type, bytes: Buffer.from(await file.arrayBuffer()), headers };
+    transcriptions.push(recorded);
+    const answer = transcriber ? await transcriber(recorded) : httpError.badRequest("Audio file might be corrupted or unsupported", "file");
+    if (typeof answer === "string") return send(response, 200, { text: answer });
+    return send(response, answer.status, answer.body ?? "", answer.headers);
+  };
   let gate: Promise<void> | undefined;
   let streamRate = 0;
   const streamedChunks = new Map<number, number>();
@@ -323,6 +410,15 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
     const gone = new Promise<void>((resolve) => response.on("close", () => resolve(void (closed = true))));
     if (gate) await Promise.race([gate, gone]);
     if (closed) return;
+    const imageParts = request.body.messages.flatMap((message) => (Array.isArray(message.content) ? message.content : []) as Array<{ type?: string; image_url?: { url?: unknown; detail?: unknown } }>)
+      .filter((part) => part.type === "image_url");
+    if (imageParts.length > 0) {
+      const problem = vision ? imageParts.map(imagePartProblem).find((found) => found !== undefined) : NO_VISION_ERROR;
+      if (problem) {
+        const refusal = httpError.badRequest(problem, "messages");
+        return send(response, refusal.status, refusal.body);
+      }
+    }
     const picked = await pick(request);
     if (typeof picked === "object" && "hang" in picked) return;
     const reply: FakeReply | FakeHttpError = typeof picked === "string" ? { text: picked } : picked;
@@ -353,6 +449,12 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
         const data = (options.models ?? ["gpt-4o-mini"]).map((id) => ({ id, object: "model", created: 1_700_000_000, owned_by: "fake" }));
         return send(response, 200, { object: "list", data });
       }
+      if (incoming.method === "POST" && incoming.url === "/v1/audio/transcriptions") {
+        transcribe(Buffer.concat(chunks), incoming.headers, response).catch((error: unknown) => {
+          if (!response.headersSent) send(response, 500, { error: { message: `fake LLM: ${String(error)}`, type: "server_error", param: null, code: null } });
+        });
+        return;
+      }
       if (incoming.method !== "POST" || incoming.url !== "/v1/chat/completions") {
         return send(response, 404, { error: { message: `no route ${incoming.method} ${incoming.url}`, type: "invalid_request_error", param: null, code: null } });
       }
@@ -367,6 +469,9 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
+    transcriptions,
+    setTranscriber: (handler) => void (transcriber = handler),
+    setVision: (supported) => void (vision = supported),
     enqueue: (...responses) => void queue.push(...responses),
     setHandler: (handler) => void (fallback = handler),
     route(predicate, handler) {

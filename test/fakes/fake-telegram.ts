@@ -48,6 +48,9 @@ export interface RateLimits {
   globalPerSecond: number;
 }
 
+/** Bots may download files up to 20 MB (getFile refuses larger ones). */
+export const TELEGRAM_DOWNLOAD_LIMIT = 20 * 1024 * 1024;
+
 export const FAKE_TOKEN = "123456789:TEST-token_for-fake-telegram";
 
 export const FAKE_BOT: UserFromGetMe = {
@@ -215,6 +218,9 @@ export class FakeTelegram {
     this.files.set(fileId, { path, content: Buffer.from(content) });
   }
 
+  /** Downloads of the file route so far (`/file/bot<token>/<path>`), by path. */
+  readonly downloads: string[] = [];
+
   /** Telegram's last failed attempt to reach the webhook, as getWebhookInfo reports it. */
   failWebhookDelivery(message: string, at = Date.now()): void {
     this.webhook.lastErrorDate = Math.floor(at / 1000);
@@ -284,6 +290,7 @@ export class FakeTelegram {
     if (download) {
       const file = [...this.files.values()].find((candidate) => candidate.path === download[2]);
       if (download[1] !== this.token || !file) return fail({ error_code: 404, description: "Not Found" });
+      this.downloads.push(download[2] ?? "");
       response.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(file.content.length) });
       response.end(file.content);
       return;
@@ -351,6 +358,8 @@ export class FakeTelegram {
       case "getFile": {
         const file = this.files.get(String(payload.file_id));
         if (!file) return fail({ error_code: 400, description: "Bad Request: invalid file_id" });
+        // The cloud Bot API lets bots download files up to 20 MB and refuses getFile above.
+        if (file.content.length > TELEGRAM_DOWNLOAD_LIMIT) return fail({ error_code: 400, description: "Bad Request: file is too big" });
         return ok({ file_id: payload.file_id, file_unique_id: `u${String(payload.file_id)}`, file_size: file.content.length, file_path: file.path });
       }
       case "sendChatAction":

@@ -26,6 +26,16 @@ class BoundedMap<V> {
 export class IntakeMemory {
   private readonly albums = new BoundedMap<true>(1_000);
   private readonly pastes = new BoundedMap<{ messageId: number; date: number }>(1_000);
+  private readonly takenAlbums = new BoundedMap<true>(1_000);
+
+  /** Remembers an album one of whose items was taken (addressed the bot): its other items follow it. */
+  rememberAlbum(mediaGroupId: string | undefined): void {
+    if (mediaGroupId !== undefined) this.takenAlbums.set(mediaGroupId, true);
+  }
+
+  continuesAlbum(mediaGroupId: string): boolean {
+    return this.takenAlbums.get(mediaGroupId) === true;
+  }
 
   /** True for the first item of an album this process sees (or for a message outside any album). */
   firstOfAlbum(mediaGroupId: string | undefined): boolean {

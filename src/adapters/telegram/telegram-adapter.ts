@@ -285,6 +285,7 @@ export class TelegramAdapter implements ChannelAdapter {
         bot: { id: me.id, username: me.username },
         maxMessageChars: this.options.maxMessageChars,
         continuesPaste: (message) => this.memory.continuesPaste(message),
+        continuesAlbum: (mediaGroupId) => this.memory.continuesAlbum(mediaGroupId),
       });
     } catch (error) {
       // An update shaped unlike the Bot API's: skipped, not failed. Failing would make Telegram
@@ -316,6 +317,7 @@ export class TelegramAdapter implements ChannelAdapter {
         return;
       case "message": {
         this.memory.firstOfAlbum(intake.mediaGroupId);
+        if (intake.message.attachments) this.memory.rememberAlbum(intake.mediaGroupId);
         const result = await this.submit(intake.message, intake.target);
         if (result === undefined) return;
         this.logger.debug({ sessionKey: intake.message.sessionKey, messageId: intake.message.messageId, status: result.status }, "telegram message submitted");

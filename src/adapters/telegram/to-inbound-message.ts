@@ -6,6 +6,7 @@
 import type { Message, MessageEntity, Update } from "grammy/types";
 import type { InboundMessage, ReplyTarget } from "../channel-adapter.js";
 import { forwardedFromOf, mediaLabelOf, replyContextOf, speakerOf } from "./reply-context.js";
+import { telegramAttachments } from "./attachments.js";
 
 export interface BotIdentity {
   id: number;
@@ -22,6 +23,8 @@ export interface IntakeOptions {
    * bot (the adapter remembers recent long messages; see PASTE_PART_MIN_CHARS).
    */
   continuesPaste?: (message: Message) => boolean;
+  /** Whether an album item belongs to an album whose other item addressed the bot (groups). */
+  continuesAlbum?: (mediaGroupId: string) => boolean;
 }
 
 export type Intake =
@@ -65,7 +68,7 @@ export function greetingText(botUsername: string): string {
 }
 
 export function unsupportedMediaText(label: string): string {
-  return `Sorry, I can only read text for now, so I can't open this ${label}. Please send your question as a text message (captions on photos and files are read).`;
+  return `Sorry, I can't open this ${label}. I read text, pictures, voice messages and files; please send your question as one of those (captions are read too).`;
 }
 
 export function truncationNoticeText(originalLength: number, maxMessageChars: number): string {
@@ -100,8 +103,10 @@ export function toInboundMessage(update: Update, options: IntakeOptions): Intake
 
   const rawText = message.text ?? message.caption ?? "";
   const entities = (message.text !== undefined ? message.entities : message.caption_entities) ?? [];
-  const media = mediaLabelOf(message);
-  if (rawText === "" && media === undefined) return { kind: "ignore", reason: "service message" };
+  const attachments = telegramAttachments(message);
+  // Media we take as attachments need no label; the rest (video, stickers, …) is named.
+  const media = attachments.length > 0 ? undefined : mediaLabelOf(message);
+  if (rawText === "" && media === undefined && attachments.length === 0) return { kind: "ignore", reason: "service message" };
 
   const username = options.bot.username.toLowerCase();
   const command = leadingCommand(rawText, entities);
@@ -119,7 +124,8 @@ export function toInboundMessage(update: Update, options: IntakeOptions): Intake
       reply.forum_topic_created === undefined &&
       !(message.is_topic_message === true && reply.message_id === message.message_thread_id);
     const commandForUs = command !== undefined && (command.target === username || OUR_COMMANDS.has(command.name));
-    const continuation = !mentioned && !repliedToBot && !commandForUs && options.continuesPaste?.(message) === true;
+    const continuation = !mentioned && !repliedToBot && !commandForUs &&
+      (options.continuesPaste?.(message) === true || (message.media_group_id !== undefined && options.continuesAlbum?.(message.media_group_id) === true));
     if (!mentioned && !repliedToBot && !commandForUs && !continuation) return { kind: "ignore", reason: "group message not addressed to the bot" };
   }
 
@@ -137,10 +143,10 @@ export function toInboundMessage(update: Update, options: IntakeOptions): Intake
   const album = mediaGroupId === undefined ? {} : { mediaGroupId };
   const startPayload = command?.name === "start" ? rawText.slice(command.length).trim() : undefined;
   if (startPayload === "") return { kind: "answer-directly", reason: "start", target, text: greetingText(options.bot.username) };
-  if (rawText.trim() === "") return { kind: "answer-directly", reason: "unsupported-media", target, text: unsupportedMediaText(media ?? "message"), ...album };
+  if (rawText.trim() === "" && attachments.length === 0) return { kind: "answer-directly", reason: "unsupported-media", target, text: unsupportedMediaText(media ?? "message"), ...album };
 
   // A deep link (t.me/bot?start=<payload>) is passed on: the payload is what the link asked for.
-  let text = startPayload === undefined ? stripAddress(rawText, entities, username) : `[opened me from a link with the start parameter "${startPayload}"]`;
+  let text = startPayload === undefined ? (rawText.trim() === "" ? "" : stripAddress(rawText, entities, username)) : `[opened me from a link with the start parameter "${startPayload}"]`;
   if (media !== undefined) text = `[${media}] ${text}`;
   let truncatedFrom: number | undefined;
   if (text.length > options.maxMessageChars) {
@@ -161,7 +167,10 @@ export function toInboundMessage(update: Update, options: IntakeOptions): Intake
     sentAt: message.date * 1000,
     ...optional("replyTo", replyContextOf(message, options.bot.id)),
     ...optional("forwardedFrom", forwardedFromOf(message)),
-    ...(rawText.length >= PASTE_PART_MIN_CHARS && media === undefined ? { mayContinue: true } : {}),
+    ...(rawText.length >= PASTE_PART_MIN_CHARS && media === undefined && attachments.length === 0 ? { mayContinue: true } : {}),
+    ...(attachments.length > 0 ? { attachments } : {}),
+    // The items of an album arrive as separate messages, back to back: the worker joins them.
+    ...(attachments.length > 0 && mediaGroupId !== undefined ? { mediaGroupId, mayContinue: true } : {}),
   };
   return { kind: "message", message: message_, target, ...(truncatedFrom === undefined ? {} : { truncatedFrom }), ...album };
 }

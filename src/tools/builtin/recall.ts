@@ -1,3 +1,4 @@
+import type { Attachment } from "../../core/attachments.js";
 import type { ChatMessage } from "../../core/messages.js";
 import type { Tool, ToolContext } from "../registry.js";
 
@@ -64,11 +65,30 @@ async function readById(id: string, offset: number, length: number, context: Too
 }
 
 function textOf(message: ChatMessage): string {
+  if (message.role === "user" && message.attachments?.length) {
+    // The references behind the placeholders, and what the model said a picture showed.
+    const notes = message.attachments.map((attachment) => {
+      const facts = [`${attachment.label} ${attachment.name}`, attachment.mimeType, attachment.size === undefined ? undefined : `${attachment.size} bytes`, attachment.sha256 ? `sha256 ${attachment.sha256}` : undefined, `source ${sourceOf(attachment)}`];
+      const lines = [`[attachment: ${facts.filter(Boolean).join(", ")}]`];
+      if (attachment.description) lines.push(`[described when shown: ${attachment.description}]`);
+      if (attachment.outputId) lines.push(`[its whole text: recall with id "${attachment.outputId}"]`);
+      return lines.join("\n");
+    });
+    return `${message.content}\n${notes.join("\n")}`;
+  }
   if (message.role === "assistant" && message.tool_calls?.length) {
     const calls = message.tool_calls.map((call) => `${call.function.name}(${call.function.arguments})`).join(", ");
     return `${message.content ?? ""} [tool calls: ${calls}]`.trim();
   }
   return message.content ?? "";
+}
+
+function sourceOf(attachment: Attachment): string {
+  const source = attachment.source;
+  // Only ids: a Telegram file URL would carry the bot token.
+  if (source.platform === "telegram") return `telegram file ${source.fileId}`;
+  if (source.platform === "discord") return `discord message ${source.messageId} attachment ${source.attachmentId}`;
+  return source.url;
 }
 
 function page(id: string, what: string, chunk: string, offset: number, total: number): string {

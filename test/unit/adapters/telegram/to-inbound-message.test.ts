@@ -86,19 +86,42 @@ describe("toInboundMessage", () => {
     expect(target.threadId).toBeUndefined();
   });
 
-  it("reads a caption as text and says what was attached", () => {
-    expect(submitted(toInboundMessage(fixture("photo-with-caption"), options)).message.text).toBe("[photo] what is wrong with this stack trace?");
-    expect(submitted(toInboundMessage(fixture("document-with-caption"), options)).message.text).toBe("[file] see page 3");
+  it("reads a caption as text and takes the photo or file as an attachment reference (no bytes)", () => {
+    const photo = submitted(toInboundMessage(fixture("photo-with-caption"), options)).message;
+    expect(photo.text).toBe("what is wrong with this stack trace?");
+    expect(photo.attachments).toEqual([expect.objectContaining({ kind: "image", label: "photo", inline: true, source: expect.objectContaining({ platform: "telegram" }) })]);
+    const document = submitted(toInboundMessage(fixture("document-with-caption"), options)).message;
+    expect(document.text).toBe("see page 3");
+    expect(document.attachments).toEqual([{
+      kind: "document", label: "file", name: "report.pdf", mimeType: "application/pdf", size: 204800,
+      source: { platform: "telegram", fileId: "BQACAgIAAxkBAAIBtmZ-doc", fileUniqueId: "AgADdoc" },
+    }]);
   });
 
   it.each([
-    ["photo-no-caption", "photo"],
-    ["voice", "voice message"],
-    ["sticker", "sticker"],
-  ])("answers %s with a polite note naming the %s", (name, label) => {
-    const intake = toInboundMessage(fixture(name), options);
+    ["photo-no-caption", "image"],
+    ["voice", "audio"],
+  ])("takes %s without a caption as a message with an empty text and one %s attachment", (name, kind) => {
+    const { message } = submitted(toInboundMessage(fixture(name), options));
+    expect(message.text).toBe("");
+    expect(message.attachments).toEqual([expect.objectContaining({ kind })]);
+  });
+
+  it("answers a sticker with a polite note naming it", () => {
+    const intake = toInboundMessage(fixture("sticker"), options);
     expect(intake).toMatchObject({ kind: "answer-directly", reason: "unsupported-media", target: { chatId: "5012345678" } });
-    expect(intake.kind === "answer-directly" && intake.text).toContain(`this ${label}`);
+    expect(intake.kind === "answer-directly" && intake.text).toContain("this sticker");
+  });
+
+  it("marks album items so the worker joins them, and takes an uncaptioned group album item when its album addressed the bot", () => {
+    const update = fixture("photo-no-caption");
+    const item = { ...update, message: { ...update.message!, media_group_id: "album-1" } } as Update;
+    const { message } = submitted(toInboundMessage(item, options));
+    expect(message).toMatchObject({ mediaGroupId: "album-1", mayContinue: true });
+    const group = { id: -1001987654321, type: "supergroup" as const, title: "G" };
+    const inGroup = { ...item, message: { ...item.message!, chat: group } } as Update;
+    expect(toInboundMessage(inGroup, options)).toMatchObject({ kind: "ignore" });
+    expect(toInboundMessage(inGroup, { ...options, continuesAlbum: (id) => id === "album-1" })).toMatchObject({ kind: "message" });
   });
 
   it("answers /start directly with a greeting that names the bot", () => {

@@ -1,0 +1,58 @@
+/**
+ * Pictures, voice notes and files (issue #14, docs/media.md): one object per worker process that
+ * resolves a batch's attachments before the turn and adds image parts to each request.
+ */
+import type { WireMessage } from "../core/llm.js";
+import type { ChatMessage } from "../core/messages.js";
+import type { InboundMessage } from "../core/channel.js";
+import type { Logger } from "../logger.js";
+import { ImageCache, withImageParts } from "./images.js";
+import { createMediaResolver, type MediaLimits, type Resolved, type ResolveScope } from "./resolve.js";
+import { createMediaFetcher, type MediaSourceOptions } from "./sources.js";
+import { createTranscriber, type TranscriberOptions } from "./transcribe.js";
+import { createVisionGate, type VisionMemory, type VisionMode, type VisionGate } from "./vision.js";
+
+export { createMediaFetcher, type MediaFetcher } from "./sources.js";
+export { createTranscriber, TranscriptionError } from "./transcribe.js";
+export { isVisionRefusal, redisVisionMemory, type VisionMemory } from "./vision.js";
+export { imageFormat, ImageCache } from "./images.js";
+export type { ResolveScope, Resolved } from "./resolve.js";
+
+export interface MediaEngine {
+  resolve<T extends InboundMessage>(entries: readonly T[], scope: ResolveScope): Promise<Resolved<T>>;
+  /** The prepared request with the context's inline pictures as image parts, when the model sees pictures. */
+  addImages(messages: readonly WireMessage[], context: readonly ChatMessage[], scope: { log: Logger; signal?: AbortSignal }): Promise<WireMessage[]>;
+  vision: VisionGate;
+}
+
+export interface MediaEngineOptions {
+  sources: MediaSourceOptions;
+  transcription?: TranscriberOptions;
+  limits: MediaLimits;
+  vision: { mode: VisionMode; detail: "auto" | "low" | "high"; model: string; memory: VisionMemory };
+  log: Logger;
+}
+
+export function createMediaEngine(options: MediaEngineOptions): MediaEngine {
+  const fetcher = createMediaFetcher(options.sources);
+  const images = new ImageCache();
+  const resolver = createMediaResolver({
+    fetcher,
+    ...(options.transcription ? { transcriber: createTranscriber(options.transcription) } : {}),
+    limits: options.limits,
+    images,
+  });
+  const vision = createVisionGate({ mode: options.vision.mode, model: options.vision.model, memory: options.vision.memory, log: options.log });
+  return {
+    resolve: (entries, scope) => resolver.resolve(entries, scope),
+    async addImages(messages, context, scope) {
+      if (!context.some((message) => message.role === "user" && message.attachments?.some((attachment) => attachment.inline))) return [...messages];
+      if (!(await vision.enabled())) return [...messages];
+      return withImageParts(messages, context, {
+        fetcher, cache: images, detail: options.vision.detail, maxBytes: options.limits.maxFileBytes, timeoutMs: options.limits.timeoutMs, log: scope.log,
+        ...(scope.signal ? { signal: scope.signal } : {}),
+      });
+    },
+    vision,
+  };
+}

@@ -1,0 +1,212 @@
+/**
+ * What the worker makes of a message's attachments before the turn reads it (docs/media.md):
+ * voice and audio are transcribed (the transcript becomes the message text, so a spoken "/new"
+ * is a command), documents become text (long ones are kept whole for `recall`), pictures are
+ * fetched once to check and hash them (the model gets them as image parts per request, see
+ * vision.ts). Whatever could not be used gets one polite notice per message. Nothing here keeps
+ * bytes beyond the process: the session stores references and text only.
+ */
+import { createHash } from "node:crypto";
+import { attachmentPlaceholder, formatBytes, type Attachment } from "../core/attachments.js";
+import type { InboundMessage } from "../core/channel.js";
+import type { Logger } from "../logger.js";
+import { CorruptFileError, documentType, extractText } from "./extract.js";
+import { imageFormat, ImageCache } from "./images.js";
+import type { MediaFetcher } from "./sources.js";
+import type { Transcriber } from "./transcribe.js";
+
+export interface MediaLimits {
+  maxAudioBytes: number;
+  maxFileBytes: number;
+  timeoutMs: number;
+  /** Extracted text beyond this stays out of the message; `recall` pages through it. */
+  maxMessageChars: number;
+}
+
+export interface MediaResolverOptions {
+  fetcher: MediaFetcher;
+  /** Absent: voice notes get a notice instead. */
+  transcriber?: Transcriber;
+  limits: MediaLimits;
+  images: ImageCache;
+}
+
+export interface ResolveScope {
+  signal?: AbortSignal;
+  log: Logger;
+  /** Stores a long document's whole text where `recall` reads it (like a capped tool output). */
+  saveText(id: string, text: string): Promise<void>;
+}
+
+export interface Resolved<T extends InboundMessage> {
+  entries: T[];
+  /** One notice per message that had something we could not use. */
+  notices: Array<{ entry: T; text: string }>;
+}
+
+type Problem = { name: string; why: string };
+
+export interface MediaResolver {
+  resolve<T extends InboundMessage>(entries: readonly T[], scope: ResolveScope): Promise<Resolved<T>>;
+}
+
+export function createMediaResolver(options: MediaResolverOptions): MediaResolver {
+  const { limits } = options;
+  const mb = (bytes: number) => formatBytes(bytes) ?? `${bytes} B`;
+
+  async function resolveAudio(attachment: Attachment, scope: ResolveScope): Promise<{ attachment: Attachment; problem?: Problem }> {
+    if (attachment.size !== undefined && attachment.size > limits.maxAudioBytes) {
+      return { attachment: { ...attachment, problem: "too-large" }, problem: { name: attachment.label, why: `it is ${mb(attachment.size)}, and I transcribe up to ${mb(limits.maxAudioBytes)}` } };
+    }
+    if (!options.transcriber) return { attachment: { ...attachment, problem: "unsupported" }, problem: { name: attachment.label, why: "voice transcription is not set up here" } };
+    const fetched = await options.fetcher(attachment, { maxBytes: limits.maxAudioBytes, timeoutMs: limits.timeoutMs, ...signalOf(scope) });
+    if (!fetched.ok) {
+      scope.log.warn({ attachment: attachment.name, failure: fetched.failure, detail: fetched.detail }, "media-download-failed");
+      const why = fetched.failure === "too-large" ? `it is larger than ${mb(limits.maxAudioBytes)}, the most I transcribe` : "I couldn't download it";
+      return { attachment: { ...attachment, problem: fetched.failure }, problem: { name: attachment.label, why } };
+    }
+    const sha256 = hash(fetched.bytes);
+    try {
+      const transcript = await options.transcriber(fetched.bytes, { name: attachment.name, ...(attachment.mimeType ? { mimeType: attachment.mimeType } : {}) }, scope.signal);
+      scope.log.info({ attachment: attachment.name, bytes: fetched.bytes.byteLength, chars: transcript.length }, "media-transcribed");
+      return { attachment: { ...attachment, sha256, transcript } };
+    } catch (error) {
+      scope.log.warn({ attachment: attachment.name, err: error instanceof Error ? error.message : String(error) }, "media-transcription-failed");
+      return { attachment: { ...attachment, sha256, problem: "failed" }, problem: { name: attachment.label, why: "transcription failed; please type it instead" } };
+    }
+  }
+
+  async function resolveDocument(attachment: Attachment, scope: ResolveScope): Promise<{ attachment: Attachment; text?: string; problem?: Problem }> {
+    const type = documentType(attachment.name, attachment.mimeType);
+    if (type === "unsupported") {
+      return { attachment: { ...attachment, problem: "unsupported" }, problem: { name: attachment.name, why: "I can't open this type of file (I read text, code, CSV, JSON, logs and PDF)" } };
+    }
+    const fetched = await options.fetcher(attachment, { maxBytes: limits.maxFileBytes, timeoutMs: limits.timeoutMs, ...signalOf(scope) });
+    if (!fetched.ok) {
+      scope.log.warn({ attachment: attachment.name, failure: fetched.failure, detail: fetched.detail }, "media-download-failed");
+      const why = fetched.failure === "too-large" ? `it is larger than ${mb(limits.maxFileBytes)}, the most I read` : "I couldn't download it";
+      return { attachment: { ...attachment, problem: fetched.failure }, problem: { name: attachment.name, why } };
+    }
+    const sha256 = hash(fetched.bytes);
+    let text: string;
+    try {
+      text = (await extractText(type, fetched.bytes)).trim();
+    } catch (error) {
+      const why = error instanceof CorruptFileError ? "it seems damaged or is not what its name says" : "I couldn't read it";
+      scope.log.warn({ attachment: attachment.name, err: error instanceof Error ? error.message : String(error) }, "media-extract-failed");
+      return { attachment: { ...attachment, sha256, problem: "failed" }, problem: { name: attachment.name, why } };
+    }
+    if (text === "") return { attachment: { ...attachment, sha256, extractedChars: 0 }, problem: { name: attachment.name, why: "it contains no text I can read (a scan?)" } };
+    const read: Attachment = { ...attachment, sha256, extractedChars: text.length };
+    if (text.length <= limits.maxMessageChars) return { attachment: read, text };
+    const outputId = `file-${sha256.slice(0, 12)}`;
+    await scope.saveText(outputId, text);
+    const shown = cut(text, limits.maxMessageChars);
+    return {
+      attachment: { ...read, outputId },
+      text: `${shown}\n[… ${text.length - shown.length} more characters of ${attachment.name}: recall with id "${outputId}" and offset ${shown.length}]`,
+    };
+  }
+
+  async function resolveImage(attachment: Attachment, scope: ResolveScope): Promise<{ attachment: Attachment; problem?: Problem }> {
+    if (attachment.size !== undefined && attachment.size > limits.maxFileBytes) {
+      return { attachment: { ...attachment, inline: false, problem: "too-large" }, problem: { name: attachment.name, why: `it is ${mb(attachment.size)}, and I open pictures up to ${mb(limits.maxFileBytes)}` } };
+    }
+    const fetched = await options.fetcher(attachment, { maxBytes: limits.maxFileBytes, timeoutMs: limits.timeoutMs, ...signalOf(scope) });
+    if (!fetched.ok) {
+      scope.log.warn({ attachment: attachment.name, failure: fetched.failure, detail: fetched.detail }, "media-download-failed");
+      const why = fetched.failure === "too-large" ? `it is larger than ${mb(limits.maxFileBytes)}` : "I couldn't download it";
+      return { attachment: { ...attachment, inline: false, problem: fetched.failure }, problem: { name: attachment.name, why } };
+    }
+    const format = imageFormat(fetched.bytes);
+    const sha256 = hash(fetched.bytes);
+    if (!format) {
+      return { attachment: { ...attachment, sha256, inline: false, problem: "unsupported" }, problem: { name: attachment.name, why: "it is not a picture format I can view (PNG, JPEG, WEBP or GIF), or it is damaged" } };
+    }
+    options.images.put(attachment, { bytes: fetched.bytes, mimeType: format });
+    return { attachment: { ...attachment, sha256, mimeType: format, size: attachment.size ?? fetched.bytes.byteLength } };
+  }
+
+  async function resolveOne(attachment: Attachment, scope: ResolveScope): Promise<{ attachment: Attachment; text?: string; problem?: Problem }> {
+    // Resolved already (a retried turn): nothing to fetch again.
+    if (attachment.sha256 !== undefined || attachment.problem !== undefined) return { attachment };
+    switch (attachment.kind) {
+      case "audio":
+        return resolveAudio(attachment, scope);
+      case "document":
+        return resolveDocument(attachment, scope);
+      case "image":
+        return resolveImage(attachment, scope);
+      case "other":
+        return { attachment: { ...attachment, problem: "unsupported" }, problem: { name: attachment.name, why: "I can't open this kind of attachment" } };
+    }
+  }
+
+  return {
+    async resolve(entries, scope) {
+      const notices: Resolved<(typeof entries)[number]>["notices"] = [];
+      const resolved = [];
+      const albumProblems = new Map<string, { problems: Problem[]; notice: { text: string } }>();
+      for (const entry of entries) {
+        if (!entry.attachments?.length) {
+          resolved.push(entry);
+          continue;
+        }
+        const attachments: Attachment[] = [];
+        const problems: Problem[] = [];
+        const blocks: string[] = [];
+        const transcripts: string[] = [];
+        for (const original of entry.attachments) {
+          const outcome = await resolveOne(original, scope);
+          attachments.push(outcome.attachment);
+          if (outcome.problem) problems.push(outcome.problem);
+          const placeholder = attachmentPlaceholder(outcome.attachment);
+          const attachment = outcome.attachment;
+          if (attachment.kind === "audio" && attachment.transcript !== undefined) {
+            blocks.push(`${placeholder.slice(0, -1)}, transcribed: the text below is what was said]`);
+            transcripts.push(attachment.transcript);
+          } else if (outcome.text !== undefined) {
+            blocks.push(`${placeholder.slice(0, -1)}, its text:]\n${outcome.text}\n[end of ${attachment.name}]`);
+          } else {
+            blocks.push(attachment.problem ? `${placeholder.slice(0, -1)}, could not be opened]` : placeholder);
+          }
+        }
+        // A voice note's words are the message: commands and questions work as if typed.
+        const text = [entry.text, ...transcripts].filter((part) => part.trim() !== "").join("\n\n");
+        const next = { ...entry, text, attachments, attachmentText: blocks.join("\n") };
+        // Nothing usable (no text, every attachment refused): the notice is the whole answer.
+        const usable = text.trim() !== "" || attachments.some((attachment) => attachment.problem === undefined);
+        if (usable) resolved.push(next);
+        if (problems.length > 0) {
+          // An album is one message to the user: one notice for all its items.
+          const album = entry.mediaGroupId === undefined ? undefined : albumProblems.get(entry.mediaGroupId);
+          if (album) {
+            album.problems.push(...problems);
+            album.notice.text = noticeText(album.problems);
+          } else {
+            const notice = { entry: next, text: noticeText(problems) };
+            notices.push(notice);
+            if (entry.mediaGroupId !== undefined) albumProblems.set(entry.mediaGroupId, { problems: [...problems], notice });
+          }
+        }
+      }
+      return { entries: resolved, notices };
+    },
+  };
+}
+
+export function noticeText(problems: readonly Problem[]): string {
+  if (problems.length === 1) return `Sorry, I couldn't use your ${problems[0]!.name}: ${problems[0]!.why}.`;
+  return `Sorry, I couldn't use some of what you sent:\n${problems.map((problem) => `• ${problem.name}: ${problem.why}`).join("\n")}`;
+}
+
+const hash = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
+const signalOf = (scope: ResolveScope) => (scope.signal ? { signal: scope.signal } : {});
+
+/** At most `max` UTF-16 units, never half of a surrogate pair. */
+function cut(text: string, max: number): string {
+  let end = max;
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return text.slice(0, end);
+}

@@ -1,0 +1,53 @@
+/**
+ * Speech to text through an OpenAI-compatible `POST /audio/transcriptions` (OpenAI, Groq,
+ * faster-whisper-server, LocalAI …): multipart with `file` and `model`, answered `{ "text" }`.
+ * The key is never logged; failures name the status, not the request.
+ */
+
+export interface TranscriberOptions {
+  /** Ends in `/v1`, like LLM_BASE_URL. */
+  baseUrl: string;
+  apiKey?: string;
+  model: string;
+  timeoutMs: number;
+  fetchImpl?: typeof fetch;
+}
+
+export type Transcriber = (audio: Uint8Array, file: { name: string; mimeType?: string }, signal?: AbortSignal) => Promise<string>;
+
+export class TranscriptionError extends Error {
+  override readonly name = "TranscriptionError";
+}
+
+export function createTranscriber(options: TranscriberOptions): Transcriber {
+  const fetchImpl = options.fetchImpl ?? fetch;
+  const url = `${options.baseUrl.replace(/\/+$/, "")}/audio/transcriptions`;
+  return async (audio, file, signal) => {
+    const form = new FormData();
+    form.append("model", options.model);
+    form.append("response_format", "json");
+    form.append("file", new Blob([audio], { type: file.mimeType ?? "application/octet-stream" }), file.name);
+    const timeout = AbortSignal.timeout(options.timeoutMs);
+    let response: Response;
+    try {
+      response = await fetchImpl(url, {
+        method: "POST",
+        body: form,
+        headers: options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {},
+        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      });
+    } catch (error) {
+      throw new TranscriptionError(timeout.aborted ? `no answer within ${options.timeoutMs} ms` : `request failed (${error instanceof Error ? error.name : "error"})`);
+    }
+    const raw = await response.text().catch(() => "");
+    if (!response.ok) throw new TranscriptionError(`HTTP ${response.status}: ${raw.slice(0, 200)}`);
+    let text: unknown;
+    try {
+      text = (JSON.parse(raw) as { text?: unknown }).text;
+    } catch {
+      throw new TranscriptionError("the answer was not JSON");
+    }
+    if (typeof text !== "string") throw new TranscriptionError("the answer had no text");
+    return text.trim();
+  };
+}

@@ -1,0 +1,188 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { attachmentPlaceholder, type Attachment } from "../../../src/core/attachments.js";
+import type { ChatMessage } from "../../../src/core/messages.js";
+import { imageTokens, attachmentTokens } from "../../../src/context/image-tokens.js";
+import { createTokenCounter } from "../../../src/context/tokens.js";
+import { dropAnsweredImages } from "../../../src/agent/session-context.js";
+import { joinPasteParts } from "../../../src/agent/paste-parts.js";
+import type { InboxEntry } from "../../../src/session/store.js";
+import { CorruptFileError, documentType, extractText } from "../../../src/media/extract.js";
+import { imageFormat, withoutImageParts } from "../../../src/media/images.js";
+import { createMediaFetcher } from "../../../src/media/sources.js";
+import { isVisionRefusal } from "../../../src/media/vision.js";
+import { makePdf, makePng } from "../../helpers/media-files.js";
+
+const image = (fields: Partial<Attachment> = {}): Attachment => ({
+  kind: "image", label: "photo", name: "p.jpg", source: { platform: "url", url: "http://x/p" }, inline: true, ...fields,
+});
+
+describe("image tokens (OpenAI's tile formula)", () => {
+  it("charges 85 at low detail and 170 a tile plus 85 otherwise", () => {
+    expect(imageTokens(4000, 3000, "low")).toBe(85);
+    // 1024×1024 → 768×768 → 2×2 tiles.
+    expect(imageTokens(1024, 1024, "high")).toBe(765);
+    // 2048×4096 → 1024×2048 → 768×1536 → 2×3 tiles (OpenAI's documented example: 1105).
+    expect(imageTokens(2048, 4096, "high")).toBe(1105);
+    expect(imageTokens(512, 512)).toBe(255);
+    expect(imageTokens(undefined, undefined)).toBe(765);
+  });
+
+  it("counts inline pictures into the message's tokens, and nothing once they are no longer inline", () => {
+    const counter = createTokenCounter("test", (text) => text.length);
+    const message: ChatMessage = { id: "m1", role: "user", content: "abc", attachments: [image({ width: 512, height: 512 })] };
+    expect(attachmentTokens(message)).toBe(255);
+    expect(counter.countMessage(message)).toBe(4 + 3 + 255);
+    const [dropped] = dropAnsweredImages([message, { id: "m2", role: "assistant", content: "a red square" }]);
+    expect(dropped?.tokens).toBeUndefined();
+    expect(counter.countMessage(dropped!)).toBe(4 + 3);
+  });
+
+  it("keeps a picture the model has not answered yet (the new message of this turn)", () => {
+    const messages: ChatMessage[] = [
+      { id: "m1", role: "user", content: "old", attachments: [image()] },
+      { id: "m2", role: "assistant", content: "a cat" },
+      { id: "m3", role: "user", content: "new", attachments: [image({ name: "new.jpg" })] },
+    ];
+    const result = dropAnsweredImages(messages);
+    expect(result[0]).toMatchObject({ attachments: [{ inline: false }] });
+    expect(result[2]).toBe(messages[2]);
+    // The originals (the transcript's copies) are untouched.
+    expect(messages[0]).toMatchObject({ attachments: [{ inline: true }] });
+  });
+});
+
+describe("vision refusals", () => {
+  it("recognises the vendors' wording, in the error or its cause", () => {
+    for (const text of [
+      "400 Invalid content type. image_url is only supported by certain models.",
+      "No endpoints found that support image input",
+      "llava is not a multimodal model",
+      "At most 0 image(s) may be provided in one request.",
+      "this model does not support image input",
+      "image input is not supported - hint: if this is unexpected, you may need to provide the mmproj",
+    ]) expect(isVisionRefusal(new Error("wrapped", { cause: new Error(text) })), text).toBe(true);
+    expect(isVisionRefusal(new Error("This model's maximum context length is 8192 tokens"))).toBe(false);
+    expect(isVisionRefusal("image_url is only supported by certain models")).toBe(false);
+  });
+
+  it("takes the image parts out of a request and keeps its text", () => {
+    const messages = withoutImageParts([
+      { role: "system", content: "s" },
+      { role: "user", content: [{ type: "text", text: "[photo p.jpg]\nlook" }, { type: "image_url", image_url: { url: "data:image/png;base64,AA==" } }] },
+    ]);
+    expect(messages).toEqual([{ role: "system", content: "s" }, { role: "user", content: "[photo p.jpg]\nlook" }]);
+  });
+});
+
+describe("documents", () => {
+  it("tells text, PDF and the rest apart by extension and type", () => {
+    expect(documentType("main.ts", "video/mp2t")).toBe("text");
+    expect(documentType("data.csv", undefined)).toBe("text");
+    expect(documentType("notes", "text/plain")).toBe("text");
+    expect(documentType("Report.PDF", undefined)).toBe("pdf");
+    expect(documentType("a.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document")).toBe("unsupported");
+    expect(documentType("movie.mp4", "video/mp4")).toBe("unsupported");
+  });
+
+  it("extracts a PDF's text and refuses a damaged one", async () => {
+    expect(await extractText("pdf", makePdf(["First line (with parens)", "Zweite Zeile"]))).toMatch(/First line \(with parens\)\s+Zweite Zeile/);
+    await expect(extractText("pdf", Buffer.from("%PDF-1.4 garbage"))).rejects.toBeInstanceOf(CorruptFileError);
+  });
+
+  it("decodes UTF-8 (emoji, long runs without spaces), falls back to Latin-1, refuses binary", async () => {
+    const text = `🇫🇷 naïve ${"x".repeat(5000)}`;
+    expect(await extractText("text", Buffer.from(`\uFEFF${text}`))).toBe(text);
+    expect(await extractText("text", Buffer.from([0x63, 0x61, 0x66, 0xe9]))).toBe("café");
+    await expect(extractText("text", Buffer.from([0x41, 0x00, 0x42]))).rejects.toBeInstanceOf(CorruptFileError);
+  });
+});
+
+describe("pictures", () => {
+  it("reads the format off the magic number, never the name", async () => {
+    expect(imageFormat(await makePng(2, 2))).toBe("image/png");
+    expect(imageFormat(Buffer.from([0xff, 0xd8, 0xff, 0xe0]))).toBe("image/jpeg");
+    expect(imageFormat(Buffer.from("GIF89a..."))).toBe("image/gif");
+    expect(imageFormat(Buffer.from("RIFF\u0000\u0000\u0000\u0000WEBPVP8 "))).toBe("image/webp");
+    expect(imageFormat(Buffer.from("<html>not a picture</html>"))).toBeUndefined();
+  });
+
+  it("names the file, size and dimensions in the placeholder", () => {
+    expect(attachmentPlaceholder(image({ size: 85_000, width: 1280, height: 720 }))).toBe("[photo p.jpg, 83 KB, 1280×720]");
+  });
+});
+
+describe("albums", () => {
+  it("joins an album's items into one message with all their pictures", () => {
+    const base = { platform: "telegram" as const, sessionKey: "tg:1", chatId: "1", userId: "1", userName: "Ada", chatType: "private" as const, sentAt: 0, receivedAt: 0, mediaGroupId: "g", mayContinue: true };
+    const joined = joinPasteParts<InboxEntry>([
+      { ...base, messageId: "10", text: "which?", attachments: [image({ name: "a.jpg" })], attachmentText: "[photo a.jpg]" },
+      { ...base, messageId: "11", text: "", attachments: [image({ name: "b.jpg" })], attachmentText: "[photo b.jpg]" },
+      { ...base, messageId: "12", text: "", attachments: [image({ name: "c.jpg" })], attachmentText: "[photo c.jpg]" },
+      { ...base, messageId: "13", text: "next", mediaGroupId: "other" },
+    ]);
+    expect(joined).toHaveLength(2);
+    expect(joined[0]).toMatchObject({ messageId: "10", text: "which?", attachmentText: "[photo a.jpg]\n[photo b.jpg]\n[photo c.jpg]" });
+    expect(joined[0]?.attachments?.map((attachment) => attachment.name)).toEqual(["a.jpg", "b.jpg", "c.jpg"]);
+  });
+});
+
+describe("fetching from the platforms", () => {
+  const token = "123456:SECRET-token-value";
+  let server: Server;
+  let root: string;
+  const seen: string[] = [];
+  beforeAll(async () => {
+    server = createServer((request, response) => {
+      seen.push(request.url ?? "");
+      const url = request.url ?? "";
+      if (url === `/bot${token}/getFile`) {
+        let body = "";
+        request.on("data", (chunk: Buffer) => (body += chunk.toString()));
+        request.on("end", () => {
+          const { file_id } = JSON.parse(body) as { file_id: string };
+          if (file_id === "big") return response.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error_code: 400, description: "Bad Request: file is too big" }));
+          response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true, result: { file_id, file_path: `docs/${file_id}` } }));
+        });
+        return;
+      }
+      if (url === `/file/bot${token}/docs/ok`) return response.writeHead(200, { "content-length": "5" }).end("hello");
+      if (url === `/file/bot${token}/docs/liar`) return response.writeHead(200, { "content-length": "999999999" }).end("x");
+      if (url === "/cdn/expired") return response.writeHead(404).end();
+      if (url === "/cdn/fresh") return response.writeHead(200).end("fresh bytes");
+      if (url === "/api/v10/channels/1/messages/2") return response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ attachments: [{ id: "3", url: `${root}/cdn/fresh` }] }));
+      response.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    root = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  const limits = { maxBytes: 1_000, timeoutMs: 5_000 };
+  const telegramFile = (fileId: string, size?: number): Attachment => ({ kind: "document", label: "file", name: "f", source: { platform: "telegram", fileId }, ...(size === undefined ? {} : { size }) });
+
+  it("downloads through getFile, refuses by announced size, getFile's refusal and content-length; never says the URL", async () => {
+    const fetcher = createMediaFetcher({ telegram: { token, apiRoot: root } });
+    const ok = await fetcher(telegramFile("ok"), limits);
+    expect(ok.ok && Buffer.from(ok.bytes).toString()).toBe("hello");
+    const before = seen.length;
+    expect(await fetcher(telegramFile("ok", 5_000), limits)).toMatchObject({ ok: false, failure: "too-large" });
+    expect(seen.length).toBe(before);
+    expect(await fetcher(telegramFile("big"), limits)).toMatchObject({ ok: false, failure: "too-large" });
+    const liar = await fetcher(telegramFile("liar"), limits);
+    expect(liar).toMatchObject({ ok: false, failure: "too-large" });
+    const missing = await fetcher(telegramFile("missing"), limits);
+    expect(missing.ok).toBe(false);
+    for (const outcome of [liar, missing]) expect(JSON.stringify(outcome)).not.toContain("SECRET");
+  });
+
+  it("renews an expired Discord CDN URL by reading the message again", async () => {
+    const fetcher = createMediaFetcher({ discord: { token: "dtoken", apiRoot: `${root}/api` } });
+    const result = await fetcher({ kind: "image", label: "image", name: "a.png", source: { platform: "discord", url: `${root}/cdn/expired`, channelId: "1", messageId: "2", attachmentId: "3" } }, limits);
+    expect(result.ok && Buffer.from(result.bytes).toString()).toBe("fresh bytes");
+  });
+});
