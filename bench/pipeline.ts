@@ -1,12 +1,30 @@
 /**
- * Pipeline overhead: N sessions × M messages through ingress → queue → worker → fake LLM
- * (zero latency) → delivery, with one and with two worker processes; and, measured in the same
- * run, a bare two-hop BullMQ request → reply (a job on one queue whose processor adds a job on a
- * second queue) as the baseline. Each session is a closed loop: it sends its next message
- * when the previous one is answered, so latency is per message, not batched.
+ * Pipeline overhead: messages through ingress → queue → worker → fake LLM (zero latency) →
+ * delivery, with worker processes of the real build; and, measured in the same run on the same
+ * redis-server, a bare two-hop BullMQ request → reply (a job on one queue whose processor adds
+ * a job on a second queue) as the baseline.
  *
- *   npx tsx bench/pipeline.ts [sessions=20] [messages=25]
+ * Two modes:
+ * - closed loop (one and two worker processes): each of N sessions sends its next message when
+ *   the previous one is answered; turns/s is the throughput, latency is per message;
+ * - open loop (two worker processes): messages arrive at a fixed offered rate (default 100, 200
+ *   and 400 per second for 20 s each, spread over `rate` sessions, one message per session per
+ *   second), and latency runs from the message's scheduled arrival, so a backlog shows up as
+ *   latency instead of slowing the sender down.
+ *
+ * CPU per turn: the workers' (from /proc, user + system) and the gateway's (this process: the
+ * gateway and the bench driver; the fake LLM runs in a process of its own), over the measured
+ * phase only.
+ *
+ *   npx tsx bench/pipeline.ts [sessions=20] [messages=25] [--rates=100,200,400] [--seconds=20]
+ *                             [--mode=both|closed|open] [--cpu-prof=<dir>]
+ *
+ * `--cpu-prof=<dir>` writes V8 CPU profiles of the worker processes there (run this process
+ * itself with `node --cpu-prof --import tsx` to profile the gateway).
  */
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { Queue, Worker } from "bullmq";
 import type { ChannelAdapter, IngressPort, OutboundReply, SendOptions } from "../src/adapters/channel-adapter.js";
 import { loadConfig } from "../config/index.js";
@@ -14,17 +32,21 @@ import { startGateway } from "../src/gateway/gateway.js";
 import { silentLogger } from "../src/logger.js";
 import { createMetrics } from "../src/metrics.js";
 import { createRedis } from "../src/queue/index.js";
-import { startFakeLlm } from "../test/fakes/fake-llm.js";
-import { spawnApp } from "../test/helpers/app-process.js";
+import { spawnApp, type AppProcess } from "../test/helpers/app-process.js";
 import { startRedisServer } from "../test/helpers/redis-server.js";
 import { buildForChildProcesses } from "../test/helpers/test-build.js";
 import { isMain, percentile, table } from "./stats.js";
 
-interface RunResult {
+export interface RunResult {
   label: string;
   messages: number;
   seconds: number;
   latencies: number[];
+  /** Offered rate (open loop), messages/s. */
+  offered?: number;
+  /** CPU ms per message: this process (gateway + driver) and all worker processes together. */
+  gatewayCpuMs?: number;
+  workerCpuMs?: number;
 }
 
 class BenchAdapter implements ChannelAdapter {
@@ -50,7 +72,9 @@ class BenchAdapter implements ChannelAdapter {
   }
 }
 
-async function closedLoop(sessions: number, messages: number, roundTrip: (session: number, index: number) => Promise<void>): Promise<{ seconds: number; latencies: number[] }> {
+type RoundTrip = (session: number, index: number) => Promise<void>;
+
+async function closedLoop(sessions: number, messages: number, roundTrip: RoundTrip): Promise<{ seconds: number; latencies: number[] }> {
   const latencies: number[] = [];
   const started = performance.now();
   await Promise.all(Array.from({ length: sessions }, async (_, session) => {
@@ -63,38 +87,122 @@ async function closedLoop(sessions: number, messages: number, roundTrip: (sessio
   return { seconds: (performance.now() - started) / 1_000, latencies };
 }
 
-async function runLonghaul(redisUrl: string, llmUrl: string, workers: number, sessions: number, messages: number): Promise<RunResult> {
+/**
+ * Offers `rate` messages per second for `seconds`: message i is due at start + i / rate, over
+ * `rate` sessions in turn. Latency is measured from when a message was due, not from when the
+ * timer got round to sending it (no coordinated omission).
+ */
+async function openLoop(rate: number, seconds: number, roundTrip: RoundTrip): Promise<{ seconds: number; latencies: number[] }> {
+  const total = Math.round(rate * seconds);
+  const sessions = Math.max(1, Math.round(rate));
+  const latencies: number[] = [];
+  const inFlight: Promise<void>[] = [];
+  const started = performance.now();
+  let next = 0;
+  while (next < total) {
+    const now = performance.now();
+    while (next < total && started + (next * 1_000) / rate <= now) {
+      const due = started + (next * 1_000) / rate;
+      const index = next++;
+      inFlight.push(roundTrip(index % sessions, Math.floor(index / sessions)).then(() => {
+        latencies.push(performance.now() - due);
+      }));
+    }
+    if (next < total) await new Promise((resolve) => setTimeout(resolve, Math.max(0, started + (next * 1_000) / rate - performance.now())));
+  }
+  await Promise.all(inFlight);
+  return { seconds: (performance.now() - started) / 1_000, latencies };
+}
+
+/** CPU time (user + system) of a child process so far, in ms, from /proc. */
+function processCpuMs(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after "pid (comm) ".
+  return ((Number(fields[11]) + Number(fields[12])) * 1_000) / 100;
+}
+
+const ownCpuMs = () => {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1_000;
+};
+
+async function measured(run: () => Promise<{ seconds: number; latencies: number[] }>, workers: readonly AppProcess[]) {
+  const gatewayBefore = ownCpuMs();
+  const workersBefore = workers.reduce((sum, worker) => sum + processCpuMs(worker.child.pid), 0);
+  const result = await run();
+  const messages = result.latencies.length;
+  return {
+    ...result,
+    gatewayCpuMs: (ownCpuMs() - gatewayBefore) / messages,
+    workerCpuMs: (workers.reduce((sum, worker) => sum + processCpuMs(worker.child.pid), 0) - workersBefore) / messages,
+  };
+}
+
+export interface BenchPlan {
+  sessions: number;
+  messages: number;
+  rates: number[];
+  seconds: number;
+  mode: "both" | "closed" | "open";
+  cpuProfileDir?: string;
+}
+
+async function withLonghaul<T>(redisUrl: string, llmUrl: string, workers: number, plan: BenchPlan, body: (roundTrip: RoundTrip, processes: readonly AppProcess[]) => Promise<T>): Promise<T> {
   const prefix = `bench${workers}${Date.now().toString(36)}`;
   const env: Record<string, string> = {
     REDIS_URL: redisUrl, REDIS_PREFIX: prefix, LLM_BASE_URL: llmUrl, LLM_API_KEY: "bench", LOG_LEVEL: "info",
     HTTP_PORT: "0", CONSOLE: "off", RATE_LIMIT_PER_MINUTE: "0", WORKER_CONCURRENCY: "16",
   };
-  const processes = Array.from({ length: workers }, () => spawnApp({ ...env, LONGHAUL_ROLE: "worker" }));
+  const nodeArgs = plan.cpuProfileDir ? ["--cpu-prof", `--cpu-prof-dir=${plan.cpuProfileDir}`] : [];
+  const processes = Array.from({ length: workers }, () => spawnApp({ ...env, LONGHAUL_ROLE: "worker" }, { nodeArgs }));
   await Promise.all(processes.map((worker) => worker.waitForStderr(/longhaul-ready/, 60_000)));
   const adapter = new BenchAdapter();
   const gateway = await startGateway({ config: loadConfig({ ...env, LONGHAUL_ROLE: "gateway" }), redisUrl, adapters: [adapter], logger: silentLogger, metrics: createMetrics() });
+  const roundTrip: RoundTrip = async (session, index) => {
+    const messageId = `b-${session}-${index}`;
+    const answered = adapter.answered(messageId);
+    await adapter.ingress!.submit({ platform: "console", sessionKey: `console:s${session}`, messageId, chatId: `s${session}`, userId: "bench", userName: "bench", chatType: "private", text: `message ${index}`, sentAt: Date.now() });
+    await answered;
+  };
   try {
-    // Warm-up: the first turn of each worker builds the tokenizer (~1.5 s), which is not pipeline overhead.
-    await closedLoop(workers * 16, 1, async (session) => {
-      const messageId = `warm-${session}`;
-      const answered = adapter.answered(messageId);
-      await adapter.ingress!.submit({ platform: "console", sessionKey: `console:warm${session}`, messageId, chatId: `warm${session}`, userId: "bench", userName: "bench", chatType: "private", text: "warm up", sentAt: Date.now() });
-      await answered;
-    });
-    const result = await closedLoop(sessions, messages, async (session, index) => {
-      const messageId = `b-${session}-${index}`;
-      const answered = adapter.answered(messageId);
-      await adapter.ingress!.submit({ platform: "console", sessionKey: `console:s${session}`, messageId, chatId: `s${session}`, userId: "bench", userName: "bench", chatType: "private", text: `message ${index}`, sentAt: Date.now() });
-      await answered;
-    });
-    return { label: `longhaul, ${workers} worker process${workers > 1 ? "es" : ""}`, messages: sessions * messages, ...result };
+    // Warm-up (sessions of its own): the first turn of each worker builds the tokenizer (~1.5 s), which is not pipeline overhead.
+    await closedLoop(workers * 16, 2, (session, index) => roundTrip(session + 1_000_000, index));
+    return await body(roundTrip, processes);
   } finally {
     await gateway.close();
+    // SIGTERM: a profiled worker writes its profile on the way out.
     await Promise.all(processes.map((worker) => worker.kill("SIGTERM")));
   }
 }
 
-async function runBaseline(redisUrl: string, sessions: number, messages: number): Promise<RunResult> {
+async function longhaulRuns(redisUrl: string, llmUrl: string, plan: BenchPlan): Promise<RunResult[]> {
+  const results: RunResult[] = [];
+  if (plan.mode !== "open") {
+    for (const workers of [1, 2]) {
+      results.push(await withLonghaul(redisUrl, llmUrl, workers, plan, async (roundTrip, processes) => ({
+        label: `longhaul, ${workers} worker process${workers > 1 ? "es" : ""}`,
+        messages: plan.sessions * plan.messages,
+        ...(await measured(() => closedLoop(plan.sessions, plan.messages, roundTrip), processes)),
+      })));
+    }
+  }
+  if (plan.mode !== "closed") {
+    results.push(...await withLonghaul(redisUrl, llmUrl, 2, plan, async (roundTrip, processes) => {
+      const open: RunResult[] = [];
+      for (const [runIndex, rate] of plan.rates.entries()) {
+        // Each rate talks to sessions of its own.
+        const tagged: RoundTrip = (session, index) => roundTrip(session + runIndex * 100_000, index);
+        const result = await measured(() => openLoop(rate, plan.seconds, tagged), processes);
+        open.push({ label: `longhaul, 2 worker processes, ${rate}/s offered`, messages: result.latencies.length, offered: rate, ...result });
+      }
+      return open;
+    }));
+  }
+  return results;
+}
+
+async function baselineRuns(redisUrl: string, plan: BenchPlan): Promise<RunResult[]> {
   const prefix = `base${Date.now().toString(36)}`;
   const connection = createRedis(redisUrl);
   const requests = new Queue("requests", { connection, prefix });
@@ -109,14 +217,25 @@ async function runBaseline(redisUrl: string, sessions: number, messages: number)
     waiting.get(id)?.();
     waiting.delete(id);
   }, { connection: workerConnections[1], prefix, concurrency: 16 });
+  let run = 0;
+  const roundTrip: RoundTrip = async (session, index) => {
+    const id = `${run}-${session}-${index}`;
+    const done = new Promise<void>((resolve) => waiting.set(id, resolve));
+    await requests.add("request", { id }, { removeOnComplete: true });
+    await done;
+  };
+  const label = "baseline: bare two-hop BullMQ";
   try {
-    const result = await closedLoop(sessions, messages, async (session, index) => {
-      const id = `${session}-${index}`;
-      const done = new Promise<void>((resolve) => waiting.set(id, resolve));
-      await requests.add("request", { id }, { removeOnComplete: true });
-      await done;
-    });
-    return { label: "baseline: bare two-hop BullMQ", messages: sessions * messages, ...result };
+    const results: RunResult[] = [];
+    if (plan.mode !== "open") results.push({ label, messages: plan.sessions * plan.messages, ...(await closedLoop(plan.sessions, plan.messages, roundTrip)) });
+    if (plan.mode !== "closed") {
+      for (const rate of plan.rates) {
+        run++;
+        const result = await openLoop(rate, plan.seconds, roundTrip);
+        results.push({ label: `${label}, ${rate}/s offered`, messages: result.latencies.length, offered: rate, ...result });
+      }
+    }
+    return results;
   } finally {
     await first.close();
     await second.close();
@@ -127,28 +246,89 @@ async function runBaseline(redisUrl: string, sessions: number, messages: number)
   }
 }
 
+/** The fake LLM in its own process (bench/fake-llm-process.ts). */
+async function startFakeLlmProcess(): Promise<{ url: string; close(): Promise<void> }> {
+  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./fake-llm-process.ts", import.meta.url))], { stdio: ["pipe", "pipe", "pipe"] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      out += chunk;
+      if (out.includes("\n")) resolve(out.split("\n")[0]!.trim());
+    });
+    child.once("exit", (code) => reject(new Error(`fake LLM exited with ${code}`)));
+  });
+  return {
+    url,
+    close: async () => {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+export function parsePlan(args: readonly string[]): BenchPlan {
+  const flags = new Map(args.filter((arg) => arg.startsWith("--")).map((arg) => {
+    const [name, value = ""] = arg.slice(2).split("=");
+    return [name!, value] as const;
+  }));
+  const positional = args.filter((arg) => !arg.startsWith("--"));
+  const mode = flags.get("mode") ?? "both";
+  if (mode !== "both" && mode !== "closed" && mode !== "open") throw new Error(`--mode must be both, closed or open, not ${mode}`);
+  const cpuProfileDir = flags.get("cpu-prof");
+  return {
+    sessions: Number(positional[0] ?? 20),
+    messages: Number(positional[1] ?? 25),
+    rates: (flags.get("rates") ?? "100,200,400").split(",").map(Number).filter((rate) => rate > 0),
+    seconds: Number(flags.get("seconds") ?? 20),
+    mode,
+    ...(cpuProfileDir ? { cpuProfileDir } : {}),
+  };
+}
+
+export function report(plan: BenchPlan, results: readonly RunResult[]): string {
+  const sorted = (result: RunResult) => [...result.latencies].sort((a, b) => a - b);
+  const baselineOf = (result: RunResult) => results.find((other) => other.label.startsWith("baseline") && other.offered === result.offered);
+  const cpu = (value: number | undefined) => (value === undefined ? "" : value);
+  const parts: string[] = [];
+  const closed = results.filter((result) => result.offered === undefined);
+  if (closed.length > 0) {
+    const baseline = sorted(baselineOf(closed[0]!)!);
+    parts.push(`Closed loop: ${plan.sessions} sessions × ${plan.messages} messages, fake LLM with zero latency\n\n` + table(
+      ["run", "messages", "turns/s", "p50 ms", "p95 ms", "p99 ms", "p50 / baseline", "p99 / baseline", "gateway CPU ms/turn", "worker CPU ms/turn"],
+      closed.map((result) => {
+        const latencies = sorted(result);
+        return [result.label, result.messages, result.messages / result.seconds, percentile(latencies, 50), percentile(latencies, 95), percentile(latencies, 99),
+          percentile(latencies, 50) / percentile(baseline, 50), percentile(latencies, 99) / percentile(baseline, 99), cpu(result.gatewayCpuMs), cpu(result.workerCpuMs)];
+      }),
+    ));
+  }
+  const open = results.filter((result) => result.offered !== undefined);
+  if (open.length > 0) {
+    parts.push(`Open loop: ${plan.seconds} s at each offered rate, latency from arrival, 2 worker processes\n\n` + table(
+      ["run", "offered /s", "achieved /s", "p50 ms", "p95 ms", "p99 ms", "p50 / baseline", "p99 / baseline", "gateway CPU ms/turn", "worker CPU ms/turn"],
+      open.map((result) => {
+        const latencies = sorted(result);
+        const baseline = sorted(baselineOf(result)!);
+        return [result.label, result.offered!, result.messages / result.seconds, percentile(latencies, 50), percentile(latencies, 95), percentile(latencies, 99),
+          percentile(latencies, 50) / percentile(baseline, 50), percentile(latencies, 99) / percentile(baseline, 99), cpu(result.gatewayCpuMs), cpu(result.workerCpuMs)];
+      }),
+    ));
+  }
+  return parts.join("\n\n");
+}
+
 export async function main(args: string[] = process.argv.slice(2)): Promise<string> {
-  const sessions = Number(args[0] ?? 20);
-  const messages = Number(args[1] ?? 25);
+  const plan = parsePlan(args);
   const build = buildForChildProcesses();
   const redis = await startRedisServer();
-  const llm = await startFakeLlm();
+  const llm = await startFakeLlmProcess();
   try {
-    const results = [
-      await runBaseline(redis.url, sessions, messages),
-      await runLonghaul(redis.url, llm.url, 1, sessions, messages),
-      await runLonghaul(redis.url, llm.url, 2, sessions, messages),
-    ];
-    const baselineP50 = percentile([...results[0]!.latencies].sort((a, b) => a - b), 50);
-    const rows = results.map((result) => {
-      const sorted = [...result.latencies].sort((a, b) => a - b);
-      return [
-        result.label, result.messages, result.messages / result.seconds,
-        percentile(sorted, 50), percentile(sorted, 95), percentile(sorted, 99), percentile(sorted, 50) / baselineP50,
-      ];
-    });
-    const output = `Pipeline: ${sessions} sessions × ${messages} messages, closed loop per session, fake LLM with zero latency\n\n` +
-      table(["run", "messages", "turns/s", "p50 ms", "p95 ms", "p99 ms", "p50 / baseline p50"], rows);
+    const baseline = await baselineRuns(redis.url, plan);
+    const longhaul = await longhaulRuns(redis.url, llm.url, plan);
+    // Baseline first in each table, then longhaul in run order.
+    const output = report(plan, [...baseline.filter((result) => result.offered === undefined), ...longhaul.filter((result) => result.offered === undefined),
+      ...plan.rates.flatMap((rate) => [...baseline, ...longhaul].filter((result) => result.offered === rate))]);
     console.log(output);
     return output;
   } finally {

@@ -1,6 +1,7 @@
 import type { Redis } from "ioredis";
 import type { ChannelCursors, Platform } from "../core/channel.js";
 import { globalKeys } from "../session/keys.js";
+import { runScript } from "../session/run-script.js";
 
 /**
  * KEYS: the platform's cursor hash. ARGV: channel id, message id. Moves the channel's cursor
@@ -32,7 +33,7 @@ export class RedisChannelCursors implements ChannelCursors {
 
   async advance(platform: Platform, channelId: string, messageId: string): Promise<void> {
     if (!/^\d{1,20}$/.test(messageId)) throw new RangeError(`cursor ids are decimal message ids (got ${JSON.stringify(messageId)})`);
-    await this.#redis.eval(ADVANCE_CURSOR, 1, this.#keys.channelCursors(platform), channelId, messageId);
+    await runScript(this.#redis, ADVANCE_CURSOR, 1, this.#keys.channelCursors(platform), channelId, messageId);
   }
 
   async forget(platform: Platform, channelId: string): Promise<void> {

@@ -7,6 +7,7 @@
 import type { Redis } from "ioredis";
 import { scheduleKeys } from "../session/keys.js";
 import type { ScheduleItem } from "./item.js";
+import { runScript } from "../session/run-script.js";
 
 /** KEYS: item, byChat, byUser, all. ARGV: id, data, next, paused, max. → 1, -1 chat full, -2 user full. */
 const CREATE = `
@@ -85,7 +86,7 @@ export class ScheduleStore {
 
   /** Stores a new item unless the chat or the creator already has `maxItems`. */
   async create(item: ScheduleItem, maxItems: number): Promise<CreateOutcome> {
-    const result = await this.#redis.eval(
+    const result = await runScript(this.#redis,
       CREATE, 4, ...this.#indexKeys(item),
       item.id, JSON.stringify(dataOf(item)), String(item.nextRunAt), item.paused ? "1" : "0", maxItems,
     );
@@ -125,7 +126,7 @@ export class ScheduleStore {
 
   /** Writes what an edit, pause or resume changed, if nobody changed the item since it was read. */
   async update(item: ScheduleItem): Promise<UpdateOutcome> {
-    const result = await this.#redis.eval(
+    const result = await runScript(this.#redis,
       UPDATE, 1, this.#keys.item(item.id),
       String(item.revision), JSON.stringify(dataOf(item)), String(item.nextRunAt), item.paused ? "1" : "0",
     );
@@ -134,7 +135,7 @@ export class ScheduleStore {
 
   /** Writes `item`, which now names another chat id than `fromChatId`, and moves its index entry. */
   async moveChat(item: ScheduleItem, fromChatId: string): Promise<UpdateOutcome> {
-    const result = await this.#redis.eval(
+    const result = await runScript(this.#redis,
       MOVE, 3, this.#keys.item(item.id), this.#keys.byChat(item.chat.platform, fromChatId), this.#keys.byChat(item.chat.platform, item.chat.chatId),
       item.id, String(item.revision), JSON.stringify(dataOf(item)),
     );
@@ -143,13 +144,13 @@ export class ScheduleStore {
 
   /** After a firing: the item moves from `expectedNext` to `newNext`. `firedAt` undefined: skipped. */
   async advance(itemId: string, expectedNext: number, newNext: number, firedAt: number | undefined): Promise<boolean> {
-    const result = await this.#redis.eval(ADVANCE, 1, this.#keys.item(itemId), String(expectedNext), String(newNext), firedAt === undefined ? "" : String(firedAt));
+    const result = await runScript(this.#redis, ADVANCE, 1, this.#keys.item(itemId), String(expectedNext), String(newNext), firedAt === undefined ? "" : String(firedAt));
     return result === 1;
   }
 
   /** Deletes the item (only while it is still at `expectedNext`, when given). */
   async remove(item: ScheduleItem, expectedNext?: number): Promise<boolean> {
-    const result = await this.#redis.eval(REMOVE, 4, ...this.#indexKeys(item), item.id, expectedNext === undefined ? "" : String(expectedNext));
+    const result = await runScript(this.#redis, REMOVE, 4, ...this.#indexKeys(item), item.id, expectedNext === undefined ? "" : String(expectedNext));
     return result === 1;
   }
 

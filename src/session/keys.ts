@@ -6,7 +6,10 @@
  * no session tag and are never touched inside a per-session script.
  */
 export interface SessionKeys {
+  /** The session state without its live context (JSON). */
   state: string;
+  /** List: the live context, one JSON message per entry (what the next LLM step sees). */
+  live: string;
   version: string;
   transcript: string;
   /** Hash: message id → position in the transcript list (recall by id). */
@@ -42,6 +45,7 @@ export function sessionKeys(prefix: string, sessionKey: string): SessionKeys {
   const base = `${prefix}:{${sessionKey}}`;
   return {
     state: `${base}:state`,
+    live: `${base}:live`,
     version: `${base}:version`,
     transcript: `${base}:transcript`,
     transcriptIndex: `${base}:transcript-index`,

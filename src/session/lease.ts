@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { HEARTBEAT, RELEASE_LEASE } from "./scripts.js";
+import { runScript } from "./run-script.js";
 
 /** Why a lease keeper aborted its signal: another attempt holds the lease, or a flag asked. */
 export type LeaseAbortReason = "lease-lost" | string;
@@ -49,7 +50,7 @@ export class LeaseKeeper {
   #beat(): void {
     if (this.#inFlight || this.#stopped) return;
     const keys = this.lease.abortKey === undefined ? [this.lease.key] : [this.lease.key, this.lease.abortKey];
-    this.#inFlight = (this.redis.eval(HEARTBEAT, keys.length, ...keys, this.lease.token, this.lease.ttlMs) as Promise<string>)
+    this.#inFlight = (runScript(this.redis, HEARTBEAT, keys.length, ...keys, this.lease.token, this.lease.ttlMs) as Promise<string>)
       .then((answer) => {
         if (answer !== "" && !this.#controller.signal.aborted) this.#controller.abort(answer === "lost" ? "lease-lost" : answer);
       }, () => undefined)
@@ -71,7 +72,7 @@ export class LeaseKeeper {
   /** Stops, then releases the lease if this attempt still holds it. */
   async release(): Promise<void> {
     await this.stop();
-    await this.redis.eval(RELEASE_LEASE, 1, this.lease.key, this.lease.token);
+    await runScript(this.redis, RELEASE_LEASE, 1, this.lease.key, this.lease.token);
   }
 }
 

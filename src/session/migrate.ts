@@ -8,6 +8,7 @@ import type { Redis } from "ioredis";
 import { globalKeys, KEY_LAYOUT, legacyKeys, sessionKeys } from "./keys.js";
 import { MIGRATE_SESSION } from "./scripts.js";
 import { DEDUPE_TTL_SECONDS } from "./store.js";
+import { runScript } from "./run-script.js";
 
 export interface MigrationReport {
   /** The layout was current already (nothing scanned). */
@@ -78,7 +79,7 @@ export async function migrateLayout(redis: Redis, prefix: string, options: { wai
     await redis.set(keys.layout, String(KEY_LAYOUT));
     return report;
   } finally {
-    await redis.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", 1, keys.migrationLock, lockToken);
+    await runScript(redis, "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", 1, keys.migrationLock, lockToken);
   }
 }
 
@@ -94,7 +95,7 @@ export async function migrateSession(redis: Redis, prefix: string, sessionKey: s
   } catch {
     // An unreadable state still moves; its archive gets the placeholder id.
   }
-  const [messages, replies] = (await redis.eval(
+  const [messages, replies] = (await runScript(redis,
     MIGRATE_SESSION, 19,
     ...legacyKeys.suffixes.map(legacy),
     target.state, target.version, target.transcript, target.transcriptIndex, target.inbox, target.outbox, target.outboxProgress,

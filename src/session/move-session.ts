@@ -29,6 +29,7 @@
 import type { Redis } from "ioredis";
 import type { ChatMoveResult } from "../core/channel.js";
 import { globalKeys, sessionKeys, type SessionKeys } from "./keys.js";
+import { runScript } from "./run-script.js";
 
 /** The old key's version says where the session went, for a day (stale workers, late re-deliveries). */
 const TOMBSTONE_TTL_SECONDS = 24 * 3_600;
@@ -145,7 +146,7 @@ export async function moveSession(redis: Redis, prefix: string, request: Session
       const expected = await redis.lrange(from[name], 0, -1);
       lists.push({ pair, expected, rewritten: expected.map((entry) => readdress(entry, request)), name });
     }
-    const reply = (await redis.eval(
+    const reply = (await runScript(redis,
       MOVE_SESSION,
       6 + pairs.length * 2,
       from.version, globalKeys(prefix).workSet, from.lease, from.abort, from.moving, from.lastCommit, ...pairs.flat(),
@@ -219,7 +220,7 @@ export async function forwardToMovedSession(redis: Redis, prefix: string, sessio
       const chatId = (JSON.parse(raw) as { chatId?: unknown }).chatId;
       return readdress(raw, { fromSessionKey: sessionKey, toSessionKey: movedTo.sessionKey, fromChatId: String(chatId), toChatId: movedTo.chatId });
     });
-    const forwarded = Number(await redis.eval(FORWARD_LATE, 3, from.version, from.inbox, sessionKeys(prefix, movedTo.sessionKey).inbox, expected.length, ...expected, ...rewritten));
+    const forwarded = Number(await runScript(redis, FORWARD_LATE, 3, from.version, from.inbox, sessionKeys(prefix, movedTo.sessionKey).inbox, expected.length, ...expected, ...rewritten));
     if (forwarded >= 0) return { toSessionKey: movedTo.sessionKey, forwarded };
   }
   throw new Error(`the inbox of moved session ${sessionKey} kept changing; forwarding is retried later`);

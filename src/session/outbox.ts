@@ -2,6 +2,7 @@ import type { Redis } from "ioredis";
 import type { OutboundReply } from "../core/channel.js";
 import { sessionKeys } from "./keys.js";
 import { BEGIN_DELIVERY, FINISH_REPLY, RECORD_PART } from "./scripts.js";
+import { runScript } from "./run-script.js";
 
 export type DeliveryStep =
   /** Another delivery holds this session's delivery lease. */
@@ -32,19 +33,19 @@ export class Outbox {
 
   /** Takes the delivery lease and returns the head to send. */
   async begin(sessionKey: string, token: string, leaseMs: number): Promise<DeliveryStep> {
-    return toStep((await this.redis.eval(BEGIN_DELIVERY, 3, ...this.#keys(sessionKey), token, leaseMs)) as unknown[]);
+    return toStep((await runScript(this.redis, BEGIN_DELIVERY, 3, ...this.#keys(sessionKey), token, leaseMs)) as unknown[]);
   }
 
   /** Records part `partIndex` of `replyId` as sent; throws DeliveryFencedError when this delivery may no longer write. */
   async recordPart(sessionKey: string, token: string, replyId: string, partIndex: number, leaseMs: number): Promise<void> {
-    const result = await this.redis.eval(RECORD_PART, 3, ...this.#keys(sessionKey), token, replyId, partIndex + 1, leaseMs);
+    const result = await runScript(this.redis, RECORD_PART, 3, ...this.#keys(sessionKey), token, replyId, partIndex + 1, leaseMs);
     if (result === 0) throw new DeliveryFencedError(`another delivery holds ${sessionKey}`);
     if (result === -1) throw new DeliveryFencedError(`reply ${replyId} is no longer the head of ${sessionKey}'s outbox`);
   }
 
   /** Pops `replyId` (sent, or refused for good) and returns the next head. */
   async finish(sessionKey: string, token: string, replyId: string, leaseMs: number): Promise<DeliveryStep> {
-    return toStep((await this.redis.eval(FINISH_REPLY, 3, ...this.#keys(sessionKey), token, replyId, leaseMs)) as unknown[]);
+    return toStep((await runScript(this.redis, FINISH_REPLY, 3, ...this.#keys(sessionKey), token, replyId, leaseMs)) as unknown[]);
   }
 }
 

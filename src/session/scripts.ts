@@ -40,10 +40,11 @@ end`;
  * keeps an abort flag raised since. A session that moved away (move-session.ts) is never begun
  * here, and neither is one whose move waits for the running turn to end.
  *
- * KEYS: lease, abort, inbox, pending, state, version, outbox, moving.
+ * KEYS: lease, abort, inbox, pending, state, version, outbox, moving, live.
  * ARGV: token, lease TTL ms, 'all' | 'one', hold '1' | '0'.
  * → {'busy', PTTL} | {'moved', tombstone} | {'idle', outbox length, outbox platform}
- *   | {'claimed', outbox length, outbox platform, version, state JSON or '', entry, entry, …}
+ *   | {'claimed', outbox length, outbox platform, version, state JSON or '', L, L live messages,
+ *      entry, entry, …}
  */
 export const BEGIN_TURN = `${HEAD_PLATFORM}
 local version = redis.call('GET', KEYS[6])
@@ -72,22 +73,26 @@ if #batch == 0 and ARGV[4] ~= '1' then
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', tonumber(ARGV[2]))
 if holder ~= ARGV[1] then redis.call('DEL', KEYS[2]) end
-local reply = {'claimed', outbox, platform, version or '0', redis.call('GET', KEYS[5]) or ''}
+local live = redis.call('LRANGE', KEYS[9], 0, -1)
+local reply = {'claimed', outbox, platform, version or '0', redis.call('GET', KEYS[5]) or '', #live}
+for i = 1, #live do reply[#reply + 1] = live[i] end
 for i = 1, #batch do reply[#reply + 1] = batch[i] end
 return reply`;
 
 /**
  * Ends a turn: the fenced commit. Writes only if the lease holds this attempt's token (or is
- * free) AND the version is the one the turn began from; then stores the state, appends the
+ * free) AND the version is the one the turn began from; then stores the state (without its live
+ * context), updates the live list (keeps its first K entries, appends L), appends the
  * transcript, queues the replies, removes exactly the claimed entries from pending (never a
  * message another attempt claimed), releases the lease, and reports what is left to do.
  * Re-sent after a lost reply, it answers 'done' instead of committing twice.
  *
  * KEYS: lease, last-commit, version, state, transcript, transcript index, pending, outbox,
- *       inbox, archive, archive index.
+ *       inbox, archive, archive index, live.
  * ARGV: token, expected version, state JSON, archive '1'|'0', archive TTL ms (0 keeps it),
- *       T transcript count, C claimed count, then T message ids, T transcript entries,
- *       C claimed entries (as claimed), then outbox entries.
+ *       T transcript count, C claimed count, K live entries kept (-1: all), L live entries
+ *       appended, then T message ids, T transcript entries, C claimed entries (as claimed),
+ *       L live entries, then outbox entries.
  * → {'committed' | 'done', version, inbox length, pending length, outbox length, outbox platform}
  *   | {'lost'} | {'conflict', current version, or -1 when the session moved away}
  */
@@ -120,13 +125,18 @@ redis.call('SET', KEYS[4], ARGV[3])
 redis.call('SET', KEYS[3], current + 1)
 local count = tonumber(ARGV[6])
 local claimed = tonumber(ARGV[7])
-local base = 7
+local keep = tonumber(ARGV[8])
+local live = tonumber(ARGV[9])
+local base = 9
 for i = 1, count do
   local length = redis.call('RPUSH', KEYS[5], ARGV[base + count + i])
   redis.call('HSET', KEYS[6], ARGV[base + i], length - 1)
 end
 for i = base + 2 * count + 1, base + 2 * count + claimed do redis.call('LREM', KEYS[7], 1, ARGV[i]) end
-for i = base + 2 * count + claimed + 1, #ARGV do redis.call('RPUSH', KEYS[8], ARGV[i]) end
+local at = base + 2 * count + claimed
+if keep == 0 then redis.call('DEL', KEYS[12]) elseif keep > 0 then redis.call('LTRIM', KEYS[12], 0, keep - 1) end
+for i = at + 1, at + live do redis.call('RPUSH', KEYS[12], ARGV[i]) end
+for i = at + live + 1, #ARGV do redis.call('RPUSH', KEYS[8], ARGV[i]) end
 redis.call('SET', KEYS[2], token)
 redis.call('DEL', KEYS[1])
 return report('committed', current + 1)`;

@@ -7,6 +7,7 @@ import { APPEND_INBOX, BEGIN_TURN, END_TURN, REQUEST_ABORT, SESSION_WORK } from 
 import { newSessionState, type SessionState } from "./state.js";
 import { searchTranscript, type TranscriptSearch } from "./transcript-search.js";
 import type { OutboundReply } from "../core/channel.js";
+import { runScript } from "./run-script.js";
 
 /** A message waiting in a session's inbox, as the ingress stored it. */
 export type InboxEntry = InboundMessage & { receivedAt: number };
@@ -19,6 +20,12 @@ export interface TurnClaim {
   readonly token: string;
   readonly version: number;
   readonly raw: readonly string[];
+  /**
+   * The live context as stored when the turn began (one JSON message per list entry; empty for
+   * a session still stored in the inline format). The commit rewrites only what changed after
+   * the longest unchanged prefix, so a turn writes its new messages, not the whole context.
+   */
+  readonly live: readonly string[];
 }
 
 export type BeginTurnResult =
@@ -115,7 +122,7 @@ export class SessionStore {
     const legacySeen = receivedAt < this.#legacySeenUntil && (await this.#redis.exists(legacyKeys.seen(this.#prefix, message.platform, message.chatId, message.messageId))) === 1;
     if (!legacySeen) {
       const entry: InboxEntry = { ...message, receivedAt };
-      added = (await this.#redis.eval(APPEND_INBOX, 2, keys.seen(message.platform, message.messageId), keys.inbox, JSON.stringify(entry), DEDUPE_TTL_SECONDS)) === 1;
+      added = (await runScript(this.#redis, APPEND_INBOX, 2, keys.seen(message.platform, message.messageId), keys.inbox, JSON.stringify(entry), DEDUPE_TTL_SECONDS)) === 1;
     }
     // After the append, never before: see `settle`.
     await this.#redis.sadd(this.#global.workSet, message.sessionKey);
@@ -130,8 +137,8 @@ export class SessionStore {
    */
   async beginTurn(sessionKey: string, token: string, options: { leaseMs: number; mode: "all" | "one"; hold?: boolean; now?: number }): Promise<BeginTurnResult> {
     const keys = this.keys(sessionKey);
-    const reply = (await this.#redis.eval(
-      BEGIN_TURN, 8, keys.lease, keys.abort, keys.inbox, keys.pending, keys.state, keys.version, keys.outbox, keys.moving,
+    const reply = (await runScript(this.#redis,
+      BEGIN_TURN, 9, keys.lease, keys.abort, keys.inbox, keys.pending, keys.state, keys.version, keys.outbox, keys.moving, keys.live,
       token, options.leaseMs, options.mode, options.hold ? "1" : "0",
     )) as Array<string | number>;
     const [status, first, platform] = reply;
@@ -141,16 +148,17 @@ export class SessionStore {
     const outboxPlatform = platformOf(platform);
     if (status === "idle") return { status: "idle", outbox, outboxPlatform };
     const version = Number(reply[3]);
-    const rawState = String(reply[4] ?? "");
-    const raw = reply.slice(5).map(String);
-    const state = rawState === "" ? newSessionState(options.now ?? Date.now(), version) : (JSON.parse(rawState) as SessionState);
+    const liveCount = Number(reply[5]);
+    const live = reply.slice(6, 6 + liveCount).map(String);
+    const raw = reply.slice(6 + liveCount).map(String);
+    const state = readState(String(reply[4] ?? ""), live, version, options.now ?? Date.now());
     return {
       status: "claimed",
       outbox,
       outboxPlatform,
       state,
       batch: raw.map((item) => JSON.parse(item) as InboxEntry),
-      claim: { token, version, raw },
+      claim: { token, version, raw, live },
     };
   }
 
@@ -158,17 +166,20 @@ export class SessionStore {
   async endTurn(sessionKey: string, claim: TurnClaim, input: CommitInput): Promise<EndTurnResult> {
     const keys = this.keys(sessionKey);
     const expected = claim.version;
-    const stored: SessionState = { ...input.state, version: expected + 1 };
+    const { live, ...rest } = input.state;
+    const meta: StoredState = { ...rest, version: expected + 1 };
+    const change = liveChange(claim.live, live);
     const archivedId = input.archivedSessionId ?? "none";
-    const reply = (await this.#redis.eval(
-      END_TURN, 11,
+    const reply = (await runScript(this.#redis,
+      END_TURN, 12,
       keys.lease, keys.lastCommit, keys.version, keys.state, keys.transcript, keys.transcriptIndex, keys.pending, keys.outbox,
-      keys.inbox, keys.archive(archivedId), keys.archiveIndex(archivedId),
-      claim.token, expected, JSON.stringify(stored), input.archivedSessionId ? "1" : "0", this.#archiveRetentionMs,
-      input.transcript.length, claim.raw.length,
+      keys.inbox, keys.archive(archivedId), keys.archiveIndex(archivedId), keys.live,
+      claim.token, expected, JSON.stringify(meta), input.archivedSessionId ? "1" : "0", this.#archiveRetentionMs,
+      input.transcript.length, claim.raw.length, change.keep, change.append.length,
       ...input.transcript.map((message) => message.id),
       ...input.transcript.map((message) => JSON.stringify(stripTokenCache(message))),
       ...claim.raw,
+      ...change.append,
       ...input.outbox.map((reply) => JSON.stringify(reply)),
     )) as Array<string | number>;
     const [status] = reply;
@@ -195,16 +206,15 @@ export class SessionStore {
   /** Flags the running turn to stop (/stop, busy mode interrupt). → true when a turn was running. */
   async requestAbort(sessionKey: string, reason: "stop" | "interrupt"): Promise<boolean> {
     const keys = this.keys(sessionKey);
-    return (await this.#redis.eval(REQUEST_ABORT, 2, keys.lease, keys.abort, reason, 60_000)) === 1;
+    return (await runScript(this.#redis, REQUEST_ABORT, 2, keys.lease, keys.abort, reason, 60_000)) === 1;
   }
 
   async load(sessionKey: string, now = Date.now()): Promise<SessionState> {
     const keys = this.keys(sessionKey);
-    const [[, state], [, version]] = (await this.#redis.multi().get(keys.state).get(keys.version).exec()) as [
-      [Error | null, string | null], [Error | null, string | null],
+    const [[, state], [, version], [, live]] = (await this.#redis.multi().get(keys.state).get(keys.version).lrange(keys.live, 0, -1).exec()) as [
+      [Error | null, string | null], [Error | null, string | null], [Error | null, string[]],
     ];
-    if (state === null) return newSessionState(now, Number(version ?? 0));
-    return JSON.parse(state) as SessionState;
+    return readState(state ?? "", live, Number(version ?? 0), now);
   }
 
   async inboxLength(sessionKey: string): Promise<number> {
@@ -246,7 +256,7 @@ export class SessionStore {
 
   async sessionWork(sessionKey: string): Promise<SessionWork> {
     const keys = this.keys(sessionKey);
-    const [inbox, pending, outbox, lease, deliveryLease, platform] = (await this.#redis.eval(
+    const [inbox, pending, outbox, lease, deliveryLease, platform] = (await runScript(this.#redis,
       SESSION_WORK, 5, keys.inbox, keys.pending, keys.outbox, keys.lease, keys.deliveryLease,
     )) as [number, number, number, number, number, string];
     return { inbox, pending, outbox, outboxPlatform: platformOf(platform), turnRunning: lease === 1, deliveryRunning: deliveryLease === 1 };
@@ -265,6 +275,37 @@ export class SessionStore {
     await this.#redis.sadd(this.#global.workSet, sessionKey);
     return false;
   }
+}
+
+/**
+ * What the state key holds: the session state without its live context, which is a list of its
+ * own (the `live` key, one message per entry). A state written before that split still carries
+ * `live` inline; it loads as it is, and its first commit moves the context into the list.
+ */
+type StoredState = Omit<SessionState, "live"> & { live?: ChatMessage[] };
+
+function readState(raw: string, live: readonly string[], version: number, now: number): SessionState {
+  if (raw === "") return newSessionState(now, version);
+  const stored = JSON.parse(raw) as StoredState;
+  // The inline format (before the split): its list is empty until the first commit.
+  if (Array.isArray(stored.live) && live.length === 0) return stored as SessionState;
+  return { ...stored, live: live.map((entry) => JSON.parse(entry) as ChatMessage) };
+}
+
+/**
+ * How the stored live list becomes `next`: keep its first `keep` entries (-1: all of them) and
+ * append the rest. Messages are compared as stored (JSON), so a turn that only appended writes
+ * only its new messages; compaction, which replaces the head, rewrites the list.
+ */
+export function liveChange(stored: readonly string[], next: readonly ChatMessage[]): { keep: number; append: string[] } {
+  const append: string[] = [];
+  let keep = 0;
+  for (const message of next) {
+    const json = JSON.stringify(message);
+    if (append.length === 0 && keep < stored.length && stored[keep] === json) keep++;
+    else append.push(json);
+  }
+  return { keep: keep === stored.length ? -1 : keep, append };
 }
 
 /** The transcript keeps messages as they were; token caches belong to the live context. */

@@ -21,11 +21,11 @@ export interface AppProcess {
   signal(name: NodeJS.Signals): void;
 }
 
-export function spawnApp(env: Record<string, string>, options: { entry?: string; args?: string[] } = {}): AppProcess {
+export function spawnApp(env: Record<string, string>, options: { entry?: string; args?: string[]; nodeArgs?: string[] } = {}): AppProcess {
   const buildDir = process.env.LONGHAUL_TEST_BUILD_DIR;
   if (!buildDir) throw new Error("no test build: call buildForChildProcesses() first (the vitest global setup does)");
   const entry = `${buildDir}/${(options.entry ?? "src/main.ts").replace(/\.ts$/, ".js")}`;
-  const child = spawn(process.execPath, [entry, ...(options.args ?? [])], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), entry, ...(options.args ?? [])], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", NODE_ENV: "test", ...env },
     stdio: ["pipe", "pipe", "pipe"],
