@@ -54,6 +54,8 @@ export interface TurnAttempt {
   signal: AbortSignal;
   /** Set for an approval's timeout job: the approval it denies if still pending. */
   approvalTimeout?: string;
+  /** The BullMQ job, for the log. */
+  jobId?: string;
 }
 
 /** Rounds of waiting for the rest of a paste the client split (a few parts at most). */
@@ -61,7 +63,8 @@ const PASTE_ROUNDS = 8;
 
 export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: TurnAttempt): Promise<TurnOutcome> {
   const { store, producers } = deps;
-  const log = deps.logger.child({ sessionKey });
+  // One child logger per turn (job and session), not one per layer.
+  const log = deps.logger.child(attempt.jobId === undefined ? { sessionKey } : { jobId: attempt.jobId, sessionKey });
 
   // An approval's timeout job has no message of its own: it takes the lease even when idle.
   const hold = attempt.approvalTimeout !== undefined;
@@ -78,6 +81,8 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
   const lease = new LeaseKeeper(store.redis, { key: store.keys(sessionKey).lease, token: attempt.token, ttlMs: deps.leaseMs, abortKey: store.keys(sessionKey).abort }, attempt.signal);
   let target: ReplyTarget | undefined;
   let preview: TurnPreview | undefined;
+  // END_TURN releases the lease with the commit: no second round trip for it then.
+  let committed = false;
   try {
     // The newest message may be the first part of a long paste the client split: wait briefly
     // for the rest, then begin again with the same token (the whole pending batch, fresh).
@@ -163,6 +168,7 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
       ...(result.archivedSessionId ? { archivedSessionId: result.archivedSessionId } : {}),
     });
     if (ended.status === "lost" || ended.status === "conflict") return superseded(deps, sessionKey, log, ended.status);
+    committed = true;
     log.info({ version: ended.version, messages: batch.length, replies: result.replies.length, resent: ended.status === "done" }, "turn-committed");
     deps.metrics.turns.inc({ outcome });
     deps.metrics.turnSeconds.observe((performance.now() - startedAt) / 1_000);
@@ -170,7 +176,7 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
     return { status: "answered", version: ended.version, messages: batch.length, replies: result.replies.length };
   } finally {
     preview?.close();
-    await lease.release().catch((error: unknown) => log.warn({ err: error }, "lease-release-failed"));
+    await (committed ? lease.stop() : lease.release()).catch((error: unknown) => log.warn({ err: error }, "lease-release-failed"));
     if (target) await deps.publishActivity({ type: "turn-finished", sessionKey, target }).catch(() => undefined);
   }
 }

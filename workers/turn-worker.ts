@@ -37,6 +37,7 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   const workerId = randomUUID().slice(0, 8);
   const connection = createRedis(options.redisUrl);
   const log = options.logger.child({ role: "worker", workerId });
+  const deps: TurnDeps = { ...options.deps, logger: log };
 
   const worker = new Worker<TurnJobData, TurnOutcome>(
     TURN_QUEUE,
@@ -44,9 +45,10 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
       if (job.data.v !== PAYLOAD_VERSION) throw new UnrecoverableError(`unknown turn payload version ${String(job.data.v)}`);
       const attempts = job.opts.attempts ?? 1;
       const outcome = await processTurn(
-        { ...options.deps, logger: log.child({ jobId: job.id }) },
+        deps,
         job.data.sessionKey,
         {
+          ...(job.id !== undefined ? { jobId: job.id } : {}),
           // Job id and attempt alone repeat when this worker picks its own stalled job back up.
           token: attemptToken(`${workerId}:${job.id}:${job.attemptsMade}`),
           finalAttempt: job.attemptsMade + 1 >= attempts,

@@ -6,9 +6,10 @@
  */
 import { ConfigError, loadConfig, type Config } from "../../config/index.js";
 import { EXIT_CODES, exitCodeOf, fail, formatResult, runDoctor } from "../doctor/index.js";
+import { mcpDoctorCheck } from "../tools/mcp/index.js";
 
 const USAGE = `usage: npm run doctor [-- --timeout-ms N]
-Checks the settings, Redis, the model endpoints and the Telegram/Discord tokens.
+Checks the settings, Redis, the model endpoints, the Telegram/Discord tokens and the MCP servers.
 Exit codes: 0 all passed, 1 warnings only, 2 configuration, 3 Redis, 4 LLM, 5 Telegram/Discord, 6 MCP servers
 (70: the doctor itself crashed).`;
 
@@ -36,8 +37,10 @@ async function main(argv: string[]): Promise<number> {
     }
     return EXIT_CODES.config;
   }
-  // MCP servers: the MCP room contributes its checks through `extraChecks` (src/doctor/check.ts, DoctorCheck).
-  const results = await runDoctor(config, timeoutMs === undefined ? {} : { timeoutMs });
+  // MCP servers (mcp.servers in the config file): started or reached as a worker would, tools listed.
+  // The gateway role runs no tools.
+  const mcp = config.LONGHAUL_ROLE === "gateway" ? undefined : mcpDoctorCheck(config.mcp, { clientVersion: "0.1.0" });
+  const results = await runDoctor(config, { ...(timeoutMs === undefined ? {} : { timeoutMs }), ...(mcp ? { extraChecks: [mcp] } : {}) });
   for (const result of results) process.stdout.write(`${formatResult(result, { color })}\n`);
   const code = exitCodeOf(results);
   const failed = results.filter((result) => result.status === "fail").length;

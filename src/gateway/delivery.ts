@@ -119,7 +119,9 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
       if (step.status === "lost") log.warn({ sessionKey }, "delivery-superseded");
       else if (step.status === "empty") await options.store.settle(sessionKey);
     } finally {
-      await lease.release().catch((error: unknown) => log.warn({ err: error }, "delivery-lease-release-failed"));
+      // An empty outbox released the lease in FINISH_REPLY (and a lost one is not ours): no second round trip.
+      const gone = step.status === "empty" || step.status === "lost";
+      await (gone ? lease.stop() : lease.release()).catch((error: unknown) => log.warn({ err: error }, "delivery-lease-release-failed"));
     }
   };
 

@@ -40,11 +40,12 @@ export class Ingress implements IngressPort {
   async submit(message: InboundMessage): Promise<SubmitResult> {
     const { store, producers, access, logger } = this.#options;
     const now = this.#options.now?.() ?? Date.now();
-    const log = logger.child({ sessionKey: message.sessionKey, messageId: message.messageId });
+    // Built only when something is logged: an accepted message logs nothing at info.
+    const log = () => logger.child({ sessionKey: message.sessionKey, messageId: message.messageId });
 
     const verdict = await access.check(message, now);
     if (!verdict.allowed) {
-      log.info({ platform: message.platform, userId: message.userId, chatType: message.chatType }, "message-denied");
+      log().info({ platform: message.platform, userId: message.userId, chatType: message.chatType }, "message-denied");
       return verdict.notice === undefined ? { status: "denied" } : { status: "denied", notice: verdict.notice };
     }
     const rate = await this.#rateCheck(message, now);
@@ -58,13 +59,13 @@ export class Ingress implements IngressPort {
       await producers.enqueueTurn(message.sessionKey);
     } catch (error) {
       // Stored already: the sweeper will enqueue it; do not fail the platform ack.
-      log.warn({ err: error }, "enqueue-failed-sweeper-will-retry");
+      log().warn({ err: error }, "enqueue-failed-sweeper-will-retry");
     }
     if (!added) {
-      log.info("message-duplicate");
+      log().info("message-duplicate");
       return { status: "duplicate" };
     }
-    log.debug({ chars: normalized.text.length }, "message-accepted");
+    if (logger.isLevelEnabled("debug")) log().debug({ chars: normalized.text.length }, "message-accepted");
     await this.#options.onAccepted?.(normalized);
     return { status: "accepted" };
   }

@@ -3,3 +3,4 @@ export { McpManager, needsApproval, type McpManagerOptions, type ServerTools } f
 export { McpConnection } from "./connection.js";
 export { toToolOutput } from "./convert.js";
 export { exposedToolName, matchesPattern } from "./naming.js";
+export { mcpDoctorCheck } from "./doctor-check.js";
