@@ -88,7 +88,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     userMaxChars: config.MEMORY_USER_MAX_CHARS,
     chatMaxChars: config.MEMORY_CHAT_MAX_CHARS,
     pinsMaxChars: config.MEMORY_PINS_MAX_CHARS,
-  });
+  }, { summarizer: createSummarizer(summaryClient) });
 
   const mcpServers = config.mcp?.servers ?? {};
   // No server is started here: each connects when a turn first needs it.

@@ -262,6 +262,7 @@ async function runSegments(engine: TurnEngine, input: SegmentsInput, progress: S
       const commandContext: CommandContext = {
         engine, state: run.state, sessionKey: input.sessionKey, scope, now: engine.now(),
         describeTools: async () => describeTools(await engine.tools.forTurn(toolScope, input.log), engine.tools.builtins),
+        toolDefinitions: async () => (await engine.tools.forTurn(toolScope, input.log)).tools.definitions(),
         entry: segment.entry,
         timeZone: chatTimeZone(run.state, engine.timeZone),
       };

@@ -5,6 +5,9 @@
 import type { MessageOrigin } from "../core/channel.js";
 import type { MemoryOwner, Pin, SessionMemory } from "../core/memory.js";
 import type { SessionState } from "../session/state.js";
+import { SUMMARY_END_MARKER, SUMMARY_HEADER } from "../context/index.js";
+import type { Summarizer } from "../context/summarizer.js";
+import type { Logger } from "../logger.js";
 import { ownerOf, parseUserRef, sameOwner, userRef } from "./owner.js";
 import { renderSnapshot, type SnapshotParts } from "./snapshot.js";
 import {
@@ -20,6 +23,9 @@ export interface MemorySettings {
   pinsMaxChars: number;
 }
 
+/** The re-summarization `/forget` asks for. */
+export const FORGET_PROMPT = "You edit a conversation summary. The user asked to forget everything about the text in <forget>. Output the summary in <summary> with every mention of it, and every fact that depends on it, removed; keep everything else exactly as written, with the same headings. Output only the summary.";
+
 export const memoryOf = (state: SessionState): SessionMemory => (state.memory ??= {});
 
 const scopeName = (owner: MemoryOwner) => (owner.scope === "user" ? "your user memory" : "this chat's memory");
@@ -29,10 +35,40 @@ export class MemoryService {
   readonly settings: MemorySettings;
   readonly #now: () => number;
 
-  constructor(store: MemoryStore, settings: MemorySettings, now: () => number = Date.now) {
+  readonly #summarizer: Summarizer | undefined;
+
+  /** `summarizer`: rewrites the live summary without what `/forget` removes. */
+  constructor(store: MemoryStore, settings: MemorySettings, options: { now?: () => number; summarizer?: Summarizer } = {}) {
     this.store = store;
     this.settings = settings;
-    this.#now = now;
+    this.#now = options.now ?? Date.now;
+    this.#summarizer = options.summarizer;
+  }
+
+  /**
+   * The summary message's content re-summarized without `text` (`/forget`). On failure the
+   * content comes back as it was; the caller cuts the text out literally either way.
+   */
+  async rewriteSummary(content: string, text: string, signal: AbortSignal, log: Logger): Promise<string> {
+    if (!this.#summarizer) return content;
+    let body = content.trim();
+    const framed = body.startsWith(SUMMARY_HEADER) && body.endsWith(SUMMARY_END_MARKER);
+    if (framed) body = body.slice(SUMMARY_HEADER.length, body.length - SUMMARY_END_MARKER.length).trim();
+    try {
+      const { text: rewritten } = await this.#summarizer.summarize({
+        messages: [
+          { role: "system", content: FORGET_PROMPT },
+          { role: "user", content: `<forget>${text}</forget>\n\n<summary>\n${body}\n</summary>` },
+        ],
+        maxTokens: Math.max(256, Math.ceil(charCount(body) / 2)),
+        signal,
+      });
+      return framed ? `${SUMMARY_HEADER}\n\n${rewritten.trim()}\n\n${SUMMARY_END_MARKER}` : rewritten.trim();
+    } catch (error) {
+      if (signal.aborted) throw error;
+      log.warn({ err: error }, "forget-summary-rewrite-failed");
+      return content;
+    }
   }
 
   capOf(owner: MemoryOwner): number {

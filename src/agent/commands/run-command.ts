@@ -5,6 +5,8 @@ import type { CompactionScope } from "../context-manager.js";
 import type { TurnEngine } from "../turn-engine.js";
 import { compactNumber, contextMeter, duration, usd } from "./format.js";
 import type { ParsedCommand } from "./parse.js";
+import type { ToolDefinition } from "../../core/messages.js";
+import { contextCommand, forgetCommand, memoryCommand, pinCommand } from "./memory-commands.js";
 
 export interface CommandContext {
   engine: TurnEngine;
@@ -14,6 +16,8 @@ export interface CommandContext {
   now: number;
   /** `/tools`: what this chat can use (the chat's access decides). */
   describeTools(): Promise<string>;
+  /** `/context`: the tool definitions this chat's requests carry. */
+  toolDefinitions(): Promise<ToolDefinition[]>;
   /** The message that carried the command: who asks, from which chat. */
   entry: InboundMessage;
   /** The chat's time zone (the session's own, else TZ). */
@@ -37,6 +41,10 @@ export const HELP_TEXT = [
   "/usage — tokens used, estimated cost, what compaction saved",
   "/tools — the tools I can use in this chat",
   "/stop — stop what I'm doing",
+  "/context — what fills my context (system, tools, memory, pins, summary, messages) and the last compaction",
+  "/memory — what I remember here · /memory forget <id|text> · /memory share (in a group: use your memory there too)",
+  "/forget <text> — remove it from my memory and from this conversation's context",
+  "/pin <text> (or /pin as a reply) — keep a fact word for word through every compaction · /unpin <id>",
   "/reminders — your reminders and scheduled tasks (cancel, pause, resume, edit them); ask me in words to set one",
   "/help — this message",
 ].join("\n");
@@ -66,6 +74,18 @@ export async function runCommand(command: ParsedCommand, context: CommandContext
       if (!engine.schedule) return { state, text: "Reminders are not available here." };
       return { state, text: await remindersCommand(engine.schedule, requesterOf(context.entry, context.timeZone), command.args) };
     }
+    case "memory":
+    case "forget":
+    case "pin":
+    case "unpin": {
+      if (!engine.memory) return { state, text: "Memory is not available here." };
+      if (command.name === "memory") return { state, text: await memoryCommand(engine.memory, context, command.args) };
+      if (command.name === "forget") return { state, text: await forgetCommand(engine.memory, context, command.args) };
+      if (command.name === "pin") return { state, text: pinCommand(engine.memory, context, command.args) };
+      return { state, text: engine.memory.unpin(state, command.args) };
+    }
+    case "context":
+      return { state, text: await contextCommand(context) };
     case "compress": {
       if (state.live.filter((message) => message.role !== "system").length < 2) {
         return { state, text: "There is nothing to compress yet." };

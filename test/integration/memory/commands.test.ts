@@ -1,0 +1,119 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFakeLlm, textOf, type FakeLlm, type RecordedRequest } from "../../fakes/fake-llm.js";
+import { isSummarizerRequest, requestTokens } from "../../helpers/agent-fixtures.js";
+import { testConfig } from "../../helpers/config.js";
+import { contextNumbers, forgetRewriter, isFlush, isForgetRewrite, memoryModel, requestText } from "../../helpers/memory.js";
+import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
+import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
+import type { InboundMessage } from "../../../src/core/channel.js";
+
+const DM = { chatId: "dm-bo", sessionKey: "console:dm-bo", chatType: "private" as const, userId: "bo", userName: "Bo" };
+const GROUP = { chatId: "crew", sessionKey: "console:crew", chatType: "group" as const, userId: "bo", userName: "Bo" };
+const PIN = "Budget: 4,800 € — hard ceiling, 🚫 no overruns (agreed 2026-11-30)";
+
+describe("memory commands and the visible context", () => {
+  let llm: FakeLlm;
+  let pipeline: Pipeline;
+  const adapter = new RecordingAdapter("console");
+  let count = 0;
+  let summaries = 0;
+  const say = async (where: Partial<InboundMessage>, text: string, extra: Partial<InboundMessage> = {}) => {
+    const before = adapter.sent.length;
+    await adapter.submit(inbound({ ...where, ...extra, text, messageId: `c${++count}` }));
+    await adapter.waitFor((sent) => sent.length > before);
+    return adapter.sent[before]!.reply.text;
+  };
+  /** Six long turns: enough for /compress to have a middle to fold. */
+  const chatter = async (where: Partial<InboundMessage>, label: string) => {
+    for (let turn = 1; turn <= 6; turn++) await say(where, `${label} ${turn}: ${"we talk about trains, hotels and the coast ".repeat(60)}`);
+  };
+  const mainRequests = () => llm.requests.filter((request) => !isSummarizerRequest(request) && !isFlush(request) && !isForgetRewrite(request));
+  const lastMain = (): RecordedRequest => mainRequests().at(-1)!;
+
+  beforeAll(async () => {
+    llm = await startFakeLlm();
+    llm.route(isForgetRewrite, forgetRewriter);
+    // The summarizer keeps the code word (so /forget has to take it out of the summary).
+    llm.route(isSummarizerRequest, () => ({ text: `## Goal\nPlan the trip. SUMMARY#${++summaries}\n## Critical Context\nThe code word is PAPAYA.\nTrain at 9.` }));
+    llm.setHandler(memoryModel);
+    pipeline = await startPipeline(testConfig({ LLM_BASE_URL: llm.url, LLM_CONTEXT_WINDOW: "128000" }), [adapter]);
+  });
+  afterAll(async () => {
+    await pipeline.close();
+    await llm.close();
+  });
+
+  it("/pin keeps a fact verbatim in every request, through 5 compactions; /unpin removes it", async () => {
+    expect(await say(DM, `/pin ${PIN}`)).toMatch(/^Pinned \[p1\]/);
+    for (let round = 1; round <= 5; round++) {
+      await chatter(DM, `round ${round}`);
+      expect(await say(DM, "/compress")).toMatch(/^Compacted: /);
+      await say(DM, `after compaction ${round}`);
+      expect(textOf(lastMain().body.messages[0]!.content)).toContain(`- [p1] ${PIN}`);
+    }
+    expect(await say(DM, "/status")).toMatch(/^Compactions: 5$/m);
+    // A pin sent as a reply pins the replied-to text.
+    expect(await say(DM, "/pin", { replyTo: { author: "Bo", text: "Hotel: Casa Azul, 3 nights" } })).toMatch(/^Pinned \[p2\]/);
+    expect(await say(DM, "/unpin p1")).toBe(`Unpinned:\n• [p1] ${PIN}`);
+    await say(DM, "and now?");
+    const system = textOf(lastMain().body.messages[0]!.content);
+    expect(system).not.toContain(PIN);
+    expect(system).toContain("- [p2] Hotel: Casa Azul, 3 nights");
+  });
+
+  it("/context: categories that add up to the request the model received (±2%), compactions, and the last fold", async () => {
+    await say(DM, "remember: prefers window seats");
+    await say(DM, "/new");
+    await say(DM, "/pin gate B12");
+    await chatter(DM, "leg");
+    await say(DM, "/compress");
+    await say(DM, "what's next?");
+    const request = lastMain();
+    const text = await say(DM, "/context");
+    const numbers = contextNumbers(text);
+    expect(Object.keys(numbers)).toEqual(["system prompt", "tools", "memory", "pins", "summary", "recent messages", "free"]);
+    for (const name of ["system prompt", "tools", "memory", "pins", "summary", "recent messages"]) expect(numbers[name]).toBeGreaterThan(0);
+    const used = numbers["system prompt"]! + numbers.tools! + numbers.memory! + numbers.pins! + numbers.summary! + numbers["recent messages"]!;
+    const sent = requestTokens(request);
+    expect(Math.abs(used - sent) / sent).toBeLessThanOrEqual(0.02);
+    expect(used + numbers.free!).toBe(128_000);
+    expect(text).toMatch(/^Compactions: 1$/m);
+    expect(text).toMatch(/^Last compaction \(manual, [^)]+\): folded \d+ messages from .+ to .+; ids m\d+…m\d+ — ask me to recall\("m\d+"\)/m);
+  });
+
+  it("/forget removes a fact from memory, from the summary and from the next request, and says what it removed", async () => {
+    await say(DM, "remember: the code word is PAPAYA");
+    await say(DM, "/new");
+    await chatter(DM, "note");
+    await say(DM, "/compress");
+    await say(DM, "anything else?");
+    expect(requestText(lastMain())).toContain("PAPAYA");
+
+    const reply = await say(DM, "/forget papaya");
+    expect(reply).toMatch(/^Forgot "papaya":\n• memory \[u\d+\]: the code word is PAPAYA\n• the summary of earlier turns, rewritten without it\n/);
+    expect(llm.requests.filter(isForgetRewrite)).toHaveLength(1);
+    await say(DM, "what is the code word?");
+    const after = requestText(lastMain());
+    expect(after.toLowerCase()).not.toContain("papaya");
+    expect(after).toContain("Train at 9.");
+    expect(await say(DM, "/memory")).not.toMatch(/papaya/i);
+  });
+
+  it("/memory shows and forgets by id; /memory share brings a user's memory into one group only", async () => {
+    const shown = await say(DM, "/memory");
+    expect(shown).toMatch(/^Your memory \(used only in our private chat unless you \/memory share it in a group\) · \d+\/2,000 characters:\n• \[u1\] prefers window seats$/m);
+    await say(GROUP, "hello crew");
+    expect(requestText(lastMain())).not.toContain("window seats");
+    expect(await say(GROUP, "/memory share")).toMatch(/^Bo, your memory is now used in this chat too/);
+    await say(GROUP, "/new");
+    await say(GROUP, "where do I sit?");
+    expect(textOf(lastMain().body.messages[0]!.content)).toContain("About Bo (shared by them with this chat):\n- [u1] prefers window seats");
+    expect(await say(GROUP, "/memory unshare")).toMatch(/no longer used in this chat/);
+    await say(GROUP, "/new");
+    await say(GROUP, "where now?");
+    expect(requestText(lastMain())).not.toContain("window seats");
+
+    expect(await say(DM, "/memory forget u1")).toMatch(/^Removed from your user memory:\n• \[u1\] prefers window seats/);
+    expect(await say(DM, "/memory")).toContain("(nothing yet");
+  });
+});
