@@ -54,7 +54,7 @@ export interface PreviewPort {
   /** Shortest gap between two preview writes in this chat (the platform's limits, with room left for the final). */
   minIntervalMs(target: ReplyTarget): number;
   /** Sends the preview message (a reply to the user's message, like the final's first part). → its id. */
-  create(target: ReplyTarget, text: string, signal: AbortSignal): Promise<string>;
+  create(target: ReplyTarget, text: string, signal: AbortSignal, previewId?: string): Promise<string>;
   /** Shows `text` in the preview message; "not modified" is success. */
   edit(target: ReplyTarget, messageId: string, text: string, signal: AbortSignal): Promise<void>;
   /** Removes a preview message nobody will take over (its final came first). */

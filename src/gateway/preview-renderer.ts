@@ -104,7 +104,7 @@ export class PreviewRenderer {
       const signal = AbortSignal.any([this.#abort.signal, AbortSignal.timeout(PREVIEW_REQUEST_MS)]);
       try {
         if (claim.status === "create") {
-          const messageId = await port.create(update.target, text, signal);
+          const messageId = await port.create(update.target, text, signal, update.previewId);
           this.stats.writes++;
           live.shown = text;
           if (!(await records.opened(update.sessionKey, update.previewId, this.#owner, messageId))) {

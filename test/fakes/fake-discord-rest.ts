@@ -47,6 +47,8 @@ export class FakeRest {
   readonly faults: SendFault[] = [];
   readonly interactionCallbacks: InteractionCallback[] = [];
   private readonly buckets = new ChannelBuckets();
+  /** Edits have a bucket of their own per channel (5 per 5 s), with its own hash. */
+  private readonly editBuckets = new ChannelBuckets();
   /** Interactions dispatched and not yet acknowledged: id → token and when it was sent. */
   private readonly openInteractions = new Map<string, { token: string; at: number }>();
 
@@ -131,6 +133,13 @@ export class FakeRest {
     }
     if (method === "POST" && resource === "messages" && messageId === undefined) return this.createMessage(channel, permissions, (body ?? {}) as Payload, reply);
     if (method === "PATCH" && resource === "messages" && messageId !== undefined) return this.editMessage(channel, messageId, (body ?? {}) as Payload, reply);
+    if (method === "DELETE" && resource === "messages" && messageId !== undefined) {
+      const existing = this.world.message(channelId, messageId);
+      if (!existing) return reply(404, { message: "Unknown Message", code: 10008 });
+      if ((existing.author as Payload).id !== IDS.bot && !permissions.send) return reply(403, MISSING_PERMISSIONS);
+      this.world.remove(channelId, messageId);
+      return reply(204);
+    }
     return reply(405, { message: "405: Method Not Allowed", code: 0 });
   }
 
@@ -208,6 +217,14 @@ export class FakeRest {
   private editMessage(channel: Payload, messageId: string, body: Payload, reply: Reply): void {
     const existing = this.world.message(String(channel.id), messageId);
     if (!existing) return reply(404, { message: "Unknown Message", code: 10008 });
+    const bucket = this.editBuckets.take(String(channel.id));
+    const bucketHeaders = { ...ChannelBuckets.headers(bucket), "x-ratelimit-bucket": "fake-channel-message-edits" };
+    if (!bucket.allowed) {
+      const retryAfter = Math.max(0.001, (bucket.resetAt - Date.now()) / 1000);
+      return reply(429, { message: "You are being rate limited.", retry_after: Number(retryAfter.toFixed(3)), global: false }, {
+        ...bucketHeaders, "retry-after": String(Math.ceil(retryAfter)), "x-ratelimit-scope": "user",
+      });
+    }
     if ((existing.author as Payload).id !== IDS.bot) return reply(403, { message: "Cannot edit a message authored by another user", code: 50005 });
     if (isLockedArchive(channel)) return reply(400, THREAD_ARCHIVED);
     if (typeof body.content === "string" && discordLength(body.content) > 2000) return reply(400, invalidForm("content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length."));
@@ -222,7 +239,7 @@ export class FakeRest {
       edited_timestamp: new Date().toISOString(),
     };
     this.world.store(edited);
-    reply(200, edited);
+    reply(200, edited, bucketHeaders);
   }
 
   /** Each interaction is answered once, within 3 s; a late answer finds the token expired. */

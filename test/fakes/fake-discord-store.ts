@@ -199,6 +199,11 @@ export class DiscordStore {
     return { id, filename: file.name, size: body.length, url, proxy_url: url, ...(contentType ? { content_type: contentType } : {}) };
   }
 
+  /** A deleted message: gone from the history; edits of it answer Unknown Message. */
+  remove(channelId: string, messageId: string): void {
+    this.histories.get(channelId)?.delete(messageId);
+  }
+
   store(message: Payload): void {
     const channelId = String(message.channel_id);
     let history = this.histories.get(channelId);

@@ -24,8 +24,10 @@ export type { ChannelPermissions, FileUpload, UserMessageOptions } from "./fake-
  *   5 messages per 5 s per channel (429 with retry_after and the X-RateLimit-* headers),
  *   `enforce_nonce`, replies to unknown messages, and `allowed_mentions` (who got pinged).
  * - Buttons (message components) are checked as Discord checks them; a press is an
- *   INTERACTION_CREATE that must be acknowledged once, within 3 s; edits replace a bot
- *   message's content and components.
+ *   INTERACTION_CREATE that must be acknowledged once, within 3 s; edits (PATCH) replace a bot
+ *   message's content and components, checked like sends (2,000 code points), with a bucket of
+ *   their own per channel (5 per 5 s, 429 with the X-RateLimit-* headers); a deleted message
+ *   (DELETE, `deleteByUser`) answers 10008 Unknown Message.
  * - The gateway replays missed events on RESUME, refuses a session it forgot with
  *   INVALID_SESSION, sends THREAD_CREATE, and hides content from a client without the
  *   Message Content intent.
@@ -117,6 +119,11 @@ export class FakeDiscord {
   /** Messages the bot created in a channel, as Discord stored them now (edits applied, with who they pinged). */
   botMessages(channelId: string): Payload[] {
     return this.world.botMessages(channelId);
+  }
+
+  /** A user (a moderator) deletes a message of the bot. */
+  deleteByUser(channelId: string, messageId: string): void {
+    this.world.remove(channelId, messageId);
   }
 
   /** Interaction callbacks received, in order (`late`: after Discord's 3 s). */

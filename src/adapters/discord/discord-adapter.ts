@@ -7,6 +7,7 @@ import type { ChannelAdapter, IngressPort, OutboundReply, SendOptions, TurnActiv
 import { buttonRow, replaceMessage, toInboundAction } from "./actions.js";
 import { DEFAULT_BACKFILL_LIMITS, runBackfill, type BackfillLimits } from "./backfill.js";
 import { Intake } from "./intake.js";
+import { DiscordPreviews, editFinal } from "./previews.js";
 import { NO_MENTIONS, sendParts, toSendError } from "./send-reply.js";
 import { splitMessage } from "./split.js";
 import { TypingIndicators } from "./typing.js";
@@ -70,6 +71,7 @@ export class DiscordAdapter implements ChannelAdapter {
   private readonly logger: Logger;
   private readonly options: DiscordAdapterOptions;
   private readonly typing: TypingIndicators;
+  readonly previews: DiscordPreviews;
   private readonly watchedChannels: ReadonlySet<string>;
   private ingress: IngressPort | undefined;
   private intake: Intake | undefined;
@@ -94,6 +96,7 @@ export class DiscordAdapter implements ChannelAdapter {
       failIfNotExists: false,
       rest: { api: options.apiRoot ?? "https://discord.com/api" },
     });
+    this.previews = new DiscordPreviews(this.client, async (channelId) => this.pingsIn(await this.resolveChannel(channelId)), this.logger);
     this.typing = new TypingIndicators({
       intervalMs: options.typingIntervalMs ?? 8_000,
       timeoutMs: options.typingTimeoutMs ?? 600_000,
@@ -171,6 +174,20 @@ export class DiscordAdapter implements ChannelAdapter {
     } catch (error) {
       this.typing.stop(reply.sessionKey);
       throw error;
+    }
+    if (options.preview && options.fromPart === 0) {
+      // The final takes the live preview over: part 1 is edited into it, the rest is sent.
+      const components = reply.actions?.length && parts.length === 1 ? buttonRow(reply.actions) : undefined;
+      if (await editFinal(channel, reply, options.preview.messageId, parts[0] ?? "", components ? { components } : {})) {
+        await options.onPartSent(0);
+        if (options.preview.only || parts.length === 1) {
+          this.typing.stop(reply.sessionKey);
+          return;
+        }
+        return this.send(reply, { fromPart: 1, onPartSent: options.onPartSent });
+      }
+      await options.preview.onRefused();
+      if (options.preview.only) return;
     }
     if (reply.replaces !== undefined && options.fromPart === 0 && (await replaceMessage(channel, reply, 2_000))) {
       await options.onPartSent(0);

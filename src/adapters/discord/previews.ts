@@ -1,0 +1,90 @@
+/**
+ * Live previews on Discord (docs/streaming.md): one message, a reply to the user's message,
+ * edited as the turn goes on; the final answer's first part is edited into it. Preview requests
+ * go through discord.js' REST with an abort signal, so a preview that would wait behind a rate
+ * limit is dropped when its time is up (the renderer shows the latest update later) instead of
+ * queueing; @discordjs/rest keeps the channel's buckets, which the final's sends share.
+ */
+import { DiscordAPIError, Routes, type Client, type SendableChannels } from "discord.js";
+import type { OutboundReply, PreviewPort, ReplyTarget } from "../channel-adapter.js";
+import { PermanentError } from "../../errors.js";
+import type { Logger } from "../../logger.js";
+import { NO_MENTIONS, partNonce, toSendError } from "./send-reply.js";
+
+/** Discord's limit is 2,000 characters (code points); a longer preview shows its beginning. */
+export function clipDiscordPreview(text: string, limit = 2_000): string {
+  const points = [...text];
+  return points.length <= limit ? text : `${points.slice(0, limit - 2).join("")} …`;
+}
+
+/** Unknown Message, or a message the bot may not edit: the preview is gone for good. */
+const GONE_CODES = new Set([10008, 50005]);
+
+/** 5 messages per 5 s per channel, shared with the final: previews take at most one in 1.5 s. */
+export const DISCORD_PREVIEW_INTERVAL_MS = 1_500;
+
+export class DiscordPreviews implements PreviewPort {
+  constructor(private readonly client: Client, private readonly pings: (channelId: string) => Promise<boolean>, private readonly logger: Logger) {}
+
+  minIntervalMs(): number {
+    return DISCORD_PREVIEW_INTERVAL_MS;
+  }
+
+  async create(target: ReplyTarget, text: string, signal: AbortSignal, previewId?: string): Promise<string> {
+    const replyTo = target.replyToMessageId;
+    const ping = replyTo !== undefined && (await this.pings(target.chatId));
+    try {
+      const created = (await this.client.rest.post(Routes.channelMessages(target.chatId), {
+        body: {
+          content: clipDiscordPreview(text),
+          allowed_mentions: { parse: [], replied_user: ping },
+          // A create retried after a lost answer returns the message it already made.
+          ...(previewId === undefined ? {} : { nonce: partNonce(`preview:${previewId}`, 0), enforce_nonce: true }),
+          ...(replyTo === undefined ? {} : { message_reference: { message_id: replyTo, fail_if_not_exists: false } }),
+        },
+        signal,
+      })) as { id: string };
+      return created.id;
+    } catch (error) {
+      throw toPreviewError(error, `preview in channel ${target.chatId}`);
+    }
+  }
+
+  async edit(target: ReplyTarget, messageId: string, text: string, signal: AbortSignal): Promise<void> {
+    try {
+      await this.client.rest.patch(Routes.channelMessage(target.chatId, messageId), {
+        body: { content: clipDiscordPreview(text), allowed_mentions: { parse: [] } },
+        signal,
+      });
+    } catch (error) {
+      throw toPreviewError(error, `edit preview ${messageId}`);
+    }
+  }
+
+  async remove(target: ReplyTarget, messageId: string): Promise<void> {
+    await this.client.rest.delete(Routes.channelMessage(target.chatId, messageId)).catch((error: unknown) =>
+      this.logger.debug({ error: String(error) }, "discord preview not deleted"));
+  }
+}
+
+function toPreviewError(error: unknown, action: string): Error {
+  if (error instanceof DiscordAPIError && typeof error.code === "number" && GONE_CODES.has(error.code)) {
+    return new PermanentError(`${action}: Discord answered ${error.status} code ${error.code}`, { cause: error });
+  }
+  return toSendError(error, action);
+}
+
+/**
+ * The final's first part into the preview message. → false when Discord refuses the edit for
+ * good (deleted): the caller sends the part as a new message. Other failures throw.
+ */
+export async function editFinal(channel: SendableChannels, reply: OutboundReply, messageId: string, content: string, extra: { components?: readonly unknown[] }): Promise<boolean> {
+  if (!("messages" in channel)) return false;
+  try {
+    await channel.messages.edit(messageId, { content, allowedMentions: NO_MENTIONS, ...(extra.components ? { components: extra.components as never } : {}) });
+    return true;
+  } catch (error) {
+    if (error instanceof DiscordAPIError && typeof error.code === "number" && GONE_CODES.has(error.code)) return false;
+    throw toSendError(error, `edit the preview of ${reply.replyId}`);
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * Live previews on Discord (issue 15), end to end: the real discord.js adapter and pipeline,
+ * the fake Discord recording every POST, PATCH and DELETE with its 2,000-character limit and
+ * per-channel buckets, the fake LLM streaming slowly. The channel must end with exactly the
+ * committed answer, split past 2,000 characters with the preview reused as part 1.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import type { Payload } from "../../fakes/fake-discord.js";
+import { closeExpectingOnlyAskerPinged, DiscordE2E, E2E_TIMEOUT, IDS, mention, sleep, until } from "../../helpers/discord-pipeline.js";
+import { longAnswer } from "../../helpers/streaming.js";
+
+const squash = (text: string) => text.replace(/\s+/g, "");
+const contents = (messages: Payload[]) => messages.map((message) => String(message.content));
+const EDIT_PATH = /^\/channels\/(\d+)\/messages\/(\d+)$/;
+
+describe("discord streaming", E2E_TIMEOUT, () => {
+  let e2e: DiscordE2E | undefined;
+  afterEach(async () => {
+    await closeExpectingOnlyAskerPinged(e2e);
+    e2e = undefined;
+  });
+
+  for (const mode of ["progress", "partial"] as const) {
+    it(`${mode}: a 4,500-character answer ends as exactly the answer in 3 messages, the preview being part 1`, async () => {
+      e2e = await DiscordE2E.start({ DISCORD_STREAMING: mode });
+      await e2e.startPipeline();
+      const answer = longAnswer(4_500);
+      e2e.llm.enqueue({ text: answer, tokensPerSecond: 400 });
+      e2e.fake.dispatchMessage(mention(IDS.textChannel, "600000000000000777", "write a lot"));
+
+      await until(() => {
+        const shown = contents(e2e!.fake.botMessages(IDS.textChannel));
+        expect(shown).toHaveLength(3);
+        expect(squash(shown.join(""))).toBe(squash(answer));
+      }, 60_000);
+      await sleep(2_000);
+      const shown = e2e.fake.botMessages(IDS.textChannel);
+      expect(squash(contents(shown).join(""))).toBe(squash(answer));
+      expect(shown.every((message) => [...String(message.content)].length <= 2_000)).toBe(true);
+      const posts = e2e.fake.requestsTo("POST", /^\/channels\/\d+\/messages$/).filter((request) => request.status === 200);
+      expect(posts).toHaveLength(3);
+      // The first message was the preview; the final's part 1 was edited into it.
+      expect(shown[0]?.edited_timestamp).toBeTruthy();
+      const edits = e2e.fake.requestsTo("PATCH", EDIT_PATH).filter((request) => request.status === 200);
+      expect(edits.every((request) => EDIT_PATH.exec(request.path)?.[2] === String(shown[0]?.id))).toBe(true);
+      const firstText = String((posts[0]?.body as Payload).content);
+      if (mode === "progress") expect(firstText).toMatch(/^(💭|✍️)/u);
+      expect(new Set(posts.map((request) => String((request.body as Payload).content))).size).toBe(3);
+      expect(e2e.fake.requestsTo("DELETE", EDIT_PATH)).toHaveLength(0);
+    });
+  }
+
+  it("a preview deleted by a moderator: the final is posted as a new message, once", async () => {
+    e2e = await DiscordE2E.start({ DISCORD_STREAMING: "partial" });
+    await e2e.startPipeline();
+    const answer = Array.from({ length: 80 }, (_, index) => `word${index}`).join(" ");
+    e2e.llm.enqueue({ text: answer, tokensPerSecond: 25 });
+    e2e.fake.dispatchMessage(mention(IDS.textChannel, "600000000000000778", "go"));
+    const preview = await until(() => {
+      const found = e2e!.fake.botMessages(IDS.textChannel).find((message) => String(message.content).startsWith("word0"));
+      expect(found).toBeTruthy();
+      return found!;
+    }, 60_000);
+    // The preview was a reply that pinged the asker only (checked here: it is gone at the end).
+    expect(preview).toMatchObject({ mention_roles: [], mention_everyone: false });
+    expect((preview.mentions as Payload[]).map((user) => String(user.id))).toEqual([IDS.user]);
+    e2e.fake.deleteByUser(IDS.textChannel, String(preview.id));
+
+    await until(() => expect(contents(e2e!.fake.botMessages(IDS.textChannel))).toEqual([answer]), 60_000);
+    await sleep(2_000);
+    expect(contents(e2e.fake.botMessages(IDS.textChannel))).toEqual([answer]);
+    expect(e2e.fake.botMessages(IDS.textChannel)[0]?.id).not.toBe(preview.id);
+    // What is left in the channel pinged as it should (the deleted preview has no stored mentions).
+    const pings = e2e.pings().filter((ping) => ping.roles !== undefined);
+    expect(pings).toHaveLength(1);
+    for (const ping of pings) expect(ping.pinged).toEqual(ping.expected);
+    await e2e.close();
+    e2e = undefined;
+  });
+});
