@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { lastUserText } from "../fakes/fake-llm.js";
+import { imagePartsOf, lastUserText } from "../fakes/fake-llm.js";
+import { formatBytes } from "../../src/core/attachments.js";
+import { makePng } from "../helpers/media-files.js";
 import { DiscordE2E, E2E_TIMEOUT, closeExpectingOnlyAskerPinged, IDS, fixture, sleep, until, userTexts } from "../helpers/discord-pipeline.js";
 
 /**
@@ -51,28 +53,41 @@ describe("Discord through the whole pipeline: what people send", E2E_TIMEOUT, ()
     expect(lastUserText(e2e.llm.requests[0]!)).toBe(`Ada L.: why does this fail?\n${PASTE}`);
   });
 
-  it("reads a text file next to the typed words, and says once which attachments it could not read", async () => {
+  it("reads a text file next to the typed words, shows a picture to the model as an image part, and says once what it could not open", async () => {
     e2e.fake.dispatchMessage(fixture("dm", { id: undefined, content: "what's wrong in this script?" }), {
-      files: [{ name: "deploy.py", content: "import os\nos.system('rm -rf /tmp/build')\n" }, { name: "screenshot.png", content: Buffer.from([0x89, 0x50, 0x4e, 0x47]) }],
+      files: [
+        { name: "deploy.py", content: "import os\nos.system('rm -rf /tmp/build')\n" },
+        { name: "screenshot.png", content: await makePng(320, 200) },
+        { name: "broken.png", content: Buffer.from([0x89, 0x50, 0x4e, 0x47]) },
+      ],
     });
     const sent = await e2e.waitForSent(2, IDS.dmChannel);
-    // The notice goes out as soon as the message is accepted; the answer after the turn.
     const answer = sent.find((body) => String(body.content).startsWith("echo:"));
     const notice = sent.find((body) => !String(body.content).startsWith("echo:"));
-    expect(answer?.content).toBe("echo: what's wrong in this script?\n\n[file deploy.py]\nimport os\nos.system('rm -rf /tmp/build')");
-    expect(notice?.content).toBe("I couldn't read screenshot.png (not a text file).");
+    expect(answer?.content).toBe("echo: [image screenshot.png, 4 KB, 320×200]\n[image broken.png, 4 B, could not be opened]\nwhat's wrong in this script?\n\n[file deploy.py]\nimport os\nos.system('rm -rf /tmp/build')".replace("4 KB", formatBytes((await makePng(320, 200)).length)!));
+    expect(notice?.content).toBe("Sorry, I couldn't use your broken.png: it is not a picture format I can view (PNG, JPEG, WEBP or GIF), or it is damaged.");
+    const images = imagePartsOf(e2e.llm.requests[0]!);
+    expect(images).toHaveLength(1);
+    expect(Buffer.from(images[0]!.url.split(",")[1]!, "base64").equals(await makePng(320, 200))).toBe(true);
     await sleep(300);
     expect(e2e.sent()).toHaveLength(2);
   });
 
-  it("answers an image-only DM with one clear notice and keeps the model out of it", async () => {
+  it("answers a DM of damaged pictures with one clear notice and keeps the model out of it", async () => {
     e2e.fake.dispatchMessage(fixture("dm", { id: undefined, content: "" }), { files: [{ name: "cat.jpg", content: Buffer.alloc(2_000, 1) }, { name: "dog.png", content: Buffer.alloc(10, 2) }] });
     const [notice] = await e2e.waitForSent(1, IDS.dmChannel);
-    expect(notice?.content).toBe("I can only read text and text files for now, so I couldn't read cat.jpg (not a text file), dog.png (not a text file). Please send it as text.");
+    expect(notice?.content).toBe("Sorry, I couldn't use some of what you sent:\n• cat.jpg: it is not a picture format I can view (PNG, JPEG, WEBP or GIF), or it is damaged\n• dog.png: it is not a picture format I can view (PNG, JPEG, WEBP or GIF), or it is damaged");
     await sleep(300);
     expect(e2e.sent()).toHaveLength(1);
     expect(e2e.llm.requests).toHaveLength(0);
-    expect(e2e.fake.requestsTo("GET", /^\/cdn\//)).toHaveLength(0);
+  });
+
+  it("transcribes a Discord voice message (an audio attachment) and answers what was said", async () => {
+    e2e.llm.setTranscriber(() => "remind me what a monad is");
+    e2e.fake.dispatchMessage(fixture("dm", { id: undefined, content: "" }), { files: [{ name: "voice-message.ogg", content: Buffer.from("OggS voice"), contentType: "audio/ogg" }] });
+    const [answer] = await e2e.waitForSent(1, IDS.dmChannel);
+    expect(answer?.content).toMatch(/^echo: \[voice message voice-message\.ogg, 10 B, transcribed: the text below is what was said\]\nremind me what a monad is$/);
+    expect(e2e.llm.transcriptions[0]?.bytes.toString()).toBe("OggS voice");
   });
 
   it("answers a mention of the bot's managed role (what autocomplete often inserts), with the role stripped", async () => {

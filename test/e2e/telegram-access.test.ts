@@ -95,22 +95,23 @@ describe("telegram end to end: webhook, access, media, typing, secrets", () => {
     expect(userTurns(e2e)).toEqual([["can we talk now?"]]);
   });
 
-  it("answers media without text with a polite note and reads captions", async () => {
-    e2e = await startTelegramE2e();
+  it("answers media it cannot open with a polite note, and reads the caption of media it can", async () => {
+    e2e = await startTelegramE2e({ env: { LLM_VISION: "off" } });
     const { telegram, llm } = e2e;
-    const photo = telegram.pushMessage({ chat: DM, from: ADA, photo: [{ file_id: "p1", file_unique_id: "u1", width: 90, height: 67 }] });
-    telegram.pushMessage({ chat: DM, from: ADA, voice: { file_id: "v1", file_unique_id: "u2", duration: 3 } });
-    const [photoNote, voiceNote] = await e2e.waitForSent(DM.id, 2);
-    expect(textOf(photoNote)).toMatch(/can only read text.*this photo/);
-    expect(photoNote?.payload.reply_parameters).toMatchObject({ message_id: photo.message?.message_id });
-    expect(textOf(voiceNote)).toMatch(/can only read text.*this voice message/);
+    const video = telegram.pushMessage({ chat: DM, from: ADA, video: { file_id: "m1", file_unique_id: "u1", duration: 3, width: 90, height: 67 } });
+    telegram.pushMessage({ chat: DM, from: ADA, sticker: { file_id: "s1", file_unique_id: "u2", type: "regular", width: 9, height: 9, is_animated: false, is_video: false } });
+    const [videoNote, stickerNote] = await e2e.waitForSent(DM.id, 2);
+    expect(textOf(videoNote)).toMatch(/can't open this video/);
+    expect(videoNote?.payload.reply_parameters).toMatchObject({ message_id: video.message?.message_id });
+    expect(textOf(stickerNote)).toMatch(/can't open this sticker/);
     await sleep(400);
     expect(llm.requests).toHaveLength(0);
 
-    telegram.pushMessage({ chat: DM, from: ADA, photo: [{ file_id: "p2", file_unique_id: "u3", width: 90, height: 67 }], caption: "what is this?" });
+    telegram.addFile("p2", Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0x10]), "photos/p2.jpg");
+    telegram.pushMessage({ chat: DM, from: ADA, photo: [{ file_id: "p2", file_unique_id: "u3", width: 90, height: 67, file_size: 6 }], caption: "what is this?" });
     const sent = await e2e.waitForSent(DM.id, 3);
-    expect(textOf(sent[2])).toBe("echo: [photo] what is this?");
-    expect(userTurns(e2e)).toEqual([["[photo] what is this?"]]);
+    expect(textOf(sent[2])).toBe("echo: [photo photo-u3.jpg, 6 B, 90×67]\nwhat is this?");
+    expect(userTurns(e2e)).toEqual([["[photo photo-u3.jpg, 6 B, 90×67]\nwhat is this?"]]);
   });
 
   it("shows typing while the turn runs and stops once the reply is out", async () => {

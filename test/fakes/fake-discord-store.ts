@@ -196,7 +196,9 @@ export class DiscordStore {
     const path = `/cdn/attachments/${channelId}/${id}/${encodeURIComponent(file.name)}`;
     this.files.set(path, { body, contentType });
     const url = `http://127.0.0.1:${this.port()}${path}?ex=0&is=0&hm=fake`;
-    return { id, filename: file.name, size: body.length, url, proxy_url: url, ...(contentType ? { content_type: contentType } : {}) };
+    // Discord reports a picture's dimensions (read here off a PNG's header).
+    const png = body.length >= 24 && body.subarray(1, 4).toString("latin1") === "PNG" ? { width: body.readUInt32BE(16), height: body.readUInt32BE(20) } : {};
+    return { id, filename: file.name, size: body.length, url, proxy_url: url, ...(contentType ? { content_type: contentType } : {}), ...png };
   }
 
   /** A deleted message: gone from the history; edits of it answer Unknown Message. */

@@ -59,5 +59,7 @@ function attachmentFacts(attachments: Collection<string, Attachment>): Attachmen
     size: attachment.size,
     contentType: attachment.contentType,
     url: attachment.url,
+    width: attachment.width,
+    height: attachment.height,
   }));
 }

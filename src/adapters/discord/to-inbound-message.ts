@@ -1,6 +1,7 @@
 import type { InboundMessage } from "../channel-adapter.js";
 import { REPLY_CONTEXT_MAX_CHARS } from "../../core/channel.js";
 import { boundaryAtOrBefore } from "./graphemes.js";
+import type { Attachment } from "../../core/attachments.js";
 
 /**
  * Discord message → InboundMessage, or the reason it is not for the bot. Pure functions of
@@ -20,6 +21,9 @@ export interface AttachmentFacts {
   size: number;
   contentType: string | null;
   url: string;
+  /** Pictures: pixels, as Discord reports them. */
+  width?: number | null;
+  height?: number | null;
 }
 
 /** The facts about one Discord message that decide whether and how it reaches the ingress. */
@@ -121,9 +125,11 @@ export function planInbound(facts: DiscordMessageFacts, rules: InboundRules, max
   if (facts.author.isSystem || facts.isSystemMessage) return { kind: "ignore", reason: "system-message" };
 
   const textFiles = facts.attachments.filter((file) => isTextFile(file) && file.size <= maxTextFileBytes);
+  // Pictures, audio and other documents go to the worker as references (src/media).
+  const media = facts.attachments.filter((file) => !isTextFile(file)).map((file) => mediaAttachment(file, facts));
   const unreadable: Unreadable[] = facts.attachments
-    .filter((file) => !textFiles.includes(file))
-    .map((file) => ({ name: file.name, reason: isTextFile(file) ? "too-large" : "unsupported" }));
+    .filter((file) => isTextFile(file) && !textFiles.includes(file))
+    .map((file) => ({ name: file.name, reason: "too-large" }));
   let addressed: InboundPlan["addressed"] = "yes";
   if (!facts.isDirectMessage && !isAddressed(facts, rules)) {
     if (facts.content.trim() !== "" || !textFiles.some((file) => file.name === PASTE_FILE_NAME)) return { kind: "ignore", reason: "not-addressed" };
@@ -141,6 +147,7 @@ export function planInbound(facts: DiscordMessageFacts, rules: InboundRules, max
     sentAt: facts.createdTimestamp,
     ...(facts.threadParentId === null ? {} : { parentChatId: facts.threadParentId }),
     ...(facts.forwardedFrom === null ? {} : { forwardedFrom: facts.forwardedFrom }),
+    ...(media.length > 0 ? { attachments: media } : {}),
   };
   // A bare mention with nothing attached: nothing to answer, and nothing worth a notice.
   if (message.text === "" && facts.attachments.length === 0) return { kind: "ignore", reason: "empty" };
@@ -171,7 +178,7 @@ export function completeInbound(
       return file.name === PASTE_FILE_NAME ? text : `[file ${file.name}]\n${text}`;
     }),
   ].filter((section) => section.trim() !== "");
-  if (sections.length === 0) return { kind: "notice", notice: nothingReadableNotice(unreadable) };
+  if (sections.length === 0 && !plan.message.attachments?.length) return { kind: "notice", notice: nothingReadableNotice(unreadable) };
 
   const text = sections.join("\n\n");
   const truncated = truncate(text, rules.maxMessageChars);
@@ -183,7 +190,28 @@ export function completeInbound(
   return notes.length === 0 ? { kind: "submit", message } : { kind: "submit", message, notice: notes.join(" ") };
 }
 
-/** `message.txt`, and any text/* file (code, notes, logs); binaries, images and audio are not read yet. */
+/** What vision models take (OpenAI: PNG, JPEG, WEBP, non-animated GIF). */
+const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/jpg", "image/webp", "image/gif"]);
+
+/** A non-text file as a reference the worker fetches from the CDN (renewing the URL via the message if it expired). */
+function mediaAttachment(file: AttachmentFacts, facts: Pick<DiscordMessageFacts, "id" | "channelId">): Attachment {
+  const type = file.contentType?.toLowerCase().split(";")[0]?.trim();
+  const kind = type !== undefined && IMAGE_TYPES.has(type) ? "image" : type?.startsWith("audio/") ? "audio" : "document";
+  return {
+    kind,
+    label: kind === "image" ? "image" : kind === "audio" ? "audio file" : "file",
+    source: { platform: "discord", url: file.url, channelId: facts.channelId, messageId: facts.id, attachmentId: file.id },
+    name: file.name,
+    size: file.size,
+    ...(file.contentType ? { mimeType: file.contentType } : {}),
+    ...(file.width && file.height ? { width: file.width, height: file.height } : {}),
+    // Discord's voice messages are audio/ogg attachments named voice-message.ogg.
+    ...(kind === "audio" && file.name === "voice-message.ogg" ? { voice: true, label: "voice message" } : {}),
+    ...(kind === "image" ? { inline: true } : {}),
+  };
+}
+
+/** `message.txt`, and any text/* file (code, notes, logs), read here; other files go to the worker. */
 export function isTextFile(file: Pick<AttachmentFacts, "name" | "contentType">): boolean {
   return file.name === PASTE_FILE_NAME || (file.contentType?.toLowerCase().startsWith("text/") ?? false);
 }
@@ -200,7 +228,7 @@ export function replyContextFrom(facts: DiscordMessageFacts, botUserId: string):
 
 function nothingReadableNotice(unreadable: readonly Unreadable[]): string {
   if (unreadable.length === 0) return "I couldn't find any text in that message.";
-  return `I can only read text and text files for now, so I couldn't read ${describeUnreadable(unreadable)}. Please send it as text.`;
+  return `I couldn't read ${describeUnreadable(unreadable)}. Please send it as text.`;
 }
 
 function describeUnreadable(unreadable: readonly Unreadable[]): string {

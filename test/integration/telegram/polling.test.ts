@@ -272,17 +272,19 @@ describe("telegram adapter, long polling", () => {
     await fake.waitForCall("sendMessage", (call) => call.payload.text === "Slow down a little, please.");
   });
 
-  it("answers media without text with a polite note and does not submit it", async () => {
+  it("answers media it cannot open with a polite note and does not submit it; pictures and voice go on as attachment references", async () => {
     fake = await FakeTelegram.start();
     const ingress = new RecordingIngress();
     await startAdapter(ingress);
-    fake.pushMessage({ chat: DM, from: ADA, voice: { file_id: "v1", file_unique_id: "u1", duration: 3 } });
+    fake.pushMessage({ chat: DM, from: ADA, video: { file_id: "m1", file_unique_id: "u1", duration: 3, width: 9, height: 9 } });
     const note = await fake.waitForCall("sendMessage");
-    expect(textOf(note)).toContain("can only read text");
-    expect(textOf(note)).toContain("voice message");
+    expect(textOf(note)).toContain("can't open this video");
     fake.pushMessage({ chat: DM, from: ADA, photo: [{ file_id: "p", file_unique_id: "p", width: 9, height: 9 }], caption: "what is this?" });
-    await waitUntil(() => ingress.submissions.length === 1);
-    expect(ingress.submissions[0]?.text).toBe("[photo] what is this?");
+    fake.pushMessage({ chat: DM, from: ADA, voice: { file_id: "v1", file_unique_id: "u1", duration: 3 } });
+    await waitUntil(() => ingress.submissions.length === 2);
+    expect(ingress.submissions[0]).toMatchObject({ text: "what is this?", attachments: [{ kind: "image", source: { platform: "telegram", fileId: "p" } }] });
+    expect(ingress.submissions[1]).toMatchObject({ text: "", attachments: [{ kind: "audio", voice: true, source: { platform: "telegram", fileId: "v1" } }] });
+    expect(fake.callsOf("sendMessage")).toHaveLength(1);
   });
 
   it("greets /start directly without going through the ingress", async () => {
@@ -472,17 +474,17 @@ describe("telegram adapter, long polling", () => {
     await waitUntil(() => fake.confirmedOffset > update.update_id);
   });
 
-  it("sends one notice for an album of uncaptioned photos", async () => {
+  it("sends one notice for an album of uncaptioned videos (media it cannot open)", async () => {
     fake = await FakeTelegram.start();
     const ingress = new RecordingIngress();
     await startAdapter(ingress);
-    const photo = [{ file_id: "p", file_unique_id: "u", width: 1, height: 1 }];
-    for (let index = 0; index < 4; index++) fake.pushMessage({ chat: DM, from: ADA, media_group_id: "album-1", photo });
+    const video = { file_id: "m", file_unique_id: "u", duration: 1, width: 1, height: 1 };
+    for (let index = 0; index < 4; index++) fake.pushMessage({ chat: DM, from: ADA, media_group_id: "album-1", video });
     fake.pushMessage({ chat: DM, from: ADA, text: "after the album" });
     await waitUntil(() => ingress.submissions.length === 1);
     await sleep(100);
     expect(fake.callsOf("sendMessage")).toHaveLength(1);
-    expect(textOf(fake.callsOf("sendMessage")[0] as RecordedCall)).toContain("photo");
+    expect(textOf(fake.callsOf("sendMessage")[0] as RecordedCall)).toContain("video");
   });
 
   it("takes the continuation of a long paste in a group when its first part addressed the bot", async () => {

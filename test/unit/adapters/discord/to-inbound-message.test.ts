@@ -128,20 +128,30 @@ describe("planInbound / completeInbound", () => {
       expect(textOf(outcome)).toBe("review this please\n\n[file deploy.py]\ncontents of deploy.py\n\n[file notes.md]\ncontents of notes.md");
     });
 
-    it("answers an attachment-only message it cannot read with one notice and submits nothing", () => {
-      const outcome = run(dm({ attachments: [file("photo.png", "image/png"), file("scan.pdf", "application/pdf")] }));
-      expect(outcome).toEqual({ kind: "notice", notice: "I can only read text and text files for now, so I couldn't read photo.png (not a text file), scan.pdf (not a text file). Please send it as text." });
+    it("passes pictures, audio and other files on as references for the worker (no bytes), even without text", () => {
+      const outcome = run(dm({ attachments: [file("photo.png", "image/png"), file("voice-message.ogg", "audio/ogg"), file("scan.pdf", "application/pdf")] }));
+      expect(outcome).toMatchObject({ kind: "submit", message: { text: "" } });
+      const attachments = outcome.kind === "submit" ? outcome.message.attachments : undefined;
+      expect(attachments?.map((attachment) => [attachment.kind, attachment.label, attachment.name])).toEqual([
+        ["image", "image", "photo.png"], ["audio", "voice message", "voice-message.ogg"], ["document", "file", "scan.pdf"],
+      ]);
+      expect(attachments?.[0]?.source).toMatchObject({ platform: "discord", attachmentId: expect.any(String), messageId: expect.any(String), channelId: expect.any(String) });
     });
 
-    it("submits the text and adds one notice for the files it skipped (too large, not text, failed download)", () => {
+    it("answers a message whose only file it cannot read with one notice and submits nothing", () => {
+      const outcome = run(dm({ attachments: [file("huge.log", "text/plain", MAX_FILE_BYTES + 1)] }));
+      expect(outcome).toEqual({ kind: "notice", notice: "I couldn't read huge.log (too large). Please send it as text." });
+    });
+
+    it("submits the text and adds one notice for the text files it skipped (too large, failed download)", () => {
       const outcome = run(
         dm({ content: "see attached", attachments: [file("photo.png", "image/png"), file("huge.log", "text/plain", MAX_FILE_BYTES + 1), file("flaky.txt", "text/plain")] }),
         (f) => ({ name: f.name, failure: "failed" }),
       );
       expect(outcome).toEqual({
         kind: "submit",
-        message: expect.objectContaining({ text: "see attached" }),
-        notice: "I couldn't read photo.png (not a text file), huge.log (too large), flaky.txt (download failed).",
+        message: expect.objectContaining({ text: "see attached", attachments: [expect.objectContaining({ kind: "image", name: "photo.png" })] }),
+        notice: "I couldn't read huge.log (too large), flaky.txt (download failed).",
       });
     });
 
