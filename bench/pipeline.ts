@@ -156,7 +156,7 @@ async function withLonghaul<T>(redisUrl: string, llmUrl: string, workers: number
   };
   const nodeArgs = plan.cpuProfileDir ? ["--cpu-prof", `--cpu-prof-dir=${plan.cpuProfileDir}`] : [];
   const processes = Array.from({ length: workers }, () => spawnApp({ ...env, LONGHAUL_ROLE: "worker" }, { nodeArgs }));
-  await Promise.all(processes.map((worker) => worker.waitForStderr(/longhaul-ready/, 60_000)));
+  await Promise.all(processes.map((worker) => worker.waitForStderr(/longhaul-ready/, 240_000)));
   const adapter = new BenchAdapter();
   const gateway = await startGateway({ config: loadConfig({ ...env, LONGHAUL_ROLE: "gateway" }), redisUrl, adapters: [adapter], logger: silentLogger, metrics: createMetrics() });
   const roundTrip: RoundTrip = async (session, index) => {

@@ -198,7 +198,7 @@ interface SegmentProgress {
 }
 
 async function runSegments(engine: TurnEngine, input: SegmentsInput, progress: SegmentProgress): Promise<SegmentsResult> {
-  const run: TurnRun = { engine, input, state: structuredClone(input.state), transcript: [], replies: [], approvalTimeouts: [] };
+  const run: TurnRun = { engine, input, state: workingCopy(input.state), transcript: [], replies: [], approvalTimeouts: [] };
   let archivedSessionId: string | undefined;
   // Optional idle reset (off by default: users of long-running chats hated nightly wipes).
   if (engine.idleResetMs > 0 && run.state.live.length > 0 && engine.now() - run.state.updatedAt >= engine.idleResetMs) {
@@ -326,6 +326,16 @@ function describePictures(messages: readonly UserMessage[], reply: string): void
       if (attachment.kind === "image" && attachment.inline && attachment.problem === undefined) attachment.description = description;
     }
   }
+}
+
+/**
+ * The turn's working copy of the state: everything copied deeply except the live messages,
+ * which are never changed in place (only replaced; their token cache aside), so the context is
+ * not cloned on every turn and the store can tell which messages it already holds.
+ */
+export function workingCopy(state: SessionState): SessionState {
+  const { live, ...rest } = state;
+  return { ...structuredClone(rest), live: [...live] };
 }
 
 /** What a run has produced; `snapshot` copies it, so the run can go on without changing it. */

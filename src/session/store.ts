@@ -289,8 +289,23 @@ function readState(raw: string, live: readonly string[], version: number, now: n
   const stored = JSON.parse(raw) as StoredState;
   // The inline format (before the split): its list is empty until the first commit.
   if (Array.isArray(stored.live) && live.length === 0) return stored as SessionState;
-  return { ...stored, live: live.map((entry) => JSON.parse(entry) as ChatMessage) };
+  return {
+    ...stored,
+    live: live.map((entry) => {
+      const message = JSON.parse(entry) as ChatMessage;
+      loadedLive.set(message, { json: entry, tokens: message.tokens });
+      return message;
+    }),
+  };
 }
+
+/**
+ * Each live message as loaded → its stored JSON and its token cache at the time. Messages are
+ * never changed in place except for that cache (context/tokens.ts), so a message still holding
+ * the same cache object is still its stored JSON, and the commit compares it without
+ * serializing the whole context again.
+ */
+const loadedLive = new WeakMap<ChatMessage, { json: string; tokens: ChatMessage["tokens"] }>();
 
 /**
  * How the stored live list becomes `next`: keep its first `keep` entries (-1: all of them) and
@@ -301,7 +316,8 @@ export function liveChange(stored: readonly string[], next: readonly ChatMessage
   const append: string[] = [];
   let keep = 0;
   for (const message of next) {
-    const json = JSON.stringify(message);
+    const loaded = loadedLive.get(message);
+    const json = loaded !== undefined && loaded.tokens === message.tokens ? loaded.json : JSON.stringify(message);
     if (append.length === 0 && keep < stored.length && stored[keep] === json) keep++;
     else append.push(json);
   }

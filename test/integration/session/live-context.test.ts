@@ -146,6 +146,23 @@ describe("live context storage", () => {
     expect(await redis.exists(store.keys(sessionKey).live)).toBe(0);
   });
 
+  it("stores a token count cached in place on a loaded message (the one change made in place)", async () => {
+    const store = new SessionStore(redis, "cache");
+    const sessionKey = "console:cache";
+    await turn(store, sessionKey, 1);
+    await store.appendInbox(inbound({ sessionKey, chatId: sessionKey, messageId: "in-2", text: "next", sentAt: 1_000 }), 1_000);
+    // The loaded state as the engine gets it: no copy of the messages.
+    const begun = claimed(await store.beginTurn(sessionKey, "t-2", LEASE));
+    const [question, answer] = begun.state.live;
+    expect(answer!.tokens).toEqual({ encoding: "o200k_base", count: 150 });
+    question!.tokens = { encoding: "o200k_base", count: 7 };
+    answer!.tokens = { encoding: "cl100k_base", count: 151 };
+    expect((await store.endTurn(sessionKey, begun.claim, { state: begun.state, transcript: [], outbox: [] })).status).toBe("committed");
+    expect((await store.load(sessionKey)).live.map((message) => message.tokens)).toEqual([
+      { encoding: "o200k_base", count: 7 }, { encoding: "cl100k_base", count: 151 },
+    ]);
+  });
+
   it("keeps the longest stored prefix and appends the rest", () => {
     const messages: ChatMessage[] = [
       { id: "m1", role: "system", content: "s" },
