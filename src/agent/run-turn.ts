@@ -1,5 +1,6 @@
 import type { StepPreview } from "./preview.js";
 import type { AssistantMessage, ChatMessage, ToolCall, ToolMessage } from "../core/messages.js";
+import { repairToolPairs } from "../context/index.js";
 import type { WaitingCall } from "../core/tools.js";
 import { AbortedError, ContextOverflowError } from "../errors.js";
 import type { ChatRequest, ChatResult, LlmClient } from "../core/llm.js";
@@ -54,12 +55,14 @@ export interface RunTurnResult {
   paused?: PausedStep;
 }
 
+const NO_ANSWER = "(no answer)";
+
 /** Consecutive overflow errors a turn survives by compacting; then it gives up (SPEC §3). */
 export const MAX_OVERFLOW_RETRIES = 3;
 
 /**
  * The tool loop: steps until the model answers without tool calls or `maxSteps` is reached
- * (the last step offers no tools, so the model must answer). Tool failures are results for
+ * (the last step sends the tools with `tool_choice: "none"`, so the model must answer). Tool failures are results for
  * the model, not failed turns. Checks the abort signal at every step boundary. A step that
  * calls a tool needing approval runs its other calls and pauses: the step leaves the loop
  * whole (`paused`), outside the context, until someone answers.
@@ -71,6 +74,14 @@ export async function runTurn(input: RunTurnInput): Promise<RunTurnResult> {
 
   for (let step = (input.stepsTaken ?? 0) + 1; ; step++) {
     if (input.signal.aborted) throw new AbortedError("turn aborted", { cause: input.signal.reason });
+    // Every request is valid for every provider: a call without its result gets a stub result,
+    // a result out of place goes back after its call, an orphan result is dropped (a context
+    // stored by an older version, a crash between steps). Compaction relies on it too.
+    const repaired = repairToolPairs(context, input.newId);
+    if (repaired.stubbedCalls > 0 || repaired.droppedResults > 0 || repaired.movedResults > 0) {
+      context = repaired.messages;
+      transcript.push(...repaired.stubs);
+    }
     if (input.beforeStep) context = await input.beforeStep(context, step);
     const finalStep = step >= input.maxSteps;
 
@@ -82,7 +93,9 @@ export async function runTurn(input: RunTurnInput): Promise<RunTurnResult> {
       result = await input.llm.complete({
         ...(onText ? { onText } : {}),
         ...(await input.prepareRequest(context)),
-        ...(finalStep || definitions.length === 0 ? {} : { tools: definitions }),
+        // The last step keeps the tools (the history holds tool calls; the cached prefix stays)
+        // and asks for text only.
+        ...(definitions.length === 0 ? {} : { tools: definitions, toolChoice: finalStep ? ("none" as const) : ("auto" as const) }),
         maxTokens: input.maxOutputTokens,
         signal: input.signal,
       });
@@ -101,14 +114,17 @@ export async function runTurn(input: RunTurnInput): Promise<RunTurnResult> {
     overflowRetries = 0;
     input.onStepFinished?.(result, step, context);
 
-    // A call on the last step (no tools were offered) cannot be answered: keep only the text,
-    // never a tool call without its result.
+    // A call on the last step (tool_choice "none", which some servers ignore) is not run: only
+    // the text is kept, never a tool call without its result. With no text either, the message
+    // says so: an empty assistant message is refused by Anthropic-family endpoints.
     const calls = finalStep ? [] : result.toolCalls;
+    const droppedCalls = calls.length === 0 && result.toolCalls.length > 0;
+    const content = droppedCalls && !result.content?.trim() ? NO_ANSWER : result.content;
     const assistant: AssistantMessage = {
       id: input.newId(),
       at: input.now(),
       role: "assistant",
-      content: result.content,
+      content,
       ...(calls.length > 0 ? { tool_calls: calls } : {}),
     };
 
@@ -118,7 +134,7 @@ export async function runTurn(input: RunTurnInput): Promise<RunTurnResult> {
       return {
         context,
         transcript,
-        reply: result.content?.trim() || "(no answer)",
+        reply: result.content?.trim() || NO_ANSWER,
         steps: step,
         stoppedBy: result.toolCalls.length === 0 ? "answer" : "max-steps",
       };

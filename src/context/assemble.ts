@@ -70,49 +70,76 @@ export function assemble(input: AssembleInput): ChatMessage[] {
 
 export interface SanitizeResult {
   messages: ChatMessage[];
-  /** Tool results dropped because their call is gone (or misplaced, or a duplicate). */
+  /** Tool results dropped because no call of theirs is left (or they duplicate an answered one). */
   droppedResults: number;
+  /** Results found away from their call (before it, or after other messages) and put back after it. */
+  movedResults: number;
   /** Stub results added for calls whose result is gone. */
   stubbedCalls: number;
+  /** The stubs, new messages with ids from `newId`: the caller stores them in the transcript. */
+  stubs: ToolMessage[];
 }
 
 /**
- * Makes every assistant tool call have exactly one result, right after it, and removes every
- * tool result that does not answer a call of the assistant message right before it.
+ * Makes every assistant tool call have exactly one result, right after it (OpenAI: "An assistant
+ * message with 'tool_calls' must be followed by tool messages responding to each
+ * 'tool_call_id'"; Anthropic: "`tool_use` ids were found without `tool_result` blocks
+ * immediately after"). Results right after their call keep their order (the tail stays
+ * byte-identical); a result found elsewhere for a call (out of order) is moved back after them;
+ * a call with no result anywhere gets a stub, last. Results answering no call, and second
+ * results for the same call, are dropped. A context that is already valid comes back as the
+ * same messages.
  */
 export function sanitizeToolPairs(messages: readonly ChatMessage[], newId: () => string): SanitizeResult {
+  // Calls of each assistant message, and where every result is.
+  const callOwner = new Map<string, number>();
+  messages.forEach((message, index) => {
+    if (message.role === "assistant") for (const call of message.tool_calls ?? []) if (!callOwner.has(call.id)) callOwner.set(call.id, index);
+  });
+  const resultsById = new Map<string, number[]>();
+  messages.forEach((message, index) => {
+    if (message.role === "tool") resultsById.set(message.tool_call_id, [...(resultsById.get(message.tool_call_id) ?? []), index]);
+  });
+
   const output: ChatMessage[] = [];
-  let droppedResults = 0;
-  let stubbedCalls = 0;
+  const stubs: ToolMessage[] = [];
+  const used = new Set<number>();
+  let movedResults = 0;
   let index = 0;
   while (index < messages.length) {
+    const position = index;
     const message = messages[index]!;
     index += 1;
-    if (message.role === "tool") {
-      droppedResults += 1;
-      continue;
-    }
+    if (message.role === "tool") continue; // placed with its call, or dropped (counted below)
     output.push(message);
     if (!hasToolCalls(message) || message.role !== "assistant") continue;
 
-    // Results keep their order (the tail stays byte-identical); stubs go after them.
     const answered = new Set<string>();
+    const ownCall = (result: ToolMessage) => callOwner.get(result.tool_call_id) === position;
     while (index < messages.length && messages[index]!.role === "tool") {
       const result = messages[index] as ToolMessage;
-      index += 1;
-      const answersCall = message.tool_calls!.some((call) => call.id === result.tool_call_id);
-      if (answersCall && !answered.has(result.tool_call_id)) {
+      if (ownCall(result) && !answered.has(result.tool_call_id)) {
         answered.add(result.tool_call_id);
+        used.add(index);
         output.push(result);
-      } else {
-        droppedResults += 1;
       }
+      index += 1;
     }
     for (const call of message.tool_calls!) {
-      if (answered.has(call.id)) continue;
-      output.push({ role: "tool", tool_call_id: call.id, content: STUB_TOOL_RESULT, id: newId() });
-      stubbedCalls += 1;
+      if (answered.has(call.id) || callOwner.get(call.id) !== position) continue;
+      const elsewhere = (resultsById.get(call.id) ?? []).find((candidate) => !used.has(candidate));
+      if (elsewhere !== undefined) {
+        used.add(elsewhere);
+        output.push(messages[elsewhere]!);
+        movedResults += 1;
+      } else {
+        const stub: ToolMessage = { role: "tool", tool_call_id: call.id, content: STUB_TOOL_RESULT, id: newId() };
+        output.push(stub);
+        stubs.push(stub);
+      }
+      answered.add(call.id);
     }
   }
-  return { messages: output, droppedResults, stubbedCalls };
+  const toolMessages = messages.filter((message) => message.role === "tool").length;
+  return { messages: output, droppedResults: toolMessages - used.size, movedResults, stubbedCalls: stubs.length, stubs };
 }

@@ -38,6 +38,11 @@
  * Overflow (overflow.ts)
  *   detectContextOverflow({ status?, code?, type?, message?, body? }) → { overflow; contextWindow? }
  *
+ * Tool pairs (assemble.ts)
+ *   repairToolPairs(messages, newId) → { messages; droppedResults; movedResults; stubbedCalls; stubs }
+ *     every call answered once, right after it (results moved back, stubs for lost ones,
+ *     orphans dropped); run before every request. Store `stubs` in the transcript.
+ *
  * Recall helpers
  *   extractRecallId(content): string | undefined     the id in a placeholder's `recall("…")`
  *   recallIdOf(message): string                      the transcript id of a message's original
@@ -88,7 +93,7 @@ export {
 } from "./compact.js";
 export type { Summarizer, SummaryRequest, SummaryResponse } from "./summarizer.js";
 export { SummarizerFailedError, SummarizerTimeoutError, SummarizerWindowError, type RetryPolicy } from "./summarize.js";
-export { COMPACTION_NOTE, SUMMARY_END_MARKER, SUMMARY_HEADER } from "./assemble.js";
+export { COMPACTION_NOTE, SUMMARY_END_MARKER, SUMMARY_HEADER, sanitizeToolPairs as repairToolPairs, type SanitizeResult as ToolPairRepair } from "./assemble.js";
 export { extractRecallId, recallIdOf } from "./prune.js";
 
 export { applyPromptCaching, isAnthropicFamily, type CachedRequest, type PromptCachingOptions } from "./caching.js";

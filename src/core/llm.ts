@@ -29,6 +29,12 @@ export interface TokenUsage {
 export interface ChatRequest {
   messages: readonly WireMessage[];
   tools?: readonly ToolDefinition[];
+  /**
+   * With `tools`: `"auto"` (default) lets the model call them, `"none"` asks for text only while
+   * the tools stay in the request (the tool loop's last step: Anthropic-family endpoints reject a
+   * history with tool calls but no `tools`, and dropping them misses the prompt cache).
+   */
+  toolChoice?: "auto" | "none";
   /** Sent as `max_tokens`. */
   maxTokens?: number;
   /** OpenAI prompt caching: requests with the same key share a cache shard (the session id). */

@@ -136,7 +136,7 @@ function buildParams(request: ChatRequest, options: LlmClientOptions): OpenAI.Ch
   return {
     model: options.model,
     messages: toSdkMessages(request.messages),
-    ...(tools.length > 0 ? { tools: tools.map((tool) => ({ type: "function" as const, function: tool.function })), tool_choice: "auto" as const } : {}),
+    ...(tools.length > 0 ? { tools: tools.map((tool) => ({ type: "function" as const, function: tool.function })), tool_choice: request.toolChoice ?? "auto" } : {}),
     ...(maxTokens === undefined ? {} : usesMaxCompletionTokens(options.model) ? { max_completion_tokens: maxTokens } : { max_tokens: maxTokens }),
     ...(request.promptCacheKey === undefined ? {} : { prompt_cache_key: request.promptCacheKey }),
   };

@@ -32,6 +32,8 @@
  * `data: [DONE]`. `tokensPerSecond` (per reply, or `fake.setStreamRate`) paces the chunks;
  * `dropAfterTokens` destroys the connection after that many text chunks, mid-answer.
  *
+ * `startFakeLlm({ rules: "openai" | "anthropic" | "vllm" | "ollama" })` refuses requests that
+ * break that kind of server's tool-message rules with its own 400 body (provider-rules.ts).
  * Content parts: `image_url` parts must carry a data URL of a PNG/JPEG/GIF/WEBP (checked by its
  * magic bytes) and a valid `detail`, else 400 as OpenAI answers. `options.vision: false` (or
  * `fake.setVision(false)`) makes it a text-only model: any image part is refused with OpenAI's
@@ -48,6 +50,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { checkProviderRules, type ProviderRules } from "./provider-rules.js";
 
 export interface FakeChatMessage {
   role: string;
@@ -348,6 +351,11 @@ function send(response: ServerResponse, status: number, body: unknown, headers: 
 }
 
 export interface FakeLlmOptions {
+  /**
+   * Enforce one kind of server's tool-message rules (provider-rules.ts): a request that breaks
+   * them is recorded and answered with that server's 400, before any route, queue or handler.
+   */
+  rules?: ProviderRules;
   /** The only key accepted; unset: any key (or none) is accepted. */
   apiKey?: string;
   /** What GET /v1/models lists. @defaultValue ["gpt-4o-mini"] */
@@ -410,6 +418,8 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
     const gone = new Promise<void>((resolve) => response.on("close", () => resolve(void (closed = true))));
     if (gate) await Promise.race([gate, gone]);
     if (closed) return;
+    const refusal = checkProviderRules(options.rules, request.body);
+    if (refusal) return send(response, refusal.status, refusal.body);
     const imageParts = request.body.messages.flatMap((message) => (Array.isArray(message.content) ? message.content : []) as Array<{ type?: string; image_url?: { url?: unknown; detail?: unknown } }>)
       .filter((part) => part.type === "image_url");
     if (imageParts.length > 0) {

@@ -108,19 +108,22 @@ describe("the tool loop (real openai client ↔ fake LLM)", () => {
     expect(result.paused?.waiting).toEqual([{ callId: "r1", name: "risky", arguments: JSON.stringify({ path: "/etc" }) }]);
   });
 
-  it("stops at max steps with a last step that offers no tools", async () => {
-    llm.setHandler((request) => (request.body.tools ? { toolCalls: [{ name: "loop" }] } : { text: "forced answer" }));
+  it("stops at max steps with a last step that keeps the tools and sends tool_choice none", async () => {
+    llm.setHandler((request) => (request.body.tool_choice === "none" ? { text: "forced answer" } : { toolCalls: [{ name: "loop" }] }));
     try {
       const result = await run({ maxSteps: 3, tools: [tool("loop", async () => "again")] });
       expect(result.steps).toBe(3);
       expect(result.reply).toBe("forced answer");
-      expect(llm.requests.at(-1)!.body.tools).toBeUndefined();
+      const last = llm.requests.at(-1)!.body;
+      expect(last.tools).toHaveLength(1);
+      expect(last.tool_choice).toBe("none");
+      expect(llm.requests.at(-2)!.body.tool_choice).toBe("auto");
     } finally {
       llm.setHandler((request) => ({ text: `echo: ${textOf(request.body.messages.at(-1)?.content)}` }));
     }
   });
 
-  it("never keeps a tool call the last step made without offering tools (it would have no result)", async () => {
+  it("never keeps a tool call the last step made despite tool_choice none (it would have no result)", async () => {
     llm.setHandler(() => ({ text: "trying anyway", toolCalls: [{ name: "loop" }] }));
     try {
       const result = await run({ maxSteps: 1, tools: [tool("loop", async () => "again")] });

@@ -75,7 +75,8 @@ describe("sanitizeToolPairs", () => {
   it("leaves a valid sequence as it is", () => {
     const messages = [system, user("m2"), calls("m3", "c1", "c2"), result("m4", "c2"), result("m5", "c1"), reply("m6")];
     const output = sanitizeToolPairs(messages, ids());
-    expect(output).toEqual({ messages, droppedResults: 0, stubbedCalls: 0 });
+    expect(output).toEqual({ messages, droppedResults: 0, movedResults: 0, stubbedCalls: 0, stubs: [] });
+    output.messages.forEach((message, index) => expect(message).toBe(messages[index]));
   });
 
   it("drops results whose call is gone, and duplicates", () => {
@@ -85,11 +86,20 @@ describe("sanitizeToolPairs", () => {
     expect(output.droppedResults).toBe(3);
   });
 
-  it("gives calls whose result is gone a stub result right after them", () => {
-    const messages = [system, user("m2"), calls("m3", "c1", "c2"), result("m4", "c2"), user("m5"), result("m6", "c1")];
+  it("gives calls whose result is gone a stub result right after them, and returns the stubs to store", () => {
+    const messages = [system, user("m2"), calls("m3", "c1", "c2"), result("m4", "c2"), user("m5"), calls("m6", "c3"), reply("m7")];
     const output = sanitizeToolPairs(messages, ids());
-    expect(output.messages.map((message) => message.id)).toEqual(["m1", "m2", "m3", "m4", "m100", "m5"]);
+    expect(output.messages.map((message) => message.id)).toEqual(["m1", "m2", "m3", "m4", "m100", "m5", "m6", "m101", "m7"]);
     expect(output.messages[4]).toEqual({ id: "m100", role: "tool", tool_call_id: "c1", content: STUB_TOOL_RESULT });
-    expect(output).toMatchObject({ droppedResults: 1, stubbedCalls: 1 });
+    expect(output).toMatchObject({ droppedResults: 0, movedResults: 0, stubbedCalls: 2 });
+    expect(output.stubs.map((stub) => stub.id)).toEqual(["m100", "m101"]);
+  });
+
+  it("moves a result found away from its call (after other messages, or before the call) back after it", () => {
+    const messages = [system, result("m2", "c2"), user("m3"), calls("m4", "c1", "c2"), result("m5", "c1"), user("m6"), result("m7", "c1"), reply("m8")];
+    const output = sanitizeToolPairs(messages, ids());
+    // c1 is answered right after its call (m5); c2's result came before the call and moves after it; m7 repeats c1 and goes.
+    expect(output.messages.map((message) => message.id)).toEqual(["m1", "m3", "m4", "m5", "m2", "m6", "m8"]);
+    expect(output).toMatchObject({ droppedResults: 1, movedResults: 1, stubbedCalls: 0, stubs: [] });
   });
 });
