@@ -9,3 +9,4 @@ export { MemoryService, memoryOf, type MemorySettings } from "./service.js";
 export { createMemoryTool, runMemoryAction, MEMORY_TOOL_DEFINITION } from "./tool.js";
 export { flushMemory, FLUSH_MARKER, FLUSH_INSTRUCTION } from "./flush.js";
 export { renderSnapshot, renderPins, systemBlock, systemBlockText, MEMORY_HEADER, PINS_HEADER } from "./snapshot.js";
+export { deleteUserData, exportUserData, userSessions, directSessionKeys, type UserRef, type UserExport, type DeleteUserReport } from "./user-data.js";

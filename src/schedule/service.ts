@@ -188,6 +188,11 @@ export class ScheduleService {
     return moved;
   }
 
+  /** `delete-user`: every item the user made, in any chat, goes. → how many. */
+  async removeUserItems(platform: Platform, userId: string): Promise<number> {
+    return this.#removeAll(await this.#store.listUser(platform, userId));
+  }
+
   /** A user's access was revoked: the items they made in private chats with the bot go. → how many. */
   async removeUserPrivateItems(platform: Platform, userId: string): Promise<number> {
     const items = await this.#store.listUser(platform, userId);
