@@ -94,8 +94,6 @@ export const configSchema = z.object({
   COMPACTION_TARGET_RATIO: ratio(0.2, "Tail budget as a fraction of the compaction threshold"),
   PROTECT_LAST_N: positiveInt(20, "Recent messages kept verbatim while they fit in 1.5x the tail budget"),
   COMPACTION_NOTICE: z.enum(["off", "brief"]).optional().describe("A line after a compaction (\"🧹 compacted 142 older messages…\"); unset: brief in private chats, off in groups"),
-  CACHE_TTL_S: positiveInt(300, "The provider's prompt-cache lifetime: a session idle this long past the soft mark is compacted in the background"),
-  IDLE_COMPACTION_MARK: ratio(0.7, "Soft mark for idle-time compaction, as a fraction of the in-loop compaction threshold"),
 
   // Memory
   MEMORY_USER_MAX_CHARS: positiveInt(2_000, "Characters of one user's long-term memory (used only in their private chats unless shared)"),
