@@ -24,7 +24,7 @@ export interface ChannelAdapter {
    */
   send(reply: OutboundReply, options: SendOptions): Promise<void>;
   /** Live previews (docs/streaming.md); absent: the platform shows none, replies go out as before. */
-  readonly previews?: PreviewPort;
+  readonly previews?: PreviewPort | undefined;
   /** Turn activity for typing indicators; optional. Must never throw. */
   onActivity?(activity: TurnActivity): void;
   /** Stops intake and releases connections; safe to call twice. */

@@ -1,4 +1,4 @@
-import type { ChannelAdapter, IngressPort, OutboundReply, SendOptions, TurnActivity } from "../channel-adapter.js";
+import type { ChannelAdapter, IngressPort, OutboundReply, PreviewPort, SendOptions, TurnActivity } from "../channel-adapter.js";
 import type { ConsoleIo } from "./console-io.js";
 import { toInboundMessage } from "./to-inbound-message.js";
 
@@ -25,8 +25,24 @@ export class ConsoleAdapter implements ChannelAdapter {
   #inputEnded = false;
   #submitting: Promise<unknown> = Promise.resolve();
 
+  /** In a terminal: the answer as it streams, shown live under the chat (STREAMING). */
+  readonly previews: PreviewPort | undefined;
+
   constructor(options: ConsoleAdapterOptions) {
     this.#options = options;
+    const { io } = options;
+    this.previews = io.preview
+      ? {
+        // A terminal has no flood limits: the worker's own pace (~4 updates/s) shows through.
+        minIntervalMs: () => 50,
+        create: async (_target, text) => {
+          io.preview?.(text);
+          return "terminal";
+        },
+        edit: async (_target, _messageId, text) => io.preview?.(text),
+        remove: async () => io.clearPreview?.(),
+      }
+      : undefined;
   }
 
   /** The buttons of the last reply that had some: "y" presses the first, "n" the second. */
@@ -65,6 +81,8 @@ export class ConsoleAdapter implements ChannelAdapter {
   }
 
   async send(reply: OutboundReply, options: SendOptions): Promise<void> {
+    // The reply replaces the live preview: the preview goes, the reply is printed whole.
+    if (options.preview) this.#options.io.clearPreview?.();
     if (options.fromPart === 0) {
       const [yes, no] = reply.actions ?? [];
       if (yes && no) this.#actions = { yes: yes.id, no: no.id };

@@ -9,6 +9,10 @@ export interface ConsoleIo {
   reply(text: string): void;
   /** A notice from the pipeline (rate limit, a message that could not be queued). */
   notice(text: string): void;
+  /** A terminal only: shows a live preview (the answer as it streams) under the chat, replacing the last one. */
+  preview?(text: string): void;
+  /** Removes the live preview (the reply is printed next). */
+  clearPreview?(): void;
   /** A turn started or finished for this console's session. */
   setBusy?(busy: boolean): void;
   /** Stops reading; safe to call twice. */

@@ -15,6 +15,9 @@ import type { ConsoleIo } from "./console-io.js";
 import { DISABLE_BRACKETED_PASTE, ENABLE_BRACKETED_PASTE, PasteSplitter, type InputPart } from "./paste.js";
 import { renderForTerminal, stripControlCharacters, visibleWidth } from "./render.js";
 
+/** Lines of a streaming answer shown live above the prompt (its tail). */
+const PREVIEW_LINES = 6;
+
 /** How a newline inside a pasted message is shown in the input line. */
 export const NEWLINE_MARK = "⏎";
 
@@ -59,6 +62,8 @@ export class TerminalChat implements ConsoleIo {
   #lines?: Interface;
   #closed = false;
   #detach?: () => void;
+  /** The live preview's lines, drawn between the chat and the prompt. */
+  #preview: string[] = [];
 
   constructor(options: TerminalChatOptions) {
     this.#options = options;
@@ -140,6 +145,24 @@ export class TerminalChat implements ConsoleIo {
     this.#printAbove(stripControlCharacters(text));
   }
 
+  /** The answer as it streams: its last lines, dimmed, each cut to the terminal's width. */
+  preview(text: string): void {
+    const width = Math.max(20, (this.#options.output.columns ?? 80) - 1);
+    const lines = text.split("\n").slice(-PREVIEW_LINES).map((line) => {
+      const clean = stripControlCharacters(line);
+      if (visibleWidth(clean) <= width) return clean;
+      const graphemes = [...new Intl.Segmenter().segment(clean)].map((segment) => segment.segment);
+      let cut = graphemes.length;
+      while (cut > 0 && visibleWidth(graphemes.slice(0, cut).join("")) > width - 1) cut--;
+      return `${graphemes.slice(0, cut).join("")}…`;
+    });
+    this.#redraw(undefined, lines);
+  }
+
+  clearPreview(): void {
+    if (this.#preview.length > 0) this.#redraw(undefined, []);
+  }
+
   /** A warning or error from the log, as one dimmed line that fits the terminal's width. */
   echoLog(summary: string, level: number): void {
     const width = Math.max(20, (this.#options.output.columns ?? 80) - 1);
@@ -171,17 +194,28 @@ export class TerminalChat implements ConsoleIo {
 
   /** Writes text above the prompt line, then redraws the prompt with what was typed so far. */
   #printAbove(text: string): void {
+    this.#redraw(text, this.#preview);
+  }
+
+  /**
+   * Clears the live preview and the prompt, writes `text` (if any) for good, then the preview
+   * `preview` and the prompt with what was typed so far.
+   */
+  #redraw(text: string | undefined, preview: string[]): void {
     const { output } = this.#options;
     const lines = this.#lines;
     if (!lines || this.#closed) {
-      output.write(`${text}\n`);
+      if (text !== undefined) output.write(`${text}\n`);
       return;
     }
     const { rows } = lines.getCursorPos();
-    if (rows > 0) moveCursor(output, 0, -rows);
+    const up = rows + this.#preview.length;
+    if (up > 0) moveCursor(output, 0, -up);
     cursorTo(output, 0);
     clearScreenDown(output);
-    output.write(`${text}\n`);
+    if (text !== undefined) output.write(`${text}\n`);
+    for (const line of preview) output.write(`${this.#style("2", line)}\n`);
+    this.#preview = preview;
     // readline moves up by the rows it drew last time before redrawing; we already cleared them.
     (lines as unknown as { prevRows: number }).prevRows = 0;
     lines.prompt(true);
