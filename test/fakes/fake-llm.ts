@@ -320,6 +320,7 @@ async function streamCompletion(response: ServerResponse, reply: FakeReply, requ
   response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
   let written = event({ ...base, choices: [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null, logprobs: null }] });
   let sent = 0;
+  const startedAt = Date.now();
   for (const piece of streamPieces(choice.message.content ?? "")) {
     if (plan.dropAfterTokens !== undefined && sent >= plan.dropAfterTokens) {
       // What was written reaches the client first, then the connection drops.
@@ -327,7 +328,9 @@ async function streamCompletion(response: ServerResponse, reply: FakeReply, requ
       response.destroy();
       return;
     }
-    if (pause > 0) await Promise.race([new Promise((resolve) => setTimeout(resolve, pause)), plan.gone]);
+    // Paced against the clock from the first chunk, so late timers (a loaded machine) do not slow the rate.
+    const due = startedAt + (sent + 1) * pause;
+    if (pause > 0) await Promise.race([new Promise((resolve) => setTimeout(resolve, Math.max(0, due - Date.now()))), plan.gone]);
     if (plan.isClosed()) return;
     written = event({ ...base, choices: [{ index: 0, delta: { content: piece }, finish_reason: null, logprobs: null }] });
     sent++;
