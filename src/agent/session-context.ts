@@ -4,7 +4,7 @@
  * notices). One instance per worker process; every method takes the session's state.
  */
 import {
-  applyPromptCaching, autoCompactionAllowed, calibratedCount, compact, getTokenCounter, initialAntiThrash,
+  applyPromptCaching, autoCompactionAllowed, calibratedCount, compact, defaultHardLimit, getTokenCounter, initialAntiThrash,
   initialCalibration, needsCompaction, needsHygiene, recordCompactionOutcome, thresholdTokens, toApiMessages, updateCalibration,
   type AntiThrashState, type CalibrationState, type ChatMessage, type CompactionReason, type Summarizer, type TokenCounter, type ToolDefinition,
 } from "../context/index.js";
@@ -43,6 +43,8 @@ interface EngineFields {
   /** Set after telling the user a compaction failed; cleared by the next one that works. */
   compactionFailureNotified?: boolean;
   antiThrash?: AntiThrashState;
+  /** The last main-model request with a usable `prompt_tokens`: real counts first (SPEC §3). */
+  lastRequest?: LastRequest;
   /** The real window, learned from an overflow error ("maximum context length is 8192"). */
   learnedWindow?: number;
   notices?: string[];
@@ -50,7 +52,21 @@ interface EngineFields {
   systemPromptNote?: string;
 }
 
+/** What the provider reported for the last request, and what we had counted for it. */
+interface LastRequest {
+  model: string;
+  promptTokens: number;
+  /** Our (uncalibrated) estimate of the same request. */
+  estimatedTokens: number;
+  /** The request's messages: a later context that still holds its last one at the same place extends it. */
+  messageCount: number;
+  lastId: string | undefined;
+}
+
 const fields = (state: SessionState) => state.engine as EngineFields;
+
+/** The effective ratio is never taken below calibration's own floor (a real count of 0 says nothing). */
+const MIN_CALIBRATION_RATIO = 0.5;
 
 /** Share of the current context a manual compaction keeps verbatim as the tail. */
 const MANUAL_TAIL_SHARE = 0.25;
@@ -76,18 +92,39 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
   };
   const estimate = (context: readonly ChatMessage[], tools?: readonly ToolDefinition[], state?: SessionState) =>
     counter().countMessages(context) + counter().countTools([...toolsOf(tools)]) + blockTokens(state);
+  /**
+   * The context's size in the provider's tokens, the one unit of every decision (issue #11):
+   * the last request's real `prompt_tokens` plus the calibrated estimate of what was added since,
+   * when the context extends that request; otherwise the calibrated estimate.
+   */
+  const measureContext = (state: SessionState, context: readonly ChatMessage[], tools?: readonly ToolDefinition[]) => {
+    const estimated = estimate(context, tools, state);
+    const calibration = calibrationOf(state);
+    const last = fields(state).lastRequest;
+    const extendsLast =
+      last !== undefined &&
+      last.model === llm.model &&
+      context.length >= last.messageCount &&
+      context[last.messageCount - 1]?.id === last.lastId;
+    const tokens = extendsLast
+      ? Math.max(0, Math.ceil(last.promptTokens + calibration.ratio * (estimated - last.estimatedTokens)))
+      : calibratedCount(calibration, estimated);
+    // The provider's tokens per token of ours for this context: what compact() scales by.
+    return { tokens, ratio: estimated > 0 ? Math.max(MIN_CALIBRATION_RATIO, tokens / estimated) : calibration.ratio };
+  };
   const countContext = (state: SessionState, context: readonly ChatMessage[], tools?: readonly ToolDefinition[]) =>
-    calibratedCount(calibrationOf(state), estimate(context, tools, state));
+    measureContext(state, context, tools).tokens;
+  const hardLimit = (state: SessionState) => defaultHardLimit(contextWindow(state));
 
   /**
    * `/compress` is asked for while the context may still be far below the threshold, where the
    * usual tail budget would keep everything. It keeps the most recent quarter of the context
    * (at most the usual tail), so a manual compaction always has a middle to fold.
    */
-  const targetRatioFor = (reason: CompactionReason, context: readonly ChatMessage[], window: number, tools: readonly ToolDefinition[] | undefined) => {
+  const targetRatioFor = (reason: CompactionReason, tokens: number, window: number) => {
     if (reason !== "manual") return settings.targetRatio;
     const threshold = thresholdTokens(window, settings.compactionThreshold);
-    const tail = Math.min(threshold * settings.targetRatio, estimate(context, tools) * MANUAL_TAIL_SHARE);
+    const tail = Math.min(threshold * settings.targetRatio, tokens * MANUAL_TAIL_SHARE);
     return Math.max(0.01, tail / threshold);
   };
 
@@ -119,10 +156,17 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
         prepareRequest: (current) => prepareRequest(state, current),
       }, scope);
     }
+    const measured = measureContext(state, context, scope.tools);
     const result = await compact({
       messages: context,
       tools: [...toolsOf(scope.tools)],
-      settings: { contextWindow: window, compactionThreshold: settings.compactionThreshold, targetRatio: targetRatioFor(reason, context, window, scope.tools), protectLastN: settings.protectLastN },
+      settings: {
+        contextWindow: window,
+        compactionThreshold: settings.compactionThreshold,
+        targetRatio: targetRatioFor(reason, measured.tokens, window),
+        protectLastN: settings.protectLastN,
+        tokenRatio: measured.ratio,
+      },
       reason,
       ...(focus ? { focus } : {}),
       ...(scope.timeZone ? { timeZone: scope.timeZone } : {}),
@@ -181,7 +225,14 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
 
     async hygiene(state, context, scope) {
       const tokens = countContext(state, context, scope.tools);
-      if (!needsHygiene({ messageCount: context.length, tokens, contextWindow: contextWindow(state), threshold: settings.hygieneThreshold })) {
+      const window = contextWindow(state);
+      if (!needsHygiene({ messageCount: context.length, tokens, contextWindow: window, threshold: settings.hygieneThreshold })) {
+        return { context };
+      }
+      // The same cooldown as in-loop compaction: a dead summarizer is not retried every turn
+      // (2 models × 3 attempts × the timeout), only once the context has grown, or when the
+      // next request would no longer fit.
+      if (!autoCompactionAllowed(fields(state).antiThrash ?? initialAntiThrash(), tokens, window) && tokens < hardLimit(state)) {
         return { context };
       }
       const result = await run(state, context, "hygiene", scope);
@@ -192,7 +243,9 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       const tokens = countContext(state, context, scope.tools);
       const window = contextWindow(state);
       if (!needsCompaction({ tokens, contextWindow: window, threshold: settings.compactionThreshold })) return context;
-      if (!autoCompactionAllowed(fields(state).antiThrash ?? initialAntiThrash(), tokens, window)) return context;
+      // Suspended by anti-thrash, unless the next request would not fit: then compact (and drop
+      // old turns if the summarizer fails) rather than send a request the provider refuses.
+      if (!autoCompactionAllowed(fields(state).antiThrash ?? initialAntiThrash(), tokens, window) && tokens < hardLimit(state)) return context;
       return (await run(state, context, "in-loop", scope)).messages;
     },
 
@@ -242,6 +295,16 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       });
       engine.calibration = update.state;
       engine.calibrationModel = llm.model;
+      if (update.suspectedTruncation || usage.promptTokens <= 0) delete engine.lastRequest;
+      else {
+        engine.lastRequest = {
+          model: llm.model,
+          promptTokens: usage.promptTokens,
+          estimatedTokens,
+          messageCount: context.length,
+          lastId: context.at(-1)?.id,
+        };
+      }
       if (update.suspectedTruncation) {
         log.warn({ estimated: estimatedTokens, reported: usage.promptTokens }, "prompt-tokens-far-below-estimate-server-may-truncate-silently");
       }

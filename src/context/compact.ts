@@ -42,13 +42,19 @@ export interface CompactionSettings {
   protectLastN: number;
   /** Over this, a failed summary drops old turns. Default: the window minus min(8,192, 10%) for the reply. */
   hardLimitTokens?: number;
+  /**
+   * The provider's tokens per token of our counter (the session's calibration, or the ratio
+   * implied by the last real `prompt_tokens`). Every limit above is in the provider's tokens, so
+   * every count is scaled by this before it is compared (issue #11: one unit). @defaultValue 1
+   */
+  tokenRatio?: number;
 }
 
 /** One compaction, for logs, metrics and /usage. */
 export interface CompactionRecord {
   reason: CompactionReason;
   status: CompactionStatus;
-  /** Messages + tool definitions, in the counter's encoding (uncalibrated). */
+  /** Messages + tool definitions, calibrated (× `tokenRatio`): the unit of every limit. */
   tokensBefore: number;
   tokensAfter: number;
   messagesBefore: number;
@@ -106,11 +112,15 @@ export async function compact(input: CompactInput): Promise<CompactResult> {
   const startedAt = now();
   input.signal?.throwIfAborted();
   const { messages, counter, settings } = input;
+  const ratio = settings.tokenRatio ?? 1;
   const toolTokens = counter.countTools(input.tools ?? []);
-  const measure = (list: readonly ChatMessage[]) => counter.countMessages(list) + toolTokens;
+  // Limits are in the provider's tokens (calibrated); the counter's figures are scaled up to
+  // them, and the per-message budgets (tail, cut) scaled down to the counter's.
+  const measure = (list: readonly ChatMessage[]) => Math.ceil((counter.countMessages(list) + toolTokens) * ratio);
+  const toCounterUnits = (tokens: number) => Math.floor(tokens / ratio);
   const tokensBefore = measure(messages);
   const threshold = thresholdTokens(settings.contextWindow, settings.compactionThreshold);
-  const tailBudget = Math.floor(threshold * settings.targetRatio);
+  const tailBudget = toCounterUnits(Math.floor(threshold * settings.targetRatio));
   const hardLimit = settings.hardLimitTokens ?? defaultHardLimit(settings.contextWindow);
 
   // Phase 1 + 2.
@@ -199,7 +209,7 @@ export async function compact(input: CompactInput): Promise<CompactResult> {
   } catch (error) {
     if (input.signal?.aborted) throw input.signal.reason;
     if (tokensBefore <= hardLimit) return finish("failed", [...messages], {}, error);
-    const dropped = dropOldestTurns(working.messages, boundaries, Math.floor(threshold * DROP_TARGET_RATIO), measure, counter);
+    const dropped = dropOldestTurns(working.messages, boundaries, toCounterUnits(Math.floor(threshold * DROP_TARGET_RATIO)), counter, toolTokens);
     const result = sanitizeToolPairs(
       assemble({ head: dropped.messages.slice(0, headEnd), kept: dropped.messages.slice(headEnd), addNote: true }),
       input.newId,
@@ -232,18 +242,18 @@ function cutNewestGroup(messages: ChatMessage[], boundaries: Boundaries, maxToke
 /**
  * The last resort (every summarizer failed and the context is over the hard limit): remove
  * whole middle turns, oldest first, until the context is back under the target (75% of the
- * compaction threshold).
+ * compaction threshold), in the counter's units.
  * The previous summary is never dropped. The turns remain in the transcript for `recall`.
  */
 function dropOldestTurns(
   messages: readonly ChatMessage[],
   boundaries: Boundaries,
   targetTokens: number,
-  measure: (list: readonly ChatMessage[]) => number,
   counter: TokenCounter,
+  toolTokens: number,
 ): { messages: ChatMessage[]; droppedMessages: number } {
   const removed = new Set<number>();
-  let tokens = measure(messages);
+  let tokens = counter.countMessages(messages) + toolTokens;
   for (const turn of groupTurns(messages, boundaries.headEnd, boundaries.keptStart)) {
     if (tokens < targetTokens) break;
     for (let index = turn.start; index < turn.end; index += 1) {

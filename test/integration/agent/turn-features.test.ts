@@ -162,7 +162,9 @@ describe("when the summarizer fails", () => {
     llm.route(isSummarizerRequest, httpError.server(500));
     const adapter = new RecordingAdapter("console");
     const logs = captureLogs("info");
-    const pipeline = await startPipeline(testConfig({ LLM_BASE_URL: llm.url, LLM_CONTEXT_WINDOW: "16000", LLM_MAX_RETRIES: "0" }), [adapter], { logs });
+    // The fake reports chars / 4, about 1.4× our count: nine turns come to ~18K of its tokens, so
+    // the window leaves room for them under the hard limit (over it, old turns would be dropped).
+    const pipeline = await startPipeline(testConfig({ LLM_BASE_URL: llm.url, LLM_CONTEXT_WINDOW: "24000", LLM_MAX_RETRIES: "0" }), [adapter], { logs });
     try {
       for (let turn = 1; turn <= 9; turn++) {
         await adapter.submit(inbound({ text: `part ${turn}: ${"a detailed paragraph about the project plan. ".repeat(90)}`, messageId: `f${turn}` }));

@@ -1,0 +1,155 @@
+/**
+ * Issue #11, one token unit: the session's context engine with a "provider" whose token counts
+ * differ from ours (its own tokenizer, cl100k, × a ratio). Every decision (threshold, anti-thrash,
+ * hard limit, the `dropped` fallback) must hold in the provider's tokens, so the engine
+ * behaves at ratio 1.3 as it does at 1.0, and never sends a request over the real window.
+ */
+import { countTokens as providerCount } from "gpt-tokenizer/encoding/cl100k_base";
+import { describe, expect, it } from "vitest";
+import { createContextManager } from "../../../src/agent/session-context.js";
+import type { ChatMessage, Summarizer, ToolDefinition } from "../../../src/context/index.js";
+import type { Logger } from "../../../src/logger.js";
+import { messageIdAllocator, newSessionState, type SessionState } from "../../../src/session/state.js";
+
+const WINDOW = 32_000;
+
+/** The provider's prompt tokens: its own tokenizer, its own framing, × ratio. Never the engine's counter. */
+function providerTokens(messages: readonly ChatMessage[], tools: readonly ToolDefinition[], ratio: number): number {
+  const text = (value: string) => providerCount(value, { disallowedSpecial: new Set() });
+  let tokens = 3 + (tools.length > 0 ? text(JSON.stringify(tools)) : 0);
+  for (const message of messages) {
+    tokens += 4 + text(message.content ?? "");
+    if (message.role === "assistant" && message.tool_calls) tokens += text(JSON.stringify(message.tool_calls));
+  }
+  return Math.ceil(tokens * ratio);
+}
+
+const words = (count: number, seed: number) => Array.from({ length: count }, (_, index) => `w${(index * 7919 + seed) % 9973}`).join(" ");
+
+function summarizers(dead: boolean) {
+  const calls = { count: 0 };
+  const make = (model: string): Summarizer => ({
+    model,
+    contextWindow: WINDOW,
+    async summarize(request) {
+      calls.count += 1;
+      if (dead) throw Object.assign(new Error("summarizer down"), { status: 503 });
+      return { text: `## Goal\n${words(Math.floor(request.maxTokens / 3), calls.count)}` };
+    },
+  });
+  return { calls, summarizer: make("sum-a"), fallback: make("sum-b") };
+}
+
+function silentLogger(records: unknown[]): Logger {
+  const logger = {
+    info: (object: { compaction?: unknown }) => void (object?.compaction && records.push(object.compaction)),
+    warn: () => undefined,
+    debug: () => undefined,
+    error: () => undefined,
+    child: () => logger,
+  };
+  return logger as unknown as Logger;
+}
+
+interface Simulation {
+  ratio: number;
+  dead: boolean;
+  turns: number;
+  /** Tool steps per turn, each returning an output of `outputWords` words. */
+  toolSteps: number;
+  outputWords: number;
+  userWords: number;
+}
+
+async function simulate(sim: Simulation) {
+  const { calls, summarizer, fallback } = summarizers(sim.dead);
+  const tools: ToolDefinition[] = [{ type: "function", function: { name: "read_file", description: "Read a file.", parameters: { type: "object" } } }];
+  let lastRequestTokens = 0;
+  const manager = createContextManager({
+    llm: { model: "gpt-4o-mini", contextWindow: WINDOW, complete: () => Promise.reject(new Error("unused")) },
+    summarizer,
+    fallbackSummarizer: fallback,
+    settings: { hygieneThreshold: 0.85, compactionThreshold: 0.5, targetRatio: 0.2, protectLastN: 20 },
+    tools: () => tools,
+    retry: { attempts: 3, baseDelayMs: 0, timeoutMs: 1_000 },
+  });
+  const state: SessionState = newSessionState(0);
+  const records: Array<{ status: string; reason: string }> = [];
+  const log = silentLogger(records);
+  const requests: number[] = [];
+  let context: ChatMessage[] = [{ id: "m0", role: "system", content: "You are a careful assistant." }];
+  for (let turn = 0; turn < sim.turns; turn += 1) {
+    const newId = messageIdAllocator(state);
+    const scope = { signal: new AbortController().signal, log, newId, addToTranscript: () => undefined, tools };
+    context = [...context, { id: newId(), role: "user", content: `turn ${turn}: ${words(sim.userWords, turn)}` }];
+    context = (await manager.hygiene(state, context, scope)).context;
+    for (let step = 0; step <= sim.toolSteps; step += 1) {
+      context = await manager.beforeStep(state, context, scope);
+      lastRequestTokens = providerTokens(context, tools, sim.ratio);
+      requests.push(lastRequestTokens);
+      const finalStep = step === sim.toolSteps;
+      const callId = `call_${turn}_${step}`;
+      const assistant: ChatMessage = finalStep
+        ? { id: newId(), role: "assistant", content: `done with turn ${turn}: ${words(60, turn)}` }
+        : { id: newId(), role: "assistant", content: null, tool_calls: [{ id: callId, type: "function", function: { name: "read_file", arguments: `{"path":"f${turn}_${step}"}` } }] };
+      manager.recordStep(state, context, { content: assistant.content, toolCalls: [], finishReason: "stop", model: "gpt-4o-mini", usage: { promptTokens: lastRequestTokens, completionTokens: 10, cachedTokens: 0 } }, log, tools);
+      context = [...context, assistant];
+      if (!finalStep) context = [...context, { id: newId(), role: "tool", tool_call_id: callId, content: words(sim.outputWords, turn * 100 + step) }];
+    }
+  }
+  return { records, requests, summarizerCalls: calls.count, largest: Math.max(...requests), state };
+}
+
+describe("one token unit (issue #11)", () => {
+  it("anti-thrash holds at ratio 1.3: one long turn in a 32K window compacts about as often as at 1.0", async () => {
+    const long = { dead: false, turns: 1, toolSteps: 60, outputWords: 700, userWords: 50 };
+    const even = await simulate({ ...long, ratio: 1.0 });
+    const skewed = await simulate({ ...long, ratio: 1.3 });
+    // Before the fix: 25 passes at 1.3 against 7 at 1.0.
+    expect(even.records.length).toBeGreaterThan(0);
+    expect(skewed.records.length).toBeLessThanOrEqual(Math.ceil(even.records.length * 1.5) + 1);
+    expect(skewed.largest).toBeLessThanOrEqual(WINDOW);
+    expect(even.largest).toBeLessThanOrEqual(WINDOW);
+  });
+
+  it("a dead summarizer over 160 turns costs a bounded number of summarizer calls, at 1.3 as at 1.0, and no request overflows", async () => {
+    const chat = { dead: true, turns: 160, toolSteps: 0, outputWords: 0, userWords: 250 };
+    const even = await simulate({ ...chat, ratio: 1.0 });
+    const skewed = await simulate({ ...chat, ratio: 1.3 });
+    // Before the fix: 660 calls at 1.3 against 54 at 1.0.
+    expect(even.summarizerCalls).toBeGreaterThan(0);
+    expect(skewed.summarizerCalls).toBeLessThanOrEqual(Math.ceil(even.summarizerCalls * 1.5) + 6);
+    for (const run of [even, skewed]) {
+      expect(run.records.some((record) => record.status === "dropped")).toBe(true);
+      // The `dropped` fallback fires before the real window: every request fits, in the provider's tokens.
+      expect(run.largest).toBeLessThanOrEqual(WINDOW);
+    }
+  });
+
+  it("counts with the last real prompt_tokens plus an estimate of what was added since", () => {
+    const manager = createContextManager({
+      llm: { model: "gpt-4o-mini", contextWindow: WINDOW, complete: () => Promise.reject(new Error("unused")) },
+      summarizer: summarizers(false).summarizer,
+      settings: { hygieneThreshold: 0.85, compactionThreshold: 0.5, targetRatio: 0.2, protectLastN: 20 },
+      tools: () => [],
+    });
+    const state = newSessionState(0);
+    const context: ChatMessage[] = [
+      { id: "m0", role: "system", content: "You are a careful assistant." },
+      { id: "m1", role: "user", content: words(400, 1) },
+    ];
+    const estimate = manager.countContext(state, context);
+    manager.recordStep(state, context, { content: "ok", toolCalls: [], finishReason: "stop", model: "gpt-4o-mini", usage: { promptTokens: 5_000, completionTokens: 1, cachedTokens: 0 } }, silentLogger([]), []);
+    // The same request: exactly what the provider said.
+    expect(manager.countContext(state, context)).toBe(5_000);
+    // Extended: the real count plus the calibrated estimate of the addition.
+    const extended: ChatMessage[] = [...context, { id: "m2", role: "assistant", content: words(100, 2) }];
+    const ratio = (state.engine as { calibration: { ratio: number } }).calibration.ratio;
+    const added = manager.countContext(newSessionState(0), extended) - estimate;
+    expect(manager.countContext(state, extended)).toBeGreaterThanOrEqual(5_000 + Math.floor(added * ratio) - 2);
+    expect(manager.countContext(state, extended)).toBeLessThanOrEqual(5_000 + Math.ceil(added * ratio) + 2);
+    // Not an extension (a compaction replaced the messages): the calibrated estimate.
+    const other: ChatMessage[] = [context[0]!, { id: "m9", role: "user", content: words(400, 1) }];
+    expect(manager.countContext(state, other)).toBe(Math.ceil(estimate * ratio));
+  });
+});
