@@ -34,7 +34,10 @@ function summarizers(dead: boolean) {
     async summarize(request) {
       calls.count += 1;
       if (dead) throw Object.assign(new Error("summarizer down"), { status: 503 });
-      return { text: `## Goal\n${words(Math.floor(request.maxTokens / 3), calls.count)}` };
+      // Follows the length the prompt asks for ("about N tokens"); a word here is about two tokens.
+      const prompt = request.messages.map((message) => (typeof message.content === "string" ? message.content : "")).join("\n");
+      const target = Number(/about (\d+) tokens/.exec(prompt)?.[1] ?? request.maxTokens / 2);
+      return { text: `## Goal\n${words(Math.floor(target / 2), calls.count)}` };
     },
   });
   return { calls, summarizer: make("sum-a"), fallback: make("sum-b") };
