@@ -125,7 +125,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     if (reason !== "manual") return settings.targetRatio;
     const threshold = thresholdTokens(window, settings.compactionThreshold);
     const tail = Math.min(threshold * settings.targetRatio, tokens * MANUAL_TAIL_SHARE);
-    return Math.max(0.01, tail / threshold);
+    return Math.max(0.001, tail / threshold);
   };
 
   /** A ratio measured on another model (the operator switched) says nothing about this one. */
