@@ -7,10 +7,14 @@
  */
 import { z } from "zod";
 import { accessSection, checkToolSections, mcpSection } from "./tool-sections.js";
+import { budgetsSection, checkOperatorSections, modelsSection, personasSection } from "./operator-sections.js";
 
 export const sectionSchemas = {
   mcp: mcpSection,
   access: accessSection,
+  models: modelsSection,
+  personas: personasSection,
+  budgets: budgetsSection,
 } satisfies Record<string, z.ZodType>;
 
 export type SectionName = keyof typeof sectionSchemas;
@@ -18,5 +22,5 @@ export type ConfigSections = { readonly [K in SectionName]?: z.infer<(typeof sec
 
 /** Checks across sections, after each parsed alone. → issue lines naming the path. */
 export function checkSections(sections: ConfigSections): string[] {
-  return [...checkToolSections(sections)];
+  return [...checkToolSections(sections), ...checkOperatorSections(sections)];
 }

@@ -29,6 +29,18 @@ export class ContextOverflowError extends PermanentError {
   }
 }
 
+/**
+ * A budget (issue #17) has no room for the next LLM call, which was therefore not made. `notice`
+ * is the sentence the chat gets ("today's budget for this chat is used up; …"). Never retried:
+ * the budget only frees up when its period resets.
+ */
+export class BudgetExhaustedError extends PermanentError {
+  override readonly name = "BudgetExhaustedError";
+  constructor(readonly notice: string, options?: { cause?: unknown }) {
+    super(notice, options);
+  }
+}
+
 /** The operation was aborted on purpose (/stop, interrupt, shutdown). */
 export class AbortedError extends Error {
   override readonly name = "AbortedError";

@@ -5,11 +5,12 @@
 import type { Config } from "../config/index.js";
 import { mainApiKey, streamingModeFor } from "../config/index.js";
 import type { TurnEngine } from "../src/agent/index.js";
-import { createContextManager } from "../src/agent/session-context.js";
 import { createMemoryHooks } from "../src/agent/memory-hooks.js";
 import { createMemoryTool, MemoryService, MemoryStore } from "../src/memory/index.js";
+import { createModelRouter } from "../src/models/router.js";
+import { BudgetMeter, meteredCall, meteredClient } from "../src/budget/index.js";
+import { budgetAccounts } from "../src/agent/turn-engine.js";
 import { createRecallTool, currentTimeTool, McpManager, ToolCatalog, type Tool } from "../src/tools/index.js";
-import { createLlmClient, createSummarizer } from "../src/llm/index.js";
 import { MB } from "../src/core/attachments.js";
 import { createMediaEngine, redisVisionMemory } from "../src/media/index.js";
 import type { Logger } from "../src/logger.js";
@@ -53,32 +54,6 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   const producers = createProducers(redis, prefix);
   const { activityChannel, previewChannel } = globalKeys(prefix);
 
-  const llm = createLlmClient({
-    baseUrl: config.LLM_BASE_URL,
-    ...(mainApiKey(config) ? { apiKey: mainApiKey(config) } : {}),
-    model: config.LLM_MODEL,
-    ...(config.LLM_CONTEXT_WINDOW ? { contextWindow: config.LLM_CONTEXT_WINDOW } : {}),
-    timeoutMs: config.LLM_TIMEOUT_MS,
-    maxRetries: config.LLM_MAX_RETRIES,
-    maxOutputTokens: config.LLM_MAX_OUTPUT_TOKENS,
-    logger,
-  });
-  const summaryModel = config.SUMMARY_MODEL ?? config.LLM_MODEL;
-  const summaryApiKey = config.SUMMARY_API_KEY ?? mainApiKey(config);
-  const sameSummarizerEndpoint = summaryModel === config.LLM_MODEL && (config.SUMMARY_BASE_URL ?? config.LLM_BASE_URL) === config.LLM_BASE_URL;
-  const summaryWindow = config.SUMMARY_CONTEXT_WINDOW ?? (sameSummarizerEndpoint ? config.LLM_CONTEXT_WINDOW : undefined);
-  const summaryClient = sameSummarizerEndpoint && !config.SUMMARY_CONTEXT_WINDOW
-    ? llm
-    : createLlmClient({
-      baseUrl: config.SUMMARY_BASE_URL ?? config.LLM_BASE_URL,
-      ...(summaryApiKey ? { apiKey: summaryApiKey } : {}),
-      model: summaryModel,
-      ...(summaryWindow ? { contextWindow: summaryWindow } : {}),
-      timeoutMs: config.LLM_TIMEOUT_MS,
-      maxRetries: config.LLM_MAX_RETRIES,
-      logger,
-    });
-
   const toolOutputs = new ToolOutputStore(redis, prefix);
   const scheduleStore = new ScheduleStore(redis, prefix);
   const firingQueue = createFiringQueue(redis, prefix);
@@ -114,35 +89,42 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     },
     limits: { maxAudioBytes: config.MAX_AUDIO_MB * MB, maxFileBytes: config.MAX_FILE_MB * MB, timeoutMs: config.MEDIA_TIMEOUT_MS, maxMessageChars: config.MAX_MESSAGE_CHARS },
     vision: { mode: config.LLM_VISION, detail: config.VISION_DETAIL, model: config.LLM_MODEL, memory: redisVisionMemory(redis, prefix) },
+    // A transcription is refused like any call when a budget is used up, and counts the
+    // transcript's tokens (~4 characters each); it has no price of its own.
+    meter: (call) => meteredCall({ usd: 0, tokens: 0 }, call, (text) => ({ usd: 0, tokens: Math.ceil(text.length / 4) })),
     log: logger,
   });
 
-  const engine: TurnEngine = {
+  // The model catalogue (LLM_* alone is a catalogue of one): each model's client, summarizer
+  // and context binding, built on first use. Every client is metered: each call reserves its
+  // estimate from the turn's budgets first (the summarizer and the memory flush included).
+  const budget = new BudgetMeter(redis, prefix, config.budgets);
+  const models = createModelRouter({
+    config, logger, metrics, tools: () => tools.builtinDefinitions(),
+    wrap: (client, prices) => meteredClient(client, prices, config.LLM_MAX_OUTPUT_TOKENS),
     // Pictures go to the main model through the vision gate (LLM_VISION); the context engine
     // and the summarizer use the plain client.
-    llm: media.vision.wrap(llm),
+    wrapMain: (client) => media.vision.wrap(client),
+    hooks: (client) => createMemoryHooks({
+      service: memory,
+      llm: client,
+      flushMaxTokens: config.MEMORY_FLUSH_MAX_TOKENS,
+      compactionNotice: config.COMPACTION_NOTICE,
+      now: () => Date.now(),
+    }),
+  });
+  const defaultModel = models.bind(models.catalogue.default);
+
+  const access = new AccessControl(redis, prefix, accessListsFrom(config));
+  const engine: TurnEngine = {
+    llm: defaultModel.llm,
     media,
     tools,
-    context: createContextManager({
-      llm,
-      summarizer: createSummarizer(summaryClient),
-      fallbackSummarizer: summaryClient === llm ? undefined : createSummarizer(llm),
-      settings: {
-        hygieneThreshold: config.HYGIENE_THRESHOLD,
-        compactionThreshold: config.COMPACTION_THRESHOLD,
-        targetRatio: config.COMPACTION_TARGET_RATIO,
-        protectLastN: config.PROTECT_LAST_N,
-      },
-      tools: () => tools.builtinDefinitions(),
-      metrics,
-      hooks: createMemoryHooks({
-        service: memory,
-        llm,
-        flushMaxTokens: config.MEMORY_FLUSH_MAX_TOKENS,
-        compactionNotice: config.COMPACTION_NOTICE,
-        now: () => Date.now(),
-      }),
-    }),
+    context: defaultModel.context,
+    models,
+    budget,
+    pairing: access,
+    personas: config.personas ?? {},
     systemPrompt: config.SYSTEM_PROMPT,
     maxSteps: config.AGENT_MAX_STEPS,
     maxOutputTokens: config.LLM_MAX_OUTPUT_TOKENS,
@@ -156,7 +138,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       admins: { telegram: config.ADMIN_TELEGRAM_USERS, discord: config.ADMIN_DISCORD_USERS },
     },
     idleResetMs: config.IDLE_RESET_HOURS * 3_600_000,
-    prices: { input: config.LLM_PRICE_INPUT, cachedInput: config.LLM_PRICE_CACHED_INPUT, output: config.LLM_PRICE_OUTPUT },
+    prices: defaultModel.model.prices,
     transcriptReader: (sessionKey) => {
       let budget = SEARCH_TURN_BUDGET_ENTRIES;
       return {
@@ -210,7 +192,6 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     },
   });
 
-  const access = new AccessControl(redis, prefix, accessListsFrom(config));
   const scheduleWorker = startScheduleWorker({
     redisUrl: options.redisUrl,
     prefix,
@@ -223,7 +204,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       inbox: store,
       turns: producers,
       chatAllowed: (item) => access.serves({ ...item.chat, userId: item.creator.userId }),
-      // checkTaskBudget: budgets (#17) plug in here; until then tasks run like any turn.
+      // A task whose chat or creator has no budget left is delivered as a notice, with no LLM call.
+      checkTaskBudget: (item) => budget.check(budgetAccounts(item.sessionKey, { platform: item.chat.platform, userId: item.creator.userId })),
       missedGraceMs: config.SCHEDULE_MISSED_GRACE_S * 1_000,
       now: () => Date.now(),
       logger,

@@ -26,6 +26,8 @@ export interface TurnRun {
   transcript: ChatMessage[];
   replies: OutboundReply[];
   approvalTimeouts: ApprovalTimeout[];
+  /** The model the endpoint named in its latest answer (confirms a /model switch). */
+  reportedModel?: string;
 }
 
 /** Denies a pending approval whose time is up (its timeout job fired, or a later turn found it late). */

@@ -9,6 +9,7 @@ import type { PendingApproval } from "../core/tools.js";
 import { approvalActions, approvalRequestText, outputCapChars, type ToolRegistry } from "../tools/index.js";
 import type { ContextOverflowError } from "../errors.js";
 import type { TurnRun } from "./approvals.js";
+import { takeBudgetWarnings } from "../budget/index.js";
 import type { CompactionScope } from "./context-manager.js";
 import { runTurn, type RunTurnInput, type RunTurnResult } from "./run-turn.js";
 import { addReply, chatTimeZone, type Answering } from "./turn-engine.js";
@@ -62,7 +63,10 @@ export function runLoop(run: TurnRun, context: ChatMessage[], tools: ToolRegistr
     // the threshold too, not only at the hygiene limit.
     beforeStep: (current) => engine.context.beforeStep(state, current, toolsScope),
     onOverflow: (current, error: ContextOverflowError) => engine.context.onOverflow(state, current, error, toolsScope),
-    onStepFinished: (stepResult, _step, sent) => engine.context.recordStep(state, sent, stepResult, input.log, definitions),
+    onStepFinished: (stepResult, _step, sent) => {
+      run.reportedModel = stepResult.model;
+      engine.context.recordStep(state, sent, stepResult, input.log, definitions);
+    },
   });
 }
 
@@ -108,8 +112,14 @@ export function finishLoop(run: TurnRun, result: RunTurnResult, origin: LoopOrig
     return;
   }
   state.stats.turns++;
-  const notices = [...(origin.notices ?? []), ...engine.context.takeNotices(state)];
-  const warned = notices.length > 0 ? `${notices.map((notice) => `⚠️ ${notice}`).join("\n")}\n\n${result.reply}` : result.reply;
+  const notices = [...(origin.notices ?? []), ...engine.context.takeNotices(state), ...takeBudgetWarnings()];
+  let reply = result.reply;
+  if (state.chat?.confirmModel && run.reportedModel !== undefined) {
+    // The model the endpoint says answered, not the one we asked for: a router or proxy may differ.
+    reply = `${reply}\n\n(answered by ${run.reportedModel})`;
+    delete state.chat.confirmModel;
+  }
+  const warned = notices.length > 0 ? `${notices.map((notice) => `⚠️ ${notice}`).join("\n")}\n\n${reply}` : reply;
   // COMPACTION_NOTICE=brief: one line saying a compaction happened, never the summary itself.
   const compacted = state.memory?.notice;
   if (compacted !== undefined) delete state.memory!.notice;

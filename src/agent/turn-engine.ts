@@ -16,6 +16,10 @@ import type { ScheduleService } from "../schedule/index.js";
 import type { TurnPreview } from "./preview.js";
 import type { MemoryService } from "../memory/index.js";
 import type { MediaEngine } from "../media/index.js";
+import { activeEngine, type ModelRouter } from "../models/router.js";
+import { withPersona } from "../models/persona.js";
+import { payFrom, runInBudgetScope, takeBudgetWarnings, type BudgetAccounts, type BudgetMeter } from "../budget/index.js";
+import { platformPrefix } from "../tools/access.js";
 
 /** Full originals of capped tool outputs, per conversation (`sessionId`). */
 export interface ToolOutputStorage {
@@ -54,6 +58,14 @@ export interface TurnEngine {
   memory?: MemoryService;
   /** Pictures, voice notes and files (src/media); absent: attachments stay placeholders. */
   media?: MediaEngine;
+  /** The model catalogue (/model); absent: `llm` for every chat. */
+  models?: ModelRouter;
+  /** Budgets (issue #17): every LLM call of a turn is paid by its chat and speaker; absent: no budgets. */
+  budget?: BudgetMeter;
+  /** `/pair approve CODE` from a chat (admins): the same approval as `npm run pairing -- approve`. */
+  pairing?: { approve(code: string): Promise<{ platform: string; userId: string; userName: string } | undefined> };
+  /** Named personas of the config file (/persona <name>). */
+  personas?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -185,11 +197,18 @@ export function toolScopeOf(sessionKey: string, entries: readonly InboundMessage
  */
 export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput): Promise<SegmentsResult> {
   const progress: SegmentProgress = {};
+  const speaker = input.state.pendingApproval?.requestedBy ?? input.batch[input.batch.length - 1];
+  const budget = engine.budget ? { meter: engine.budget, accounts: budgetAccounts(input.sessionKey, speaker), warnings: [] } : undefined;
   try {
-    return await runSegments(engine, input, progress);
+    return await runInBudgetScope(budget, () => runSegments(engine, input, progress));
   } catch (error) {
     throw new BatchFailedError(progress.done ?? { state: input.state, transcript: [], replies: [] }, progress.rest ?? input.batch, error);
   }
+}
+
+/** The chat (session) and the person (`tg:42`) who pay for a segment's calls. */
+export function budgetAccounts(sessionKey: string, speaker: { platform: InboundMessage["platform"]; userId: string } | undefined): BudgetAccounts {
+  return speaker && speaker.userId !== "" ? { chat: sessionKey, user: `${platformPrefix(speaker.platform)}:${speaker.userId}` } : { chat: sessionKey };
 }
 
 interface SegmentProgress {
@@ -197,8 +216,10 @@ interface SegmentProgress {
   rest?: InboxEntry[];
 }
 
-async function runSegments(engine: TurnEngine, input: SegmentsInput, progress: SegmentProgress): Promise<SegmentsResult> {
-  const run: TurnRun = { engine, input, state: workingCopy(input.state), transcript: [], replies: [], approvalTimeouts: [] };
+async function runSegments(base: TurnEngine, input: SegmentsInput, progress: SegmentProgress): Promise<SegmentsResult> {
+  const state = workingCopy(input.state);
+  const run: TurnRun = { engine: activeEngine(base, state), input, state, transcript: [], replies: [], approvalTimeouts: [] };
+  let engine = run.engine;
   let archivedSessionId: string | undefined;
   // Optional idle reset (off by default: users of long-running chats hated nightly wipes).
   if (engine.idleResetMs > 0 && run.state.live.length > 0 && engine.now() - run.state.updatedAt >= engine.idleResetMs) {
@@ -233,6 +254,10 @@ async function runSegments(engine: TurnEngine, input: SegmentsInput, progress: S
       progress.done = resultOf(run, archivedSessionId, true);
       progress.rest = segments.slice(index).flatMap((rest) => (rest.kind === "chat" ? rest.entries : [rest.entry]));
     }
+    // The session's model, from this segment on: a /model earlier in the batch applies here.
+    engine = run.engine = activeEngine(base, run.state);
+    // Each segment's calls are paid by the chat and the person it answers.
+    payFrom(budgetAccounts(input.sessionKey, segment.kind === "chat" ? segment.entries[segment.entries.length - 1] : segment.entry));
     const newId = messageIdAllocator(run.state);
     const scope = compactionScope(run, newId);
     ensureSystemPrompt(run.state, engine.systemPrompt, newId, engine.now());
@@ -270,7 +295,9 @@ async function runSegments(engine: TurnEngine, input: SegmentsInput, progress: S
       // Messages of this batch before /new land in the fresh transcript: kept, not lost.
       if (outcome.archive) archivedSessionId = run.state.sessionId;
       run.state = outcome.state;
-      addReply(run, outcome.text, "notice", answering(run, [segment.entry]));
+      // A command that called a model (/compress) may have crossed a budget threshold.
+      const warnings = takeBudgetWarnings().map((warning) => `⚠️ ${warning}`);
+      addReply(run, [outcome.text, ...warnings].join("\n\n"), "notice", answering(run, [segment.entry]));
       continue;
     }
 
@@ -391,7 +418,9 @@ export function addReply(run: Pick<TurnRun, "input" | "replies">, text: string, 
  * The system prompt heads the live context. It is written once and stays byte-stable (prompt
  * caching); when the operator changes it, it is replaced once, keeping the compaction note.
  */
-export function ensureSystemPrompt(state: SessionState, systemPrompt: string, newId: () => string, now: number): void {
+export function ensureSystemPrompt(state: SessionState, basePrompt: string, newId: () => string, now: number): void {
+  // The chat's persona is part of the system prompt, so it stays in the cache-stable prefix.
+  const systemPrompt = withPersona(basePrompt, state);
   const first = state.live[0];
   if (first?.role === "system") {
     if (state.engine.systemPromptBase === systemPrompt) return;

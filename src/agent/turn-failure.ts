@@ -4,7 +4,7 @@
  */
 import type { OutboundReply } from "../core/channel.js";
 import type { ChatMessage } from "../core/messages.js";
-import { AbortedError, ContextOverflowError, PermanentError, errorMessage } from "../errors.js";
+import { AbortedError, BudgetExhaustedError, ContextOverflowError, PermanentError, errorMessage } from "../errors.js";
 import { messageIdAllocator, type SessionState } from "../session/state.js";
 import type { InboxEntry } from "../session/store.js";
 import {
@@ -71,6 +71,8 @@ export function failureNotice(error: unknown): string {
     return "Sorry — this conversation no longer fits the model's context, even after compacting it. Nothing is lost: send /compress to try again, or /new to start fresh.";
   }
   if (error instanceof AbortedError) return "Stopped.";
+  // Nothing was sent to the model; the message is kept for when the budget allows again.
+  if (error instanceof BudgetExhaustedError) return `${error.notice} Your message is saved.`;
   // Never the error's own text: provider and connection errors name hosts and addresses, which
   // belong in the log (turn-failed), not in a chat.
   const why = error instanceof PermanentError

@@ -9,7 +9,7 @@ import type { Logger } from "../logger.js";
 import { ImageCache, withImageParts } from "./images.js";
 import { createMediaResolver, type MediaLimits, type Resolved, type ResolveScope } from "./resolve.js";
 import { createMediaFetcher, type MediaSourceOptions } from "./sources.js";
-import { createTranscriber, type TranscriberOptions } from "./transcribe.js";
+import { createTranscriber, type Transcriber, type TranscriberOptions } from "./transcribe.js";
 import { createVisionGate, type VisionMemory, type VisionMode, type VisionGate } from "./vision.js";
 
 export { createMediaFetcher, type MediaFetcher } from "./sources.js";
@@ -30,6 +30,8 @@ export interface MediaEngineOptions {
   transcription?: TranscriberOptions;
   limits: MediaLimits;
   vision: { mode: VisionMode; detail: "auto" | "low" | "high"; model: string; memory: VisionMemory };
+  /** Runs each transcription call (budgets: src/budget meteredCall); default: as is. */
+  meter?: (call: () => Promise<string>) => Promise<string>;
   log: Logger;
 }
 
@@ -38,7 +40,7 @@ export function createMediaEngine(options: MediaEngineOptions): MediaEngine {
   const images = new ImageCache();
   const resolver = createMediaResolver({
     fetcher,
-    ...(options.transcription ? { transcriber: createTranscriber(options.transcription) } : {}),
+    ...(options.transcription ? { transcriber: metered(createTranscriber(options.transcription), options.meter) } : {}),
     limits: options.limits,
     images,
   });
@@ -56,3 +58,6 @@ export function createMediaEngine(options: MediaEngineOptions): MediaEngine {
     vision,
   };
 }
+
+const metered = (transcriber: Transcriber, meter: MediaEngineOptions["meter"]): Transcriber =>
+  meter ? (audio, file, signal) => meter(() => transcriber(audio, file, signal)) : transcriber;

@@ -81,6 +81,14 @@ export const globalKeys = (prefix: string) => ({
   controlChannel: `${prefix}:control`,
   /** Live previews of running turns (lossy): workers publish, gateways render (docs/streaming.md). */
   previewChannel: `${prefix}:preview`,
+  /**
+   * Budget counters of one account (`chat:<sessionKey>`, `user:tg:<id>`) in one period (`d:2026-12-01`,
+   * `m:2026-12`). One hash tag for all of them: a reservation checks a user's and a chat's
+   * counters in one script.
+   */
+  budget: (account: string, period: string) => `${prefix}:{budget}:${account}:${period}`,
+  /** Hash: limits an admin set with /budget for one account (`daily.usd` → "5", or "off"). */
+  budgetLimits: (account: string) => `${prefix}:{budget}:limits:${account}`,
   /** Says this Redis (under this prefix) is longhaul's: src/doctor/redis.ts. */
   marker: `${prefix}:longhaul`,
   /** Which key layout this deployment's data is in (absent: wave 1, `2`: hash-tagged). */

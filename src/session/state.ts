@@ -20,6 +20,17 @@ export interface SessionStats {
   lastPromptTokens: number;
 }
 
+/** What the operator and the chat chose for this chat (issue #17); survives /new. */
+export interface ChatSettings {
+  /** Catalogue name picked with /model; absent: the catalogue's default. */
+  model?: string;
+  /** The system prompt addition (/persona); `personaName` when it is a configured persona. */
+  persona?: string;
+  personaName?: string;
+  /** Set by /model: the next answer names the model the endpoint reported. */
+  confirmModel?: boolean;
+}
+
 /** What the context engine remembers between turns (calibration, anti-thrash, learned window). */
 export type EngineState = Record<string, unknown>;
 
@@ -41,6 +52,7 @@ export interface SessionState {
   pendingApproval?: PendingApproval;
   /** Whose long-term memory this conversation reads, its snapshot and pins (src/memory). */
   memory?: SessionMemory;
+  chat?: ChatSettings;
 }
 
 export const emptyStats = (): SessionStats => ({
@@ -67,7 +79,7 @@ export function newSessionState(now: number, version = 0): SessionState {
  * the key's transcripts).
  */
 export function freshSessionAfter(previous: SessionState, now: number): SessionState {
-  return { ...newSessionState(now, previous.version), nextSeq: previous.nextSeq };
+  return { ...newSessionState(now, previous.version), nextSeq: previous.nextSeq, ...(previous.chat ? { chat: previous.chat } : {}) };
 }
 
 /** Hands out message ids for one turn; the state's counter moves with it. */

@@ -7,6 +7,10 @@ import { compactNumber, contextMeter, duration, usd } from "./format.js";
 import type { ParsedCommand } from "./parse.js";
 import type { ToolDefinition } from "../../core/messages.js";
 import { contextCommand, forgetCommand, memoryCommand, pinCommand } from "./memory-commands.js";
+import { isAdmin, modelCommand, personaCommand } from "../../models/commands.js";
+import { budgetCommand } from "../../budget/command.js";
+import { budgetLines } from "../../budget/usage.js";
+import { budgetAccounts } from "../turn-engine.js";
 
 export interface CommandContext {
   engine: TurnEngine;
@@ -45,6 +49,9 @@ export const HELP_TEXT = [
   "/memory — what I remember here · /memory forget <id|text> · /memory share (in a group: use your memory there too)",
   "/forget <text> — remove it from my memory and from this conversation's context",
   "/pin <text> (or /pin as a reply) — keep a fact word for word through every compaction · /unpin <id>",
+  "/model [name] — the models this chat can use, or switch to one (/model default returns to the default)",
+  "/persona [name or text] — how I should come across in this chat (/persona off removes it)",
+  "Admins: /budget <chat> [daily|monthly <amount>] — see or set a budget; /pair approve CODE — let a new user in",
   "/reminders — your reminders and scheduled tasks (cancel, pause, resume, edit them); ask me in words to set one",
   "/help — this message",
 ].join("\n");
@@ -66,8 +73,10 @@ export async function runCommand(command: ParsedCommand, context: CommandContext
     }
     case "status":
       return { state, text: await statusText(context) };
-    case "usage":
-      return { state, text: usageText(state, engine.prices) };
+    case "usage": {
+      const budget = engine.budget ? budgetLines(await engine.budget.status(budgetAccounts(context.sessionKey, context.entry)), context.now) : [];
+      return { state, text: [usageText(state, engine.prices), ...budget].join("\n") };
+    }
     case "tools":
       return { state, text: await context.describeTools() };
     case "reminders": {
@@ -86,6 +95,32 @@ export async function runCommand(command: ParsedCommand, context: CommandContext
     }
     case "context":
       return { state, text: await contextCommand(context) };
+    case "model": {
+      const router = engine.models;
+      if (!router) return { state, text: `Model: ${engine.llm.model} (no other models are configured).` };
+      const text = modelCommand({
+        catalogue: router.catalogue, state, entry: context.entry, admins: engine.approval.admins, args: command.args,
+        windowOf: (model) => router.bind(model).llm.contextWindow,
+      });
+      return { state, text };
+    }
+    case "persona":
+      return { state, text: personaCommand({ personas: engine.personas ?? {}, state, entry: context.entry, admins: engine.approval.admins, args: command.args }) };
+    case "budget": {
+      if (!isAdmin(context.entry, engine.approval.admins)) return { state, text: "Only an admin can see or change budgets; /usage shows yours." };
+      if (!engine.budget) return { state, text: "Budgets are not available here." };
+      return { state, text: await budgetCommand({ meter: engine.budget, args: command.args, here: context.sessionKey, now: context.now }) };
+    }
+    case "pair": {
+      if (!isAdmin(context.entry, engine.approval.admins)) return { state, text: "Only an admin can approve pairing requests." };
+      const code = /^approve\s+(\S+)$/i.exec(command.args)?.[1];
+      if (!code || !engine.pairing) return { state, text: "Usage: /pair approve CODE" };
+      const request = await engine.pairing.approve(code);
+      return {
+        state,
+        text: request ? `Approved ${request.userName} (${request.platform} user ${request.userId}). They can talk to me now.` : `No pending pairing request with code ${code} (codes expire after an hour).`,
+      };
+    }
     case "compress": {
       if (state.live.filter((message) => message.role !== "system").length < 2) {
         return { state, text: "There is nothing to compress yet." };

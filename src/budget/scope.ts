@@ -1,0 +1,97 @@
+/**
+ * Which budget pays for the LLM calls made right now. A turn runs its segments inside a scope
+ * (the chat, and the user whose message is answered); every client of the worker is wrapped by
+ * `meteredClient`, so the main model, the summarizer, a memory flush and anything else that
+ * calls a model inside the turn is counted without being told. Calls that are not chat
+ * completions (transcription) use `meteredCall` with an estimate of their own.
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { ChatRequest, ChatResult, LlmClient, TokenUsage } from "../core/llm.js";
+import type { Prices } from "../models/catalogue.js";
+import type { BudgetAccounts, BudgetMeter, Cost } from "./meter.js";
+
+export interface BudgetScope {
+  meter: BudgetMeter;
+  /** Changed between the segments of a batch (each answers its own speaker). */
+  accounts: BudgetAccounts;
+  /** Warnings due (50/75/90%), taken by the next reply. */
+  warnings: string[];
+}
+
+const storage = new AsyncLocalStorage<BudgetScope>();
+
+export function runInBudgetScope<T>(scope: BudgetScope | undefined, run: () => Promise<T>): Promise<T> {
+  return scope ? storage.run(scope, run) : run();
+}
+
+export const currentBudgetScope = (): BudgetScope | undefined => storage.getStore();
+
+/** From now on the current scope's calls are paid by `accounts` (the next segment's speaker). */
+export function payFrom(accounts: BudgetAccounts): void {
+  const scope = storage.getStore();
+  if (scope) scope.accounts = accounts;
+}
+
+/** Warnings collected so far in this scope; each is returned once. */
+export function takeBudgetWarnings(): string[] {
+  const scope = storage.getStore();
+  return scope ? scope.warnings.splice(0) : [];
+}
+
+/**
+ * Runs one paid call inside the current scope: reserves `estimate` (throwing BudgetExhaustedError
+ * when it does not fit, before anything is spent), runs `call`, settles what `actual` says it cost
+ * (nothing when the call failed). Outside a scope the call just runs.
+ */
+export async function meteredCall<T>(estimate: Cost, call: () => Promise<T>, actual: (result: T) => Cost): Promise<T> {
+  const scope = storage.getStore();
+  if (!scope) return call();
+  const reservation = await scope.meter.reserve(scope.accounts, estimate);
+  let result: T;
+  try {
+    result = await call();
+  } catch (error) {
+    await scope.meter.settle(reservation, { usd: 0, tokens: 0 });
+    throw error;
+  }
+  scope.warnings.push(...(await scope.meter.settle(reservation, actual(result))));
+  return result;
+}
+
+/**
+ * Deliberately high: ~3 characters a token over the request as JSON (framing, tools included)
+ * and the whole `max_tokens` of output, so a reservation covers what the call can cost.
+ */
+export function estimateCost(request: ChatRequest, prices: Prices, defaultMaxOutputTokens: number): Cost {
+  const characters = JSON.stringify(request.messages).length + (request.tools ? JSON.stringify(request.tools).length : 0);
+  const input = Math.ceil(characters / 3);
+  const output = request.maxTokens ?? defaultMaxOutputTokens;
+  return { tokens: input + output, usd: (input * prices.input + output * prices.output) / 1_000_000 };
+}
+
+export function costOfUsage(usage: TokenUsage, prices: Prices): Cost {
+  const uncached = Math.max(0, usage.promptTokens - usage.cachedTokens);
+  return {
+    tokens: usage.promptTokens + usage.completionTokens,
+    usd: (uncached * prices.input + usage.cachedTokens * prices.cachedInput + usage.completionTokens * prices.output) / 1_000_000,
+  };
+}
+
+/** A client whose every call is paid from the current scope's budget. */
+export function meteredClient<C extends LlmClient & { learnContextWindow(window: number): void }>(client: C, prices: Prices, defaultMaxOutputTokens: number): C {
+  const wrapped: LlmClient & { learnContextWindow(window: number): void } = {
+    get model() {
+      return client.model;
+    },
+    get contextWindow() {
+      return client.contextWindow;
+    },
+    learnContextWindow: (window) => client.learnContextWindow(window),
+    complete: (request: ChatRequest): Promise<ChatResult> => {
+      const estimate = estimateCost(request, prices, defaultMaxOutputTokens);
+      // A server that reports no usage is charged the estimate.
+      return meteredCall(estimate, () => client.complete(request), (result) => (result.usage ? costOfUsage(result.usage, prices) : estimate));
+    },
+  };
+  return wrapped as C;
+}

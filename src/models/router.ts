@@ -1,0 +1,152 @@
+/**
+ * One worker's clients for the catalogue: each model gets its LLM client, its summarizer and its
+ * context-engine binding on first use, so the compaction thresholds follow the active model's
+ * window from the very next request. `activeEngine` gives a turn the engine of the session's
+ * chosen model.
+ */
+import type { Config } from "../../config/index.js";
+import { mainApiKey } from "../../config/index.js";
+import type { ContextManager } from "../agent/context-manager.js";
+import type { ContextHooks } from "../agent/context-manager.js";
+import { createContextManager, type ContextSettings } from "../agent/session-context.js";
+import type { TurnEngine } from "../agent/turn-engine.js";
+import type { LlmClient } from "../core/llm.js";
+import type { ToolDefinition } from "../core/messages.js";
+import { createLlmClient, createSummarizer, type OpenAiLlmClient } from "../llm/index.js";
+import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
+import type { SessionState } from "../session/state.js";
+import { catalogueFromConfig, type CatalogueModel, type ModelCatalogue, type Prices } from "./catalogue.js";
+
+export interface BoundModel {
+  model: CatalogueModel;
+  llm: LlmClient;
+  context: ContextManager;
+}
+
+export interface ModelRouter {
+  catalogue: ModelCatalogue;
+  bind(model: CatalogueModel): BoundModel;
+}
+
+/** What wraps every client (budget metering): `role` says which budget line the calls count as. */
+export type ClientWrapper = (client: OpenAiLlmClient, prices: Prices, role: "main" | "summarizer") => OpenAiLlmClient;
+
+export interface ModelRouterOptions {
+  config: Config;
+  logger: Logger;
+  metrics?: Metrics;
+  tools: () => ToolDefinition[];
+  wrap?: ClientWrapper;
+  /** The context engine's hooks for a model (memory flush), given its metered client. */
+  hooks?: (llm: OpenAiLlmClient) => ContextHooks;
+  /** Wraps the main client the agent loop uses (the vision gate); the context engine gets the plain one. */
+  wrapMain?: (llm: OpenAiLlmClient) => OpenAiLlmClient;
+  /** Tests shorten the summarizer's retry delays. */
+  retry?: { attempts?: number; baseDelayMs?: number; timeoutMs?: number };
+}
+
+export function createModelRouter(options: ModelRouterOptions): ModelRouter {
+  const { config, logger } = options;
+  const catalogue = catalogueFromConfig(config);
+  const wrap: ClientWrapper = options.wrap ?? ((client) => client);
+  const settings: ContextSettings = {
+    hygieneThreshold: config.HYGIENE_THRESHOLD,
+    compactionThreshold: config.COMPACTION_THRESHOLD,
+    targetRatio: config.COMPACTION_TARGET_RATIO,
+    protectLastN: config.PROTECT_LAST_N,
+  };
+  const clients = new Map<string, OpenAiLlmClient>();
+  const bound = new Map<string, BoundModel>();
+  let globalSummary: OpenAiLlmClient | undefined;
+
+  const rawClient = (model: CatalogueModel): OpenAiLlmClient => {
+    let client = clients.get(model.name);
+    if (!client) {
+      const defaultEndpoint = model.endpoint === undefined || model.endpoint === config.LLM_BASE_URL;
+      const apiKey = model.apiKey ?? (defaultEndpoint ? mainApiKey(config) : undefined);
+      client = createLlmClient({
+        baseUrl: model.endpoint ?? config.LLM_BASE_URL,
+        ...(apiKey ? { apiKey } : {}),
+        model: model.id,
+        ...(model.contextWindow ? { contextWindow: model.contextWindow } : {}),
+        timeoutMs: config.LLM_TIMEOUT_MS,
+        maxRetries: config.LLM_MAX_RETRIES,
+        maxOutputTokens: config.LLM_MAX_OUTPUT_TOKENS,
+        logger,
+      });
+      clients.set(model.name, client);
+    }
+    return client;
+  };
+
+  /** SUMMARY_MODEL / SUMMARY_BASE_URL, as configured before the catalogue existed. */
+  const summaryClient = (): OpenAiLlmClient => {
+    if (!globalSummary) {
+      const apiKey = config.SUMMARY_API_KEY ?? mainApiKey(config);
+      const model = config.SUMMARY_MODEL ?? config.LLM_MODEL;
+      globalSummary = createLlmClient({
+        baseUrl: config.SUMMARY_BASE_URL ?? config.LLM_BASE_URL,
+        ...(apiKey ? { apiKey } : {}),
+        model,
+        ...(config.SUMMARY_CONTEXT_WINDOW ? { contextWindow: config.SUMMARY_CONTEXT_WINDOW } : {}),
+        timeoutMs: config.LLM_TIMEOUT_MS,
+        maxRetries: config.LLM_MAX_RETRIES,
+        logger,
+      });
+    }
+    return globalSummary;
+  };
+
+  /**
+   * The model's own `summarizer`, else SUMMARY_* when it names another model or endpoint (or a
+   * window of its own), else the model itself.
+   */
+  const summarizerFor = (model: CatalogueModel): { client: OpenAiLlmClient; prices: Prices } => {
+    if (model.summarizer !== undefined) {
+      const other = catalogue.find(model.summarizer) ?? model;
+      return { client: rawClient(other), prices: other.prices };
+    }
+    const summaryModel = config.SUMMARY_MODEL ?? model.id;
+    const summaryEndpoint = config.SUMMARY_BASE_URL ?? config.LLM_BASE_URL;
+    const separate = summaryModel !== model.id || summaryEndpoint !== (model.endpoint ?? config.LLM_BASE_URL) || config.SUMMARY_CONTEXT_WINDOW !== undefined;
+    // SUMMARY_* has no prices of its own: the summary model's catalogue entry if it has one.
+    if (separate) return { client: summaryClient(), prices: catalogue.models.find((entry) => entry.id === config.SUMMARY_MODEL)?.prices ?? model.prices };
+    return { client: rawClient(model), prices: model.prices };
+  };
+
+  return {
+    catalogue,
+    bind(model) {
+      let result = bound.get(model.name);
+      if (!result) {
+        const main = wrap(rawClient(model), model.prices, "main");
+        const summary = summarizerFor(model);
+        const sameClient = summary.client === rawClient(model);
+        const summaryClientWrapped = wrap(summary.client, summary.prices, "summarizer");
+        const context = createContextManager({
+          llm: main,
+          summarizer: createSummarizer(summaryClientWrapped),
+          // The main model takes over when a separate summarizer fails.
+          fallbackSummarizer: sameClient ? undefined : createSummarizer(wrap(rawClient(model), model.prices, "summarizer")),
+          settings,
+          tools: options.tools,
+          ...(options.metrics ? { metrics: options.metrics } : {}),
+          ...(options.retry ? { retry: options.retry } : {}),
+          ...(options.hooks ? { hooks: options.hooks(main) } : {}),
+        });
+        result = { model, llm: options.wrapMain ? options.wrapMain(main) : main, context };
+        bound.set(model.name, result);
+      }
+      return result;
+    },
+  };
+}
+
+/** The engine of the session's chosen model (the default when it chose none, or its choice is gone). */
+export function activeEngine(engine: TurnEngine, state: SessionState): TurnEngine {
+  if (!engine.models) return engine;
+  const { llm, context, model } = engine.models.bind(engine.models.catalogue.active(state.chat?.model));
+  if (llm === engine.llm) return engine;
+  return { ...engine, llm, context, prices: model.prices };
+}
