@@ -36,6 +36,8 @@ export class ContextOverflowError extends PermanentError {
  */
 export class BudgetExhaustedError extends PermanentError {
   override readonly name = "BudgetExhaustedError";
+  /** Retrying cannot help (the summarizer's retry loop stops on it without importing this file). */
+  readonly final = true;
   constructor(readonly notice: string, options?: { cause?: unknown }) {
     super(notice, options);
   }

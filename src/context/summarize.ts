@@ -4,7 +4,6 @@
  * summarizer window makes compaction slower, never silently lossy. Each call is retried with
  * backoff; when the summarizer still fails, the fallback (the main model) redoes the fold.
  */
-import { BudgetExhaustedError } from "../errors.js";
 import type { ApiMessage, ChatMessage } from "../core/messages.js";
 import { MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, type TokenCounter } from "./tokens.js";
 import type { Summarizer, SummaryResponse } from "./summarizer.js";
@@ -237,8 +236,8 @@ async function callWithRetry(
       response = await callOnce(summarizer, { messages: request.messages, maxTokens }, retry.timeoutMs, signal);
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
-      // A refused budget will not change within the retries.
-      if (error instanceof BudgetExhaustedError) throw error;
+      // An error that says no retry can help (a used-up budget: src/errors.ts) ends the attempts.
+      if (typeof error === "object" && error !== null && (error as { final?: unknown }).final === true) throw error;
       lastError = error;
       continue;
     }
