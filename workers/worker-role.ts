@@ -54,16 +54,36 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   const producers = createProducers(redis, prefix);
   const { activityChannel, previewChannel } = globalKeys(prefix);
 
+  // The model catalogue (LLM_* alone is a catalogue of one): each model's client, summarizer
+  // and context binding, built on first use. Every client is metered: each call reserves its
+  // estimate from the turn's budgets first (the summarizer and the memory flush included).
+  const budget = new BudgetMeter(redis, prefix, config.budgets);
+  const models = createModelRouter({
+    config, logger, metrics, tools: () => tools.builtinDefinitions(),
+    wrap: (client, prices) => meteredClient(client, prices, config.LLM_MAX_OUTPUT_TOKENS),
+    // Pictures go to the main model through the vision gate (LLM_VISION); the context engine
+    // and the summarizer use the plain client.
+    wrapMain: (client) => media.vision.wrap(client),
+    hooks: (client) => createMemoryHooks({
+      service: memory,
+      llm: client,
+      flushMaxTokens: config.MEMORY_FLUSH_MAX_TOKENS,
+      compactionNotice: config.COMPACTION_NOTICE,
+      now: () => Date.now(),
+    }),
+  });
+
   const toolOutputs = new ToolOutputStore(redis, prefix);
   const scheduleStore = new ScheduleStore(redis, prefix);
   const firingQueue = createFiringQueue(redis, prefix);
   const schedule = new ScheduleService({ store: scheduleStore, alarms: firingQueue, settings: scheduleSettingsFrom(config) });
 
+  // /forget re-summarizes with the default model's summarizer.
   const memory = new MemoryService(new MemoryStore(redis, prefix), {
     userMaxChars: config.MEMORY_USER_MAX_CHARS,
     chatMaxChars: config.MEMORY_CHAT_MAX_CHARS,
     pinsMaxChars: config.MEMORY_PINS_MAX_CHARS,
-  }, { summarizer: createSummarizer(summaryClient) });
+  }, { summarizer: models.summarizer(models.catalogue.default) });
 
   const mcpServers = config.mcp?.servers ?? {};
   // No server is started here: each connects when a turn first needs it.
@@ -95,24 +115,6 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     log: logger,
   });
 
-  // The model catalogue (LLM_* alone is a catalogue of one): each model's client, summarizer
-  // and context binding, built on first use. Every client is metered: each call reserves its
-  // estimate from the turn's budgets first (the summarizer and the memory flush included).
-  const budget = new BudgetMeter(redis, prefix, config.budgets);
-  const models = createModelRouter({
-    config, logger, metrics, tools: () => tools.builtinDefinitions(),
-    wrap: (client, prices) => meteredClient(client, prices, config.LLM_MAX_OUTPUT_TOKENS),
-    // Pictures go to the main model through the vision gate (LLM_VISION); the context engine
-    // and the summarizer use the plain client.
-    wrapMain: (client) => media.vision.wrap(client),
-    hooks: (client) => createMemoryHooks({
-      service: memory,
-      llm: client,
-      flushMaxTokens: config.MEMORY_FLUSH_MAX_TOKENS,
-      compactionNotice: config.COMPACTION_NOTICE,
-      now: () => Date.now(),
-    }),
-  });
   const defaultModel = models.bind(models.catalogue.default);
 
   const access = new AccessControl(redis, prefix, accessListsFrom(config));

@@ -12,7 +12,7 @@ import { createContextManager, type ContextSettings } from "../agent/session-con
 import type { TurnEngine } from "../agent/turn-engine.js";
 import type { LlmClient } from "../core/llm.js";
 import type { ToolDefinition } from "../core/messages.js";
-import { createLlmClient, createSummarizer, type OpenAiLlmClient } from "../llm/index.js";
+import { createLlmClient, createSummarizer, type OpenAiLlmClient, type Summarizer } from "../llm/index.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { SessionState } from "../session/state.js";
@@ -27,6 +27,8 @@ export interface BoundModel {
 export interface ModelRouter {
   catalogue: ModelCatalogue;
   bind(model: CatalogueModel): BoundModel;
+  /** The (metered) summarizer of a model's conversations, without binding its context engine. */
+  summarizer(model: CatalogueModel): Summarizer;
 }
 
 /** What wraps every client (budget metering): `role` says which budget line the calls count as. */
@@ -115,18 +117,28 @@ export function createModelRouter(options: ModelRouterOptions): ModelRouter {
     return { client: rawClient(model), prices: model.prices };
   };
 
+  const summarizers = new Map<string, Summarizer>();
+  const summarizer = (model: CatalogueModel): Summarizer => {
+    let result = summarizers.get(model.name);
+    if (!result) {
+      const summary = summarizerFor(model);
+      result = createSummarizer(wrap(summary.client, summary.prices, "summarizer"));
+      summarizers.set(model.name, result);
+    }
+    return result;
+  };
+
   return {
     catalogue,
+    summarizer,
     bind(model) {
       let result = bound.get(model.name);
       if (!result) {
         const main = wrap(rawClient(model), model.prices, "main");
-        const summary = summarizerFor(model);
-        const sameClient = summary.client === rawClient(model);
-        const summaryClientWrapped = wrap(summary.client, summary.prices, "summarizer");
+        const sameClient = summarizerFor(model).client === rawClient(model);
         const context = createContextManager({
           llm: main,
-          summarizer: createSummarizer(summaryClientWrapped),
+          summarizer: summarizer(model),
           // The main model takes over when a separate summarizer fails.
           fallbackSummarizer: sameClient ? undefined : createSummarizer(wrap(rawClient(model), model.prices, "summarizer")),
           settings,
