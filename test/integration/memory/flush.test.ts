@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeLlm, textOf, type FakeLlm } from "../../fakes/fake-llm.js";
+import { httpError, startFakeLlm, textOf, type FakeLlm } from "../../fakes/fake-llm.js";
 import { isSummarizerRequest } from "../../helpers/agent-fixtures.js";
 import { testConfig } from "../../helpers/config.js";
 import { isFlush, memoryModel, requestText } from "../../helpers/memory.js";
-import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
+import { captureLogs, startPipeline, type Pipeline } from "../../helpers/pipeline.js";
 import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
 import type { InboundMessage } from "../../../src/core/channel.js";
 
@@ -83,5 +83,29 @@ describe("memory flush before compaction, and the compaction notice", () => {
   it("no compaction notice in a group by default", async () => {
     const replies = await talkUntilCompacted(GROUP);
     expect(replies.every((reply) => reply === "ok")).toBe(true);
+  });
+});
+
+describe("a flush that fails", () => {
+  it("is logged and the compaction goes on: the turn is answered", async () => {
+    const llm = await startFakeLlm();
+    llm.route(isSummarizerRequest, { text: "## Goal\nChat." });
+    llm.setHandler((request) => (isFlush(request) ? httpError.badRequest("flush refused") : { text: "ok" }));
+    const adapter = new RecordingAdapter("console");
+    const logs = captureLogs("warn");
+    const pipeline = await startPipeline(testConfig({ LLM_BASE_URL: llm.url, LLM_CONTEXT_WINDOW: "8000", COMPACTION_NOTICE: "off" }), [adapter], { logs });
+    try {
+      for (let turn = 1; turn <= 20 && !llm.requests.some(isSummarizerRequest); turn++) {
+        await adapter.submit(inbound({ ...DM, text: `topic ${turn}: ${"the pool and the sauna ".repeat(90)}`, messageId: `x${turn}` }));
+        await adapter.waitFor((sent) => sent.length === turn);
+      }
+      expect(llm.requests.some(isFlush)).toBe(true);
+      expect(llm.requests.some(isSummarizerRequest)).toBe(true);
+      expect(adapter.sent.every((sent) => sent.reply.text === "ok")).toBe(true);
+      expect(logs.lines.some((line) => line.includes('"memory-flush-failed"'))).toBe(true);
+    } finally {
+      await pipeline.close();
+      await llm.close();
+    }
   });
 });
