@@ -140,6 +140,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       admins: { telegram: config.ADMIN_TELEGRAM_USERS, discord: config.ADMIN_DISCORD_USERS },
     },
     idleResetMs: config.IDLE_RESET_HOURS * 3_600_000,
+    messageTimeStamps: config.MESSAGE_TIMESTAMPS,
     prices: defaultModel.model.prices,
     transcriptReader: (sessionKey) => {
       let budget = SEARCH_TURN_BUDGET_ENTRIES;

@@ -1,5 +1,6 @@
 import { messageOrigin, type InboundMessage, type OutboundReply, type Platform, type ReplyTarget } from "../core/channel.js";
 import type { ChatMessage, UserMessage } from "../core/messages.js";
+import { describeGap, formatStamp } from "../core/time-stamp.js";
 import type { Logger } from "../logger.js";
 import type { LlmClient } from "../core/llm.js";
 import { freshSessionAfter, messageIdAllocator, type SessionState } from "../session/state.js";
@@ -52,6 +53,8 @@ export interface TurnEngine {
   now(): number;
   /** The deployment's time zone (TZ); a session's own setting wins (`chatTimeZone`). */
   timeZone: string;
+  /** MESSAGE_TIMESTAMPS: user messages start with their send time (`toUserMessages`). */
+  messageTimeStamps?: boolean;
   /** Reminders and scheduled tasks (`/reminders`); absent where the worker runs without them. */
   schedule?: ScheduleService;
   /** Long-term memory and pins (src/memory); absent: none. */
@@ -146,15 +149,38 @@ export function segmentBatch(batch: readonly InboxEntry[]): Segment[] {
   return segments;
 }
 
-/** The user messages a batch adds to the conversation. Shared chats name the speaker. */
-export function toUserMessages(entries: readonly InboxEntry[], newId: () => string): UserMessage[] {
-  return entries.map((entry) => ({
-    id: newId(),
-    at: entry.sentAt,
-    role: "user",
-    content: userMessageText(entry),
-    ...(entry.attachments?.length ? { attachments: entry.attachments } : {}),
-  }));
+/**
+ * The user messages a batch adds to the conversation. Shared chats name the speaker. With
+ * `stamp`, each starts with when it was sent, `[Tue 2026-12-01 10:44 Europe/Berlin]`, and a gap of
+ * an hour or more since the message before (`previousAt`) is spelled out. The stamp is written
+ * once, into the stored content, so the cached prompt prefix never changes; the latest stamp tells
+ * the model today's date and the chat's zone without touching the system prompt.
+ */
+export function toUserMessages(entries: readonly InboxEntry[], newId: () => string, stamp?: { timeZone: string; previousAt?: number }): UserMessage[] {
+  let previousAt = stamp?.previousAt;
+  return entries.map((entry) => {
+    const text = userMessageText(entry);
+    let content = text;
+    if (stamp) {
+      const gap = previousAt === undefined ? undefined : describeGap(entry.sentAt - previousAt);
+      content = `[${formatStamp(entry.sentAt, stamp.timeZone)}${gap ? ` · ${gap} after the previous message` : ""}] ${text}`;
+      previousAt = entry.sentAt;
+    }
+    return {
+      id: newId(),
+      at: entry.sentAt,
+      role: "user",
+      content,
+      ...(entry.attachments?.length ? { attachments: entry.attachments } : {}),
+    };
+  });
+}
+
+/** The stamp settings of a turn: the chat's zone and the time of the last message before it. */
+export function stampFor(engine: Partial<Pick<TurnEngine, "messageTimeStamps" | "timeZone">>, state: SessionState): { timeZone: string; previousAt?: number } | undefined {
+  if (!engine.messageTimeStamps) return undefined;
+  const previousAt = state.live.findLast((message) => message.role !== "system" && message.at !== undefined)?.at;
+  return { timeZone: chatTimeZone(state, engine.timeZone ?? "UTC"), ...(previousAt === undefined ? {} : { previousAt }) };
 }
 
 /**
@@ -309,7 +335,7 @@ async function runSegments(base: TurnEngine, input: SegmentsInput, progress: Seg
 
     // The answer's reply id names its preview, so a retried turn continues the same preview.
     input.preview?.begin(replyIdOf(input, run.replies.length));
-    const userMessages = toUserMessages(segment.entries, newId);
+    const userMessages = toUserMessages(segment.entries, newId, stampFor(engine, run.state));
     run.transcript.push(...userMessages);
     let context: ChatMessage[] = [...run.state.live, ...userMessages];
     run.state.lastTarget = input.target;

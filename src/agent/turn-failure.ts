@@ -8,7 +8,7 @@ import { AbortedError, BudgetExhaustedError, ContextOverflowError, PermanentErro
 import { messageIdAllocator, type SessionState } from "../session/state.js";
 import type { InboxEntry } from "../session/store.js";
 import {
-  answering, buildReply, ensureSystemPrompt, reminderMessage, segmentBatch, toUserMessages,
+  answering, buildReply, ensureSystemPrompt, reminderMessage, segmentBatch, stampFor, toUserMessages,
   type SegmentsResult, type SettleInput, type TurnEngine,
 } from "./turn-engine.js";
 
@@ -31,7 +31,7 @@ export const batchFailureCause = (error: unknown): unknown => (error instanceof 
  * earlier segments of the batch did (BatchFailedError), kept under the settled rest.
  */
 export function settleWithoutAnswer(
-  engine: Pick<TurnEngine, "now" | "systemPrompt">,
+  engine: Pick<TurnEngine, "now" | "systemPrompt"> & Partial<Pick<TurnEngine, "timeZone" | "messageTimeStamps">>,
   input: SettleInput,
   text: string | undefined,
   mark?: (state: SessionState) => void,
@@ -52,7 +52,7 @@ export function settleWithoutAnswer(
       replies.push(buildReply(input, replies.length, segment.entry.text, "answer", answering({ input }, [segment.entry])));
       continue;
     }
-    settled.push(...toUserMessages(segment.entries, newId));
+    settled.push(...toUserMessages(segment.entries, newId, stampFor(engine, state)));
   }
   state.live.push(...settled);
   state.updatedAt = engine.now();
