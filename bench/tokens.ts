@@ -1,6 +1,8 @@
 /**
- * Token counting: js-tiktoken (what the engine uses) beside gpt-tokenizer (reference, same
- * counts expected) on a deterministic 1 MiB corpus of mixed prose and code from node_modules,
+ * Token counting: js-tiktoken (the engine's tokenizer before issue #10) beside gpt-tokenizer (what
+ * the engine uses, same counts expected) on a deterministic 1 MiB corpus of mixed prose and code from node_modules,
+ * the pathological inputs of issue #10 (ms per message: plain js-tiktoken, plain gpt-tokenizer,
+ * the engine's bounded counter),
  * and the per-turn cost of the hygiene check on a 5,000-message session with and without the
  * per-message count cache.
  *
@@ -12,7 +14,17 @@ import { join } from "node:path";
 import { calibratedCount, initialCalibration } from "../src/context/calibration.js";
 import { needsHygiene } from "../src/context/decisions.js";
 import type { ChatMessage, ToolDefinition } from "../src/core/messages.js";
+import { createRequire } from "node:module";
+import { Tiktoken, type TiktokenBPE } from "js-tiktoken/lite";
 import { buildTokenCounter, createTokenCounter, type EncodingName } from "../src/context/tokens.js";
+
+const requireHere = createRequire(import.meta.url);
+/** Plain js-tiktoken, as the engine used it before issue #10. */
+function jsTiktoken(encoding: EncodingName): (text: string) => number {
+  const ranks = requireHere(`js-tiktoken/ranks/${encoding}`) as TiktokenBPE;
+  const tiktoken = new Tiktoken(ranks);
+  return (text) => tiktoken.encode(text, [], []).length;
+}
 import { isMain, median, percentile, table } from "./stats.js";
 
 const MiB = 1024 * 1024;
@@ -73,7 +85,7 @@ async function throughput(corpus: string) {
   const counts = new Map<string, number>();
   // Init = loading the rank data and building the encoder (gpt-tokenizer does both at import).
   const libraries: Array<{ name: string; encoding: EncodingName; build: () => Promise<(text: string) => number> }> = [
-    { name: "js-tiktoken/lite", encoding: "o200k_base", build: async () => buildTokenCounter("o200k_base").countText },
+    { name: "js-tiktoken/lite", encoding: "o200k_base", build: async () => jsTiktoken("o200k_base") },
     {
       name: "gpt-tokenizer",
       encoding: "o200k_base",
@@ -82,7 +94,7 @@ async function throughput(corpus: string) {
         return (text) => countTokens(text, { disallowedSpecial: new Set() });
       },
     },
-    { name: "js-tiktoken/lite", encoding: "cl100k_base", build: async () => buildTokenCounter("cl100k_base").countText },
+    { name: "js-tiktoken/lite", encoding: "cl100k_base", build: async () => jsTiktoken("cl100k_base") },
     {
       name: "gpt-tokenizer",
       encoding: "cl100k_base",
@@ -177,11 +189,54 @@ function hygieneCost(corpus: string) {
   return { cachedTurns, newMessageCounts, uncachedTurns, tokens, chars: session.reduce((sum, message) => sum + (message.content ?? "").length, 0) };
 }
 
+/** Issue #10's inputs plus text whose every pre-token is new (the CPU budget's case). */
+function pathologicalInputs(): Array<[string, string]> {
+  let state = 7;
+  const random = (length: number, alphabet: readonly string[]) => {
+    let text = "";
+    while (text.length < length) {
+      state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
+      text += alphabet[(state >> 8) % alphabet.length];
+    }
+    return text;
+  };
+  return [
+    ['"a" × 16,000', "a".repeat(16_000)],
+    ["16,000 spaces", " ".repeat(16_000)],
+    ["4,096 emoji", "😀".repeat(4_096)],
+    ["4,096 Cyrillic letters, no spaces", "ж".repeat(4_096)],
+    ['"x" + 15,998 spaces + "y"', `x${" ".repeat(15_998)}y`],
+    ["16,000 random letters, no spaces", random(16_000, [..."abcdefghijklmnopqrstuvwxyz"])],
+    ["16,000 random CJK characters", random(16_000, [..."日本語のテキスト中文字漢"])],
+  ];
+}
+
+async function pathological(): Promise<Array<Array<string | number>>> {
+  const before = jsTiktoken("o200k_base");
+  const { countTokens } = await import("gpt-tokenizer/encoding/o200k_base");
+  const plain = (text: string) => countTokens(text, { disallowedSpecial: new Set() });
+  const engine = buildTokenCounter("o200k_base").countText;
+  before("warm up");
+  plain("warm up");
+  engine("warm up");
+  const rows: Array<Array<string | number>> = [];
+  for (const [name, text] of pathologicalInputs()) {
+    // One run of the old encoder (seconds each); the median of 5 for the others, each on a fresh copy.
+    const beforeMs = time(() => before(`0${text}`));
+    const plainMs = median(Array.from({ length: 5 }, (_, run) => time(() => plain(`${run}${text}`))));
+    const engineMs = median(Array.from({ length: 5 }, (_, run) => time(() => engine(`${run}${text}`))));
+    rows.push([name, Math.round(beforeMs), plainMs.toFixed(1), engineMs.toFixed(1), `${plain(text)} / ${engine(text)}`]);
+  }
+  return rows;
+}
+
 export async function main(): Promise<void> {
   const corpus = buildCorpus();
   console.log(`## Token counting\n\nCorpus: ${corpus.bytes.toLocaleString("en-US")} B of mixed README prose and JS/TS code from node_modules, sha256 ${corpus.sha256.slice(0, 12)}…\n`);
   const { rows, counts, messageCount } = await throughput(corpus.text);
   console.log(table(["library (encoding)", "init ms", "median ms / corpus", "MB/s", "tokens/s", "tokens", `${messageCount} × 200-char messages, MB/s`], rows));
+  console.log("\n## Pathological inputs (issue #10), ms per message\n");
+  console.log(table(["input", "js-tiktoken (before)", "gpt-tokenizer, plain", "engine counter (after)", "tokens plain / engine"], await pathological()));
   const same = (encoding: string) => counts.get(`js-tiktoken/lite ${encoding}`) === counts.get(`gpt-tokenizer ${encoding}`);
   console.log(`\nSame counts: o200k_base ${same("o200k_base") ? "yes" : "NO"}, cl100k_base ${same("cl100k_base") ? "yes" : "NO"}\n`);
 
