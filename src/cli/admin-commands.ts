@@ -1,0 +1,300 @@
+/**
+ * What `npm run admin -- …` does, as functions over a Redis connection (the CLI in admin.ts is a
+ * thin shell around them; tests call them against a real Redis):
+ *
+ *   sessions              every session: messages in context and in the transcript, stored size,
+ *                         age, last activity, compactions, model
+ *   show <session>        one session: the same, plus the live context, newest last
+ *   export <session>      the state and the whole transcript as JSON
+ *   reset <session>       archives the conversation and starts fresh, through the session's inbox
+ *                         as a `/new` (fenced like any turn; the chat is told)
+ *   delete-user <p:id>    a user's private chat (all its keys), approval, private reminders and
+ *                         budget counters
+ *   budgets               today's and this month's spend of every account, with its limits
+ */
+import type { Redis } from "ioredis";
+import type { Config } from "../../config/index.js";
+import { BudgetMeter, type SlotStatus } from "../budget/index.js";
+import type { InboundMessage, Platform } from "../core/channel.js";
+import type { ChatMessage } from "../core/messages.js";
+import { AccessControl, accessListsFrom } from "../gateway/access.js";
+import { createFiringQueue, createProducers } from "../queue/index.js";
+import { scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../schedule/index.js";
+import { globalKeys, sessionKeys } from "../session/keys.js";
+import type { SessionState } from "../session/state.js";
+import { SessionStore } from "../session/store.js";
+
+export class AdminUsageError extends Error {
+  override readonly name = "AdminUsageError";
+}
+
+export interface AdminContext {
+  redis: Redis;
+  config: Config;
+  now: number;
+  write(text: string): void;
+}
+
+export interface SessionSummary {
+  sessionKey: string;
+  messages: number;
+  transcript: number;
+  bytes: number;
+  createdAt: number;
+  updatedAt: number;
+  compactions: number;
+  model?: string;
+}
+
+/** Every session key with a stored state, found by SCAN (never KEYS: it blocks Redis). */
+export async function listSessionKeys(redis: Redis, prefix: string): Promise<string[]> {
+  const head = `${prefix}:{`;
+  const tail = "}:state";
+  const found = new Set<string>();
+  let cursor = "0";
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}:{*}:state`, "COUNT", 500);
+    cursor = next;
+    for (const key of keys) if (key.startsWith(head) && key.endsWith(tail)) found.add(key.slice(head.length, -tail.length));
+  } while (cursor !== "0");
+  return [...found].sort();
+}
+
+export async function summarize(redis: Redis, prefix: string, sessionKey: string): Promise<SessionSummary | undefined> {
+  const keys = sessionKeys(prefix, sessionKey);
+  if ((await redis.exists(keys.state)) === 0) return undefined;
+  const [state, transcript] = await Promise.all([new SessionStore(redis, prefix).load(sessionKey), redis.llen(keys.transcript)]);
+  const raw = JSON.stringify(state);
+  return {
+    sessionKey,
+    messages: state.live.length,
+    transcript,
+    bytes: Buffer.byteLength(raw),
+    createdAt: state.createdAt,
+    updatedAt: state.updatedAt,
+    compactions: state.stats.compactions,
+    ...(state.chat?.model ? { model: state.chat.model } : {}),
+  };
+}
+
+const ago = (ms: number) => {
+  const minutes = Math.max(0, Math.floor(ms / 60_000));
+  if (minutes < 60) return `${minutes}m`;
+  if (minutes < 2_880) return `${Math.floor(minutes / 60)}h`;
+  return `${Math.floor(minutes / 1_440)}d`;
+};
+const size = (bytes: number) => (bytes >= 1_048_576 ? `${(bytes / 1_048_576).toFixed(1)}MB` : `${Math.ceil(bytes / 1_024)}KB`);
+
+export async function sessionsCommand(context: AdminContext): Promise<number> {
+  const prefix = context.config.REDIS_PREFIX;
+  const summaries = (await Promise.all((await listSessionKeys(context.redis, prefix)).map((key) => summarize(context.redis, prefix, key))))
+    .filter((summary): summary is SessionSummary => summary !== undefined)
+    .sort((a, b) => b.updatedAt - a.updatedAt);
+  if (summaries.length === 0) {
+    context.write("No sessions.\n");
+    return 0;
+  }
+  const rows = [["SESSION", "CONTEXT", "TRANSCRIPT", "SIZE", "AGE", "LAST ACTIVITY", "COMPACTIONS", "MODEL"]];
+  for (const summary of summaries) {
+    rows.push([
+      summary.sessionKey, `${summary.messages} msgs`, `${summary.transcript} msgs`, size(summary.bytes),
+      ago(context.now - summary.createdAt), `${ago(context.now - summary.updatedAt)} ago`, String(summary.compactions), summary.model ?? "default",
+    ]);
+  }
+  context.write(table(rows));
+  return 0;
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => [...(row[column] ?? "")].length)));
+  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join("  ").trimEnd()).join("\n") + "\n";
+}
+
+async function loadState(context: AdminContext, sessionKey: string): Promise<SessionState> {
+  const prefix = context.config.REDIS_PREFIX;
+  if ((await context.redis.exists(sessionKeys(prefix, sessionKey).state)) === 0) throw new AdminUsageError(`no session ${sessionKey} (see: npm run admin -- sessions)`);
+  return new SessionStore(context.redis, prefix).load(sessionKey);
+}
+
+const oneLine = (message: ChatMessage) => {
+  const text = (message.content ?? "").replace(/\s+/g, " ");
+  const calls = message.role === "assistant" && message.tool_calls?.length ? ` [calls ${message.tool_calls.map((call) => call.function.name).join(", ")}]` : "";
+  return `${message.id} ${message.at === undefined ? "-" : new Date(message.at).toISOString()} ${message.role}: ${[...text].slice(0, 160).join("")}${[...text].length > 160 ? "…" : ""}${calls}`;
+};
+
+export async function showCommand(context: AdminContext, sessionKey: string): Promise<number> {
+  const state = await loadState(context, sessionKey);
+  const summary = (await summarize(context.redis, context.config.REDIS_PREFIX, sessionKey))!;
+  context.write([
+    `Session ${sessionKey} (conversation ${state.sessionId}, version ${state.version})`,
+    `Created ${new Date(state.createdAt).toISOString()}, last activity ${new Date(state.updatedAt).toISOString()}`,
+    `Context: ${summary.messages} messages (${size(summary.bytes)} stored); transcript: ${summary.transcript} messages; compactions: ${state.stats.compactions}`,
+    `Tokens: ${state.stats.promptTokens} in (${state.stats.cachedTokens} cached), ${state.stats.completionTokens} out, over ${state.stats.turns} turns`,
+    `Model: ${state.chat?.model ?? "default"}${state.chat?.persona ? `; persona: ${state.chat.personaName ?? "custom"}` : ""}`,
+    ...(state.pendingApproval ? [`Waiting for approval: ${state.pendingApproval.waiting.map((call) => call.name).join(", ")}`] : []),
+    "",
+    "Live context:",
+    ...state.live.map(oneLine),
+    "",
+  ].join("\n"));
+  return 0;
+}
+
+export async function exportCommand(context: AdminContext, sessionKey: string): Promise<number> {
+  const state = await loadState(context, sessionKey);
+  const store = new SessionStore(context.redis, context.config.REDIS_PREFIX);
+  const transcript = await store.readTranscript(sessionKey);
+  context.write(`${JSON.stringify({ sessionKey, exportedAt: new Date(context.now).toISOString(), state, transcript }, null, 2)}\n`);
+  return 0;
+}
+
+/**
+ * A reset goes through the same door as a message: a `/new` in the session's inbox, taken by the
+ * next turn (after any running one), so it is fenced like every other change of the session.
+ */
+export async function resetCommand(context: AdminContext, sessionKey: string): Promise<number> {
+  const state = await loadState(context, sessionKey);
+  const target = state.lastTarget;
+  if (!target) throw new AdminUsageError(`session ${sessionKey} has never answered anyone; nothing to reset`);
+  const prefix = context.config.REDIS_PREFIX;
+  const store = new SessionStore(context.redis, prefix);
+  const message: InboundMessage = {
+    platform: target.platform,
+    sessionKey,
+    messageId: `admin-reset-${context.now}`,
+    chatId: target.chatId,
+    ...(target.threadId !== undefined ? { threadId: target.threadId } : {}),
+    userId: "operator",
+    userName: "operator",
+    chatType: "private",
+    text: "/new",
+    sentAt: context.now,
+  };
+  await store.appendInbox(message, context.now);
+  const producers = createProducers(context.redis, prefix);
+  try {
+    await producers.enqueueTurn(sessionKey);
+  } finally {
+    await producers.close();
+  }
+  context.write(`Reset of ${sessionKey} queued: the next turn archives the conversation (${state.live.length} messages in context) and tells the chat.\n`);
+  return 0;
+}
+
+const PLATFORMS: Record<string, { platform: Platform; prefix: string; dm: (id: string) => string }> = {
+  telegram: { platform: "telegram", prefix: "tg", dm: (id) => `tg:${id}` },
+  tg: { platform: "telegram", prefix: "tg", dm: (id) => `tg:${id}` },
+  discord: { platform: "discord", prefix: "dc", dm: (id) => `dc:dm:${id}` },
+  dc: { platform: "discord", prefix: "dc", dm: (id) => `dc:dm:${id}` },
+};
+
+/** Deletes every key matching `pattern` (SCAN, then UNLINK in batches). → how many. */
+async function deleteMatching(redis: Redis, pattern: string): Promise<number> {
+  let cursor = "0";
+  let deleted = 0;
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 500);
+    cursor = next;
+    if (keys.length > 0) deleted += await redis.unlink(...keys);
+  } while (cursor !== "0");
+  return deleted;
+}
+
+/** `*`, `?`, `[` and `\` in a session key must not act as glob characters in SCAN MATCH. */
+const globEscape = (text: string) => text.replace(/[*?[\]\\]/g, (character) => `\\${character}`);
+
+export async function deleteUserCommand(context: AdminContext, who: string): Promise<number> {
+  const match = /^([a-z]+):(.+)$/.exec(who);
+  const known = match ? PLATFORMS[match[1]!] : undefined;
+  if (!match || !known) throw new AdminUsageError("delete-user needs <platform>:<user id>, e.g. telegram:12345 or discord:98765");
+  const userId = match[2]!;
+  const { redis, config } = context;
+  const prefix = config.REDIS_PREFIX;
+  const sessionKey = known.dm(userId);
+  const keys = sessionKeys(prefix, sessionKey);
+  const sessionDeleted = await deleteMatching(redis, `${globEscape(`${prefix}:{${sessionKey}}`)}:*`);
+  await redis.srem(globalKeys(prefix).workSet, sessionKey);
+  const account = `${known.prefix}:${userId}`;
+  const budgetDeleted = await deleteMatching(redis, `${globEscape(globalKeys(prefix).budget(`user:${account}`, ""))}*`)
+    + await redis.unlink(globalKeys(prefix).budgetLimits(`user:${account}`));
+  const access = new AccessControl(redis, prefix, accessListsFrom(config));
+  const revoked = await access.revoke(known.platform, userId);
+  await redis.unlink(globalKeys(prefix).pairingUser(known.platform, userId));
+  const firingQueue = createFiringQueue(redis, prefix);
+  let reminders = 0;
+  try {
+    const schedule = new ScheduleService({ store: new ScheduleStore(redis, prefix), alarms: firingQueue, settings: scheduleSettingsFrom(config) });
+    reminders = await schedule.removeUserPrivateItems(known.platform, userId);
+  } finally {
+    await firingQueue.close();
+  }
+  context.write([
+    `Deleted ${known.platform} user ${userId}:`,
+    `  private chat ${sessionKey}: ${sessionDeleted} keys${sessionDeleted === 0 ? " (none stored)" : ""} (state ${keys.state}, transcript, archives, tool outputs)`,
+    `  approval: ${revoked ? "revoked" : "was not approved by pairing"}`,
+    `  reminders and tasks of the private chat: ${reminders} cancelled`,
+    `  budget counters and limits: ${budgetDeleted} keys`,
+    "Their messages in group chats stay in those groups' transcripts.",
+    "",
+  ].join("\n"));
+  return 0;
+}
+
+export async function budgetsCommand(context: AdminContext): Promise<number> {
+  const { redis, config } = context;
+  const meter = new BudgetMeter(redis, config.REDIS_PREFIX, config.budgets, () => context.now);
+  const accounts = await meter.accounts();
+  if (accounts.length === 0) {
+    context.write("No spending recorded this month.\n");
+    return 0;
+  }
+  const rows = [["ACCOUNT", "TODAY", "DAILY LIMIT", "THIS MONTH", "MONTHLY LIMIT"]];
+  for (const account of accounts) {
+    const status = await meter.status(account.kind === "chat" ? { chat: account.id } : { chat: "-", user: account.id });
+    const mine = status.filter((slot) => slot.kind === account.kind);
+    const daily = mine.find((slot) => slot.period === "daily")!;
+    const monthly = mine.find((slot) => slot.period === "monthly")!;
+    rows.push([`${account.kind} ${account.id}`, spent(daily), limitText(daily), spent(monthly), limitText(monthly)]);
+  }
+  context.write(table(rows));
+  return 0;
+}
+
+const money = (usd: number) => `$${usd.toFixed(4)}`;
+const spent = (slot: SlotStatus) => `${money(slot.used.usd)} / ${slot.used.tokens} tok`;
+const limitText = (slot: SlotStatus) => {
+  const parts = [slot.limit.usd !== undefined ? `$${slot.limit.usd}` : "", slot.limit.tokens !== undefined ? `${slot.limit.tokens} tok` : ""].filter(Boolean);
+  return parts.length > 0 ? parts.join(" + ") : "none";
+};
+
+export const ADMIN_USAGE = `usage:
+  npm run admin -- sessions                   every session: size, age, last activity, compactions
+  npm run admin -- show SESSION               one session and its live context (SESSION: tg:123, dc:456, ...)
+  npm run admin -- export SESSION             state and full transcript as JSON (stdout)
+  npm run admin -- reset SESSION              archive the conversation and start fresh (the chat is told)
+  npm run admin -- delete-user PLATFORM:ID    delete a user's private chat, approval, reminders, budget counters
+  npm run admin -- budgets                    today's and this month's spend per chat and user`;
+
+export async function runAdmin(context: AdminContext, argv: readonly string[]): Promise<number> {
+  const [command, argument] = argv;
+  const needs = (what: string) => {
+    if (!argument) throw new AdminUsageError(`${command} needs ${what}`);
+    return argument;
+  };
+  switch (command) {
+    case "sessions":
+      return sessionsCommand(context);
+    case "show":
+      return showCommand(context, needs("a SESSION key"));
+    case "export":
+      return exportCommand(context, needs("a SESSION key"));
+    case "reset":
+      return resetCommand(context, needs("a SESSION key"));
+    case "delete-user":
+      return deleteUserCommand(context, needs("PLATFORM:ID"));
+    case "budgets":
+      return budgetsCommand(context);
+    default:
+      throw new AdminUsageError(command ? `unknown command: ${command}` : "which command?");
+  }
+}

@@ -1,0 +1,109 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runAdmin, type AdminContext } from "../../../src/cli/admin-commands.js";
+import { createRedis } from "../../../src/queue/index.js";
+import { sessionKeys } from "../../../src/session/keys.js";
+import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
+import { spawnApp } from "../../helpers/app-process.js";
+import { testConfig, testEnv } from "../../helpers/config.js";
+import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
+import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
+import type { Config } from "../../../config/index.js";
+
+describe("npm run admin against a real Redis", () => {
+  let llm: FakeLlm;
+  let pipeline: Pipeline;
+  let env: Record<string, string>;
+  let config: Config;
+  const redis = createRedis(testEnv().REDIS_URL!);
+  const adapter = new RecordingAdapter("telegram");
+  let count = 0;
+  const say = async (text: string, userId: string, chatId: string, group = false) => {
+    const expected = adapter.sent.length + 1;
+    await adapter.submit(inbound({ platform: "telegram", chatId, sessionKey: `tg:${chatId}`, userId, userName: `user${userId}`, chatType: group ? "group" : "private", text, messageId: `a${++count}` }));
+    await adapter.waitFor((sent) => sent.length >= expected);
+  };
+  const admin = async (...argv: string[]) => {
+    let output = "";
+    const context: AdminContext = { redis, config, now: Date.now(), write: (text) => { output += text; } };
+    const code = await runAdmin(context, argv);
+    return { code, output };
+  };
+
+  beforeAll(async () => {
+    llm = await startFakeLlm();
+    llm.setHandler(() => ({ text: "noted", usage: { prompt_tokens: 300, completion_tokens: 20 } }));
+    env = testEnv({ LLM_BASE_URL: llm.url, ALLOWED_TELEGRAM_USERS: "1,2", ALLOWED_TELEGRAM_CHATS: "-100", LLM_PRICE_INPUT: "1", LLM_PRICE_OUTPUT: "2" });
+    config = testConfig(env);
+    pipeline = await startPipeline(config, [adapter]);
+    await say("hello one — the code is ZX-81 🦊", "1", "1");
+    await say("hello two", "1", "1");
+    await say("group hello", "2", "-100", true);
+  });
+  afterAll(async () => {
+    await pipeline.close();
+    await llm.close();
+    await redis.quit();
+  });
+
+  it("sessions lists every session with size, age, last activity and compactions", async () => {
+    const { code, output } = await admin("sessions");
+    expect(code).toBe(0);
+    const lines = output.trim().split("\n");
+    expect(lines[0]).toMatch(/^SESSION\s+CONTEXT\s+TRANSCRIPT\s+SIZE\s+AGE\s+LAST ACTIVITY\s+COMPACTIONS\s+MODEL$/);
+    expect(lines).toHaveLength(3);
+    expect(output).toMatch(/^tg:1\s+5 msgs\s+4 msgs\s+\d+KB\s+0m\s+0m ago\s+0\s+default$/m);
+    expect(output).toMatch(/^tg:-100\s+3 msgs\s+2 msgs\s+\d+KB\s+0m\s+0m ago\s+0\s+default$/m);
+  });
+
+  it("show prints one session and its live context; export the state and the whole transcript", async () => {
+    const shown = await admin("show", "tg:1");
+    expect(shown.output).toMatch(/^Session tg:1 \(conversation [0-9a-f-]{36}, version 2\)$/m);
+    expect(shown.output).toMatch(/^m\d+ \S+ user: hello one — the code is ZX-81 🦊$/m);
+    expect(shown.output).toMatch(/^Tokens: 600 in \(0 cached\), 40 out, over 2 turns$/m);
+    const exported = JSON.parse((await admin("export", "tg:1")).output) as { sessionKey: string; state: { live: unknown[] }; transcript: Array<{ content: string }> };
+    expect(exported.sessionKey).toBe("tg:1");
+    expect(exported.state.live).toHaveLength(5);
+    expect(exported.transcript.map((message) => message.content)).toEqual(["hello one — the code is ZX-81 🦊", "noted", "hello two", "noted"]);
+    await expect(admin("show", "tg:404")).rejects.toThrow(/no session tg:404/);
+  });
+
+  it("budgets shows what every chat and user spent today and this month", async () => {
+    const { output } = await admin("budgets");
+    expect(output).toMatch(/^ACCOUNT\s+TODAY\s+DAILY LIMIT\s+THIS MONTH\s+MONTHLY LIMIT$/m);
+    // Two answers at 300 in + 20 out, $1 / $2 per million.
+    expect(output).toMatch(/^chat tg:1\s+\$0\.0007 \/ 640 tok\s+none\s+\$0\.0007 \/ 640 tok\s+none$/m);
+    expect(output).toMatch(/^user tg:1\s+\$0\.0007 \/ 640 tok/m);
+    expect(output).toMatch(/^user tg:2\s+\$0\.0003 \/ 320 tok/m);
+  });
+
+  it("reset archives the conversation through the session's inbox, and the chat is told", async () => {
+    const before = adapter.sent.length;
+    const { output } = await admin("reset", "tg:1");
+    expect(output).toMatch(/^Reset of tg:1 queued/);
+    await adapter.waitFor((sent) => sent.length > before);
+    expect(adapter.sent.at(-1)!.reply.text).toBe("Started a new conversation. The previous one is archived.");
+    expect(adapter.sent.at(-1)!.reply.target.chatId).toBe("1");
+    expect((await admin("sessions")).output).toMatch(/^tg:1\s+\d msgs\s+0 msgs/m);
+  });
+
+  it("delete-user removes the private chat, the approval, and the budget counters", async () => {
+    const { output } = await admin("delete-user", "telegram:1");
+    expect(output).toMatch(/^Deleted telegram user 1:$/m);
+    expect(await redis.exists(sessionKeys(config.REDIS_PREFIX, "tg:1").state)).toBe(0);
+    expect(await redis.exists(sessionKeys(config.REDIS_PREFIX, "tg:1").transcript)).toBe(0);
+    const sessions = (await admin("sessions")).output;
+    expect(sessions).not.toMatch(/^tg:1\s/m);
+    expect(sessions).toMatch(/^tg:-100\s/m);
+    expect((await admin("budgets")).output).not.toMatch(/^user tg:1\s/m);
+    await expect(admin("delete-user", "nobody")).rejects.toThrow(/PLATFORM|platform/);
+  });
+
+  it("runs as npm run admin does: a process with the bot's configuration", async () => {
+    const cli = spawnApp(env, { entry: "src/cli/admin.ts", args: ["sessions"] });
+    expect(await cli.exited()).toBe(0);
+    expect(cli.stdout()).toMatch(/^tg:-100\s/m);
+    const wrong = spawnApp(env, { entry: "src/cli/admin.ts", args: ["frobnicate"] });
+    expect(await wrong.exited()).toBe(2);
+    expect(wrong.stderr()).toContain("unknown command: frobnicate");
+  });
+});
