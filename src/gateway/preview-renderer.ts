@@ -133,6 +133,9 @@ export class PreviewRenderer {
         log.debug({ previewId: update.previewId, err: error }, "preview-write-failed");
       }
     } finally {
+      // The gap counts from when the write was answered, so the platform sees writes at least
+      // the interval apart however long they took on the way.
+      this.#nextAt.set(chat, Math.max(this.#nextAt.get(chat) ?? 0, this.#now() + port.minIntervalMs(update.target)));
       live.busy = false;
       if (!live.done) this.#schedule(live);
     }
