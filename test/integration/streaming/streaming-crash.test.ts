@@ -46,15 +46,15 @@ async function setUp() {
 const squash = (text: string) => text.replace(/\s+/g, "");
 
 describe("streaming across crashes", () => {
-  for (const fault of ["SIGKILL", "SIGSTOP"] as const) it(`a worker ${fault === "SIGKILL" ? "killed" : "paused past its lease"} mid-stream: another worker finishes, the same preview becomes the final, no second message`, { timeout: 150_000 }, async () => {
+  for (const fault of ["SIGKILL", "SIGSTOP"] as const) it(`a worker ${fault === "SIGKILL" ? "killed" : "paused past its lease"} mid-stream: another worker finishes, the same preview becomes the final, no second message`, { timeout: 240_000 }, async () => {
     const { telegram, llm, start } = await setUp();
     const answer = Array.from({ length: 90 }, (_, index) => `word${index}`).join(" ");
     // The first attempt streams slowly; the retry answers at once.
     llm.setHandler((request) => (request.index === 0 ? { text: answer, tokensPerSecond: 12 } : { text: answer }));
     const gateway = start("gateway");
     const first = start("worker");
-    await gateway.waitForStderr(/telegram long polling started/);
-    await first.waitForStderr(/longhaul-ready/);
+    await gateway.waitForStderr(/telegram long polling started/, 90_000);
+    await first.waitForStderr(/longhaul-ready/, 90_000);
 
     telegram.pushMessage({ chat: DM, from: ADA, text: "go" });
     await waitUntil(() => telegram.chatView(DM.id).some((message) => message.text.startsWith("word0 word1")), "the answer streaming into the preview", 60_000);
@@ -75,7 +75,7 @@ describe("streaming across crashes", () => {
     expect(telegram.chatView(DM.id)[0]?.text).toBe(answer);
   });
 
-  it("a gateway SIGKILLed in the middle of the final: the restarted gateway completes it without duplicates", { timeout: 120_000 }, async () => {
+  it("a gateway SIGKILLed in the middle of the final: the restarted gateway completes it without duplicates", { timeout: 240_000 }, async () => {
     const { telegram, llm, start } = await setUp();
     const answer = longAnswer(6_000);
     llm.enqueue({ text: answer, tokensPerSecond: 300 });
@@ -83,14 +83,14 @@ describe("streaming across crashes", () => {
     telegram.loseAnswer("editMessageText", { applied: true, hang: true, predicate: (call) => call.payload.parse_mode === "HTML" });
     const gateway = start("gateway");
     const worker = start("worker");
-    await gateway.waitForStderr(/telegram long polling started/);
-    await worker.waitForStderr(/longhaul-ready/);
+    await gateway.waitForStderr(/telegram long polling started/, 90_000);
+    await worker.waitForStderr(/longhaul-ready/, 90_000);
 
     telegram.pushMessage({ chat: DM, from: ADA, text: "write a lot" });
     await telegram.waitForCall("editMessageText", (call) => call.payload.parse_mode === "HTML", 60_000);
     await gateway.kill("SIGKILL");
     const restarted = start("gateway");
-    await restarted.waitForStderr(/telegram long polling started/);
+    await restarted.waitForStderr(/telegram long polling started/, 90_000);
 
     await waitUntil(() => {
       const view = telegram.chatView(DM.id);
