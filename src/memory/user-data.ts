@@ -99,6 +99,13 @@ export async function deleteUserData(redis: Redis, prefix: string, user: UserRef
   const pairing = await redis.hget(global.pairingUser(user.platform, user.userId), "code");
   if (pairing) doomed.add(global.pairingCode(pairing));
   for (const key of await scanAll(redis, `${globEscape(`${prefix}:rate:${user.platform}:${user.userId}:`)}*`)) doomed.add(key);
+  // Spending counters (src/budget): accounts `user:<platform>:<id>` and `chat:<sessionKey>`.
+  const short = user.platform === "telegram" ? "tg" : user.platform === "discord" ? "dc" : user.platform;
+  const accounts = [...new Set([`user:${user.platform}:${user.userId}`, `user:${short}:${user.userId}`, ...sessions.map((sessionKey) => `chat:${sessionKey}`)])];
+  for (const account of accounts) {
+    doomed.add(global.budgetLimits(account));
+    for (const key of await scanAll(redis, `${globEscape(global.budget(account, ""))}*`)) doomed.add(key);
+  }
   for (const sessionKey of sessions) {
     for (const key of await scanAll(redis, `${globEscape(`${prefix}:{${sessionKey}}:`)}*`)) doomed.add(key);
     // Queue deduplication keys name the session (`<prefix>:<queue>:de:turn/<sessionKey>`).
