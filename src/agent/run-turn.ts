@@ -1,7 +1,7 @@
 import type { StepPreview } from "./preview.js";
 import type { AssistantMessage, ChatMessage, ToolCall, ToolMessage } from "../core/messages.js";
 import { repairToolPairs } from "../context/index.js";
-import type { WaitingCall } from "../core/tools.js";
+import type { ToolImage, WaitingCall } from "../core/tools.js";
 import { AbortedError, ContextOverflowError } from "../errors.js";
 import type { ChatRequest, ChatResult, LlmClient } from "../core/llm.js";
 import { runToolCall, toolResultMessage, type Tool, type ToolContext, type ToolOutputWriter, type ToolSet } from "../tools/index.js";
@@ -31,6 +31,8 @@ export interface RunTurnInput {
   onOverflow?: (context: ChatMessage[], error: ContextOverflowError) => Promise<ChatMessage[] | undefined>;
   /** Live preview of the turn (docs/streaming.md); set: steps stream their text. */
   preview?: StepPreview;
+  /** Pictures a tool returned (MCP image content), kept in memory for the requests of this turn (src/media). */
+  keepToolImages?: (toolCallId: string, images: readonly ToolImage[]) => void;
   /** After each step, with the context that request sent (for usage and calibration). */
   onStepFinished?: (result: ChatResult, step: number, sent: readonly ChatMessage[]) => void;
 }
@@ -160,8 +162,12 @@ export async function runTurn(input: RunTurnInput): Promise<RunTurnResult> {
 }
 
 /** Runs calls in parallel; their results keep the calls' order. */
-export async function runCalls(input: Pick<RunTurnInput, "tools" | "toolContext" | "outputCap" | "toolOutputs" | "newId" | "now">, calls: readonly ToolCall[]): Promise<ToolMessage[]> {
+export async function runCalls(input: Pick<RunTurnInput, "tools" | "toolContext" | "outputCap" | "toolOutputs" | "newId" | "now" | "keepToolImages">, calls: readonly ToolCall[]): Promise<ToolMessage[]> {
   const outputs = await Promise.all(calls.map((call) => runToolCall(input.tools, call, input.toolContext)));
+  calls.forEach((call, index) => {
+    const images = outputs[index]?.images;
+    if (images?.length) input.keepToolImages?.(call.id, images);
+  });
   return Promise.all(calls.map((call, index) => toolResultMessage(call, outputs[index] ?? { text: "" }, {
     id: input.newId(),
     at: input.now(),

@@ -18,7 +18,7 @@ import { addReply, chatTimeZone, type Answering } from "./turn-engine.js";
  * The parts of runTurn's input that tie tools to this session: context, caps, stores, and the
  * message the loop answers (`origin`: who asks, in which chat, for tools that act on the chat).
  */
-export function toolPlumbing(run: TurnRun, tools: ToolRegistry, newId: () => string, origin?: MessageOrigin): Pick<RunTurnInput, "tools" | "toolContext" | "outputCap" | "toolOutputs" | "newId" | "now"> {
+export function toolPlumbing(run: TurnRun, tools: ToolRegistry, newId: () => string, origin?: MessageOrigin): Pick<RunTurnInput, "tools" | "toolContext" | "outputCap" | "toolOutputs" | "newId" | "now" | "keepToolImages"> {
   const { engine, input } = run;
   const state = run.state;
   const { sessionId } = state;
@@ -35,6 +35,7 @@ export function toolPlumbing(run: TurnRun, tools: ToolRegistry, newId: () => str
     },
     outputCap: (tool) => outputCapChars({ configured: engine.toolOutputMaxChars, contextWindow: engine.context.contextWindow(state), perTool: tool?.maxOutputChars }),
     toolOutputs: { save: (id, text) => engine.toolOutputs.save(input.sessionKey, sessionId, id, text) },
+    ...(engine.media ? { keepToolImages: engine.media.keepToolImages } : {}),
     newId,
     now: engine.now,
   };

@@ -67,7 +67,31 @@ export class ImageCache {
   }
 }
 
+/**
+ * Pictures tools returned (MCP image content), by tool call id: in memory only (never in Redis),
+ * a bounded number of calls, so they are shown during the turn that called the tool and are
+ * gone after a restart (the tool result's placeholder stays).
+ */
+export class ToolImageStore {
+  private readonly entries = new Map<string, ReadonlyArray<{ mimeType: string; data: string }>>();
+  constructor(private readonly maxCalls = 64) {}
+  has(toolCallId: string): boolean {
+    return this.entries.has(toolCallId);
+  }
+  get(toolCallId: string): ReadonlyArray<{ mimeType: string; data: string }> | undefined {
+    return this.entries.get(toolCallId);
+  }
+  put(toolCallId: string, images: ReadonlyArray<{ mimeType: string; data: string }>): void {
+    const usable = images.filter((image) => imageFormat(Buffer.from(image.data.slice(0, 64), "base64")) !== undefined);
+    if (usable.length === 0) return;
+    this.entries.delete(toolCallId);
+    this.entries.set(toolCallId, usable);
+    while (this.entries.size > this.maxCalls) this.entries.delete(this.entries.keys().next().value as string);
+  }
+}
+
 export interface ImagePartsOptions {
+  toolImages?: ToolImageStore;
   fetcher: MediaFetcher;
   cache: ImageCache;
   detail: "auto" | "low" | "high";
@@ -85,8 +109,24 @@ export interface ImagePartsOptions {
 export async function withImageParts(wire: readonly WireMessage[], context: readonly ChatMessage[], options: ImagePartsOptions): Promise<WireMessage[]> {
   if (wire.length !== context.length) return [...wire];
   const result: WireMessage[] = [];
+  // A tool's pictures follow the run of tool results they belong to, as a user message: the
+  // chat API takes image parts in user messages only.
+  let pendingToolImages: ImagePart[] = [];
+  const flushToolImages = () => {
+    if (pendingToolImages.length === 0) return;
+    result.push({ role: "user", content: [{ type: "text", text: "[the pictures the tool calls above returned]" }, ...pendingToolImages] });
+    pendingToolImages = [];
+  };
   for (const [index, message] of wire.entries()) {
     const source = context[index];
+    if (source?.role !== "tool") flushToolImages();
+    if (source?.role === "tool") {
+      result.push(message);
+      for (const image of options.toolImages?.get(source.tool_call_id) ?? []) {
+        pendingToolImages.push({ type: "image_url", image_url: { url: `data:${image.mimeType};base64,${image.data}`, detail: options.detail } });
+      }
+      continue;
+    }
     const images = source?.role === "user" ? inlineImages(source.attachments) : [];
     if (images.length === 0 || message.role !== "user") {
       result.push(message);
@@ -104,6 +144,7 @@ export async function withImageParts(wire: readonly WireMessage[], context: read
     const text: TextPart[] = typeof message.content === "string" ? [{ type: "text", text: message.content }] : (message.content as TextPart[]);
     result.push({ role: "user", content: [...text, ...parts] });
   }
+  flushToolImages();
   return result;
 }
 

@@ -6,7 +6,7 @@ import type { WireMessage } from "../core/llm.js";
 import type { ChatMessage } from "../core/messages.js";
 import type { InboundMessage } from "../core/channel.js";
 import type { Logger } from "../logger.js";
-import { ImageCache, withImageParts } from "./images.js";
+import { ImageCache, ToolImageStore, withImageParts } from "./images.js";
 import { createMediaResolver, type MediaLimits, type Resolved, type ResolveScope } from "./resolve.js";
 import { createMediaFetcher, type MediaSourceOptions } from "./sources.js";
 import { createTranscriber, type Transcriber, type TranscriberOptions } from "./transcribe.js";
@@ -23,6 +23,8 @@ export interface MediaEngine {
   /** The prepared request with the context's inline pictures as image parts, when the model sees pictures. */
   addImages(messages: readonly WireMessage[], context: readonly ChatMessage[], scope: { log: Logger; signal?: AbortSignal }): Promise<WireMessage[]>;
   vision: VisionGate;
+  /** Pictures a tool returned: shown to a vision model after the tool's result, for the rest of the turn. */
+  keepToolImages(toolCallId: string, images: ReadonlyArray<{ mimeType: string; data: string }>): void;
 }
 
 export interface MediaEngineOptions {
@@ -38,6 +40,7 @@ export interface MediaEngineOptions {
 export function createMediaEngine(options: MediaEngineOptions): MediaEngine {
   const fetcher = createMediaFetcher(options.sources);
   const images = new ImageCache();
+  const toolImages = new ToolImageStore();
   const resolver = createMediaResolver({
     fetcher,
     ...(options.transcription ? { transcriber: metered(createTranscriber(options.transcription), options.meter) } : {}),
@@ -48,14 +51,16 @@ export function createMediaEngine(options: MediaEngineOptions): MediaEngine {
   return {
     resolve: (entries, scope) => resolver.resolve(entries, scope),
     async addImages(messages, context, scope) {
-      if (!context.some((message) => message.role === "user" && message.attachments?.some((attachment) => attachment.inline))) return [...messages];
-      if (!(await vision.enabled())) return [...messages];
+      const pictures = context.some((message) => (message.role === "user" && message.attachments?.some((attachment) => attachment.inline)) || (message.role === "tool" && toolImages.has(message.tool_call_id)));
+      if (!pictures || !(await vision.enabled())) return [...messages];
       return withImageParts(messages, context, {
+        toolImages,
         fetcher, cache: images, detail: options.vision.detail, maxBytes: options.limits.maxFileBytes, timeoutMs: options.limits.timeoutMs, log: scope.log,
         ...(scope.signal ? { signal: scope.signal } : {}),
       });
     },
     vision,
+    keepToolImages: (toolCallId, list) => toolImages.put(toolCallId, list),
   };
 }
 

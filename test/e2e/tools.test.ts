@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createRedis } from "../../src/queue/index.js";
 import { SessionStore } from "../../src/session/store.js";
-import { startFakeLlm, textOf, type FakeLlm, type RecordedRequest } from "../fakes/fake-llm.js";
+import { imagePartsOf, startFakeLlm, textOf, type FakeLlm, type RecordedRequest } from "../fakes/fake-llm.js";
 import { testConfig } from "../helpers/config.js";
 import { EVERYTHING, FILESYSTEM, assertCallsAnswered, writeConfigFile } from "../helpers/mcp.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
@@ -77,11 +77,11 @@ describe("MCP tools through the pipeline", () => {
   const replies = (chatId: string) => adapter.sent.filter((entry) => entry.reply.target.chatId === chatId).map((entry) => entry.reply);
   const waitForReplies = (chatId: string, count: number) => adapter.waitFor(() => replies(chatId).length >= count, 60_000);
 
-  it("runs tools the model calls (echo, sum, image, structured content, an error) and answers", async () => {
+  it("runs tools the model calls (echo, sum, image, structured content, an error) and answers; the tool's picture reaches the model as an image part", async () => {
     const chat = "1001";
     const before = llm.requests.length;
     llm.setHandler((request) => {
-      if (request.body.messages.at(-1)?.role === "tool") return { text: `results: ${toolResults(request).join(" | ")}` };
+      if (request.body.messages.some((message) => message.role === "tool")) return { text: `results: ${toolResults(request).join(" | ")}` };
       return {
         toolCalls: [
           { name: "every__echo", arguments: { message: "ping" } },
@@ -102,6 +102,9 @@ describe("MCP tools through the pipeline", () => {
     expect(results[0]).toBe("Echo: ping");
     expect(results[1]).toBe("The sum of 20 and 22 is 42.");
     expect(results[2]).toMatch(/\[image 1: image\/png, [\d.]+ KB\]/);
+    // The picture follows the tool results as a user message (the API takes images there only).
+    expect(second?.body.messages.at(-1)?.role).toBe("user");
+    expect(imagePartsOf(second!)).toEqual([{ url: expect.stringMatching(/^data:image\/png;base64,/), detail: "auto" }]);
     expect(JSON.parse(results[3]!)).toEqual({ temperature: 33, conditions: "Cloudy", humidity: 82 });
     expect(results[4]).toMatch(/^Error from every__get-sum: /);
     for (const request of llm.requests.slice(before)) assertCallsAnswered(request);

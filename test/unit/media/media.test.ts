@@ -9,7 +9,9 @@ import { dropAnsweredImages } from "../../../src/agent/session-context.js";
 import { joinPasteParts } from "../../../src/agent/paste-parts.js";
 import type { InboxEntry } from "../../../src/session/store.js";
 import { CorruptFileError, documentType, extractText } from "../../../src/media/extract.js";
-import { imageFormat, withoutImageParts } from "../../../src/media/images.js";
+import { ImageCache, imageFormat, ToolImageStore, withImageParts, withoutImageParts } from "../../../src/media/images.js";
+import { toApiMessage } from "../../../src/core/messages.js";
+import { silentLogger } from "../../../src/logger.js";
 import { createMediaFetcher } from "../../../src/media/sources.js";
 import { isVisionRefusal } from "../../../src/media/vision.js";
 import { makePdf, makePng } from "../../helpers/media-files.js";
@@ -184,5 +186,29 @@ describe("fetching from the platforms", () => {
     const fetcher = createMediaFetcher({ discord: { token: "dtoken", apiRoot: `${root}/api` } });
     const result = await fetcher({ kind: "image", label: "image", name: "a.png", source: { platform: "discord", url: `${root}/cdn/expired`, channelId: "1", messageId: "2", attachmentId: "3" } }, limits);
     expect(result.ok && Buffer.from(result.bytes).toString()).toBe("fresh bytes");
+  });
+});
+
+describe("pictures a tool returned (MCP image content)", () => {
+  it("follow the run of tool results as a user message with image parts, only while they are kept, never for damaged data", async () => {
+    const png = (await makePng(4, 4)).toString("base64");
+    const store = new ToolImageStore();
+    store.put("call_1", [{ mimeType: "image/png", data: png }]);
+    store.put("call_broken", [{ mimeType: "image/png", data: Buffer.from("not a picture").toString("base64") }]);
+    expect(store.has("call_broken")).toBe(false);
+    const context: ChatMessage[] = [
+      { id: "m1", role: "user", content: "draw me the logo" },
+      { id: "m2", role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "every__get-tiny-image", arguments: "{}" } }, { id: "call_2", type: "function", function: { name: "t", arguments: "{}" } }] },
+      { id: "m3", role: "tool", tool_call_id: "call_1", content: "[image 1: image/png, 0.1 KB]" },
+      { id: "m4", role: "tool", tool_call_id: "call_2", content: "ok" },
+    ];
+    const wire = context.map((message) => toApiMessage(message));
+    const fetcher = async () => ({ ok: false as const, failure: "failed" as const, detail: "unused" });
+    const result = await withImageParts(wire, context, { fetcher, cache: new ImageCache(), detail: "low", maxBytes: 1_000, timeoutMs: 1_000, log: silentLogger, toolImages: store });
+    expect(result.map((message) => message.role)).toEqual(["user", "assistant", "tool", "tool", "user"]);
+    expect(result[4]).toEqual({ role: "user", content: [{ type: "text", text: "[the pictures the tool calls above returned]" }, { type: "image_url", image_url: { url: `data:image/png;base64,${png}`, detail: "low" } }] });
+    // Without the kept pictures (another process, after a restart) the request is the context as it is.
+    const without = await withImageParts(wire, context, { fetcher, cache: new ImageCache(), detail: "low", maxBytes: 1_000, timeoutMs: 1_000, log: silentLogger, toolImages: new ToolImageStore() });
+    expect(without).toEqual(wire);
   });
 });
