@@ -17,7 +17,7 @@ import type { Config } from "../../config/index.js";
 import { BudgetMeter, type SlotStatus } from "../budget/index.js";
 import type { InboundMessage, Platform } from "../core/channel.js";
 import type { ChatMessage } from "../core/messages.js";
-import { AccessControl, accessListsFrom } from "../gateway/access.js";
+import { deleteUserData, exportUserData, parseUserRef } from "../memory/index.js";
 import { createFiringQueue, createProducers } from "../queue/index.js";
 import { scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../schedule/index.js";
 import { globalKeys, sessionKeys } from "../session/keys.js";
@@ -181,13 +181,6 @@ export async function resetCommand(context: AdminContext, sessionKey: string): P
   return 0;
 }
 
-const PLATFORMS: Record<string, { platform: Platform; prefix: string; dm: (id: string) => string }> = {
-  telegram: { platform: "telegram", prefix: "tg", dm: (id) => `tg:${id}` },
-  tg: { platform: "telegram", prefix: "tg", dm: (id) => `tg:${id}` },
-  discord: { platform: "discord", prefix: "dc", dm: (id) => `dc:dm:${id}` },
-  dc: { platform: "discord", prefix: "dc", dm: (id) => `dc:dm:${id}` },
-};
-
 /** Deletes every key matching `pattern` (SCAN, then UNLINK in batches). → how many. */
 async function deleteMatching(redis: Redis, pattern: string): Promise<number> {
   let cursor = "0";
@@ -203,40 +196,40 @@ async function deleteMatching(redis: Redis, pattern: string): Promise<number> {
 /** `*`, `?`, `[` and `\` in a session key must not act as glob characters in SCAN MATCH. */
 const globEscape = (text: string) => text.replace(/[*?[\]\\]/g, (character) => `\\${character}`);
 
+/**
+ * Memory's data-rights deletion (src/memory/user-data.ts: private sessions, archives, tool
+ * outputs, memory, consent, pairing, rate counters, reminders), then the user's budget counters
+ * and limits.
+ */
 export async function deleteUserCommand(context: AdminContext, who: string): Promise<number> {
-  const match = /^([a-z]+):(.+)$/.exec(who);
-  const known = match ? PLATFORMS[match[1]!] : undefined;
-  if (!match || !known) throw new AdminUsageError("delete-user needs <platform>:<user id>, e.g. telegram:12345 or discord:98765");
-  const userId = match[2]!;
+  const user = parseUserRef(who);
+  if (!user) throw new AdminUsageError("delete-user needs <platform>:<user id>, e.g. telegram:12345 or discord:98765");
   const { redis, config } = context;
   const prefix = config.REDIS_PREFIX;
-  const sessionKey = known.dm(userId);
-  const keys = sessionKeys(prefix, sessionKey);
-  const sessionDeleted = await deleteMatching(redis, `${globEscape(`${prefix}:{${sessionKey}}`)}:*`);
-  await redis.srem(globalKeys(prefix).workSet, sessionKey);
-  const account = `${known.prefix}:${userId}`;
-  const budgetDeleted = await deleteMatching(redis, `${globEscape(globalKeys(prefix).budget(`user:${account}`, ""))}*`)
-    + await redis.unlink(globalKeys(prefix).budgetLimits(`user:${account}`));
-  const access = new AccessControl(redis, prefix, accessListsFrom(config));
-  const revoked = await access.revoke(known.platform, userId);
-  await redis.unlink(globalKeys(prefix).pairingUser(known.platform, userId));
   const firingQueue = createFiringQueue(redis, prefix);
-  let reminders = 0;
+  let report;
   try {
     const schedule = new ScheduleService({ store: new ScheduleStore(redis, prefix), alarms: firingQueue, settings: scheduleSettingsFrom(config) });
-    reminders = await schedule.removeUserPrivateItems(known.platform, userId);
+    report = await deleteUserData(redis, prefix, user, schedule);
   } finally {
     await firingQueue.close();
   }
-  context.write([
-    `Deleted ${known.platform} user ${userId}:`,
-    `  private chat ${sessionKey}: ${sessionDeleted} keys${sessionDeleted === 0 ? " (none stored)" : ""} (state ${keys.state}, transcript, archives, tool outputs)`,
-    `  approval: ${revoked ? "revoked" : "was not approved by pairing"}`,
-    `  reminders and tasks of the private chat: ${reminders} cancelled`,
-    `  budget counters and limits: ${budgetDeleted} keys`,
-    "Their messages in group chats stay in those groups' transcripts.",
-    "",
-  ].join("\n"));
+  const account = `${user.platform === "telegram" ? "tg" : user.platform === "discord" ? "dc" : user.platform}:${user.userId}`;
+  // The user's own counters, and those of the private chats just deleted.
+  let budgetDeleted = 0;
+  for (const owner of [`user:${account}`, ...report.sessions.map((session) => `chat:${session}`)]) {
+    budgetDeleted += await deleteMatching(redis, `${globEscape(globalKeys(prefix).budget(owner, ""))}*`);
+    budgetDeleted += await redis.unlink(globalKeys(prefix).budgetLimits(owner));
+  }
+  context.write(`Deleted ${who}: ${report.sessions.length} private conversation(s) (${report.sessions.join(", ") || "none"}), ${report.keysDeleted} key(s), ${report.scheduledItems} reminder(s) or task(s).\nBudget counters and limits: ${budgetDeleted} key(s).\n`);
+  return 0;
+}
+
+/** What is kept about a user, as JSON (memory's data-rights export). */
+export async function exportUserCommand(context: AdminContext, who: string): Promise<number> {
+  const user = parseUserRef(who);
+  if (!user) throw new AdminUsageError("export-user needs <platform>:<user id>, e.g. telegram:12345");
+  context.write(`${JSON.stringify(await exportUserData(context.redis, context.config.REDIS_PREFIX, user), null, 2)}\n`);
   return 0;
 }
 
@@ -272,7 +265,9 @@ export const ADMIN_USAGE = `usage:
   npm run admin -- show SESSION               one session and its live context (SESSION: tg:123, dc:456, ...)
   npm run admin -- export SESSION             state and full transcript as JSON (stdout)
   npm run admin -- reset SESSION              archive the conversation and start fresh (the chat is told)
-  npm run admin -- delete-user PLATFORM:ID    delete a user's private chat, approval, reminders, budget counters
+  npm run admin -- delete-user PLATFORM:ID    delete a user's private conversations, archives, memory, reminders,
+                                              pairing data and budget counters (docs/memory.md, "Data rights")
+  npm run admin -- export-user PLATFORM:ID    print a user's memory and private conversations as JSON
   npm run admin -- budgets                    today's and this month's spend per chat and user`;
 
 export async function runAdmin(context: AdminContext, argv: readonly string[]): Promise<number> {
@@ -292,6 +287,8 @@ export async function runAdmin(context: AdminContext, argv: readonly string[]): 
       return resetCommand(context, needs("a SESSION key"));
     case "delete-user":
       return deleteUserCommand(context, needs("PLATFORM:ID"));
+    case "export-user":
+      return exportUserCommand(context, needs("PLATFORM:ID"));
     case "budgets":
       return budgetsCommand(context);
     default:
