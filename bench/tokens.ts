@@ -211,7 +211,7 @@ function pathologicalInputs(): Array<[string, string]> {
   ];
 }
 
-async function pathological(): Promise<Array<Array<string | number>>> {
+export async function pathological(): Promise<Array<Array<string | number>>> {
   const before = jsTiktoken("o200k_base");
   const { countTokens } = await import("gpt-tokenizer/encoding/o200k_base");
   const plain = (text: string) => countTokens(text, { disallowedSpecial: new Set() });
