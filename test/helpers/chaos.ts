@@ -115,6 +115,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     LLM_MODEL: "gpt-4o-mini",
     LLM_TIMEOUT_MS: "15000",
     JOB_LOCK_MS: String(lockMs),
+    // The checker counts the messages Telegram accepted as reply parts; live previews (status
+    // messages later edited into the answer) have their own crash tests (test/integration/streaming).
+    STREAMING: "off",
     SHUTDOWN_TIMEOUT_MS: "6000",
     RATE_LIMIT_PER_MINUTE: "0",
     CONSOLE: "off",
