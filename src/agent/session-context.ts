@@ -160,6 +160,8 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     const result = await compact({
       messages: context,
       tools: [...toolsOf(scope.tools)],
+      // The memory snapshot and pins ride on every request: compact() counts them once, with the rest.
+      extraTokens: blockTokens(state),
       settings: {
         contextWindow: window,
         compactionThreshold: settings.compactionThreshold,

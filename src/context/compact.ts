@@ -54,7 +54,7 @@ export interface CompactionSettings {
 export interface CompactionRecord {
   reason: CompactionReason;
   status: CompactionStatus;
-  /** Messages + tool definitions, calibrated (× `tokenRatio`): the unit of every limit. */
+  /** Messages + tool definitions + `extraTokens`, calibrated (× `tokenRatio`): the unit of every limit. */
   tokensBefore: number;
   tokensAfter: number;
   messagesBefore: number;
@@ -81,6 +81,12 @@ export interface CompactInput {
   messages: readonly ChatMessage[];
   /** Counted into every token figure, as they are sent with every request. */
   tools?: readonly ToolDefinition[];
+  /**
+   * Tokens every request adds beyond the messages and tools (the memory snapshot and pins
+   * appended to the system prompt), in the counter's units: counted once in every measure, so
+   * the hard limit, the drop target and `tokensAfter` see the request as it is sent. @defaultValue 0
+   */
+  extraTokens?: number;
   settings: CompactionSettings;
   reason: CompactionReason;
   /** `/compress <focus>`: the topic the summary should keep the most detail on. */
@@ -113,10 +119,11 @@ export async function compact(input: CompactInput): Promise<CompactResult> {
   input.signal?.throwIfAborted();
   const { messages, counter, settings } = input;
   const ratio = settings.tokenRatio ?? 1;
-  const toolTokens = counter.countTools(input.tools ?? []);
+  // Everything a request carries besides the messages: tool definitions and the system block.
+  const fixedTokens = counter.countTools(input.tools ?? []) + Math.max(0, input.extraTokens ?? 0);
   // Limits are in the provider's tokens (calibrated); the counter's figures are scaled up to
   // them, and the per-message budgets (tail, cut) scaled down to the counter's.
-  const measure = (list: readonly ChatMessage[]) => Math.ceil((counter.countMessages(list) + toolTokens) * ratio);
+  const measure = (list: readonly ChatMessage[]) => Math.ceil((counter.countMessages(list) + fixedTokens) * ratio);
   const toCounterUnits = (tokens: number) => Math.floor(tokens / ratio);
   const tokensBefore = measure(messages);
   const threshold = thresholdTokens(settings.contextWindow, settings.compactionThreshold);
@@ -209,7 +216,7 @@ export async function compact(input: CompactInput): Promise<CompactResult> {
   } catch (error) {
     if (input.signal?.aborted) throw input.signal.reason;
     if (tokensBefore <= hardLimit) return finish("failed", [...messages], {}, error);
-    const dropped = dropOldestTurns(working.messages, boundaries, toCounterUnits(Math.floor(threshold * DROP_TARGET_RATIO)), counter, toolTokens);
+    const dropped = dropOldestTurns(working.messages, boundaries, toCounterUnits(Math.floor(threshold * DROP_TARGET_RATIO)), counter, fixedTokens);
     const result = sanitizeToolPairs(
       assemble({ head: dropped.messages.slice(0, headEnd), kept: dropped.messages.slice(headEnd), addNote: true }),
       input.newId,
@@ -250,10 +257,10 @@ function dropOldestTurns(
   boundaries: Boundaries,
   targetTokens: number,
   counter: TokenCounter,
-  toolTokens: number,
+  fixedTokens: number,
 ): { messages: ChatMessage[]; droppedMessages: number } {
   const removed = new Set<number>();
-  let tokens = counter.countMessages(messages) + toolTokens;
+  let tokens = counter.countMessages(messages) + fixedTokens;
   for (const turn of groupTurns(messages, boundaries.headEnd, boundaries.keptStart)) {
     if (tokens < targetTokens) break;
     for (let index = turn.start; index < turn.end; index += 1) {

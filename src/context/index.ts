@@ -23,8 +23,8 @@
  *   recordCompactionOutcome(state, { tokensAfter, thresholdTokens, manual? }): AntiThrashState
  *
  * Compaction (compact.ts)
- *   compact({ messages, tools?, settings: { contextWindow, compactionThreshold, targetRatio,
- *             protectLastN, hardLimitTokens? }, reason, focus?, summarizer, fallbackSummarizer?,
+ *   compact({ messages, tools?, extraTokens?, settings: { contextWindow, compactionThreshold, targetRatio,
+ *             protectLastN, hardLimitTokens?, tokenRatio? }, reason, focus?, summarizer, fallbackSummarizer?,
  *             counter, newId, retry?: { attempts?, baseDelayMs?, timeoutMs? }, signal?, now? })
  *     → Promise<{ status: "compacted" | "failed" | "dropped" | "skipped"; messages; record; error? }>
  *   The input is never mutated (only token counts are cached on messages). New messages (the

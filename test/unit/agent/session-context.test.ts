@@ -7,6 +7,7 @@
 import { countTokens as providerCount } from "gpt-tokenizer/encoding/cl100k_base";
 import { describe, expect, it } from "vitest";
 import { createContextManager } from "../../../src/agent/session-context.js";
+import { renderPins, renderSnapshot } from "../../../src/memory/index.js";
 import type { ChatMessage, Summarizer, ToolDefinition } from "../../../src/context/index.js";
 import type { Logger } from "../../../src/logger.js";
 import { messageIdAllocator, newSessionState, type SessionState } from "../../../src/session/state.js";
@@ -62,6 +63,29 @@ interface Simulation {
   toolSteps: number;
   outputWords: number;
   userWords: number;
+  /** A memory snapshot of this many facts and as many pins, appended to the system prompt of every request. */
+  memoryFacts?: number;
+}
+
+/** The provider's count of what is actually sent (the wire messages `prepareRequest` builds, system block included). */
+function wireTokens(messages: ReadonlyArray<{ role: string; content?: unknown; tool_calls?: unknown }>, tools: readonly ToolDefinition[], ratio: number): number {
+  const text = (value: string) => providerCount(value, { disallowedSpecial: new Set() });
+  const textOf = (content: unknown): string =>
+    typeof content === "string" ? content : Array.isArray(content) ? content.map((part: { text?: unknown }) => (typeof part?.text === "string" ? part.text : "")).join("") : "";
+  let tokens = 3 + (tools.length > 0 ? text(JSON.stringify(tools)) : 0);
+  for (const message of messages) {
+    tokens += 4 + text(textOf(message.content));
+    if (message.role === "assistant" && Array.isArray(message.tool_calls) && message.tool_calls.length > 0) tokens += text(JSON.stringify(message.tool_calls));
+  }
+  return Math.ceil(tokens * ratio);
+}
+
+function memoryBlock(facts: number): string {
+  if (facts === 0) return "";
+  const doc = { facts: Array.from({ length: facts }, (_, index) => ({ id: `u${index + 1}`, text: `fact ${index}: ${words(40, index + 7)}`, at: 0 })), nextId: facts + 1 };
+  const snapshot = renderSnapshot({ user: { name: "Ana", doc } });
+  const pins = renderPins(Array.from({ length: facts }, (_, index) => ({ id: `p${index + 1}`, text: `pin ${index}: ${words(30, index + 11)}`, at: 0 })));
+  return `${snapshot}\n\n${pins}`;
 }
 
 async function simulate(sim: Simulation) {
@@ -75,7 +99,9 @@ async function simulate(sim: Simulation) {
     settings: { hygieneThreshold: 0.85, compactionThreshold: 0.5, targetRatio: 0.2, protectLastN: 20 },
     tools: () => tools,
     retry: { attempts: 3, baseDelayMs: 0, timeoutMs: 1_000 },
+    hooks: { systemBlock: () => block },
   });
+  const block = memoryBlock(sim.memoryFacts ?? 0);
   const state: SessionState = newSessionState(0);
   const records: Array<{ status: string; reason: string }> = [];
   const log = silentLogger(records);
@@ -88,7 +114,7 @@ async function simulate(sim: Simulation) {
     context = (await manager.hygiene(state, context, scope)).context;
     for (let step = 0; step <= sim.toolSteps; step += 1) {
       context = await manager.beforeStep(state, context, scope);
-      lastRequestTokens = providerTokens(context, tools, sim.ratio);
+      lastRequestTokens = sim.memoryFacts ? wireTokens(manager.prepareRequest(state, context).messages, tools, sim.ratio) : providerTokens(context, tools, sim.ratio);
       requests.push(lastRequestTokens);
       const finalStep = step === sim.toolSteps;
       const callId = `call_${turn}_${step}`;
@@ -125,6 +151,19 @@ describe("one token unit (issue #11)", () => {
     for (const run of [even, skewed]) {
       expect(run.records.some((record) => record.status === "dropped")).toBe(true);
       // The `dropped` fallback fires before the real window: every request fits, in the provider's tokens.
+      expect(run.largest).toBeLessThanOrEqual(WINDOW);
+    }
+  });
+
+  it("counts the memory snapshot and pins inside compaction: a big block never pushes a request over the window", async () => {
+    // ~5K tokens of memory and pins on every request; the summarizer is dead, so only the
+    // hard limit and the `dropped` fallback stand between the context and the window. Measured
+    // without the block, compact() saw the messages under its hard limit, returned them
+    // unchanged, and the next request (messages + block) went over the window.
+    const chat = { dead: true, turns: 120, toolSteps: 0, outputWords: 0, userWords: 250, memoryFacts: 40 };
+    for (const ratio of [1.0, 1.3]) {
+      const run = await simulate({ ...chat, ratio });
+      expect(run.records.some((record) => record.status === "dropped")).toBe(true);
       expect(run.largest).toBeLessThanOrEqual(WINDOW);
     }
   });
