@@ -9,7 +9,7 @@ import { createMemoryHooks } from "../src/agent/memory-hooks.js";
 import { createMemoryTool, MemoryService, MemoryStore } from "../src/memory/index.js";
 import { createModelRouter } from "../src/models/router.js";
 import { BudgetMeter, meteredCall, meteredClient } from "../src/budget/index.js";
-import { budgetAccounts } from "../src/agent/turn-engine.js";
+import { budgetAccounts } from "../src/agent/segment-switch.js";
 import { createRecallTool, currentTimeTool, McpManager, ToolCatalog, type Tool } from "../src/tools/index.js";
 import { MB } from "../src/core/attachments.js";
 import { createMediaEngine, redisVisionMemory } from "../src/media/index.js";

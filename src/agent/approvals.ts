@@ -15,7 +15,9 @@ import type { InboxEntry } from "../session/store.js";
 import { mayAnswer, notRunResult, outcomeText, parseApprovalAction, type ApprovalOutcome } from "../tools/index.js";
 import { runCalls } from "./run-turn.js";
 import { finishLoop, runLoop, toolPlumbing } from "./tool-loop.js";
-import { addReply, answering, compactionScope, replyIdOf, type ApprovalTimeout, type SegmentsInput, type TurnEngine } from "./turn-engine.js";
+import { addReply, answering, replyIdOf } from "./replies.js";
+import { compactionScope } from "./segment-switch.js";
+import type { ApprovalTimeout, SegmentsInput, TurnEngine } from "./turn-engine.js";
 import { messageIdAllocator } from "../session/state.js";
 
 /** One turn in progress: the engine, its input, and what it has produced so far. */

@@ -12,7 +12,8 @@ import type { TurnRun } from "./approvals.js";
 import { takeBudgetWarnings } from "../budget/index.js";
 import type { CompactionScope } from "./context-manager.js";
 import { runTurn, type RunTurnInput, type RunTurnResult } from "./run-turn.js";
-import { addReply, chatTimeZone, type Answering } from "./turn-engine.js";
+import { addReply, type Answering } from "./replies.js";
+import { chatTimeZone } from "./user-messages.js";
 
 /**
  * The parts of runTurn's input that tie tools to this session: context, caps, stores, and the

@@ -7,10 +7,11 @@ import type { ChatMessage } from "../core/messages.js";
 import { AbortedError, BudgetExhaustedError, ContextOverflowError, PermanentError, errorMessage } from "../errors.js";
 import { messageIdAllocator, type SessionState } from "../session/state.js";
 import type { InboxEntry } from "../session/store.js";
-import {
-  answering, buildReply, ensureSystemPrompt, reminderMessage, segmentBatch, stampFor, toUserMessages,
-  type SegmentsResult, type SettleInput, type TurnEngine,
-} from "./turn-engine.js";
+import { answering, buildReply } from "./replies.js";
+import { segmentBatch } from "./segments.js";
+import type { SegmentsResult, SettleInput, TurnEngine } from "./turn-engine.js";
+import { ensureSystemPrompt } from "./turn-start.js";
+import { reminderMessage, stampFor, toUserMessages } from "./user-messages.js";
 
 /**
  * A segment of a batch failed (the model, or an abort); `done` is what the segments before it

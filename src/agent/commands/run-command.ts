@@ -10,7 +10,7 @@ import { contextCommand, forgetCommand, memoryCommand, pinCommand } from "./memo
 import { isAdmin, modelCommand, personaCommand } from "../../models/commands.js";
 import { budgetCommand } from "../../budget/command.js";
 import { budgetLines } from "../../budget/usage.js";
-import { budgetAccounts } from "../turn-engine.js";
+import { budgetAccounts } from "../segment-switch.js";
 
 export interface CommandContext {
   engine: TurnEngine;

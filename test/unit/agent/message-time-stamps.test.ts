@@ -4,7 +4,7 @@
  * spelled out, and the latest stamp gives the model today's date without touching the system prompt.
  */
 import { describe, expect, it } from "vitest";
-import { stampFor, toUserMessages } from "../../../src/agent/turn-engine.js";
+import { stampFor, toUserMessages } from "../../../src/agent/user-messages.js";
 import { formatStamp } from "../../../src/core/time-stamp.js";
 import type { InboxEntry } from "../../../src/session/store.js";
 import type { SessionState } from "../../../src/session/state.js";

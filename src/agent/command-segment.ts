@@ -1,0 +1,37 @@
+/** A command segment: /stop while a tool call waits for approval, or any command of commands/. */
+import type { InboxEntry } from "../session/store.js";
+import { describeTools } from "../tools/index.js";
+import { takeBudgetWarnings } from "../budget/index.js";
+import { resolveApproval, type TurnRun } from "./approvals.js";
+import type { ParsedCommand } from "./commands/parse.js";
+import { runCommand, type CommandContext } from "./commands/run-command.js";
+import type { CompactionScope } from "./context-manager.js";
+import { toolScopeOf } from "./chat-segment.js";
+import { addReply, answering } from "./replies.js";
+import { chatTimeZone } from "./user-messages.js";
+
+/** Runs `command`; → the session id it archived (`/new`), if any. */
+export async function runCommandSegment(run: TurnRun, command: ParsedCommand, entry: InboxEntry, scope: CompactionScope): Promise<string | undefined> {
+  const { engine, input } = run;
+  if (command.name === "stop" && run.state.pendingApproval) {
+    await resolveApproval(run, "stopped", { continueLoop: false });
+    addReply(run, "Stopped: the tool call waiting for approval was not run.", "notice", answering(run, [entry]));
+    return undefined;
+  }
+  const toolScope = toolScopeOf(input.sessionKey, [entry], input.target);
+  const commandContext: CommandContext = {
+    engine, state: run.state, sessionKey: input.sessionKey, scope, now: engine.now(),
+    describeTools: async () => describeTools(await engine.tools.forTurn(toolScope, input.log), engine.tools.builtins),
+    toolDefinitions: async () => (await engine.tools.forTurn(toolScope, input.log)).tools.definitions(),
+    entry,
+    timeZone: chatTimeZone(run.state, engine.timeZone),
+  };
+  const outcome = await runCommand(command, commandContext);
+  // Messages of this batch before /new land in the fresh transcript: kept, not lost.
+  const archivedSessionId = outcome.archive ? run.state.sessionId : undefined;
+  run.state = outcome.state;
+  // A command that called a model (/compress) may have crossed a budget threshold.
+  const warnings = takeBudgetWarnings().map((warning) => `⚠️ ${warning}`);
+  addReply(run, [outcome.text, ...warnings].join("\n\n"), "notice", answering(run, [entry]));
+  return archivedSessionId;
+}

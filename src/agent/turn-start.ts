@@ -1,0 +1,66 @@
+/**
+ * What a batch does before its first segment: an idle session is archived (IDLE_RESET_HOURS),
+ * the system prompt heads the context, an approval whose time is up is denied, and attachments
+ * are resolved (voice notes become text, so a spoken command is a command).
+ */
+import { freshSessionAfter, messageIdAllocator, type SessionState } from "../session/state.js";
+import type { InboxEntry } from "../session/store.js";
+import { withPersona } from "../models/persona.js";
+import { expireApproval, type TurnRun } from "./approvals.js";
+import { addReply, answering } from "./replies.js";
+
+export interface TurnStart {
+  /** The batch with its attachments resolved. */
+  batch: readonly InboxEntry[];
+  /** The session archived for being idle. */
+  archivedSessionId?: string;
+}
+
+export async function startTurn(run: TurnRun): Promise<TurnStart> {
+  const { engine, input } = run;
+  let archivedSessionId: string | undefined;
+  // Optional idle reset (off by default: users of long-running chats hated nightly wipes).
+  if (engine.idleResetMs > 0 && run.state.live.length > 0 && engine.now() - run.state.updatedAt >= engine.idleResetMs) {
+    archivedSessionId = run.state.sessionId;
+    run.state = freshSessionAfter(run.state, engine.now());
+    input.log.info({ archivedSessionId }, "session-idle-reset");
+  }
+  ensureSystemPrompt(run.state, engine.systemPrompt, messageIdAllocator(run.state), engine.now());
+  // An approval nobody answered in time is denied before anything else (its timeout job, or
+  // any later turn if that job was lost).
+  await expireApproval(run);
+  const batch = await resolveMedia(run);
+  return { batch, ...(archivedSessionId === undefined ? {} : { archivedSessionId }) };
+}
+
+/** Voice notes become text, files text, pictures references; what failed is told as a notice. */
+async function resolveMedia(run: TurnRun): Promise<readonly InboxEntry[]> {
+  const { engine, input } = run;
+  if (!engine.media) return input.batch;
+  const sessionId = run.state.sessionId;
+  const resolved = await engine.media.resolve(input.batch, {
+    signal: input.signal,
+    log: input.log,
+    saveText: (id, text) => engine.toolOutputs.save(input.sessionKey, sessionId, id, text),
+  });
+  for (const notice of resolved.notices) addReply(run, notice.text, "notice", answering(run, [notice.entry]));
+  return resolved.entries;
+}
+
+/**
+ * The system prompt heads the live context. It is written once and stays byte-stable (prompt
+ * caching); when the operator changes it, it is replaced once, keeping the compaction note.
+ */
+export function ensureSystemPrompt(state: SessionState, basePrompt: string, newId: () => string, now: number): void {
+  // The chat's persona is part of the system prompt, so it stays in the cache-stable prefix.
+  const systemPrompt = withPersona(basePrompt, state);
+  const first = state.live[0];
+  if (first?.role === "system") {
+    if (state.engine.systemPromptBase === systemPrompt) return;
+    const note = typeof state.engine.systemPromptNote === "string" ? state.engine.systemPromptNote : "";
+    state.live[0] = { ...first, content: systemPrompt + note, tokens: undefined };
+  } else {
+    state.live.unshift({ id: newId(), at: now, role: "system", content: systemPrompt });
+  }
+  state.engine.systemPromptBase = systemPrompt;
+}
