@@ -1,49 +1,28 @@
 /**
  * The Telegram adapter (SPEC §6): grammY in, normalised messages to the ingress, replies out.
  * Long polling (polling.ts: an update is confirmed only once stored) by default; webhook mode
- * (for several gateway replicas) when a webhook URL is configured. Access control, dedupe and
- * persistence are the ingress's.
+ * (for several gateway replicas) when a webhook URL is configured (connect.ts). Updates are
+ * handled by intake.ts. Access control, dedupe and persistence are the ingress's.
  */
-import type { IncomingMessage, ServerResponse } from "node:http";
-import { Api, Bot, webhookCallback } from "grammy";
-import type { Message, Update } from "grammy/types";
-import { autoRetry } from "@grammyjs/auto-retry";
-import type {
-  ChannelAdapter,
-  ChatMoveResult,
-  IngressPort,
-  InboundMessage,
-  OutboundReply,
-  ReplyTarget,
-  SendOptions,
-  SubmitResult,
-  TurnActivity,
-} from "../channel-adapter.js";
-import { errorMessage } from "../../errors.js";
+import type { Bot } from "grammy";
+import type { ChannelAdapter, ChatMoveResult, IngressPort, OutboundReply, ReplyTarget, SendOptions, TurnActivity } from "../channel-adapter.js";
 import type { Logger } from "../../logger.js";
-import { IntakeMemory } from "./intake-memory.js";
-import { Poller } from "./polling.js";
+import { createBot, previewApi } from "./bot.js";
+import { connectPolling, connectWebhook, webhookRoutes, type HttpHandler } from "./connect.js";
+import { UpdateIntake } from "./intake.js";
+import type { Poller } from "./polling.js";
 import { describeError, replyParts, sendReply, toApiSignal, toTelegramError } from "./send-reply.js";
 import { editFinal, TelegramPreviews } from "./previews.js";
 import { DEFAULT_PART_LENGTH } from "./split.js";
-import { TELEGRAM_COMMANDS, toInboundMessage, truncationNoticeText, type Intake } from "./to-inbound-message.js";
-import { answerPress, inlineKeyboard, replaceMessage, toInboundAction } from "./actions.js";
+import { TELEGRAM_COMMANDS } from "./to-inbound-message.js";
+import { inlineKeyboard, replaceMessage } from "./actions.js";
 import { TypingIndicators } from "./typing.js";
-import { hostOf, serveWebhook, WebhookHealth } from "./webhook.js";
-import { retrying } from "./retrying.js";
+import type { WebhookHealth } from "./webhook.js";
 import type { TelegramAdapterOptions } from "./options.js";
 
 export type { TelegramAdapterOptions } from "./options.js";
-
-export const TELEGRAM_WEBHOOK_PATH = "/telegram/webhook";
-
-/** Messages and button presses; edits are ignored on purpose (docs/telegram.md), so not even fetched. */
-const ALLOWED_UPDATES = ["message", "callback_query", "my_chat_member"] as const;
-
-/** What the user reads when their message could not be stored after every retry. */
-export const SUBMIT_FAILED_NOTICE = "Sorry, I couldn't take that message just now. Please send it again in a moment.";
-
-type HttpHandler = (request: IncomingMessage, response: ServerResponse) => void;
+export { TELEGRAM_WEBHOOK_PATH } from "./connect.js";
+export { SUBMIT_FAILED_NOTICE } from "./intake.js";
 
 export class TelegramAdapter implements ChannelAdapter {
   readonly platform = "telegram" as const;
@@ -55,11 +34,9 @@ export class TelegramAdapter implements ChannelAdapter {
   private readonly abort = new AbortController();
   private readonly typing: TypingIndicators;
   readonly previews: TelegramPreviews;
-  private readonly memory = new IntakeMemory();
+  private readonly intake: UpdateIntake;
   /** Old chat id → new one, for notices to a group that became a supergroup. */
   private readonly migrations = new Map<string, string>();
-  /** Groups we stay silent in, logged once each. */
-  private readonly silentGroups = new Set<string>();
   private ingress: IngressPort | undefined;
   private poller: Poller | undefined;
   private webhookHealth: WebhookHealth | undefined;
@@ -74,37 +51,27 @@ export class TelegramAdapter implements ChannelAdapter {
     this.options = options;
     this.mode = options.webhookUrl === undefined ? "polling" : "webhook";
     this.logger = options.logger.child({ adapter: "telegram" });
-    const pollingTimeout = options.pollingTimeoutSeconds ?? 30;
-    this.bot = new Bot(options.token, {
-      client: {
-        apiRoot: (options.apiRoot ?? "https://api.telegram.org").replace(/\/+$/, ""),
-        timeoutSeconds: Math.max(options.requestTimeoutSeconds ?? 60, pollingTimeout + 15),
-      },
-      ...(options.botInfo ? { botInfo: options.botInfo } : {}),
+    this.bot = createBot(options, this.logger, () => {
+      this.startupHealthy = false;
     });
-    // 429 retry_after and 5xx are retried here (bounded); network errors are rethrown because
-    // auto-retry's network loop ignores maxRetryAttempts (STACK §2.3) and would hold a reply
-    // for up to an hour: the reply sender's job retries instead, resuming at the failed part.
-    this.bot.api.config.use(autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 30, rethrowHttpErrors: true }));
-    this.bot.api.config.use(async (previous, method, payload, signal) => {
-      // grammY retries getMe at start on network errors: log each failure with our logger.
-      if (method !== "getMe") return previous(method, payload, signal);
-      try {
-        return await previous(method, payload, signal);
-      } catch (error) {
-        if (!signal?.aborted) {
-          this.startupHealthy = false;
-          this.logger.warn({ err: describeError(error) }, "getMe failed; retrying");
-        }
-        throw error;
-      }
+    this.intake = new UpdateIntake({
+      api: this.bot.api,
+      logger: this.logger,
+      mode: this.mode,
+      maxMessageChars: options.maxMessageChars,
+      ...(options.submitRetryDelaysMs ? { submitRetryDelaysMs: options.submitRetryDelaysMs } : {}),
+      ...(options.submitAttemptTimeoutMs !== undefined ? { submitAttemptTimeoutMs: options.submitAttemptTimeoutMs } : {}),
+      botInfo: () => this.bot.botInfo,
+      ingress: () => this.ingress,
+      stopped: () => this.state === "stopped",
+      moveChat: (fromChatId, toChatId) => this.moveChat(fromChatId, toChatId),
+      notify: (target, text, reason) => this.notify(target, text, reason),
     });
-    this.bot.use((context) => this.handleUpdate(context.update));
-    // Previews get an Api of their own, without auto-retry: a 429 backs off the previews only.
-    this.previews = new TelegramPreviews(new Api(options.token, {
-      apiRoot: (options.apiRoot ?? "https://api.telegram.org").replace(/\/+$/, ""),
-      timeoutSeconds: options.requestTimeoutSeconds ?? 60,
-    }), this.logger);
+    this.bot.use((context) => {
+      this.webhookHealth?.received();
+      return this.intake.handleUpdate(context.update);
+    });
+    this.previews = new TelegramPreviews(previewApi(options), this.logger);
     this.typing = new TypingIndicators({
       api: this.bot.api,
       logger: this.logger,
@@ -145,7 +112,7 @@ export class TelegramAdapter implements ChannelAdapter {
   }
 
   private async startIntake(): Promise<void> {
-    // grammY retries getMe on network errors until it gets an answer (logged above): a
+    // grammY retries getMe on network errors until it gets an answer (logged by bot.ts): a
     // gateway started while Telegram is unreachable waits for it; stop() cancels the wait.
     await this.bot.init(toApiSignal(this.abort.signal));
     this.startupHealthy = true;
@@ -158,51 +125,13 @@ export class TelegramAdapter implements ChannelAdapter {
         .setMyCommands([...TELEGRAM_COMMANDS], undefined, toApiSignal(this.abort.signal))
         .catch((error: unknown) => this.logger.warn({ err: describeError(error) }, "setMyCommands failed; commands still work when typed")),
     );
-
+    const connection = { me, bot: this.bot, options: this.options, logger: this.logger, signal: this.abort.signal };
     if (this.mode === "webhook" && this.options.webhookUrl !== undefined) {
-      const callback = webhookCallback(this.bot, "http", { secretToken: this.options.webhookSecret ?? "" });
-      this.routes = new Map([[TELEGRAM_WEBHOOK_PATH, (request, response) => serveWebhook(callback, request, response, this.state === "running", this.logger)]]);
-      await this.bot.api.setWebhook(this.options.webhookUrl, {
-        secret_token: this.options.webhookSecret ?? "",
-        allowed_updates: [...ALLOWED_UPDATES],
-        drop_pending_updates: false,
-      });
-      this.webhookHealth = new WebhookHealth({ api: this.bot.api, url: this.options.webhookUrl, intervalMs: this.options.webhookCheckIntervalMs ?? 60_000, logger: this.logger, signal: this.abort.signal });
-      this.webhookHealth.start();
-      this.logger.info({ username: me.username, path: TELEGRAM_WEBHOOK_PATH }, "telegram webhook set");
+      this.routes = webhookRoutes(this.bot, this.options, () => this.state === "running", this.logger);
+      this.webhookHealth = await connectWebhook(connection, this.options.webhookUrl);
       return;
     }
-    await this.refusePollingOverWebhook();
-    this.poller = new Poller({
-      api: this.bot.api,
-      timeoutSeconds: this.options.pollingTimeoutSeconds ?? 30,
-      allowedUpdates: ALLOWED_UPDATES,
-      handle: (update) => this.bot.handleUpdate(update),
-      conflictGiveUpMs: this.options.conflictGiveUpMs ?? 300_000,
-      onFatal: (error) => this.options.onFatal?.(error),
-      logger: this.logger,
-    });
-    this.poller.start();
-    this.logger.info({ username: me.username }, "telegram long polling started");
-  }
-
-  /**
-   * A webhook set for this token means another deployment serves it in webhook mode: polling
-   * would need deleteWebhook, which silently disconnects that deployment. So we refuse, unless
-   * the operator says this gateway takes over (TELEGRAM_FORCE_POLLING).
-   */
-  private async refusePollingOverWebhook(): Promise<void> {
-    const info = await this.bot.api.getWebhookInfo(toApiSignal(this.abort.signal));
-    const url = info.url ?? "";
-    if (url === "") return;
-    if (!this.options.forcePolling) {
-      throw new Error(
-        `a webhook is set for this bot (host ${hostOf(url)}): another deployment may serve it, so long polling will not delete it. ` +
-          "Set TELEGRAM_WEBHOOK_URL to serve the webhook here, or TELEGRAM_FORCE_POLLING=1 to take over with long polling.",
-      );
-    }
-    this.logger.warn({ webhookHost: hostOf(url) }, "TELEGRAM_FORCE_POLLING: deleting the webhook set for this bot and polling instead");
-    await this.bot.api.deleteWebhook({ drop_pending_updates: false }, toApiSignal(this.abort.signal));
+    this.poller = await connectPolling(connection);
   }
 
   async send(reply: OutboundReply, options: SendOptions): Promise<void> {
@@ -273,126 +202,6 @@ export class TelegramAdapter implements ChannelAdapter {
     if (this.state !== "running") return false;
     if (this.poller) return this.poller.healthy && this.startupHealthy;
     return this.webhookHealth?.healthy ?? true;
-  }
-
-  private async handleUpdate(update: Update): Promise<void> {
-    this.webhookHealth?.received();
-    if (update.callback_query) return this.handlePress(update.callback_query);
-    const me = this.bot.botInfo;
-    let intake: Intake;
-    try {
-      intake = toInboundMessage(update, {
-        bot: { id: me.id, username: me.username },
-        maxMessageChars: this.options.maxMessageChars,
-        continuesPaste: (message) => this.memory.continuesPaste(message),
-        continuesAlbum: (mediaGroupId) => this.memory.continuesAlbum(mediaGroupId),
-      });
-    } catch (error) {
-      // An update shaped unlike the Bot API's: skipped, not failed. Failing would make Telegram
-      // re-deliver it to the webhook again and again, holding up the chat's later messages.
-      intake = { kind: "malformed", reason: errorMessage(error) };
-    }
-    switch (intake.kind) {
-      case "malformed":
-        this.logger.warn({ updateId: update.update_id, reason: intake.reason }, "malformed telegram update skipped");
-        return;
-      case "ignore":
-        this.logger.debug({ updateId: update.update_id, reason: intake.reason }, "telegram update ignored");
-        return;
-      case "migrate": {
-        const result = await this.withRetries(`migrate ${intake.fromChatId}`, () => this.moveChat(intake.fromChatId, intake.toChatId));
-        this.logger.info({ fromChatId: intake.fromChatId, toChatId: intake.toChatId, result }, "telegram group upgraded to a supergroup");
-        return;
-      }
-      case "chat-closed": {
-        const closed = this.ingress?.chatClosed;
-        if (closed) await this.withRetries(`chat closed ${intake.chatId}`, () => closed.call(this.ingress, "telegram", intake.chatId));
-        this.logger.info({ chatId: intake.chatId, status: intake.status }, "telegram chat closed for the bot");
-        return;
-      }
-      case "answer-directly":
-        // An album is several updates; its uncaptioned items get one notice between them.
-        if (!this.memory.firstOfAlbum(intake.mediaGroupId)) return;
-        this.notify(intake.target, intake.text, intake.reason);
-        return;
-      case "message": {
-        this.memory.firstOfAlbum(intake.mediaGroupId);
-        if (intake.message.attachments) this.memory.rememberAlbum(intake.mediaGroupId);
-        const result = await this.submit(intake.message, intake.target);
-        if (result === undefined) return;
-        this.logger.debug({ sessionKey: intake.message.sessionKey, messageId: intake.message.messageId, status: result.status }, "telegram message submitted");
-        if (result.status === "accepted" && intake.message.mayContinue && update.message) this.memory.rememberPastePart(update.message);
-        this.afterSubmit(result, intake, update.message);
-        return;
-      }
-    }
-  }
-
-  /** A button press goes through the ingress like a message; the spinner stops once it is stored. */
-  private async handlePress(query: NonNullable<Update["callback_query"]>): Promise<void> {
-    const message = toInboundAction(query);
-    if (!message) return answerPress(this.bot.api, query, false, this.logger);
-    const target: ReplyTarget = { platform: "telegram", chatId: message.chatId, ...(message.threadId ? { threadId: message.threadId } : {}) };
-    let result: SubmitResult | undefined;
-    try {
-      result = await this.submit(message, target);
-    } catch (error) {
-      await answerPress(this.bot.api, query, false, this.logger);
-      throw error;
-    }
-    await answerPress(this.bot.api, query, result?.status === "accepted" || result?.status === "duplicate", this.logger);
-    if ((result?.status === "denied" || result?.status === "rate-limited") && result.notice) this.notify(target, result.notice, result.status);
-  }
-
-  private afterSubmit(result: SubmitResult, intake: Extract<Intake, { kind: "message" }>, message: Message | undefined): void {
-    const target = intake.target;
-    switch (result.status) {
-      case "accepted":
-        if (intake.truncatedFrom !== undefined) this.notify(target, truncationNoticeText(intake.truncatedFrom, this.options.maxMessageChars), "truncated");
-        return;
-      case "duplicate":
-        return;
-      case "denied":
-      case "rate-limited":
-        if (result.notice) this.notify(target, result.notice, result.status);
-        else if (result.status === "denied" && intake.message.chatType === "group" && !this.silentGroups.has(target.chatId)) {
-          // Silent rather than leaving: an operator who forgot the allowlist fixes it without re-adding the bot.
-          this.silentGroups.add(target.chatId);
-          const title = message && "title" in message.chat ? message.chat.title : undefined;
-          this.logger.warn({ chatId: target.chatId, title }, "telegram group is not allowed: staying silent there (add its id to ALLOWED_TELEGRAM_CHATS to serve it)");
-        }
-        return;
-    }
-  }
-
-  /**
-   * Submits with bounded retries. Polling: the update is not confirmed to Telegram until this
-   * resolves, so a failing Redis holds it; when every attempt failed, the user is told and
-   * undefined is returned (the update is then confirmed: it was answered, with an apology).
-   * Webhook: one attempt; a failure answers 500 and Telegram re-delivers.
-   */
-  private async submit(message: InboundMessage, target: ReplyTarget): Promise<SubmitResult | undefined> {
-    const ingress = this.ingress;
-    if (!ingress) throw new Error("telegram adapter received an update before start()");
-    if (this.mode === "webhook") return ingress.submit(message);
-    try {
-      return await this.withRetries(message.messageId, () => ingress.submit(message));
-    } catch (error) {
-      if (this.state === "stopped") throw error;
-      this.logger.error({ sessionKey: message.sessionKey, messageId: message.messageId, err: describeError(error) }, "message could not be stored; the user is asked to send it again");
-      this.notify(target, SUBMIT_FAILED_NOTICE, "submit-failed");
-      return undefined;
-    }
-  }
-
-  private withRetries<T>(what: string, attempt: () => Promise<T>): Promise<T> {
-    return retrying(what, attempt, {
-      delaysMs: this.mode === "webhook" ? [] : (this.options.submitRetryDelaysMs ?? [500, 2000, 5000, 10000]),
-      attemptTimeoutMs: this.options.submitAttemptTimeoutMs ?? 10_000,
-      // Stopping: leave the update unconfirmed; the next process gets it again.
-      stopped: () => this.state === "stopped",
-      logger: this.logger,
-    });
   }
 
   private async moveChat(fromChatId: string, toChatId: string): Promise<ChatMoveResult | "unsupported"> {

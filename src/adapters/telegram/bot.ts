@@ -1,0 +1,46 @@
+/**
+ * grammY's clients for the adapter: the bot (bounded retries, getMe failures logged) and a
+ * separate Api for previews.
+ */
+import { Api, Bot } from "grammy";
+import { autoRetry } from "@grammyjs/auto-retry";
+import type { Logger } from "../../logger.js";
+import type { TelegramAdapterOptions } from "./options.js";
+import { describeError } from "./send-reply.js";
+
+const apiRootOf = (options: Pick<TelegramAdapterOptions, "apiRoot">): string => (options.apiRoot ?? "https://api.telegram.org").replace(/\/+$/, "");
+
+/** The bot; `onGetMeFailed` hears of every failed getMe while grammY retries it at start. */
+export function createBot(options: TelegramAdapterOptions, logger: Logger, onGetMeFailed: () => void): Bot {
+  const pollingTimeout = options.pollingTimeoutSeconds ?? 30;
+  const bot = new Bot(options.token, {
+    client: {
+      apiRoot: apiRootOf(options),
+      timeoutSeconds: Math.max(options.requestTimeoutSeconds ?? 60, pollingTimeout + 15),
+    },
+    ...(options.botInfo ? { botInfo: options.botInfo } : {}),
+  });
+  // 429 retry_after and 5xx are retried here (bounded); network errors are rethrown because
+  // auto-retry's network loop ignores maxRetryAttempts (STACK §2.3) and would hold a reply
+  // for up to an hour: the reply sender's job retries instead, resuming at the failed part.
+  bot.api.config.use(autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 30, rethrowHttpErrors: true }));
+  bot.api.config.use(async (previous, method, payload, signal) => {
+    // grammY retries getMe at start on network errors: log each failure with our logger.
+    if (method !== "getMe") return previous(method, payload, signal);
+    try {
+      return await previous(method, payload, signal);
+    } catch (error) {
+      if (!signal?.aborted) {
+        onGetMeFailed();
+        logger.warn({ err: describeError(error) }, "getMe failed; retrying");
+      }
+      throw error;
+    }
+  });
+  return bot;
+}
+
+/** Previews get an Api of their own, without auto-retry: a 429 backs off the previews only. */
+export function previewApi(options: TelegramAdapterOptions): Api {
+  return new Api(options.token, { apiRoot: apiRootOf(options), timeoutSeconds: options.requestTimeoutSeconds ?? 60 });
+}
