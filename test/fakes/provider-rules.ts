@@ -12,14 +12,25 @@
  *   or results must define `tools`; each `tool_use` needs its `tool_result` in the very next
  *   message, ahead of any text there, and each `tool_result` its `tool_use` in the one before; the first message must be the
  *   user's; no message may be empty.
- * - `vllm`: `tool_choice` needs `tools` (its request validation); the chat template renders
- *   whatever pairs it gets.
+ * - `vllm`: vLLM serving a ChatML-family model with its own chat template (Qwen3.5's is the
+ *   common case): `tool_choice` needs `tools` (vLLM's request validation); the template raises
+ *   "System message must be at the beginning." for a `system` message anywhere but first, and
+ *   "No user query found in messages." when no `user` message is left; vLLM answers a template
+ *   error with 400 and the exception's text. The template renders whatever tool pairs it gets.
+ * - `vllm-alternating`: the same server with a Mistral/Llama-2/Gemma-style template: after the
+ *   optional first `system` message the roles must alternate user/assistant/user/…, starting
+ *   with the user; `tool` messages and assistant messages carrying `tool_calls` are left out of
+ *   the count (Mistral-7B-Instruct-v0.3's template does so); a later `system` message is refused.
  * - `ollama`: its /v1 parses each assistant tool call's `arguments` as JSON and refuses the
- *   request when one is not; it checks no pairing.
+ *   request when one is not; it checks no pairing. A prompt over its context (`num_ctx`) is not
+ *   refused: `ollamaTruncation` drops messages from the front as Ollama does.
+ *
+ * A prompt over the window (vLLM's `max_model_len`, prompt + `max_tokens`) is the fake LLM's
+ * `contextWindow` check, worded per server (`windowRefusal` in fake-llm.ts).
  */
 import type { FakeChatMessage, FakeChatRequestBody, FakeHttpError } from "./fake-llm.js";
 
-export type ProviderRules = "openai" | "anthropic" | "vllm" | "ollama";
+export type ProviderRules = "openai" | "anthropic" | "vllm" | "vllm-alternating" | "ollama";
 
 const textOf = (content: unknown): string =>
   typeof content === "string" ? content : Array.isArray(content) ? content.map((part: { text?: unknown }) => (typeof part?.text === "string" ? part.text : "")).join("") : "";
@@ -38,9 +49,9 @@ export function checkProviderRules(rules: ProviderRules | undefined, body: FakeC
     case "anthropic":
       return checkAnthropic(body);
     case "vllm":
-      return body.tool_choice !== undefined && body.tool_choice !== null && !(body.tools && body.tools.length > 0)
-        ? { status: 400, body: { object: "error", message: "When using `tool_choice`, `tools` must be set.", type: "BadRequestError", param: null, code: 400 } }
-        : undefined;
+      return checkVllmRequest(body) ?? checkChatMlTemplate(body.messages);
+    case "vllm-alternating":
+      return checkVllmRequest(body) ?? checkAlternatingTemplate(body.messages);
     case "ollama":
       for (const message of body.messages) {
         for (const call of message.tool_calls ?? []) {
@@ -53,6 +64,84 @@ export function checkProviderRules(rules: ProviderRules | undefined, body: FakeC
       }
       return undefined;
   }
+}
+
+/** vLLM's refusal: its current `{ error: {...} }` body with `BadRequestError` and the number 400. */
+const vllmError = (message: string): FakeHttpError => ({ status: 400, body: { error: { message, type: "BadRequestError", param: null, code: 400 } } });
+
+/** vLLM's own request validation, before any template. */
+function checkVllmRequest(body: FakeChatRequestBody): FakeHttpError | undefined {
+  if (body.tool_choice !== undefined && body.tool_choice !== null && !(body.tools && body.tools.length > 0)) {
+    return vllmError("When using `tool_choice`, `tools` must be set.");
+  }
+  return undefined;
+}
+
+/**
+ * Qwen3.5's chat template (ChatML): a system message only first, and a user query somewhere.
+ * Sources: the template's `raise_exception('System message must be at the beginning.')` and
+ * `raise_exception('No user query found in messages.')`, as clients report them
+ * (anomalyco/opencode#16560; llama.cpp and vLLM relay them as 400/500 with that text).
+ */
+function checkChatMlTemplate(messages: readonly FakeChatMessage[]): FakeHttpError | undefined {
+  if (messages.some((message, index) => message.role === "system" && index > 0)) return vllmError("System message must be at the beginning.");
+  if (!messages.some((message) => message.role === "user")) return vllmError("No user query found in messages.");
+  return undefined;
+}
+
+/**
+ * Mistral-7B-Instruct-v0.3's chat template (Llama-2's and Gemma's check roles the same way, minus
+ * the tool exemption): "After the optional system message, conversation roles must alternate
+ * user/assistant/user/assistant/..." — vLLM answers it with 400 (vllm-project/vllm#6862,
+ * microsoft/autogen#1037). Tool results and assistant messages with `tool_calls` are not
+ * counted; any other role there is refused by the template's render loop.
+ */
+function checkAlternatingTemplate(messages: readonly FakeChatMessage[]): FakeHttpError | undefined {
+  const rest = messages[0]?.role === "system" ? messages.slice(1) : messages;
+  let position = 0;
+  for (const message of rest) {
+    if (message.role === "tool" || (message.role === "assistant" && (message.tool_calls?.length ?? 0) > 0)) continue;
+    if ((message.role === "user") !== (position % 2 === 0)) {
+      return vllmError("After the optional system message, conversation roles must alternate user/assistant/user/assistant/...");
+    }
+    position += 1;
+  }
+  if (rest.some((message) => message.role !== "user" && message.role !== "assistant" && message.role !== "tool")) {
+    return vllmError("Only user and assistant roles are supported, with the exception of an initial optional system message!");
+  }
+  return undefined;
+}
+
+/**
+ * What Ollama's model sees of a prompt over its context (`num_ctx`): ollama/ollama
+ * server/prompt.go `chatPrompt` drops whole messages from the front until the rendered prompt
+ * fits, keeping every system message among the dropped ones and the last message whatever its
+ * size, and never keeping a tool result without the assistant message that called it. No error:
+ * the request is answered from what is left (the server only logs "truncating input messages
+ * which exceed context length"). `countTokens` is the fake's own count of a request.
+ */
+export function ollamaTruncation(
+  body: FakeChatRequestBody,
+  numCtx: number,
+  countTokens: (body: FakeChatRequestBody) => number,
+): { messages: FakeChatMessage[]; droppedMessages: number } {
+  const messages = body.messages;
+  // Where a message's tool block starts: a tool result belongs to the assistant call before its run.
+  const blockStart = (index: number) => {
+    if (index <= 0 || messages[index]?.role !== "tool") return index;
+    let start = index;
+    while (start > 0 && messages[start - 1]!.role === "tool") start -= 1;
+    const owner = messages[start - 1];
+    return owner?.role === "assistant" && (owner.tool_calls?.length ?? 0) > 0 ? start - 1 : index;
+  };
+  for (let index = 0; index < messages.length; index += 1) {
+    const start = blockStart(index);
+    const kept = [...messages.slice(0, start).filter((message) => message.role === "system"), ...messages.slice(start)];
+    if (countTokens({ ...body, messages: kept }) <= numCtx || index === messages.length - 1) {
+      return { messages: kept, droppedMessages: messages.length - kept.length };
+    }
+  }
+  return { messages: [...messages], droppedMessages: 0 };
 }
 
 function checkOpenAi(body: FakeChatRequestBody): FakeHttpError | undefined {

@@ -11,7 +11,7 @@ import { ToolRegistry, type Tool } from "../../../src/tools/index.js";
 import { toApiMessages, type ChatMessage } from "../../../src/core/messages.js";
 import { createLlmClient } from "../../../src/llm/index.js";
 import { startFakeLlm, type FakeChatRequestBody, type FakeLlm } from "../../fakes/fake-llm.js";
-import { checkProviderRules, type ProviderRules } from "../../fakes/provider-rules.js";
+import { checkProviderRules, ollamaTruncation, type ProviderRules } from "../../fakes/provider-rules.js";
 
 const loopTool: Tool = {
   definition: { type: "function", function: { name: "loop", description: "loop", parameters: { type: "object", properties: {} } } },
@@ -44,8 +44,72 @@ describe("the fake's provider rules refuse what the real servers refuse", () => 
   });
 
   it("vLLM: tool_choice without tools; Ollama: arguments that are not JSON", () => {
-    expect(checkProviderRules("vllm", body([{ role: "user", content: "hi" }], { tool_choice: "none" }))).toMatchObject({ status: 400, body: { object: "error", message: "When using `tool_choice`, `tools` must be set." } });
+    expect(checkProviderRules("vllm", body([{ role: "user", content: "hi" }], { tool_choice: "none" }))).toMatchObject({ status: 400, body: { error: { type: "BadRequestError", code: 400, message: "When using `tool_choice`, `tools` must be set." } } });
     expect(checkProviderRules("ollama", body([{ role: "user", content: "hi" }, { role: "assistant", content: null, tool_calls: [{ ...call("c"), function: { name: "loop", arguments: "{not json" } }] }, { role: "tool", tool_call_id: "c", content: "r" }]))).toMatchObject({ status: 400, body: { error: { message: "invalid tool call arguments" } } });
+  });
+});
+
+describe("vLLM chat templates refuse what the template raises on", () => {
+  const system = { role: "system", content: "s" };
+  const user = (content: string) => ({ role: "user", content });
+  const assistant = (content: string) => ({ role: "assistant", content });
+  const calls = (...ids: string[]) => ({ role: "assistant", content: null, tool_calls: ids.map(call) });
+  const result = (id: string) => ({ role: "tool", tool_call_id: id, content: "r" });
+  const messageOf = (refusal: ReturnType<typeof checkProviderRules>) => (refusal?.body as { error?: { message?: string } } | undefined)?.error?.message;
+
+  it("ChatML (Qwen3.5): a system message only first, and some user query", () => {
+    expect(checkProviderRules("vllm", body([system, user("hi"), assistant("a"), user("b")]))).toBeUndefined();
+    // Consecutive same-role messages and tool pairs render as they come.
+    expect(checkProviderRules("vllm", body([system, user("hi"), user("more"), calls("c1"), result("c1"), assistant("x"), assistant("y")], { tools }))).toBeUndefined();
+    const late = checkProviderRules("vllm", body([system, user("hi"), { role: "system", content: "Today is Tuesday." }]));
+    expect(late).toMatchObject({ status: 400, body: { error: { type: "BadRequestError", code: 400 } } });
+    expect(messageOf(late)).toBe("System message must be at the beginning.");
+    expect(messageOf(checkProviderRules("vllm", body([system, calls("c1"), result("c1")], { tools })))).toBe("No user query found in messages.");
+  });
+
+  it("alternating (Mistral v0.3 style): user/assistant after the optional system message, tool turns not counted", () => {
+    const alternate = "After the optional system message, conversation roles must alternate user/assistant/user/assistant/...";
+    expect(checkProviderRules("vllm-alternating", body([system, user("a"), assistant("b"), user("c")]))).toBeUndefined();
+    expect(checkProviderRules("vllm-alternating", body([user("a"), calls("c1", "c2"), result("c1"), result("c2"), calls("c3"), result("c3"), assistant("done"), user("next")], { tools }))).toBeUndefined();
+    expect(messageOf(checkProviderRules("vllm-alternating", body([system, user("a"), user("b")])))).toBe(alternate);
+    expect(messageOf(checkProviderRules("vllm-alternating", body([system, assistant("hello"), user("b")])))).toBe(alternate);
+    expect(messageOf(checkProviderRules("vllm-alternating", body([system, user("a"), calls("c1"), result("c1"), user("b")], { tools })))).toBe(alternate);
+    expect(messageOf(checkProviderRules("vllm-alternating", body([system, user("a"), assistant("b"), system])))).toBe(alternate);
+    expect(messageOf(checkProviderRules("vllm-alternating", body([system, user("a"), { role: "developer", content: "d" }])))).toBe(
+      "Only user and assistant roles are supported, with the exception of an initial optional system message!",
+    );
+    expect(checkProviderRules("vllm-alternating", body([user("a")], { tool_choice: "auto" }))).toMatchObject({ body: { error: { message: "When using `tool_choice`, `tools` must be set." } } });
+  });
+});
+
+describe("Ollama truncates from the front instead of refusing (server/prompt.go chatPrompt)", () => {
+  // The fake's own measure for this test: 10 per message plus the text length.
+  const count = (request: FakeChatRequestBody) => request.messages.reduce((sum, message) => sum + 10 + String(message.content ?? "").length, 0);
+  const message = (role: string, size: number, extra: Record<string, unknown> = {}) => ({ role, content: "x".repeat(size), ...extra });
+
+  it("keeps everything that fits", () => {
+    const messages = [message("system", 10), message("user", 10), message("assistant", 10)];
+    expect(ollamaTruncation(body(messages), 60, count)).toEqual({ messages, droppedMessages: 0 });
+  });
+
+  it("drops the oldest messages, keeps the system prompt and the newest", () => {
+    const messages = [message("system", 10), message("user", 50, { id: "old" }), message("assistant", 50), message("user", 10, { id: "new" })];
+    const truncated = ollamaTruncation(body(messages), 50, count);
+    expect(truncated.droppedMessages).toBe(2);
+    expect(truncated.messages).toEqual([messages[0], messages[3]]);
+  });
+
+  it("never keeps a tool result without the call before it, and keeps the last message whatever its size", () => {
+    const messages = [
+      message("system", 10), message("user", 10),
+      { role: "assistant", content: null, tool_calls: [call("c1"), call("c2")] }, message("tool", 30, { tool_call_id: "c1" }), message("tool", 30, { tool_call_id: "c2" }),
+    ];
+    // The system prompt and the last result alone are over 50: the last message stays anyway, with the call it answers and that call's other result.
+    const truncated = ollamaTruncation(body(messages), 50, count);
+    expect(truncated.messages).toEqual([messages[0], messages[2], messages[3], messages[4]]);
+    expect(truncated.droppedMessages).toBe(1);
+    const huge = [message("system", 10), message("user", 10), message("user", 500)];
+    expect(ollamaTruncation(body(huge), 50, count).messages).toEqual([huge[0], huge[2]]);
   });
 });
 
