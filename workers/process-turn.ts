@@ -15,6 +15,7 @@ import type { Metrics } from "../src/metrics.js";
 import type { Producers } from "../src/queue/index.js";
 import { LeaseKeeper } from "../src/session/lease.js";
 import type { BeginTurnResult, InboxEntry, SessionStore, WorkLeft } from "../src/session/store.js";
+import type { SessionState } from "../src/session/state.js";
 import type { TurnHooks } from "./test-hooks.js";
 
 export interface TurnDeps {
@@ -34,6 +35,8 @@ export interface TurnDeps {
   now(): number;
   /** After a commit that archived a conversation (/new, idle reset): its stored tool outputs expire with it. */
   onArchived?(sessionKey: string, sessionId: string): Promise<void>;
+  /** After a commit: schedules the session's idle-time compaction (src/agent/idle-compaction.ts). */
+  afterCommit?(sessionKey: string, version: number, state: SessionState): Promise<void>;
   /** Test-only pauses at fixed points of a turn (LONGHAUL_TEST_HOOKS). */
   hooks?: TurnHooks;
 }
@@ -173,6 +176,8 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
     deps.metrics.turns.inc({ outcome });
     deps.metrics.turnSeconds.observe((performance.now() - startedAt) / 1_000);
     await handOn(deps, sessionKey, ended, target.platform, result);
+    // The turn is committed: a lost schedule only means no idle compaction this time.
+    await deps.afterCommit?.(sessionKey, ended.version, result.state).catch((error: unknown) => log.warn({ err: error }, "idle-compaction-schedule-failed"));
     return { status: "answered", version: ended.version, messages: batch.length, replies: result.replies.length };
   } finally {
     preview?.close();

@@ -16,7 +16,7 @@ import { createMediaEngine, redisVisionMemory } from "../src/media/index.js";
 import type { Logger } from "../src/logger.js";
 import type { Metrics } from "../src/metrics.js";
 import { AccessControl, accessListsFrom } from "../src/gateway/access.js";
-import { createFiringQueue, createProducers, createRedis, pingWithin } from "../src/queue/index.js";
+import { createFiringQueue, createIdleQueue, createProducers, createRedis, pingWithin } from "../src/queue/index.js";
 import { createScheduleTool, scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../src/schedule/index.js";
 import { globalKeys } from "../src/session/keys.js";
 import { leaseTtlMs } from "../src/session/lease.js";
@@ -27,6 +27,8 @@ import { SEARCH_MAX_ENTRIES, SEARCH_TURN_BUDGET_ENTRIES } from "../src/session/t
 import { startScheduleWorker } from "./schedule-worker.js";
 import { createTestHooks } from "./test-hooks.js";
 import { startTurnWorker, type TurnWorker } from "./turn-worker.js";
+import { startIdleWorker } from "./idle-worker.js";
+import { shouldScheduleIdleCompaction, type IdleCompactionSettings } from "../src/agent/idle-compaction.js";
 
 export interface WorkerRole {
   health(): Promise<Record<string, boolean>>;
@@ -167,6 +169,21 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   // Before the first turn or firing: every session's keys in the current layout.
   const migration = await migrateLayout(redis, prefix);
   if (!migration.current) logger.warn({ migration }, "key-layout-migrated");
+  // Idle-time compaction: scheduled by each commit that leaves a session past the mark.
+  const idle: IdleCompactionSettings = { cacheTtlMs: config.CACHE_TTL_S * 1_000, mark: config.IDLE_COMPACTION_MARK };
+  const idleQueue = createIdleQueue(redis, prefix);
+  const idleWorker = startIdleWorker({
+    redisUrl: options.redisUrl,
+    prefix,
+    lockMs: config.JOB_LOCK_MS,
+    logger,
+    deps: {
+      store, engine, settings: idle, leaseMs: leaseTtlMs(config.JOB_LOCK_MS),
+      enqueueTurn: (sessionKey) => producers.enqueueTurn(sessionKey),
+      logger,
+      now: () => Date.now(),
+    },
+  });
   const worker: TurnWorker = startTurnWorker({
     redisUrl: options.redisUrl,
     prefix,
@@ -191,6 +208,9 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       metrics,
       now: () => Date.now(),
       onArchived: (sessionKey, sessionId) => toolOutputs.expireArchived(sessionKey, sessionId, config.ARCHIVE_RETENTION_DAYS * 86_400_000),
+      afterCommit: async (sessionKey, version, state) => {
+        if (shouldScheduleIdleCompaction(engine, idle, state)) await idleQueue.schedule(sessionKey, version, idle.cacheTtlMs);
+      },
       ...(options.testHooks ? { hooks: createTestHooks() } : {}),
     },
   });
@@ -221,10 +241,12 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     close() {
       closing ??= (async () => {
         await scheduleWorker.close();
+        await idleWorker.close();
         await worker.close();
         // After the turns: a turn handed back mid-call has let go of its server by now.
         await tools.close();
         await firingQueue.close();
+        await idleQueue.close();
         await producers.close();
         await redis.quit().catch(() => redis.disconnect());
       })();

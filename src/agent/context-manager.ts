@@ -1,5 +1,5 @@
 import type { ChatMessage, ToolDefinition } from "../core/messages.js";
-import type { CompactionRecord, CompactionReason, TokenCounter } from "../context/index.js";
+import type { CompactionRecord, CompactionReason, CompactionStatus, TokenCounter } from "../context/index.js";
 import type { ContextOverflowError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { ChatRequest, ChatResult } from "../core/llm.js";
@@ -17,6 +17,13 @@ export interface ContextManager {
   beforeStep(state: SessionState, context: ChatMessage[], scope: CompactionScope): Promise<ChatMessage[]>;
   /** Reactive compaction after an overflow error; `undefined` when it could not shrink the context. */
   onOverflow(state: SessionState, context: ChatMessage[], error: ContextOverflowError, scope: CompactionScope): Promise<ChatMessage[] | undefined>;
+  /**
+   * Whether the context is past `mark` × the in-loop compaction threshold (in the engine's
+   * calibrated unit) and automatic compaction is not suspended (anti-thrash).
+   */
+  pastIdleMark(state: SessionState, context: readonly ChatMessage[], mark: number): boolean;
+  /** Idle-time compaction (reason `idle`): the same compaction as in the loop, flush before the fold included. */
+  compactIdle(state: SessionState, context: ChatMessage[], scope: CompactionScope): Promise<{ status: CompactionStatus; context: ChatMessage[] }>;
   /** `/compress [focus]`. → the new context and a line for the user. */
   compactNow(state: SessionState, context: ChatMessage[], focus: string | undefined, scope: CompactionScope): Promise<{ context: ChatMessage[]; summary: string }>;
   prepareRequest(state: SessionState, context: readonly ChatMessage[]): Pick<ChatRequest, "messages" | "promptCacheKey">;

@@ -67,7 +67,8 @@ export function createMemoryHooks(options: MemoryHooksOptions): ContextHooks {
         scope.log.warn({ err: error }, "memory-snapshot-failed");
       }
       const setting = options.compactionNotice ?? (memory.owner?.scope === "chat" ? "off" : "brief");
-      if (setting === "brief" && outcome.status === "compacted" && outcome.reason !== "manual" && folded.length > 0) {
+      // No line after an idle compaction: nobody was waiting, and the next answer is not about it (/context shows it).
+      if (setting === "brief" && outcome.status === "compacted" && outcome.reason !== "manual" && outcome.reason !== "idle" && folded.length > 0) {
         memory.notice = `🧹 compacted ${folded.length} older messages into a summary — /context for details`;
       }
     },

@@ -261,6 +261,18 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       return result.status === "compacted" || result.status === "dropped" ? result.messages : undefined;
     },
 
+    pastIdleMark(state, context, mark) {
+      const tokens = countContext(state, context);
+      const window = contextWindow(state);
+      if (tokens < mark * thresholdTokens(window, settings.compactionThreshold)) return false;
+      return autoCompactionAllowed(fields(state).antiThrash ?? initialAntiThrash(), tokens, window);
+    },
+
+    async compactIdle(state, context, scope) {
+      const result = await run(state, context, "idle", scope);
+      return { status: result.status, context: result.messages };
+    },
+
     async compactNow(state, context, focus, scope) {
       const result = await run(state, context, "manual", scope, focus);
       const { record } = result;

@@ -20,7 +20,8 @@ import type { TokenCounter } from "./tokens.js";
  */
 export const DROP_TARGET_RATIO = 0.75;
 
-export type CompactionReason = "hygiene" | "in-loop" | "overflow" | "manual";
+/** `idle`: in the background, while nobody waits (src/agent/idle-compaction.ts). */
+export type CompactionReason = "hygiene" | "in-loop" | "overflow" | "manual" | "idle";
 
 /**
  * - `compacted`: the middle was summarized (or, with nothing to summarize, only pruned);

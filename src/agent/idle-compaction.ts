@@ -1,0 +1,170 @@
+/**
+ * Idle-time compaction (issue #16 item 5, docs/context.md): a session past a soft mark of the
+ * in-loop threshold that nobody has written to for longer than the provider's cache lifetime is
+ * compacted in the background, so the next reply neither waits for the summarizer nor throws
+ * away a warm cache (the cache is cold by then anyway).
+ *
+ * Fenced like a turn: the job takes the session's lease with an attempt token (BEGIN_TURN with
+ * `hold`) and commits through END_TURN, which checks the lease and the version. A message that
+ * arrives meanwhile wins: the job watches the inbox, aborts the summarizer and lets go without
+ * writing; the turn, which found the lease held, comes back and runs on the state as it was. So
+ * the compaction is either committed before the turn begins or dropped, never both.
+ */
+import type { Logger } from "../logger.js";
+import { runInBudgetScope, type BudgetScope } from "../budget/index.js";
+import { activeEngine } from "../models/router.js";
+import { heartbeatMs, LeaseKeeper } from "../session/lease.js";
+import { messageIdAllocator, type SessionState } from "../session/state.js";
+import type { SessionStore } from "../session/store.js";
+import type { ChatMessage } from "../core/messages.js";
+import type { CompactionScope } from "./context-manager.js";
+import { budgetAccounts, chatTimeZone, workingCopy, type TurnEngine } from "./turn-engine.js";
+
+export interface IdleCompactionSettings {
+  /** CACHE_TTL_S in ms: idle this long before the job runs; 0 turns idle compaction off. */
+  cacheTtlMs: number;
+  /** IDLE_COMPACTION_MARK: the fraction of the in-loop threshold a session must be past. */
+  mark: number;
+}
+
+export interface IdleCompactionDeps {
+  store: SessionStore;
+  engine: TurnEngine;
+  settings: IdleCompactionSettings;
+  /** The lease TTL turns use (leaseTtlMs of the job lock). */
+  leaseMs: number;
+  enqueueTurn(sessionKey: string): Promise<void>;
+  logger: Logger;
+  now(): number;
+}
+
+export interface IdleCompactionJob {
+  sessionKey: string;
+  /** The version the session had when the job was scheduled: any later commit makes it stale. */
+  version: number;
+  /** Unique per attempt (attemptToken): the lease token its commit is fenced by. */
+  token: string;
+  /** Aborted on worker shutdown. */
+  signal?: AbortSignal;
+}
+
+export type IdleCompactionOutcome =
+  | { status: "compacted"; version: number; folded: number }
+  /** Another attempt (a turn) holds the lease: come back later; a commit meanwhile makes the job stale. */
+  | { status: "busy"; retryInMs: number }
+  | { status: "skipped"; why: "off" | "stale" | "moved" | "message-waiting" | "not-idle" | "under-mark" | "not-compacted" }
+  /** A message arrived (or the lease was lost, or the worker stops) during the compaction: nothing written. */
+  | { status: "dropped"; why: string };
+
+/** Whether the session, as stored, is due an idle compaction now. */
+export function idleCompactionDue(engine: TurnEngine, settings: IdleCompactionSettings, state: SessionState, now: number): "due" | "off" | "not-idle" | "under-mark" {
+  if (settings.cacheTtlMs <= 0) return "off";
+  if (!activeEngine(engine, state).context.pastIdleMark(state, state.live, settings.mark)) return "under-mark";
+  return now - state.updatedAt < settings.cacheTtlMs ? "not-idle" : "due";
+}
+
+/**
+ * Whether a job should be scheduled after a commit that left `state`: the session is past the
+ * mark now (the idle time is the job's delay).
+ */
+export function shouldScheduleIdleCompaction(engine: TurnEngine, settings: IdleCompactionSettings, state: SessionState): boolean {
+  return settings.cacheTtlMs > 0 && state.live.length > 0 && activeEngine(engine, state).context.pastIdleMark(state, state.live, settings.mark);
+}
+
+export async function runIdleCompaction(deps: IdleCompactionDeps, job: IdleCompactionJob): Promise<IdleCompactionOutcome> {
+  const { store } = deps;
+  const { sessionKey } = job;
+  const log = deps.logger.child({ sessionKey, idleCompaction: job.version });
+  if (deps.settings.cacheTtlMs <= 0) return { status: "skipped", why: "off" };
+
+  // Cheap look first: most jobs find the session changed since (a newer job replaced this one).
+  const stored = await store.load(sessionKey, deps.now());
+  if (stored.version !== job.version) return { status: "skipped", why: "stale" };
+
+  // 'one' claims what a turn in any busy mode would claim first (at most one message, only when
+  // nothing is pending); a claim means a message waits, and the job lets go at once.
+  const begun = await store.beginTurn(sessionKey, job.token, { leaseMs: deps.leaseMs, mode: "one", hold: true, now: deps.now() });
+  if (begun.status === "busy") return begun;
+  if (begun.status === "moved") return { status: "skipped", why: "moved" };
+  if (begun.status === "idle") return { status: "skipped", why: "stale" };
+  const { state, batch, claim } = begun;
+
+  const lease = new LeaseKeeper(store.redis, { key: store.keys(sessionKey).lease, token: job.token, ttlMs: deps.leaseMs, abortKey: store.keys(sessionKey).abort }, job.signal);
+  let committed = false;
+  const letGo = async (outcome: IdleCompactionOutcome): Promise<IdleCompactionOutcome> => {
+    await lease.release().catch((error: unknown) => log.warn({ err: error }, "lease-release-failed"));
+    // BEGIN_TURN moved what waited in the inbox to pending: the turn takes it from there.
+    const work = await store.sessionWork(sessionKey);
+    if (work.inbox > 0 || work.pending > 0) await deps.enqueueTurn(sessionKey);
+    return outcome;
+  };
+
+  // A message waits: it is answered by a turn on the session as it is.
+  if (batch.length > 0) return letGo({ status: "skipped", why: "message-waiting" });
+  if (state.version !== job.version) return letGo({ status: "skipped", why: "stale" });
+  const due = idleCompactionDue(deps.engine, deps.settings, state, deps.now());
+  if (due !== "due") return letGo({ status: "skipped", why: due });
+
+  // A message that arrives now wins: the summarizer is aborted and nothing is written.
+  const watch = new AbortController();
+  const watcher = setInterval(() => {
+    store.inboxLength(sessionKey).then((waiting) => {
+      if (waiting > 0 && !watch.signal.aborted) watch.abort("message");
+    }, () => undefined);
+  }, heartbeatMs(deps.leaseMs));
+  const signal = AbortSignal.any([lease.signal, watch.signal]);
+
+  try {
+    const engine = activeEngine(deps.engine, state);
+    const working = workingCopy(state);
+    const transcript: ChatMessage[] = [];
+    const scope: CompactionScope = {
+      signal, log, newId: messageIdAllocator(working),
+      addToTranscript: (messages) => transcript.push(...messages),
+      timeZone: chatTimeZone(working, engine.timeZone),
+    };
+    // The summarizer (and the memory flush) are paid by the chat, and by the person whose memory it is.
+    const owner = working.memory?.owner;
+    const budget: BudgetScope | undefined = engine.budget
+      ? { meter: engine.budget, accounts: budgetAccounts(sessionKey, owner?.scope === "user" ? owner : undefined), warnings: [] }
+      : undefined;
+    const startedLive = working.live.length;
+    let result;
+    try {
+      result = await runInBudgetScope(budget, () => engine.context.compactIdle(working, working.live, scope));
+    } catch (error) {
+      if (signal.aborted) return letGo({ status: "dropped", why: String(signal.reason ?? "aborted") });
+      log.warn({ err: error }, "idle-compaction-failed");
+      return letGo({ status: "skipped", why: "not-compacted" });
+    }
+    // A failed summary changes nothing here (the next turn compacts in the loop as usual); the
+    // failure notice the engine queued for the user is not kept either: nobody asked.
+    if (result.status !== "compacted") {
+      log.info({ status: result.status }, "idle-compaction-not-committed");
+      return letGo({ status: "skipped", why: "not-compacted" });
+    }
+    working.live = result.context;
+    // Checked once more just before the commit: a message that came meanwhile still wins.
+    if (signal.aborted || (await store.inboxLength(sessionKey)) > 0) return letGo({ status: "dropped", why: String(signal.reason ?? "message") });
+
+    clearInterval(watcher);
+    // No heartbeat may land after the commit: it would take the released lease again.
+    await lease.stop();
+    // `updatedAt` stays: the session was not used (IDLE_RESET_HOURS counts from the last turn).
+    const ended = await store.endTurn(sessionKey, claim, { state: working, transcript, outbox: [] });
+    if (ended.status === "lost" || ended.status === "conflict") {
+      log.warn({ why: ended.status }, "idle-compaction-superseded");
+      return { status: "dropped", why: ended.status };
+    }
+    committed = true;
+    const folded = working.memory?.lastFold?.count ?? Math.max(0, startedLive - working.live.length);
+    log.info({ version: ended.version, folded }, "idle-compaction-committed");
+    if (ended.inbox > 0 || ended.pending > 0) await deps.enqueueTurn(sessionKey);
+    else if (ended.outbox === 0) await store.settle(sessionKey);
+    return { status: "compacted", version: ended.version, folded };
+  } finally {
+    clearInterval(watcher);
+    if (committed) await lease.stop();
+    else await lease.release().catch(() => undefined);
+  }
+}
