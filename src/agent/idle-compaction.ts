@@ -18,7 +18,9 @@ import { messageIdAllocator, type SessionState } from "../session/state.js";
 import type { SessionStore } from "../session/store.js";
 import type { ChatMessage } from "../core/messages.js";
 import type { CompactionScope } from "./context-manager.js";
-import { budgetAccounts, chatTimeZone, workingCopy, type TurnEngine } from "./turn-engine.js";
+import { budgetAccounts } from "./segment-switch.js";
+import { workingCopy, type TurnEngine } from "./turn-engine.js";
+import { chatTimeZone } from "./user-messages.js";
 
 export interface IdleCompactionSettings {
   /** CACHE_TTL_S in ms: idle this long before the job runs; 0 turns idle compaction off. */
