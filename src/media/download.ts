@@ -38,7 +38,7 @@ export async function download(url: string, limits: DownloadLimits, init: Reques
 }
 
 /** The body, or undefined as soon as it passes `maxBytes` (the rest is never read). */
-export async function readAtMost(body: ReadableStream<Uint8Array>, maxBytes: number): Promise<Uint8Array | undefined> {
+async function readAtMost(body: ReadableStream<Uint8Array>, maxBytes: number): Promise<Uint8Array | undefined> {
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;

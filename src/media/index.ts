@@ -13,6 +13,7 @@ import { createTranscriber, type Transcriber, type TranscriberOptions } from "./
 import { createVisionGate, type VisionMemory, type VisionMode, type VisionGate } from "./vision.js";
 
 export { createMediaFetcher, type MediaFetcher } from "./sources.js";
+export { download, type Download, type DownloadLimits } from "./download.js";
 export { createTranscriber, TranscriptionError } from "./transcribe.js";
 export { isVisionRefusal, redisVisionMemory, type VisionMemory } from "./vision.js";
 export { imageFormat, ImageCache } from "./images.js";
