@@ -17,6 +17,7 @@ import type { Redis } from "ioredis";
 import type { BudgetPeriods, BudgetsSection } from "../../config/operator-sections.js";
 import { BudgetExhaustedError } from "../errors.js";
 import { globalKeys } from "../session/keys.js";
+import { scanAll } from "../session/scan.js";
 
 export type Period = "daily" | "monthly";
 export const PERIODS: readonly Period[] = ["daily", "monthly"];
@@ -302,17 +303,12 @@ export class BudgetMeter {
     const now = this.#now();
     const pattern = globalKeys(this.#prefix).budget("*", periodId("monthly", now));
     const found = new Map<string, { kind: "chat" | "user"; id: string }>();
-    let cursor = "0";
     const head = globalKeys(this.#prefix).budget("", "").replace(/:$/, "");
-    do {
-      const [next, keys] = await this.#redis.scan(cursor, "MATCH", pattern, "COUNT", 500);
-      cursor = next;
-      for (const key of keys) {
-        const account = key.slice(head.length).replace(/:m:\d{4}-\d{2}$/, "");
-        const match = /^(chat|user):(.+)$/.exec(account);
-        if (match) found.set(account, { kind: match[1] as "chat" | "user", id: match[2]! });
-      }
-    } while (cursor !== "0");
+    for (const key of await scanAll(this.#redis, pattern)) {
+      const account = key.slice(head.length).replace(/:m:\d{4}-\d{2}$/, "");
+      const match = /^(chat|user):(.+)$/.exec(account);
+      if (match) found.set(account, { kind: match[1] as "chat" | "user", id: match[2]! });
+    }
     return [...found.values()].sort((a, b) => `${a.kind}:${a.id}`.localeCompare(`${b.kind}:${b.id}`));
   }
 }

@@ -21,6 +21,7 @@ import { deleteUserData, exportUserData, parseUserRef } from "../memory/index.js
 import { createFiringQueue, createProducers } from "../queue/index.js";
 import { scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../schedule/index.js";
 import { globalKeys, sessionKeys } from "../session/keys.js";
+import { globEscape, scanAll, scanBatches } from "../session/scan.js";
 import type { SessionState } from "../session/state.js";
 import { SessionStore } from "../session/store.js";
 
@@ -51,12 +52,7 @@ export async function listSessionKeys(redis: Redis, prefix: string): Promise<str
   const head = `${prefix}:{`;
   const tail = "}:state";
   const found = new Set<string>();
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}:{*}:state`, "COUNT", 500);
-    cursor = next;
-    for (const key of keys) if (key.startsWith(head) && key.endsWith(tail)) found.add(key.slice(head.length, -tail.length));
-  } while (cursor !== "0");
+  for (const key of await scanAll(redis, `${prefix}:{*}:state`)) if (key.startsWith(head) && key.endsWith(tail)) found.add(key.slice(head.length, -tail.length));
   return [...found].sort();
 }
 
@@ -183,18 +179,10 @@ export async function resetCommand(context: AdminContext, sessionKey: string): P
 
 /** Deletes every key matching `pattern` (SCAN, then UNLINK in batches). → how many. */
 async function deleteMatching(redis: Redis, pattern: string): Promise<number> {
-  let cursor = "0";
   let deleted = 0;
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 500);
-    cursor = next;
-    if (keys.length > 0) deleted += await redis.unlink(...keys);
-  } while (cursor !== "0");
+  for await (const keys of scanBatches(redis, pattern)) if (keys.length > 0) deleted += await redis.unlink(...keys);
   return deleted;
 }
-
-/** `*`, `?`, `[` and `\` in a session key must not act as glob characters in SCAN MATCH. */
-const globEscape = (text: string) => text.replace(/[*?[\]\\]/g, (character) => `\\${character}`);
 
 /**
  * Memory's data-rights deletion (src/memory/user-data.ts: private sessions, archives, tool

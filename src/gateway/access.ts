@@ -3,6 +3,7 @@ import type { Redis } from "ioredis";
 import type { Config } from "../../config/index.js";
 import type { InboundMessage, Platform } from "../core/channel.js";
 import { globalKeys } from "../session/keys.js";
+import { scanAll } from "../session/scan.js";
 
 export interface AccessLists {
   users: Partial<Record<Platform, readonly string[]>>;
@@ -141,13 +142,7 @@ export class AccessControl {
   }
 
   async pendingRequests(): Promise<PairingRequest[]> {
-    const keys: string[] = [];
-    let cursor = "0";
-    do {
-      const [next, batch] = await this.#redis.scan(cursor, "MATCH", this.#keys.pairingCode("*"), "COUNT", 200);
-      cursor = next;
-      keys.push(...batch);
-    } while (cursor !== "0");
+    const keys = await scanAll(this.#redis, this.#keys.pairingCode("*"));
     if (keys.length === 0) return [];
     const values = await this.#redis.mget(...keys);
     return values.filter((value): value is string => value !== null).map((value) => JSON.parse(value) as PairingRequest);

@@ -11,6 +11,7 @@ import type { Redis } from "ioredis";
 import type { Platform } from "../core/channel.js";
 import type { ChatMessage } from "../core/messages.js";
 import { globalKeys, sessionKeys } from "../session/keys.js";
+import { globEscape, scanAll } from "../session/scan.js";
 import { memoryKeys, userRef } from "./owner.js";
 import { MemoryStore, type MemoryDoc } from "./store.js";
 
@@ -141,15 +142,3 @@ async function dropSnapshot(redis: Redis, stateKey: string): Promise<void> {
   }
 }
 
-async function scanAll(redis: Redis, pattern: string): Promise<string[]> {
-  const keys: string[] = [];
-  let cursor = "0";
-  do {
-    const [next, batch] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 500);
-    cursor = next;
-    keys.push(...batch);
-  } while (cursor !== "0");
-  return keys;
-}
-
-const globEscape = (text: string) => text.replace(/[*?[\]\\]/g, (character) => `\\${character}`);

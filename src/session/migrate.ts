@@ -9,6 +9,7 @@ import { globalKeys, KEY_LAYOUT, legacyKeys, sessionKeys } from "./keys.js";
 import { MIGRATE_SESSION } from "./scripts.js";
 import { DEDUPE_TTL_SECONDS } from "./store.js";
 import { runScript } from "./run-script.js";
+import { scanBatches } from "./scan.js";
 
 export interface MigrationReport {
   /** The layout was current already (nothing scanned). */
@@ -110,10 +111,5 @@ export async function hasLegacyWork(redis: Redis, prefix: string, sessionKey: st
 }
 
 async function* scan(redis: Redis, pattern: string): AsyncGenerator<string> {
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 1_000);
-    cursor = next;
-    yield* keys;
-  } while (cursor !== "0");
+  for await (const keys of scanBatches(redis, pattern, 1_000)) yield* keys;
 }

@@ -30,6 +30,7 @@ import type { Redis } from "ioredis";
 import type { ChatMoveResult } from "../core/channel.js";
 import { globalKeys, sessionKeys, type SessionKeys } from "./keys.js";
 import { runScript } from "./run-script.js";
+import { globEscape, scanAll } from "./scan.js";
 
 /** The old key's version says where the session went, for a day (stale workers, late re-deliveries). */
 const TOMBSTONE_TTL_SECONDS = 24 * 3_600;
@@ -249,19 +250,6 @@ async function keyPairs(redis: Redis, from: SessionKeys, to: SessionKeys): Promi
   }
   return pairs;
 }
-
-async function scanAll(redis: Redis, pattern: string): Promise<string[]> {
-  const keys: string[] = [];
-  let cursor = "0";
-  do {
-    const [next, batch] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 500);
-    cursor = next;
-    keys.push(...batch);
-  } while (cursor !== "0");
-  return keys;
-}
-
-const globEscape = (text: string) => text.replace(/[*?[\]\\]/g, (character) => `\\${character}`);
 
 /** An inbox, pending or outbox entry re-addressed to the new session and chat. */
 function readdress(raw: string, request: SessionMoveRequest): string {

@@ -49,6 +49,11 @@ describe("access control and pairing", () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(llm.requests).toHaveLength(0);
 
+    // The operator finds the request in `pairing list` (SCAN over the codes).
+    const list = spawnApp(env, { entry: "src/cli/pairing.ts", args: ["list"] });
+    expect(await list.exited()).toBe(0);
+    expect(list.stdout()).toContain(`${code}  telegram user 222 (user222)`);
+
     const cli = spawnApp(env, { entry: "src/cli/pairing.ts", args: ["approve", code!.toLowerCase()] });
     expect(await cli.exited()).toBe(0);
     expect(cli.stdout()).toContain("Approved user222 (telegram user 222)");
