@@ -3,12 +3,28 @@
  * after the last one. Read and checked here; what the fields mean is written at the top of
  * eval/dialogue/heron-launch.yaml.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 
-export const DEFAULT_DIALOGUE = fileURLToPath(new URL("../../eval/dialogue/heron-launch.yaml", import.meta.url));
+const SHIPPED_DIALOGUE = "eval/dialogue/heron-launch.yaml";
+
+/**
+ * The shipped dialogue: found from this module's folder upwards (the source tree, or a build
+ * of it under .tmp/ or dist/), else under the working directory.
+ */
+export const DEFAULT_DIALOGUE = ((): string => {
+  let folder = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const candidate = join(folder, SHIPPED_DIALOGUE);
+    if (existsSync(candidate)) return candidate;
+    const parent = dirname(folder);
+    if (parent === folder) return resolve(SHIPPED_DIALOGUE);
+    folder = parent;
+  }
+})();
 
 export const PROBE_CATEGORIES = ["identifiers", "facts", "corrections", "decisions", "preferences", "pending", "people"] as const;
 export type ProbeCategory = (typeof PROBE_CATEGORIES)[number];

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeLlm, httpError, lastUserText, type FakeLlm, type RecordedRequest } from "../../fakes/fake-llm.js";
 import { lossySummarizer, retentiveSummarizer, retrievalModel } from "../../fakes/eval-models.js";
 import { isSummarizerRequest } from "../../helpers/agent-fixtures.js";
+import { spawnApp } from "../../helpers/app-process.js";
 import { writeConfigFile } from "../../helpers/config-file.js";
 import { TEST_API_KEY } from "../../helpers/config.js";
 import { runEvalCli } from "../../../src/eval/cli.js";
@@ -180,5 +181,32 @@ describe("npm run eval against the fake LLM", () => {
     expect(bare.code).toBe(1);
     expect(bare.err).toMatch(/No model is configured/);
     expect(bare.err).toMatch(/LLM_BASE_URL/);
+  });
+});
+
+describe("npm run eval as a process", () => {
+  it("exits 1 with guidance when no model is configured", async () => {
+    const cli = spawnApp({ LOG_LEVEL: "silent", LONGHAUL_CONFIG_FILE: writeConfigFile("") }, { entry: "src/cli/eval.ts" });
+    expect(await cli.exited()).toBe(1);
+    expect(cli.stderr()).toMatch(/No model is configured: the eval talks to the same models as the bot/);
+    expect(cli.stdout()).toBe("");
+  });
+
+  it("prints the table and exits 2 naming the probe whose answer is empty", async () => {
+    const llm = await startFakeLlm();
+    try {
+      llm.route(isSummarizerRequest, retentiveSummarizer);
+      llm.route((request) => lastUserText(request).includes("Who told the team that Apple rejected"), { text: "   " });
+      llm.setHandler(retrievalModel(dialogue.probes));
+      const cli = spawnApp(
+        { LLM_BASE_URL: llm.url, LLM_API_KEY: TEST_API_KEY, LLM_MODEL: "gpt-4o-mini", LLM_MAX_RETRIES: "0", LOG_LEVEL: "silent", LONGHAUL_CONFIG_FILE: writeConfigFile("") },
+        { entry: "src/cli/eval.ts", args: ["--compact-after", "3"] },
+      );
+      expect(await cli.exited()).toBe(2);
+      expect(cli.stdout()).toMatch(/^overall\s+\d+\/\d+ \d+%$/m);
+      expect(cli.stderr()).toMatch(/configured: probe rejection-reporter: empty answer \(finish_reason stop\)/);
+    } finally {
+      await llm.close();
+    }
   });
 });
