@@ -30,7 +30,8 @@ export function startIdleWorker(options: IdleWorkerOptions): { close(): Promise<
       const outcome = await runIdleCompaction(deps, {
         sessionKey: job.data.sessionKey,
         version: job.data.version,
-        token: attemptToken(`idle:${workerId}:${job.id}:${job.attemptsMade}`),
+        // The process id lets a person (and the fault tests) tell which process holds the session.
+        token: attemptToken(`idle:${process.pid}:${workerId}:${job.id}:${job.attemptsMade}`),
         ...(signal ? { signal } : {}),
       });
       if (outcome.status === "busy") {
@@ -39,7 +40,8 @@ export function startIdleWorker(options: IdleWorkerOptions): { close(): Promise<
         await job.moveToDelayed(Date.now() + Math.min(2_000, Math.max(250, outcome.retryInMs)), token);
         throw new DelayedError();
       }
-      log.debug({ jobId: job.id, sessionKey: job.data.sessionKey, outcome }, "idle-compaction-job-done");
+      // One line per job (each session has at most one per CACHE_TTL_S): what it did and why not.
+      log.info({ jobId: job.id, sessionKey: job.data.sessionKey, outcome }, "idle-compaction-job-done");
       return outcome;
     },
     {

@@ -9,30 +9,11 @@ import { startFakeLlm, textOf, type FakeLlm, type RecordedRequest } from "../../
 import { isFlushRequest, isSummarizerRequest } from "../../helpers/agent-fixtures.js";
 import { testConfig } from "../../helpers/config.js";
 import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
-import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
+import { RecordingAdapter } from "../../helpers/recording-adapter.js";
+import { idleChat, idleJobOf, idleModel, LONG_TEXT, privateChat, summarizerCalls, summarizerGate, waitUntil, type SummarizerGate } from "../../helpers/idle-compaction.js";
 import { createIdleQueue, createRedis, type IdleQueue, type Redis } from "../../../src/queue/index.js";
 import { SessionStore } from "../../../src/session/store.js";
 import type { Config } from "../../../config/index.js";
-import type { InboundMessage } from "../../../src/core/channel.js";
-
-const SUMMARY = "## Goal\nA long talk about the gym (idle summary).";
-const LONG = "a long story about the gym, the pool and the sauna ".repeat(40);
-
-/** A gate the summarizer's answers wait behind while it is closed. */
-function summarizerGate() {
-  let open: (() => void) | undefined;
-  let closed: Promise<void> | undefined;
-  return {
-    close() {
-      closed = new Promise((resolve) => (open = resolve));
-    },
-    open() {
-      open?.();
-      closed = undefined;
-    },
-    wait: () => closed ?? Promise.resolve(),
-  };
-}
 
 interface Harness {
   llm: FakeLlm;
@@ -41,7 +22,7 @@ interface Harness {
   redis: Redis;
   store: SessionStore;
   idle: IdleQueue;
-  gate: ReturnType<typeof summarizerGate>;
+  gate: SummarizerGate;
   config: Config;
   close(): Promise<void>;
 }
@@ -49,11 +30,7 @@ interface Harness {
 async function startHarness(overrides: Record<string, string>): Promise<Harness> {
   const llm = await startFakeLlm();
   const gate = summarizerGate();
-  llm.route(isSummarizerRequest, async () => {
-    await gate.wait();
-    return { text: SUMMARY };
-  });
-  llm.setHandler((request) => (isFlushRequest(request) ? { text: "NO_REPLY" } : { text: "ok" }));
+  idleModel(llm, gate);
   const config = testConfig({ LLM_BASE_URL: llm.url, LLM_CONTEXT_WINDOW: "8000", ...overrides });
   const adapter = new RecordingAdapter("console");
   const pipeline = await startPipeline(config, [adapter]);
@@ -72,43 +49,10 @@ async function startHarness(overrides: Record<string, string>): Promise<Harness>
   };
 }
 
-const summarizerCalls = (llm: FakeLlm) => llm.requests.filter(isSummarizerRequest).length;
 const mainRequests = (llm: FakeLlm) => llm.requests.filter((request) => !isSummarizerRequest(request) && !isFlushRequest(request));
-
-async function waitUntil(probe: () => Promise<boolean> | boolean, timeoutMs = 30_000, what = "condition"): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-/** The idle job waiting for a session, if any (deduplicated: at most one). */
-async function idleJobOf(harness: Harness, sessionKey: string): Promise<Job | undefined> {
-  const jobs = await harness.idle.queue.getJobs(["delayed", "wait", "active"]);
-  return jobs.find((job) => job.data.sessionKey === sessionKey);
-}
-
-function chat(harness: Harness, where: Partial<InboundMessage>) {
-  let count = 0;
-  const say = async (text: string) => {
-    const before = harness.adapter.sent.length;
-    await harness.adapter.submit(inbound({ ...where, text, messageId: `${where.chatId}-${++count}` }));
-    await harness.adapter.waitFor((sent) => sent.length > before);
-    return harness.adapter.sent[before]!.reply.text;
-  };
-  /** Talks until a commit scheduled an idle compaction (the session passed the mark); no summarizer yet. */
-  const talkPastMark = async () => {
-    for (let turn = 1; turn <= 12; turn++) {
-      await say(`topic ${turn}: ${LONG}`);
-      if (await idleJobOf(harness, where.sessionKey!)) return turn;
-    }
-    throw new Error("the session never passed the idle mark");
-  };
-  return { say, talkPastMark };
-}
-
-const dm = (name: string) => ({ chatId: `dm-${name}`, sessionKey: `console:dm-${name}`, chatType: "private" as const, userId: name, userName: name });
+const chat = (harness: Harness, where: ReturnType<typeof privateChat>) => idleChat(harness.adapter, harness.idle, where);
+const dm = privateChat;
+const LONG = LONG_TEXT;
 
 describe("idle-time compaction (CACHE_TTL_S=1)", () => {
   let harness: Harness;
@@ -126,7 +70,7 @@ describe("idle-time compaction (CACHE_TTL_S=1)", () => {
     const turns = await talkPastMark();
     // Past the mark but under the in-loop threshold: no turn compacted.
     expect(summarizerCalls(harness.llm)).toBe(0);
-    const job = (await idleJobOf(harness, where.sessionKey))!;
+    const job = (await idleJobOf(harness.idle, where.sessionKey))!;
     const before = await harness.store.load(where.sessionKey);
     expect(job.data.version).toBe(before.version);
     expect(job.opts.delay).toBe(1_000);
@@ -168,7 +112,7 @@ describe("idle-time compaction (CACHE_TTL_S=1)", () => {
     const { say } = chat(harness, where);
     await say("hello");
     await say("short talk");
-    expect(await idleJobOf(harness, where.sessionKey)).toBeUndefined();
+    expect(await idleJobOf(harness.idle, where.sessionKey)).toBeUndefined();
     const state = await harness.store.load(where.sessionKey);
     // A job added by hand (as if scheduled): the worker finds the session under the mark.
     const calls = summarizerCalls(harness.llm);
@@ -232,7 +176,7 @@ describe("idle-time compaction waits for the TTL (CACHE_TTL_S=600)", () => {
     const { say, talkPastMark } = chat(harness, where);
     await say("hello");
     await talkPastMark();
-    const job = (await idleJobOf(harness, where.sessionKey))!;
+    const job = (await idleJobOf(harness.idle, where.sessionKey))!;
     expect(job.opts.delay).toBe(600_000);
     expect(await job.getState()).toBe("delayed");
     // Each commit replaces the waiting job: still one, for the newest version.
