@@ -25,6 +25,7 @@ import type { ChatMessage, ToolCall } from "../../../src/core/messages.js";
 import { extractRecallId } from "../../../src/context/prune.js";
 import type { Summarizer, SummaryRequest, SummaryResponse } from "../../../src/context/summarizer.js";
 import { createTokenCounter, getTokenCounter, type TokenCounter } from "../../../src/context/tokens.js";
+import { expectToolPairs } from "../../helpers/tool-pairs.js";
 
 const MARGIN = 0.9;
 
@@ -82,16 +83,7 @@ function assertValidRoleOrder(messages: readonly ChatMessage[]): void {
   messages.forEach((message, index) => {
     if (message.role === "system") expect(index).toBe(0);
   });
-  let index = 0;
-  while (index < messages.length) {
-    const message = messages[index]!;
-    expect(message.role, `orphan tool result at ${index}`).not.toBe("tool");
-    index += 1;
-    if (message.role !== "assistant" || !message.tool_calls?.length) continue;
-    const answered: string[] = [];
-    while (messages[index]?.role === "tool") answered.push((messages[index] as Extract<ChatMessage, { role: "tool" }>).tool_call_id), (index += 1);
-    expect([...answered].sort()).toEqual(message.tool_calls.map((call) => call.id).sort());
-  }
+  expectToolPairs(messages);
 }
 
 const withoutCounts = (message: ChatMessage) => {

@@ -12,6 +12,7 @@ import { compact } from "../../../src/context/compact.js";
 import type { ChatMessage, ToolCall } from "../../../src/core/messages.js";
 import { createTokenCounter } from "../../../src/context/tokens.js";
 import { FakeSummarizer } from "../../fakes/fake-summarizer.js";
+import { expectToolPairs } from "../../helpers/tool-pairs.js";
 
 const counter = createTokenCounter("test-chars/4", (text) => Math.ceil(text.length / 4));
 
@@ -57,19 +58,6 @@ function buildHistory(turns: TurnSpec[]): { messages: ChatMessage[]; newId: () =
   return { messages, newId };
 }
 
-function assertPaired(messages: readonly ChatMessage[]): void {
-  let index = 0;
-  while (index < messages.length) {
-    const message = messages[index]!;
-    expect(message.role, `orphan tool result at ${index}`).not.toBe("tool");
-    index += 1;
-    if (message.role !== "assistant" || !message.tool_calls?.length) continue;
-    const answered: string[] = [];
-    while (messages[index]?.role === "tool") answered.push((messages[index] as Extract<ChatMessage, { role: "tool" }>).tool_call_id), (index += 1);
-    expect([...answered].sort()).toEqual(message.tool_calls.map((call) => call.id).sort());
-  }
-}
-
 describe("folds over damaged histories and small summarizer windows", () => {
   it("repairs every history, and the summarizer sees every folded message exactly once, in order", async () => {
     let chunked = 0;
@@ -78,7 +66,7 @@ describe("folds over damaged histories and small summarizer windows", () => {
       fc.asyncProperty(sessionSpec, async (spec) => {
         const { messages, newId } = buildHistory(spec.turns);
         const repaired = sanitizeToolPairs(messages, newId).messages;
-        assertPaired(repaired);
+        expectToolPairs(repaired);
         const summarizer = new FakeSummarizer({ contextWindow: spec.summarizerWindow, reasoningTokens: spec.reasoningTokens });
         const result = await compact({
           messages: repaired,
@@ -90,7 +78,7 @@ describe("folds over damaged histories and small summarizer windows", () => {
           newId,
           retry: { attempts: 1, baseDelayMs: 0, timeoutMs: 10_000 },
         });
-        assertPaired(result.messages);
+        expectToolPairs(result.messages);
         if (result.status !== "compacted" || result.record.summarizerModel === null) return;
         compactions += 1;
         const writer = result.record.summarizerModel === "main" ? null : summarizer;
