@@ -9,29 +9,18 @@
  *   npx tsx bench/session-memory.ts [days] [messages-per-day]
  */
 import type { ChatMessage } from "../src/core/messages.js";
-import { createRedis } from "../src/queue/index.js";
 import { DEDUPE_TTL_SECONDS, SessionStore } from "../src/session/store.js";
 import { inbound } from "../test/helpers/recording-adapter.js";
-import { startRedisServer } from "../test/helpers/redis-server.js";
 import { claimed } from "../test/helpers/session.js";
 import { isMain, table } from "./stats.js";
+import { LIVE_CHARS, withPrivateRedis, words } from "./store-session.js";
 
 const SESSION = "tg:5012345678";
-/** ~4 characters per token: the live context compaction keeps (COMPACTION_THRESHOLD 0.5 of a 128k window ≈ 64k tokens). */
-const LIVE_CHARS = 60_000 * 4;
-
-const words = (seed: number, chars: number) => {
-  let text = "";
-  for (let index = seed; text.length < chars; index++) text += `word${(index * 7_919) % 5_003} `;
-  return text.slice(0, chars);
-};
 
 export async function main(args: string[] = []): Promise<string> {
   const days = Number(args[0] ?? 28);
   const perDay = Number(args[1] ?? 200);
-  const server = await startRedisServer();
-  const redis = createRedis(server.url);
-  try {
+  return withPrivateRedis({}, async (redis) => {
     const prefix = "mem";
     const store = new SessionStore(redis, prefix);
     let live: ChatMessage[] = [];
@@ -79,10 +68,7 @@ export async function main(args: string[] = []): Promise<string> {
       "",
       `Per message: ${(totalBytes / total / 1024).toFixed(1)} KB. Archived (/new) transcripts cost what the transcript and its index cost, for ARCHIVE_RETENTION_DAYS.`,
     ].join("\n");
-  } finally {
-    redis.disconnect();
-    await server.dispose();
-  }
+  });
 }
 
 if (isMain(import.meta.url)) console.log(await main(process.argv.slice(2)));

@@ -3,33 +3,22 @@
  * (total_net_input_bytes) per turn, for a new session and for a four-week one whose live context
  * is at the size compaction keeps it (~60,000 tokens, ~240,000 characters). Turns go through
  * the store as the worker commits them (appendInbox → beginTurn → endTurn), each adding a user
- * message and a 600-character answer. Uses only the store's public calls, so the same file
- * measures an older build (docs/benchmarks.md, before/after).
+ * message and a 600-character answer. Uses only the store's public calls, so the same file (with
+ * store-session.ts) measures an older build (docs/benchmarks.md, before/after).
  *
  *   npx tsx bench/turn-bytes.ts [turns=20]
  */
 import type { ChatMessage } from "../src/core/messages.js";
-import { createRedis } from "../src/queue/index.js";
 import { SessionStore } from "../src/session/store.js";
 import { inbound } from "../test/helpers/recording-adapter.js";
-import { startRedisServer } from "../test/helpers/redis-server.js";
 import { claimed } from "../test/helpers/session.js";
 import { isMain, median, table } from "./stats.js";
-
-const LIVE_CHARS = 60_000 * 4;
-
-const words = (seed: number, chars: number) => {
-  let text = "";
-  for (let index = seed; text.length < chars; index++) text += `word${(index * 7_919) % 5_003} `;
-  return text.slice(0, chars);
-};
+import { LIVE_CHARS, withPrivateRedis, words } from "./store-session.js";
 
 export async function main(args: string[] = []): Promise<string> {
   const turns = Number(args[0] ?? 20);
-  const server = await startRedisServer({ appendOnly: true });
-  const redis = createRedis(server.url);
-  const stat = async (section: string, field: string) => Number(new RegExp(`${field}:(\\d+)`).exec(await redis.info(section))?.[1]);
-  try {
+  return withPrivateRedis({ appendOnly: true }, async (redis) => {
+    const stat = async (section: string, field: string) => Number(new RegExp(`${field}:(\\d+)`).exec(await redis.info(section))?.[1]);
     const store = new SessionStore(redis, "bytes");
     const rows: Array<Array<string | number>> = [];
     for (const [label, liveChars] of [["new session", 0], ["four weeks (live context ~240,000 chars)", LIVE_CHARS]] as const) {
@@ -67,10 +56,7 @@ export async function main(args: string[] = []): Promise<string> {
       table(["session", "live messages", "AOF bytes written / turn", "bytes sent to Redis / turn"], rows);
     console.log(output);
     return output;
-  } finally {
-    redis.disconnect();
-    await server.dispose();
-  }
+  });
 }
 
 if (isMain(import.meta.url)) await main();
