@@ -66,6 +66,14 @@ export class RecordingAdapter implements ChannelAdapter {
     }
   }
 
+  /** Submits `message`; → the text of the first reply sent after it. */
+  async ask(message: InboundMessage, timeoutMs?: number): Promise<string> {
+    const before = this.sent.length;
+    await this.submit(message);
+    await this.waitFor((sent) => sent.length > before, timeoutMs);
+    return this.sent[before]!.reply.text;
+  }
+
   /** Message ids that some sent reply answers. */
   answeredIds(): string[] {
     return this.sent.flatMap((entry) => entry.reply.inReplyTo);

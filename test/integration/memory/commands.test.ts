@@ -17,12 +17,7 @@ describe("memory commands and the visible context", () => {
   const adapter = new RecordingAdapter("console");
   let count = 0;
   let summaries = 0;
-  const say = async (where: Partial<InboundMessage>, text: string, extra: Partial<InboundMessage> = {}) => {
-    const before = adapter.sent.length;
-    await adapter.submit(inbound({ ...where, ...extra, text, messageId: `c${++count}` }));
-    await adapter.waitFor((sent) => sent.length > before);
-    return adapter.sent[before]!.reply.text;
-  };
+  const say = (where: Partial<InboundMessage>, text: string, extra: Partial<InboundMessage> = {}) => adapter.ask(inbound({ ...where, ...extra, text, messageId: `c${++count}` }));
   /** Six long turns: enough for /compress to have a middle to fold. */
   const chatter = async (where: Partial<InboundMessage>, label: string) => {
     for (let turn = 1; turn <= 6; turn++) await say(where, `${label} ${turn}: ${"we talk about trains, hotels and the coast ".repeat(60)}`);

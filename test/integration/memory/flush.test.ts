@@ -18,10 +18,9 @@ describe("memory flush before compaction, and the compaction notice", () => {
   let count = 0;
   const say = async (where: Partial<InboundMessage>, text: string) => {
     const before = adapter.sent.length;
-    await adapter.submit(inbound({ ...where, text, messageId: `f${++count}` }));
-    await adapter.waitFor((sent) => sent.length > before);
+    const reply = await adapter.ask(inbound({ ...where, text, messageId: `f${++count}` }));
     expect(adapter.sent).toHaveLength(before + 1);
-    return adapter.sent[before]!.reply.text;
+    return reply;
   };
   /** Talks until a compaction happened (a summarizer request arrived); → the replies. */
   const talkUntilCompacted = async (where: Partial<InboundMessage>) => {

@@ -18,12 +18,7 @@ describe("long-term memory: user and chat scopes", () => {
   let pipeline: Pipeline;
   let adapter: RecordingAdapter;
   let count = 0;
-  const say = async (where: Partial<InboundMessage>, text: string) => {
-    const before = adapter.sent.length;
-    await adapter.submit(inbound({ ...where, text, messageId: `m${++count}` }));
-    await adapter.waitFor((sent) => sent.length > before);
-    return adapter.sent[before]!.reply.text;
-  };
+  const say = (where: Partial<InboundMessage>, text: string) => adapter.ask(inbound({ ...where, text, messageId: `m${++count}` }));
   /** The main-model requests one `say` produced. */
   const requestsOf = async (where: Partial<InboundMessage>, text: string): Promise<RecordedRequest[]> => {
     const before = llm.requests.length;

@@ -37,11 +37,7 @@ describe("data rights: export and delete-user", () => {
   const env = testEnv({ LLM_API_KEY: "sk-test" });
   const adapter = new RecordingAdapter("console");
   let count = 0;
-  const say = async (where: Partial<InboundMessage>, text: string) => {
-    const before = adapter.sent.length;
-    await adapter.submit(inbound({ ...where, text, messageId: `d${++count}` }));
-    await adapter.waitFor((sent) => sent.length > before);
-  };
+  const say = (where: Partial<InboundMessage>, text: string) => adapter.ask(inbound({ ...where, text, messageId: `d${++count}` }));
 
   beforeAll(async () => {
     llm = await startFakeLlm();
