@@ -41,8 +41,8 @@ export type WriteResult =
   | { ok: true; doc: MemoryDoc; fact?: MemoryFact; removed?: MemoryFact[] }
   | { ok: false; reason: string; doc: MemoryDoc };
 
-/** SET only if the value is still what was read (`''` = the key did not exist). */
-const COMPARE_AND_SET = `
+/** SET only if the value is still what was read (`''` = the key did not exist; writing `''` deletes it). */
+export const COMPARE_AND_SET = `
 local current = redis.call('GET', KEYS[1]) or ''
 if current ~= ARGV[1] then return 0 end
 if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[2]) end

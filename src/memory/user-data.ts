@@ -13,7 +13,7 @@ import type { ChatMessage } from "../core/messages.js";
 import { globalKeys, sessionKeys } from "../session/keys.js";
 import { globEscape, scanAll } from "../session/scan.js";
 import { memoryKeys, userRef } from "./owner.js";
-import { MemoryStore, type MemoryDoc } from "./store.js";
+import { COMPARE_AND_SET, MemoryStore, type MemoryDoc } from "./store.js";
 
 export interface UserRef {
   platform: Platform;
@@ -119,12 +119,6 @@ export async function deleteUserData(redis: Redis, prefix: string, user: UserRef
   const scheduledItems = schedule ? await schedule.removeUserItems(user.platform, user.userId) : 0;
   return { sessions, keysDeleted, scheduledItems };
 }
-
-/** SET only if the value is still what was read. */
-const COMPARE_AND_SET = `
-if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2])
-return 1`;
 
 /**
  * A group's stored snapshot may quote the user's shared memory: it goes, and the group's next
