@@ -32,7 +32,7 @@ const modelEntry = z.strictObject({
     cached: z.number().min(0).optional(),
     output: z.number().min(0).default(0),
   }).optional().describe("USD per million tokens; cached defaults to input"),
-  vision: z.boolean().default(false).describe("Accepts images"),
+  vision: z.boolean().optional().describe("Accepts images: true sends it pictures, false never (a text placeholder instead); unset: LLM_VISION decides"),
   aliases: z.array(modelName).default([]).describe("Other names /model accepts"),
   summarizer: modelName.optional().describe("Catalogue model that compacts this one's conversations; unset: SUMMARY_* (or this model)"),
   allow: z.strictObject({

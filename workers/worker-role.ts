@@ -110,7 +110,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       timeoutMs: config.MEDIA_TIMEOUT_MS,
     },
     limits: { maxAudioBytes: config.MAX_AUDIO_MB * MB, maxFileBytes: config.MAX_FILE_MB * MB, timeoutMs: config.MEDIA_TIMEOUT_MS, maxMessageChars: config.MAX_MESSAGE_CHARS },
-    vision: { mode: config.LLM_VISION, detail: config.VISION_DETAIL, model: config.LLM_MODEL, memory: redisVisionMemory(redis, prefix) },
+    // A catalogue model's `vision` flag gates pictures for it; unset, LLM_VISION decides.
+    vision: { mode: config.LLM_VISION, detail: config.VISION_DETAIL, model: config.LLM_MODEL, memory: redisVisionMemory(redis, prefix), declared: (id) => models.catalogue.visionOf(id) },
     // A transcription is refused like any call when a budget is used up, and counts the
     // transcript's tokens (~4 characters each); it has no price of its own.
     meter: (call) => meteredCall({ usd: 0, tokens: 0 }, call, (text) => ({ usd: 0, tokens: Math.ceil(text.length / 4) })),

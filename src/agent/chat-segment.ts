@@ -60,7 +60,7 @@ export async function runChatSegment(run: TurnRun, entries: readonly InboxEntry[
     ...(hygiene.notice ? { notices: [hygiene.notice] } : {}),
   });
   // What the model said about the pictures it was shown: kept with them for summaries and recall.
-  if (engine.media && result.stoppedBy !== "approval" && (await engine.media.vision.enabled())) describePictures(userMessages, result.reply);
+  if (engine.media && result.stoppedBy !== "approval" && (await engine.media.vision.enabled(engine.llm.model))) describePictures(userMessages, result.reply);
 }
 
 /** Longest description kept with a picture (the model's answer when it was shown). */

@@ -59,7 +59,7 @@ export function runLoop(run: TurnRun, context: ChatMessage[], tools: ToolRegistr
     prepareRequest: async (current) => {
       const prepared = engine.context.prepareRequest(state, current);
       if (!engine.media) return prepared;
-      return { ...prepared, messages: await engine.media.addImages(prepared.messages, current, { log: input.log, signal: input.signal }) };
+      return { ...prepared, messages: await engine.media.addImages(prepared.messages, current, { log: input.log, signal: input.signal, model: engine.llm.model }) };
     },
     // Before every step, the first included: a plain chat without tool calls must compact at
     // the threshold too, not only at the hygiene limit.

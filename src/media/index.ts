@@ -21,8 +21,8 @@ export type { ResolveScope, Resolved } from "./resolve.js";
 
 export interface MediaEngine {
   resolve<T extends InboundMessage>(entries: readonly T[], scope: ResolveScope): Promise<Resolved<T>>;
-  /** The prepared request with the context's inline pictures as image parts, when the model sees pictures. */
-  addImages(messages: readonly WireMessage[], context: readonly ChatMessage[], scope: { log: Logger; signal?: AbortSignal }): Promise<WireMessage[]>;
+  /** The prepared request with the context's inline pictures as image parts, when `scope.model` (default LLM_MODEL) sees pictures. */
+  addImages(messages: readonly WireMessage[], context: readonly ChatMessage[], scope: { log: Logger; signal?: AbortSignal; model?: string }): Promise<WireMessage[]>;
   vision: VisionGate;
   /** Pictures a tool returned: shown to a vision model after the tool's result, for the rest of the turn. */
   keepToolImages(toolCallId: string, images: ReadonlyArray<{ mimeType: string; data: string }>): void;
@@ -32,7 +32,8 @@ export interface MediaEngineOptions {
   sources: MediaSourceOptions;
   transcription?: TranscriberOptions;
   limits: MediaLimits;
-  vision: { mode: VisionMode; detail: "auto" | "low" | "high"; model: string; memory: VisionMemory };
+  /** `declared`: the catalogue's `vision` flag of a model id (src/models). */
+  vision: { mode: VisionMode; detail: "auto" | "low" | "high"; model: string; memory: VisionMemory; declared?: (model: string) => boolean | undefined };
   /** Runs each transcription call (budgets: src/budget meteredCall); default: as is. */
   meter?: (call: () => Promise<string>) => Promise<string>;
   log: Logger;
@@ -48,12 +49,15 @@ export function createMediaEngine(options: MediaEngineOptions): MediaEngine {
     limits: options.limits,
     images,
   });
-  const vision = createVisionGate({ mode: options.vision.mode, model: options.vision.model, memory: options.vision.memory, log: options.log });
+  const vision = createVisionGate({
+    mode: options.vision.mode, model: options.vision.model, memory: options.vision.memory, log: options.log,
+    ...(options.vision.declared ? { declared: options.vision.declared } : {}),
+  });
   return {
     resolve: (entries, scope) => resolver.resolve(entries, scope),
     async addImages(messages, context, scope) {
       const pictures = context.some((message) => (message.role === "user" && message.attachments?.some((attachment) => attachment.inline)) || (message.role === "tool" && toolImages.has(message.tool_call_id)));
-      if (!pictures || !(await vision.enabled())) return [...messages];
+      if (!pictures || !(await vision.enabled(scope.model))) return [...messages];
       return withImageParts(messages, context, {
         toolImages,
         fetcher, cache: images, detail: options.vision.detail, maxBytes: options.limits.maxFileBytes, timeoutMs: options.limits.timeoutMs, log: scope.log,

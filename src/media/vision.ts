@@ -1,8 +1,10 @@
 /**
  * Whether the main model sees pictures (LLM_VISION): `on`, `off`, or `auto` — send them until
  * the model refuses one, then remember the refusal for that model (in Redis, for every worker)
- * and answer with placeholders from then on. The gate wraps the main LLM client; the summarizer
- * never gets image parts at all.
+ * and answer with placeholders from then on. A catalogue model's `vision` flag (issue #17) says
+ * it for that model: `false` never gets image parts (the placeholder instead), `true` always
+ * does; `off` still turns pictures off for all. The gate wraps each main LLM client; the
+ * summarizer never gets image parts at all.
  */
 import type { ChatRequest, ChatResult, LlmClient } from "../core/llm.js";
 import type { Logger } from "../logger.js";
@@ -54,18 +56,34 @@ export function isVisionRefusal(error: unknown): boolean {
 }
 
 export interface VisionGate {
-  /** Whether pictures should be attached to the next request at all. */
-  enabled(): Promise<boolean>;
+  /** Whether pictures should be attached to the next request to `model` (default: LLM_MODEL) at all. */
+  enabled(model?: string): Promise<boolean>;
   /** The main client, with refusals learned (auto) and images stripped when off. */
   wrap<T extends LlmClient>(llm: T): T;
 }
 
-export function createVisionGate(options: { mode: VisionMode; model: string; memory: VisionMemory; log: Logger }): VisionGate {
+export interface VisionGateOptions {
+  mode: VisionMode;
+  /** LLM_MODEL: what `enabled()` asks about when no model is named. */
+  model: string;
+  memory: VisionMemory;
+  /** The catalogue's `vision` flag of a model id; undefined: the mode decides. */
+  declared?: (model: string) => boolean | undefined;
+  log: Logger;
+}
+
+export function createVisionGate(options: VisionGateOptions): VisionGate {
   const { mode, memory, log } = options;
-  const enabled = async () => {
-    if (mode !== "auto") return mode === "on";
+  /** How `model` is gated: the catalogue's word over the mode, except that off is off for all. */
+  const modeOf = (model: string): VisionMode => {
+    const declared = mode === "off" ? undefined : options.declared?.(model);
+    return declared === undefined ? mode : declared ? "on" : "off";
+  };
+  const enabled = async (model = options.model) => {
+    const effective = modeOf(model);
+    if (effective !== "auto") return effective === "on";
     try {
-      return (await memory.get(options.model)) !== false;
+      return (await memory.get(model)) !== false;
     } catch {
       return true;
     }
@@ -75,11 +93,11 @@ export function createVisionGate(options: { mode: VisionMode; model: string; mem
     wrap<T extends LlmClient>(llm: T): T {
       const complete = async (request: ChatRequest): Promise<ChatResult> => {
         if (!hasImageParts(request.messages)) return llm.complete(request);
-        if (!(await enabled())) return llm.complete({ ...request, messages: withoutImageParts(request.messages) });
+        if (!(await enabled(llm.model))) return llm.complete({ ...request, messages: withoutImageParts(request.messages) });
         try {
           return await llm.complete(request);
         } catch (error) {
-          if (mode !== "auto" || !isVisionRefusal(error)) throw error;
+          if (modeOf(llm.model) !== "auto" || !isVisionRefusal(error)) throw error;
           log.warn({ model: llm.model }, "vision-refused-by-model: pictures become placeholders for this model from now on (LLM_VISION=auto)");
           await memory.set(llm.model, false).catch(() => undefined);
           return llm.complete({ ...request, messages: withoutImageParts(request.messages) });

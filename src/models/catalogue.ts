@@ -23,7 +23,8 @@ export interface CatalogueModel {
   apiKey?: string;
   contextWindow?: number;
   prices: Prices;
-  vision: boolean;
+  /** Whether it takes images; undefined: LLM_VISION decides (auto learns from a refusal). */
+  vision?: boolean;
   aliases: readonly string[];
   /** Catalogue name of its summarizer; undefined: SUMMARY_* (or itself). */
   summarizer?: string;
@@ -67,6 +68,11 @@ export class ModelCatalogue {
     return (chosen !== undefined ? this.byName.get(chosen) : undefined) ?? this.default;
   }
 
+  /** What the catalogue says of a model id's vision (the first entry with that id that says anything). */
+  visionOf(id: string): boolean | undefined {
+    return this.models.find((model) => model.id === id && model.vision !== undefined)?.vision;
+  }
+
   mayUse(model: CatalogueModel, requester: ModelRequester): boolean {
     if (!model.allow || requester.admin || model.name === this.defaultName) return true;
     return requester.chatKeys.some((key) => model.allow!.chats.includes(key)) || model.allow.users.includes(requester.userKey);
@@ -81,7 +87,6 @@ export function catalogueFromConfig(config: Config): ModelCatalogue {
       id: config.LLM_MODEL,
       ...(config.LLM_CONTEXT_WINDOW ? { contextWindow: config.LLM_CONTEXT_WINDOW } : {}),
       prices: { input: config.LLM_PRICE_INPUT, cachedInput: config.LLM_PRICE_CACHED_INPUT, output: config.LLM_PRICE_OUTPUT },
-      vision: false,
       aliases: [],
     }]);
   }
@@ -97,7 +102,7 @@ function toModel(name: string, entry: ModelEntryConfig): CatalogueModel {
     ...(entry.api_key ? { apiKey: entry.api_key } : {}),
     ...(entry.context_window ? { contextWindow: entry.context_window } : {}),
     prices: { input, cachedInput: entry.prices?.cached ?? input, output: entry.prices?.output ?? 0 },
-    vision: entry.vision,
+    ...(entry.vision === undefined ? {} : { vision: entry.vision }),
     aliases: entry.aliases,
     ...(entry.summarizer ? { summarizer: entry.summarizer } : {}),
     ...(entry.allow ? { allow: entry.allow } : {}),

@@ -8,6 +8,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Message } from "grammy/types";
 import { imagePartsOf, lastUserText, textOf as contentText, type RecordedRequest } from "../fakes/fake-llm.js";
 import { makePdf, makePng } from "../helpers/media-files.js";
+import { writeConfigFile } from "../helpers/config-file.js";
 import { closeChecked, ADA, DM, sleep, startTelegramE2e, textOf, warmUpTokenizer, type TelegramE2e } from "../helpers/telegram-pipeline.js";
 
 let e2e: TelegramE2e | undefined;
@@ -90,6 +91,37 @@ describe("telegram media end to end", () => {
     expect(e2e.llm.requests).toHaveLength(1);
     expect(imagePartsOf(e2e.llm.requests[0]!)).toHaveLength(0);
     expect(lastUserText(e2e.llm.requests[0]!)).toMatch(/^\[photo .*\]\nlook$/);
+  });
+
+  it("a catalogue model marked vision: false never gets image parts; one marked true does (LLM_VISION=auto)", async () => {
+    e2e = await startTelegramE2e({
+      env: {
+        LONGHAUL_CONFIG_FILE: writeConfigFile(`
+models:
+  default: plain
+  list:
+    plain: { id: gpt-4o-mini, vision: false }
+    seer: { id: gpt-4.1, vision: true }
+`),
+      },
+    });
+    // The endpoint takes pictures: only the catalogue's flag keeps them from the text-only model.
+    e2e.telegram.pushMessage({ chat: DM, from: ADA, caption: "what is in it?", ...(await photo(e2e)) });
+    await e2e.waitForSent(DM.id, 1);
+    expect(e2e.llm.requests).toHaveLength(1);
+    expect(e2e.llm.requests[0]!.body.model).toBe("gpt-4o-mini");
+    expect(imagePartsOf(e2e.llm.requests[0]!)).toHaveLength(0);
+    expect(lastUserText(e2e.llm.requests[0]!)).toMatch(/^\[photo photo-.*\]\nwhat is in it\?$/);
+
+    e2e.telegram.pushMessage({ chat: DM, from: ADA, text: "/model seer" });
+    await e2e.waitForSent(DM.id, 2);
+    e2e.telegram.pushMessage({ chat: DM, from: ADA, caption: "and now?", ...(await photo(e2e)) });
+    await e2e.waitForSent(DM.id, 3);
+    const seen = mainRequests(e2e).at(-1)!;
+    expect(seen.body.model).toBe("gpt-4.1");
+    // Both pictures as image parts: pictures stay inline until a compaction, and the text-only
+    // model never saw the first.
+    expect(imagePartsOf(seen)).toHaveLength(2);
   });
 
   it("an album of 3 photos is one turn with 3 image parts", async () => {

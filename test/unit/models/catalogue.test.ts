@@ -16,7 +16,7 @@ const load = (yaml: string) => loadConfig({ LONGHAUL_CONFIG_FILE: withFile(yaml)
 describe("model catalogue", () => {
   it("is one model built from LLM_* when the file has no models section", () => {
     const catalogue = catalogueFromConfig(loadConfig({ LLM_MODEL: "llama3.1:8b", LLM_CONTEXT_WINDOW: "8192", LLM_PRICE_INPUT: "1" }));
-    expect(catalogue.models).toEqual([{ name: "llama3.1:8b", id: "llama3.1:8b", contextWindow: 8192, prices: { input: 1, cachedInput: 0, output: 0 }, vision: false, aliases: [] }]);
+    expect(catalogue.models).toEqual([{ name: "llama3.1:8b", id: "llama3.1:8b", contextWindow: 8192, prices: { input: 1, cachedInput: 0, output: 0 }, aliases: [] }]);
     expect(catalogue.default.name).toBe("llama3.1:8b");
   });
 
