@@ -17,6 +17,7 @@ import type { Redis } from "ioredis";
 import type { BudgetPeriods, BudgetsSection } from "../../config/operator-sections.js";
 import { BudgetExhaustedError } from "../errors.js";
 import { globalKeys } from "../session/keys.js";
+import { runScript } from "../session/run-script.js";
 import { scanAll } from "../session/scan.js";
 
 export type Period = "daily" | "monthly";
@@ -172,8 +173,6 @@ export class BudgetMeter {
     this.#prefix = prefix;
     this.#config = config;
     this.#now = now;
-    redis.defineCommand("budgetReserve", { lua: RESERVE });
-    redis.defineCommand("budgetSettle", { lua: SETTLE });
   }
 
   /** The limits of one account: config defaults, then the config's per-account entry, then an admin's /budget. */
@@ -224,9 +223,11 @@ export class BudgetMeter {
     const now = this.#now();
     const owners: Array<["chat" | "user", string]> = [["chat", accounts.chat]];
     if (accounts.user !== undefined) owners.push(["user", accounts.user]);
+    // Both accounts' limits in one round trip: this runs before every metered call.
+    const limitsOf = await Promise.all(owners.map(([kind, id]) => this.limitsOf(kind, id)));
     const slots: Slot[] = [];
-    for (const [kind, id] of owners) {
-      const limits = await this.limitsOf(kind, id);
+    for (const [index, [kind, id]] of owners.entries()) {
+      const limits = limitsOf[index]!;
       for (const period of PERIODS) {
         slots.push({ kind, id, period, key: globalKeys(this.#prefix).budget(`${kind}:${id}`, periodId(period, now)), limit: limits[period] });
       }
@@ -246,7 +247,7 @@ export class BudgetMeter {
   async reserve(accounts: BudgetAccounts, estimate: Cost): Promise<Reservation> {
     const slots = await this.#slots(accounts);
     const keys = slots.map((slot) => slot.key);
-    const refused = (await (this.#redis as unknown as ScriptRedis).budgetReserve(keys.length, ...keys, toNano(estimate.usd), Math.ceil(estimate.tokens), ...this.#limitArgs(slots))) as number;
+    const refused = (await runScript(this.#redis, RESERVE, keys.length, ...keys, toNano(estimate.usd), Math.ceil(estimate.tokens), ...this.#limitArgs(slots))) as number;
     if (refused > 0) {
       const slot = slots[refused - 1]!;
       throw new BudgetExhaustedError(exhaustedNotice(slot.kind, slot.period, this.#now()));
@@ -258,8 +259,8 @@ export class BudgetMeter {
   async settle(reservation: Reservation, actual: Cost): Promise<string[]> {
     const { slots, estimate } = reservation;
     const keys = slots.map((slot) => slot.key);
-    const crossed = (await (this.#redis as unknown as ScriptRedis).budgetSettle(
-      keys.length, ...keys, toNano(estimate.usd), Math.ceil(estimate.tokens), toNano(actual.usd), Math.ceil(actual.tokens), ...this.#limitArgs(slots),
+    const crossed = (await runScript(
+      this.#redis, SETTLE, keys.length, ...keys, toNano(estimate.usd), Math.ceil(estimate.tokens), toNano(actual.usd), Math.ceil(actual.tokens), ...this.#limitArgs(slots),
     )) as number[];
     const warnings: string[] = [];
     // The stricter period speaks first; one line per account and period.
@@ -311,11 +312,6 @@ export class BudgetMeter {
     }
     return [...found.values()].sort((a, b) => `${a.kind}:${a.id}`.localeCompare(`${b.kind}:${b.id}`));
   }
-}
-
-interface ScriptRedis {
-  budgetReserve(...args: Array<string | number>): Promise<unknown>;
-  budgetSettle(...args: Array<string | number>): Promise<unknown>;
 }
 
 export { THRESHOLDS as WARNING_THRESHOLDS };

@@ -4,6 +4,7 @@
  * a DM and an admin's delete can) never lose an update. Every write checks the owner's cap.
  */
 import type { Redis } from "ioredis";
+import { runScript } from "../session/run-script.js";
 import { ownerKey, type MemoryOwner } from "./owner.js";
 
 export interface MemoryFact {
@@ -81,7 +82,7 @@ export class MemoryStore {
       if (!result.ok) return result;
       const next = isEmpty(result.doc) ? "" : JSON.stringify(result.doc);
       if (next === raw) return result;
-      if ((await this.#redis.eval(COMPARE_AND_SET, 1, key, raw, next)) === 1) return result;
+      if ((await runScript(this.#redis, COMPARE_AND_SET, 1, key, raw, next)) === 1) return result;
     }
     throw new Error(`memory of ${key} kept changing; try again`);
   }

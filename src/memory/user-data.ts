@@ -11,6 +11,7 @@ import type { Redis } from "ioredis";
 import type { Platform } from "../core/channel.js";
 import type { ChatMessage } from "../core/messages.js";
 import { globalKeys, sessionKeys } from "../session/keys.js";
+import { runScript } from "../session/run-script.js";
 import { globEscape, scanAll } from "../session/scan.js";
 import { memoryKeys, userRef } from "./owner.js";
 import { COMPARE_AND_SET, MemoryStore, type MemoryDoc } from "./store.js";
@@ -132,7 +133,7 @@ async function dropSnapshot(redis: Redis, stateKey: string): Promise<void> {
     const state = JSON.parse(raw) as { memory?: { snapshot?: string } };
     if (state.memory?.snapshot === undefined) return;
     delete state.memory.snapshot;
-    if ((await redis.eval(COMPARE_AND_SET, 1, stateKey, raw, JSON.stringify(state))) === 1) return;
+    if ((await runScript(redis, COMPARE_AND_SET, 1, stateKey, raw, JSON.stringify(state))) === 1) return;
   }
 }
 

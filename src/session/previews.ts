@@ -16,6 +16,7 @@
  */
 import type { Redis } from "ioredis";
 import { sessionKeys } from "./keys.js";
+import { runScript } from "./run-script.js";
 
 const RECORD_TTL_MS = 24 * 60 * 60 * 1000;
 const SETTLED_KEEP_MS = 60 * 60 * 1000;
@@ -127,7 +128,7 @@ export class PreviewRecords {
   constructor(private readonly redis: Redis, private readonly prefix: string) {}
 
   #run(script: string, sessionKey: string, ...args: Array<string | number>): Promise<unknown> {
-    return this.redis.eval(script, 1, sessionKeys(this.prefix, sessionKey).previews, ...args);
+    return runScript(this.redis, script, 1, sessionKeys(this.prefix, sessionKey).previews, ...args);
   }
 
   /** A renderer wants to show `previewId`: create its message, edit it, or leave it. `holdMs` bounds the request it is about to make. */
