@@ -129,6 +129,7 @@ export const configSchema = z.object({
   TRANSCRIBE_BASE_URL: z.url().optional().describe("OpenAI-compatible endpoint whose /audio/transcriptions transcribes voice notes; unset: LLM_BASE_URL"),
   TRANSCRIBE_API_KEY: optionalText("Key of the transcription endpoint; unset: the main model's key"),
   TRANSCRIBE_MODEL: z.string().min(1).default("whisper-1").describe("Transcription model"),
+  TRANSCRIBE_PRICE_PER_MINUTE: z.coerce.number().min(0).default(0).describe("USD per minute of audio transcribed, counted in budgets (OpenAI whisper-1: 0.006)"),
   MAX_AUDIO_MB: positiveInt(25, "Voice notes and audio files larger than this (MB) are refused before download"),
   MAX_FILE_MB: positiveInt(20, "Pictures and documents larger than this (MB) are refused before download (Telegram lets bots fetch at most 20)"),
   MEDIA_TIMEOUT_MS: positiveInt(60_000, "Timeout of one file download, and of one transcription"),

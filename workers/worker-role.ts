@@ -8,7 +8,7 @@ import type { TurnEngine } from "../src/agent/index.js";
 import { createMemoryHooks } from "../src/agent/memory-hooks.js";
 import { createMemoryTool, MemoryService, MemoryStore } from "../src/memory/index.js";
 import { createModelRouter } from "../src/models/router.js";
-import { BudgetMeter, meteredCall, meteredClient } from "../src/budget/index.js";
+import { BudgetMeter, meteredCall, meteredClient, transcriptionCost, transcriptionEstimate } from "../src/budget/index.js";
 import { budgetAccounts } from "../src/agent/segment-switch.js";
 import { createRecallTool, currentTimeTool, McpManager, ToolCatalog, type Tool } from "../src/tools/index.js";
 import { MB } from "../src/core/attachments.js";
@@ -112,9 +112,13 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     limits: { maxAudioBytes: config.MAX_AUDIO_MB * MB, maxFileBytes: config.MAX_FILE_MB * MB, timeoutMs: config.MEDIA_TIMEOUT_MS, maxMessageChars: config.MAX_MESSAGE_CHARS },
     // A catalogue model's `vision` flag gates pictures for it; unset, LLM_VISION decides.
     vision: { mode: config.LLM_VISION, detail: config.VISION_DETAIL, model: config.LLM_MODEL, memory: redisVisionMemory(redis, prefix), declared: (id) => models.catalogue.visionOf(id) },
-    // A transcription is refused like any call when a budget is used up, and counts the
-    // transcript's tokens (~4 characters each); it has no price of its own.
-    meter: (call) => meteredCall({ usd: 0, tokens: 0 }, call, (text) => ({ usd: 0, tokens: Math.ceil(text.length / 4) })),
+    // A transcription is refused like any call when a budget is used up; it costs its minutes at
+    // TRANSCRIBE_PRICE_PER_MINUTE and counts the transcript's tokens.
+    meter: (call, audio) => meteredCall(
+      transcriptionEstimate(audio, config.TRANSCRIBE_PRICE_PER_MINUTE),
+      call,
+      (text) => transcriptionCost(audio, text, config.TRANSCRIBE_PRICE_PER_MINUTE),
+    ),
     log: logger,
   });
 

@@ -4,5 +4,6 @@ export {
   type BudgetAccounts, type Cost, type Limit, type Limits, type Period, type Reservation, type SlotStatus,
 } from "./meter.js";
 export {
-  costOfUsage, currentBudgetScope, estimateCost, meteredCall, meteredClient, payFrom, runInBudgetScope, takeBudgetWarnings, type BudgetScope,
+  costOfUsage, currentBudgetScope, estimateCost, meteredCall, meteredClient, payFrom, runInBudgetScope, takeBudgetWarnings, transcriptionCost,
+  transcriptionEstimate, type BudgetScope,
 } from "./scope.js";

@@ -77,6 +77,28 @@ export function costOfUsage(usage: TokenUsage, prices: Prices): Cost {
   };
 }
 
+/**
+ * A transcription: its minutes at TRANSCRIBE_PRICE_PER_MINUTE, and its transcript's tokens
+ * (~4 characters each) for token budgets. The length is the platform's `duration` when it gave
+ * one, else the transcript's, at 150 words a minute.
+ */
+export function transcriptionCost(audio: { durationS?: number }, transcript: string, pricePerMinute: number): Cost {
+  const words = transcript.split(/\s+/).filter((word) => word !== "").length;
+  const seconds = audio.durationS ?? (words / 150) * 60;
+  return { usd: (seconds / 60) * pricePerMinute, tokens: Math.ceil(transcript.length / 4) };
+}
+
+/**
+ * What a transcription is reserved at before the call: its length, or unknown, the length its size
+ * would play at 16 kbit/s (a voice note's Opus; most other audio is denser, so this errs high), and
+ * the tokens of what that much speech transcribes to.
+ */
+export function transcriptionEstimate(audio: { bytes: number; durationS?: number }, pricePerMinute: number): Cost {
+  const seconds = audio.durationS ?? audio.bytes / 2_000;
+  // 150 words a minute, ~6 characters a word with its space, ~4 characters a token.
+  return { usd: (seconds / 60) * pricePerMinute, tokens: Math.ceil((seconds / 60) * 150 * 1.5) };
+}
+
 /** A client whose every call is paid from the current scope's budget. */
 export function meteredClient<C extends LlmClient & { learnContextWindow(window: number): void }>(client: C, prices: Prices, defaultMaxOutputTokens: number): C {
   const wrapped: LlmClient & { learnContextWindow(window: number): void } = {

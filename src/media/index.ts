@@ -28,6 +28,12 @@ export interface MediaEngine {
   keepToolImages(toolCallId: string, images: ReadonlyArray<{ mimeType: string; data: string }>): void;
 }
 
+/** What a transcription is priced by: the audio's size, and its length when the platform said. */
+export interface AudioInfo {
+  bytes: number;
+  durationS?: number;
+}
+
 export interface MediaEngineOptions {
   sources: MediaSourceOptions;
   transcription?: TranscriberOptions;
@@ -35,7 +41,7 @@ export interface MediaEngineOptions {
   /** `declared`: the catalogue's `vision` flag of a model id (src/models). */
   vision: { mode: VisionMode; detail: "auto" | "low" | "high"; model: string; memory: VisionMemory; declared?: (model: string) => boolean | undefined };
   /** Runs each transcription call (budgets: src/budget meteredCall); default: as is. */
-  meter?: (call: () => Promise<string>) => Promise<string>;
+  meter?: (call: () => Promise<string>, audio: AudioInfo) => Promise<string>;
   log: Logger;
 }
 
@@ -70,4 +76,6 @@ export function createMediaEngine(options: MediaEngineOptions): MediaEngine {
 }
 
 const metered = (transcriber: Transcriber, meter: MediaEngineOptions["meter"]): Transcriber =>
-  meter ? (audio, file, signal) => meter(() => transcriber(audio, file, signal)) : transcriber;
+  meter
+    ? (audio, file, signal) => meter(() => transcriber(audio, file, signal), { bytes: audio.byteLength, ...(file.durationS ? { durationS: file.durationS } : {}) })
+    : transcriber;

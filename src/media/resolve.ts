@@ -67,7 +67,8 @@ export function createMediaResolver(options: MediaResolverOptions): MediaResolve
     }
     const sha256 = hash(fetched.bytes);
     try {
-      const transcript = await options.transcriber(fetched.bytes, { name: attachment.name, ...(attachment.mimeType ? { mimeType: attachment.mimeType } : {}) }, scope.signal);
+      const file = { name: attachment.name, ...(attachment.mimeType ? { mimeType: attachment.mimeType } : {}), ...(attachment.durationS ? { durationS: attachment.durationS } : {}) };
+      const transcript = await options.transcriber(fetched.bytes, file, scope.signal);
       scope.log.info({ attachment: attachment.name, bytes: fetched.bytes.byteLength, chars: transcript.length }, "media-transcribed");
       return { attachment: { ...attachment, sha256, transcript } };
     } catch (error) {

@@ -13,7 +13,8 @@ export interface TranscriberOptions {
   fetchImpl?: typeof fetch;
 }
 
-export type Transcriber = (audio: Uint8Array, file: { name: string; mimeType?: string }, signal?: AbortSignal) => Promise<string>;
+/** `durationS`: the length the platform announced, when it did (budgets price transcription by the minute). */
+export type Transcriber = (audio: Uint8Array, file: { name: string; mimeType?: string; durationS?: number }, signal?: AbortSignal) => Promise<string>;
 
 export class TranscriptionError extends Error {
   override readonly name = "TranscriptionError";

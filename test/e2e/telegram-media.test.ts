@@ -151,6 +151,21 @@ models:
     expect(textOf(answer)).toContain("What is the capital of France?");
   });
 
+  it("a transcription is paid from the chat's budget at TRANSCRIBE_PRICE_PER_MINUTE, by the note's length", async () => {
+    e2e = await startTelegramE2e({
+      env: { TRANSCRIBE_PRICE_PER_MINUTE: "0.6", LONGHAUL_CONFIG_FILE: writeConfigFile("budgets:\n  chat: { daily: { usd: 1 } }\n") },
+    });
+    e2e.llm.setTranscriber(() => "Remind me what we said about the boat.");
+    // The main model costs nothing here (no prices): whatever the budget shows is the transcription.
+    e2e.telegram.pushMessage({ chat: DM, from: ADA, ...voice(e2e, Buffer.from("OggS three seconds")) });
+    await e2e.waitForSent(DM.id, 1);
+    expect(e2e.llm.transcriptions).toHaveLength(1);
+    e2e.telegram.pushMessage({ chat: DM, from: ADA, text: "/usage" });
+    const sent = await e2e.waitForSent(DM.id, 2);
+    // 3 s at $0.60 a minute.
+    expect(textOf(sent[1])).toMatch(/Budget today for this chat: \$0\.0300 of \$1\.00 used, \$0\.9700 left \(3%\)/);
+  });
+
   it("a spoken command works like a typed one", async () => {
     e2e = await startTelegramE2e();
     e2e.telegram.pushMessage({ chat: DM, from: ADA, text: "remember the number 42" });
