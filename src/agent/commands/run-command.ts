@@ -136,8 +136,10 @@ async function statusText({ engine, state, sessionKey, now }: CommandContext): P
   const window = engine.context.contextWindow(state);
   const tokens = engine.context.countContext(state, state.live);
   const transcriptLength = await engine.transcriptLength(sessionKey);
+  // The catalogue's name of the chat's model, and the id the endpoint knows it by.
+  const name = engine.models?.catalogue.active(state.chat?.model).name;
   return [
-    `Model: ${engine.llm.model}`,
+    `Model: ${name !== undefined && name !== engine.llm.model ? `${name} (${engine.llm.model})` : engine.llm.model}`,
     `Context: ${contextMeter(tokens, window)}`,
     `Messages: ${state.live.length} in context, ${transcriptLength} in the full transcript`,
     `Compactions: ${state.stats.compactions}`,

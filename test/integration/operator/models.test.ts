@@ -83,6 +83,8 @@ describe("model catalogue and personas", () => {
     expect(reply).toBe("echo: what now?\n\n(answered by gpt-4.1)");
     // Confirmed once.
     expect(await say("again")).toBe("echo: again");
+    // /status names the catalogue's model and the id it is sent as.
+    expect(await say("/status")).toMatch(/^Model: big \(gpt-4\.1\)$/m);
 
     await pipeline.close();
     pipeline = await start();
@@ -93,6 +95,7 @@ describe("model catalogue and personas", () => {
     expect(await say("/model default")).toBe("This chat is back to the default model: mini (gpt-4o-mini, 128K context, $0.15/$0.6 per 1M in/out).");
     await say("and back");
     expect(mainRequests().at(-1)!.body.model).toBe("gpt-4o-mini");
+    expect(await say("/status")).toMatch(/^Model: mini \(gpt-4o-mini\)$/m);
   });
 
   it("a switch to a smaller window compacts the conversation before the next request", async () => {
