@@ -104,7 +104,8 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
       return { status: "idle" };
     }
     target = batch.length > 0 ? targetOf(batch) : timedOut!.target;
-    await deps.publishActivity({ type: "turn-started", sessionKey, target });
+    // Typing indicators are lossy: not waited for, the publish goes out ahead of the turn's next command.
+    void deps.publishActivity({ type: "turn-started", sessionKey, target }).catch(() => undefined);
     deps.hooks?.at("turn-begun", batch);
     const startedAt = performance.now();
     let outcome: "answered" | "stopped" | "failed" = "answered";

@@ -52,15 +52,16 @@ export class Ingress implements IngressPort {
     if (rate) return rate;
 
     const normalized = this.#truncate(message);
-    const added = await store.appendInbox(normalized, now);
-    try {
-      // A duplicate enqueues too: a platform re-delivers what it thinks unstored, e.g. after a
-      // gateway died between storing a message and enqueueing its turn (deduplicated: cheap).
-      await producers.enqueueTurn(message.sessionKey);
-    } catch (error) {
-      // Stored already: the sweeper will enqueue it; do not fail the platform ack.
-      log().warn({ err: error }, "enqueue-failed-sweeper-will-retry");
-    }
+    // A duplicate enqueues too: a platform re-delivers what it thinks unstored, e.g. after a
+    // gateway died between storing a message and enqueueing its turn (deduplicated: cheap).
+    // Stored already if the enqueue fails: the sweeper will enqueue it; do not fail the platform ack.
+    const enqueue = () => producers.enqueueTurn(message.sessionKey).catch((error: unknown) => log().warn({ err: error }, "enqueue-failed-sweeper-will-retry"));
+    // On the store's own connection the enqueue goes out with the append and runs after it in
+    // Redis (store.appendInbox): one round trip, and no worker can see the job before the
+    // message. On another connection that order would not hold, so it waits for the append.
+    const added = producers.connection === store.redis
+      ? await store.appendInbox(normalized, now, enqueue)
+      : await store.appendInbox(normalized, now).then(async (stored) => (await enqueue(), stored));
     if (!added) {
       log().info("message-duplicate");
       return { status: "duplicate" };

@@ -20,6 +20,8 @@ export interface Producers {
   enqueueApprovalTimeout(sessionKey: string, approvalId: string, delayMs: number): Promise<void>;
   readonly turnQueue: Queue<TurnJobData>;
   readonly deliveryQueues: ReadonlyMap<Platform, Queue<DeliveryJobData>>;
+  /** The connection the jobs are added on (the queues share it). */
+  readonly connection: Redis;
   close(): Promise<void>;
 }
 
@@ -32,6 +34,7 @@ export function createProducers(connection: Redis, prefix: string, turnAttempts 
   return {
     turnQueue,
     deliveryQueues,
+    connection,
     async enqueueTurn(sessionKey) {
       await turnQueue.add(
         "turn",

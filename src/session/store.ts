@@ -115,18 +115,21 @@ export class SessionStore {
    * as having work. → false for a duplicate. A duplicate lists the session too: a platform
    * re-delivers only what it thinks unstored, e.g. after a gateway died between storing and
    * enqueueing, and the caller enqueues a turn for it either way.
+   *
+   * `alongside` (the ingress's enqueue) is called as soon as the append and the listing are sent,
+   * without waiting for their answer: one connection runs its commands in the order they were
+   * sent, so when it uses this store's connection its commands run after them in Redis, and all
+   * of them take one round trip instead of three. Its own failure is its own to handle.
    */
-  async appendInbox(message: InboundMessage, receivedAt: number): Promise<boolean> {
+  async appendInbox(message: InboundMessage, receivedAt: number, alongside?: () => Promise<unknown>): Promise<boolean> {
     const keys = this.keys(message.sessionKey);
-    let added = false;
     const legacySeen = receivedAt < this.#legacySeenUntil && (await this.#redis.exists(legacyKeys.seen(this.#prefix, message.platform, message.chatId, message.messageId))) === 1;
-    if (!legacySeen) {
-      const entry: InboxEntry = { ...message, receivedAt };
-      added = (await runScript(this.#redis, APPEND_INBOX, 2, keys.seen(message.platform, message.messageId), keys.inbox, JSON.stringify(entry), DEDUPE_TTL_SECONDS)) === 1;
-    }
-    // After the append, never before: see `settle`.
-    await this.#redis.sadd(this.#global.workSet, message.sessionKey);
-    return added;
+    const entry: InboxEntry = { ...message, receivedAt };
+    const appended = legacySeen ? Promise.resolve(0) : runScript(this.#redis, APPEND_INBOX, 2, keys.seen(message.platform, message.messageId), keys.inbox, JSON.stringify(entry), DEDUPE_TTL_SECONDS);
+    // Sent after the append, never before: see `settle`.
+    const listed = this.#redis.sadd(this.#global.workSet, message.sessionKey);
+    const [added] = await Promise.all([appended, listed, alongside?.()]);
+    return added === 1;
   }
 
   /**
@@ -269,12 +272,13 @@ export class SessionStore {
    * work ends up listed. → true when the session was idle and is no longer listed.
    */
   async settle(sessionKey: string): Promise<boolean> {
-    await this.#redis.srem(this.#global.workSet, sessionKey);
-    const work = await this.sessionWork(sessionKey);
+    // Both sent at once: the connection runs them in this order, in one round trip.
+    const [, work] = await Promise.all([this.#redis.srem(this.#global.workSet, sessionKey), this.sessionWork(sessionKey)]);
     if (work.inbox === 0 && work.pending === 0 && work.outbox === 0) return true;
     await this.#redis.sadd(this.#global.workSet, sessionKey);
     return false;
   }
+
 }
 
 /**
