@@ -6,7 +6,7 @@ import type { Config } from "../config/index.js";
 import { mainApiKey, streamingModeFor } from "../config/index.js";
 import type { TurnEngine } from "../src/agent/index.js";
 import { createMemoryHooks } from "../src/agent/memory-hooks.js";
-import { createMemoryTool, MemoryService, MemoryStore } from "../src/memory/index.js";
+import { createMemoryTool, exportUserData, MemoryService, MemoryStore } from "../src/memory/index.js";
 import { createModelRouter } from "../src/models/router.js";
 import { BudgetMeter, meteredCall, meteredClient, transcriptionCost, transcriptionEstimate } from "../src/budget/index.js";
 import { budgetAccounts } from "../src/agent/segment-switch.js";
@@ -166,6 +166,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     timeZone: config.TZ,
     schedule,
     memory,
+    exportUser: (user) => exportUserData(redis, prefix, user),
   };
 
   // Before taking jobs: building the tokenizer blocks the event loop, which mid-turn would stall

@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import type { Config } from "../../config/index.js";
 import type { Logger } from "../logger.js";
 import type { ChannelAdapter } from "./channel-adapter.js";
@@ -29,12 +30,13 @@ export function createAdapters(config: Config, logger: Logger, hooks: AdapterHoo
   const discord = createDiscordAdapter(config, logger.child({ platform: "discord" }));
   if (discord) adapters.push(discord);
   if (hooks.terminal) {
-    adapters.push(new ConsoleAdapter({ io: hooks.terminal, userName: config.CONSOLE_USER, ...(hooks.onConsoleQuit ? { onQuit: hooks.onConsoleQuit } : {}) }));
+    adapters.push(new ConsoleAdapter({ io: hooks.terminal, userName: config.CONSOLE_USER, exportDir: join(config.DATA_DIR, "exports"), ...(hooks.onConsoleQuit ? { onQuit: hooks.onConsoleQuit } : {}) }));
   } else if (consoleMode(config, process, process.env) !== "off") {
     const interactive = Boolean(process.stdin.isTTY);
     adapters.push(new ConsoleAdapter({
       io: new PlainConsoleIo({ input: process.stdin, output: process.stdout, prompt: `${config.CONSOLE_USER} › `, interactive }),
       userName: config.CONSOLE_USER,
+      exportDir: join(config.DATA_DIR, "exports"),
       ...(!interactive && config.CONSOLE_EXIT_ON_EOF ? { onDrained: hooks.onConsoleDrained } : {}),
     }));
   }

@@ -32,6 +32,6 @@ export async function runCommandSegment(run: TurnRun, command: ParsedCommand, en
   run.state = outcome.state;
   // A command that called a model (/compress) may have crossed a budget threshold.
   const warnings = takeBudgetWarnings().map((warning) => `⚠️ ${warning}`);
-  addReply(run, [outcome.text, ...warnings].join("\n\n"), "notice", answering(run, [entry]));
+  addReply(run, [outcome.text, ...warnings].join("\n\n"), "notice", answering(run, [entry]), outcome.documents ? { documents: outcome.documents } : {});
   return archivedSessionId;
 }

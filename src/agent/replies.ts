@@ -13,7 +13,7 @@ export interface Answering {
   inReplyTo: string[];
 }
 
-type ReplyExtra = Pick<OutboundReply, "actions" | "replaces" | "preview" | "previewOnly">;
+type ReplyExtra = Pick<OutboundReply, "actions" | "replaces" | "preview" | "previewOnly" | "documents">;
 
 /**
  * A reply to `entries`: it replies to the last of them a person sent; for a button press, to
@@ -53,5 +53,6 @@ export function buildReply(input: SettleInput, index: number, text: string, kind
     ...(extra.replaces ? { replaces: extra.replaces } : {}),
     ...(extra.preview ? { preview: extra.preview } : {}),
     ...(extra.previewOnly ? { previewOnly: true } : {}),
+    ...(extra.documents?.length ? { documents: extra.documents } : {}),
   };
 }

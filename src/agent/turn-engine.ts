@@ -11,7 +11,7 @@ import type { SessionState } from "../session/state.js";
 import type { InboxEntry } from "../session/store.js";
 import type { ToolCatalog, TranscriptReader } from "../tools/index.js";
 import type { ScheduleService } from "../schedule/index.js";
-import type { MemoryService } from "../memory/index.js";
+import type { MemoryService, UserExport, UserRef } from "../memory/index.js";
 import type { MediaEngine } from "../media/index.js";
 import { activeEngine, type ModelRouter } from "../models/router.js";
 import { runInBudgetScope, type BudgetMeter } from "../budget/index.js";
@@ -72,6 +72,8 @@ export interface TurnEngine {
   budget?: BudgetMeter;
   /** `/pair approve CODE` from a chat (admins): the same approval as `npm run pairing -- approve`. */
   pairing?: { approve(code: string): Promise<{ platform: string; userId: string; userName: string } | undefined> };
+  /** `/export`: everything of the user's own (src/memory exportUserData); absent: no export here. */
+  exportUser?(user: UserRef): Promise<UserExport>;
   /** Named personas of the config file (/persona <name>). */
   personas?: Readonly<Record<string, string>>;
 }

@@ -148,7 +148,31 @@ export interface OutboundReply {
    * otherwise (a turn stopped mid-stream marks its preview so).
    */
   previewOnly?: boolean;
+  /**
+   * Files sent with the reply (`/export`), after its text: each document is one more part of
+   * the reply (part index = the text's part count + its position), so its delivery is recorded
+   * and resumed like a text part's.
+   */
+  documents?: ReplyDocument[];
 }
+
+/** A file a reply carries. The outbox is JSON: the bytes travel as base64. */
+export interface ReplyDocument {
+  /** Required by every platform: letters, digits, '.', '-', '_' only. */
+  filename: string;
+  mime: string;
+  base64: string;
+}
+
+/**
+ * The largest file a bot may upload: Telegram's Bot API says 50 MB; Discord 10 MiB in a server
+ * without boosts (and in DMs). The console writes files to disk and has no limit of its own.
+ */
+export const UPLOAD_MAX_BYTES: Readonly<Record<Platform, number>> = {
+  telegram: 50 * 1024 * 1024,
+  discord: 10 * 1024 * 1024,
+  console: Number.POSITIVE_INFINITY,
+};
 
 /** STREAMING / <PLATFORM>_STREAMING: what a chat sees while a turn runs (docs/streaming.md). */
 export type StreamingMode = "off" | "progress" | "partial";

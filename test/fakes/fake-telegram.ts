@@ -23,6 +23,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import type { AddressInfo } from "node:net";
 import type { Message, Update, UserFromGetMe } from "grammy/types";
 import { parseTelegramHtml, type ParsedHtml } from "./telegram-html.js";
+import { multipartBoundary, parseMultipart, type Multipart, type MultipartFile } from "./multipart.js";
 
 export { parseTelegramHtml, checkedLink, visibleText, type ParsedHtml, type ParsedEntity } from "./telegram-html.js";
 
@@ -32,6 +33,10 @@ export interface RecordedCall {
   at: number;
   /** sendMessage that Telegram accepted: what the user sees. */
   visible?: ParsedHtml;
+  /** The files of a multipart upload, as received. */
+  files?: MultipartFile[];
+  /** sendDocument that Telegram accepted: the file the user can open. */
+  document?: { fileName: string; bytes: Buffer };
 }
 
 export interface ApiFailure {
@@ -47,6 +52,9 @@ export interface RateLimits {
   groupPerMinute: number;
   globalPerSecond: number;
 }
+
+/** Bots may upload files up to 50 MB (sendDocument and the other send methods). */
+export const TELEGRAM_UPLOAD_LIMIT = 50 * 1024 * 1024;
 
 /** Bots may download files up to 20 MB (getFile refuses larger ones). */
 export const TELEGRAM_DOWNLOAD_LIMIT = 20 * 1024 * 1024;
@@ -299,9 +307,20 @@ export class FakeTelegram {
     if (!match) return fail({ error_code: 404, description: "Not Found" });
     if (match[1] !== this.token) return fail({ error_code: 401, description: "Unauthorized" });
     const method = match[2] ?? "";
-    const raw = Buffer.concat(chunks).toString("utf8");
-    const payload = (raw ? JSON.parse(raw) : Object.fromEntries(url.searchParams)) as Record<string, unknown>;
-    const call: RecordedCall = { method, payload, at: Date.now() };
+    const body = Buffer.concat(chunks);
+    // Uploads (sendDocument with a file) are multipart/form-data: fields, and files named by attach://.
+    const boundary = multipartBoundary(request.headers["content-type"]);
+    let upload: Multipart | undefined;
+    if (boundary !== undefined) {
+      // Telegram refuses a bot's upload over 50 MB before reading it as a request.
+      if (body.length > TELEGRAM_UPLOAD_LIMIT + 64 * 1024) return fail({ error_code: 413, description: "Request Entity Too Large" });
+      const parsed = parseMultipart(body, boundary);
+      if ("error" in parsed) return fail({ error_code: 400, description: `Bad Request: ${parsed.error}` });
+      upload = parsed;
+    }
+    const raw = upload ? "" : body.toString("utf8");
+    const payload = (upload ? Object.fromEntries(upload.fields) : raw ? JSON.parse(raw) : Object.fromEntries(url.searchParams)) as Record<string, unknown>;
+    const call: RecordedCall = { method, payload, at: Date.now(), ...(upload ? { files: upload.files } : {}) };
     this.calls.push(call);
     const trap = this.traps.find((candidate) => candidate.method === method && candidate.predicate(call));
     if (trap) {
@@ -328,6 +347,8 @@ export class FakeTelegram {
         return this.getUpdates(payload, response, ok, fail);
       case "sendMessage":
         return this.sendMessage(call, ok, fail);
+      case "sendDocument":
+        return this.sendDocument(call, ok, fail);
       case "answerCallbackQuery": {
         // Telegram accepts one answer per query, within about 15 s of the press.
         if (!this.openQueries.delete(String(payload.callback_query_id))) return fail({ error_code: 400, description: "Bad Request: query is too old and response timeout expired or query ID is invalid" });
@@ -466,6 +487,45 @@ export class FakeTelegram {
     } as Message;
     this.botMessages.set(`${chatId}:${sent.message_id}`, sent);
     ok(sent);
+  }
+
+  /**
+   * sendDocument with an uploaded file (`document: "attach://<part>"`): the part must exist, name
+   * its file, hold bytes and be at most 50 MB; a caption obeys the 1,024 limit. Counts against
+   * the chat's flood limits like a message.
+   */
+  private sendDocument(call: RecordedCall, ok: (result: unknown) => void, fail: (failure: ApiFailure) => void): void {
+    const payload = call.payload;
+    const reference = typeof payload.document === "string" ? /^attach:\/\/(.+)$/.exec(payload.document)?.[1] : undefined;
+    if (payload.document === undefined) return fail({ error_code: 400, description: "Bad Request: there is no document in the request" });
+    // This fake knows no file ids or URLs: only uploads.
+    if (reference === undefined) return fail({ error_code: 400, description: "Bad Request: wrong remote file identifier specified: can't unserialize it. Wrong last symbol" });
+    const file = call.files?.find((candidate) => candidate.name === reference);
+    // A part with an empty filename is a file all the same (a form field has no filename at all).
+    if (!file && payload[reference] !== undefined) return fail({ error_code: 400, description: "Bad Request: file name must be non-empty" });
+    if (!file) return fail({ error_code: 400, description: "Bad Request: there is no document in the request" });
+    if (file.filename === "") return fail({ error_code: 400, description: "Bad Request: file name must be non-empty" });
+    if (file.bytes.length === 0) return fail({ error_code: 400, description: "Bad Request: file must be non-empty" });
+    if (file.bytes.length > TELEGRAM_UPLOAD_LIMIT) return fail({ error_code: 413, description: "Request Entity Too Large" });
+    if (typeof payload.caption === "string" && payload.caption.length > 1024) return fail({ error_code: 400, description: "Bad Request: message caption is too long" });
+    const retryAfter = this.rateLimited(String(payload.chat_id), Date.now());
+    if (retryAfter > 0) return fail({ error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } });
+    call.document = { fileName: file.filename, bytes: file.bytes };
+    const chatId = Number(payload.chat_id);
+    const sent = {
+      message_id: this.nextMessageId++,
+      date: Math.floor(Date.now() / 1000),
+      from: { id: this.bot.id, is_bot: true, first_name: this.bot.first_name, username: this.bot.username },
+      chat: chatId > 0 ? { id: chatId, type: "private", first_name: "Ada" } : { id: chatId, type: "supergroup", title: "Group" },
+      document: { file_name: file.filename, file_size: file.bytes.length, file_id: `doc${this.nextMessageId}`, file_unique_id: `udoc${this.nextMessageId}`, mime_type: file.contentType },
+    } as Message;
+    this.botMessages.set(`${chatId}:${sent.message_id}`, sent);
+    ok(sent);
+  }
+
+  /** Documents Telegram accepted (to `chatId` when given), in order: the files users received. */
+  documents(chatId?: number | string): Array<{ fileName: string; bytes: Buffer }> {
+    return this.calls.filter((call) => call.method === "sendDocument" && call.document !== undefined && (chatId === undefined || String(call.payload.chat_id) === String(chatId))).map((call) => call.document!);
   }
 
   private editMessageText(call: RecordedCall, ok: (result: unknown) => void, fail: (failure: ApiFailure) => void): void {

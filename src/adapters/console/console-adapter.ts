@@ -1,4 +1,6 @@
-import type { ChannelAdapter, IngressPort, OutboundReply, PreviewPort, SendOptions, TurnActivity } from "../channel-adapter.js";
+import { mkdir, writeFile } from "node:fs/promises";
+import { basename, join, resolve } from "node:path";
+import type { ChannelAdapter, IngressPort, OutboundReply, PreviewPort, ReplyDocument, SendOptions, TurnActivity } from "../channel-adapter.js";
 import type { ConsoleIo } from "./console-io.js";
 import { toInboundMessage } from "./to-inbound-message.js";
 
@@ -10,6 +12,8 @@ export interface ConsoleAdapterOptions {
   onDrained?: () => void;
   /** Input ended and the person does not wait for answers (Ctrl-D or Ctrl-C in a terminal). */
   onQuit?: () => void;
+  /** Where the files of a reply (`/export`) are written. @defaultValue "./data/exports" */
+  exportDir?: string;
 }
 
 /**
@@ -89,6 +93,13 @@ export class ConsoleAdapter implements ChannelAdapter {
       this.#options.io.reply(yes && no ? `${reply.text}\n(y = ${yes.label}, n = ${no.label})` : reply.text);
       await options.onPartSent(0);
     }
+    // Files (`/export`): written to the export directory, one part each after the text.
+    for (const [index, document] of (reply.documents ?? []).entries()) {
+      if (index + 1 < options.fromPart) continue;
+      const path = await writeDocument(this.#options.exportDir ?? DEFAULT_EXPORT_DIR, document);
+      this.#options.io.reply(`📎 ${document.filename} saved to ${path}`);
+      await options.onPartSent(index + 1);
+    }
     for (const id of reply.inReplyTo) this.#outstanding.delete(id);
     this.#checkDrained();
   }
@@ -108,4 +119,14 @@ export class ConsoleAdapter implements ChannelAdapter {
   #checkDrained(): void {
     if (this.#inputEnded && this.#outstanding.size === 0) this.#options.onDrained?.();
   }
+}
+
+export const DEFAULT_EXPORT_DIR = "./data/exports";
+
+/** Writes a reply's file (its own name only, never a path); → the absolute path. */
+async function writeDocument(directory: string, document: ReplyDocument): Promise<string> {
+  await mkdir(directory, { recursive: true });
+  const path = resolve(join(directory, basename(document.filename)));
+  await writeFile(path, Buffer.from(document.base64, "base64"));
+  return path;
 }

@@ -9,6 +9,7 @@ import { DEFAULT_BACKFILL_LIMITS, runBackfill, type BackfillLimits } from "./bac
 import { Intake } from "./intake.js";
 import { DiscordPreviews, editFinal } from "./previews.js";
 import { NO_MENTIONS, sendParts, toSendError } from "./send-reply.js";
+import { sendDocuments } from "./send-documents.js";
 import { splitMessage } from "./split.js";
 import { TypingIndicators } from "./typing.js";
 
@@ -193,6 +194,7 @@ export class DiscordAdapter implements ChannelAdapter {
       await options.onPartSent(0);
       return;
     }
+    const documents = reply.documents ?? [];
     try {
       await sendParts(channel, parts, {
         ...(reply.actions?.length ? { lastPart: { components: buttonRow(reply.actions) } } : {}),
@@ -200,17 +202,21 @@ export class DiscordAdapter implements ChannelAdapter {
         pingRepliedUser: this.pingsIn(channel),
         fromPart: options.fromPart,
         onPartSent: (partIndex) => {
-          if (partIndex === parts.length - 1) this.typing.stop(reply.sessionKey);
+          if (partIndex === parts.length - 1 && documents.length === 0) this.typing.stop(reply.sessionKey);
           return options.onPartSent(partIndex);
         },
         nonceKey: reply.replyId,
       });
+      if (documents.length > 0) {
+        await sendDocuments(channel, documents, { firstPart: parts.length, fromPart: options.fromPart, onPartSent: options.onPartSent, nonceKey: reply.replyId });
+        this.typing.stop(reply.sessionKey);
+      }
     } catch (error) {
       // Refused for good (no access, archived thread): nothing is coming, stop "typing".
       if (error instanceof PermanentError) this.typing.stop(reply.sessionKey);
       throw error;
     }
-    if (options.fromPart >= parts.length) this.typing.stop(reply.sessionKey);
+    if (options.fromPart >= parts.length + documents.length) this.typing.stop(reply.sessionKey);
     this.logger.debug({ replyId: reply.replyId, parts: parts.length, fromPart: options.fromPart }, "reply sent");
   }
 

@@ -15,6 +15,7 @@ import { describeError, replyParts, sendReply, toApiSignal, toTelegramError } fr
 import { editFinal, TelegramPreviews } from "./previews.js";
 import { DEFAULT_PART_LENGTH } from "./split.js";
 import { TELEGRAM_COMMANDS } from "./to-inbound-message.js";
+import { sendDocuments } from "./send-documents.js";
 import { inlineKeyboard, replaceMessage } from "./actions.js";
 import { TypingIndicators } from "./typing.js";
 import type { WebhookHealth } from "./webhook.js";
@@ -167,6 +168,7 @@ export class TelegramAdapter implements ChannelAdapter {
       logger: this.logger,
       ...(reply.actions?.length ? { lastPart: { reply_markup: inlineKeyboard(reply.actions) } } : {}),
     });
+    if (reply.documents?.length) await sendDocuments(this.bot.api, reply.target, reply.documents, { firstPart: parts, fromPart: options.fromPart, onPartSent: options.onPartSent });
     // The answer is out: Telegram clears "typing…" when our message arrives; keep it cleared.
     if (reply.kind === "answer" && parts > 0) this.typing.stop(reply.sessionKey);
   }

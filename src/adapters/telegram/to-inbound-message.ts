@@ -53,6 +53,7 @@ export const TELEGRAM_COMMANDS: ReadonlyArray<{ command: string; description: st
   { command: "usage", description: "Tokens used, cost, what compaction saved" },
   { command: "stop", description: "Stop the answer in progress" },
   { command: "reminders", description: "Your reminders and scheduled tasks" },
+  { command: "export", description: "Your conversations and memory as files (private chat)" },
 ];
 
 /** Commands we answer without an @botname suffix in groups (Telegram clients drop it when we are the only bot). */

@@ -1,4 +1,5 @@
-import type { InboundMessage } from "../../core/channel.js";
+import type { InboundMessage, ReplyDocument } from "../../core/channel.js";
+import { exportCommand } from "./export-command.js";
 import { remindersCommand, requesterOf } from "../../schedule/index.js";
 import { freshSessionAfter, type SessionState } from "../../session/state.js";
 import type { CompactionScope } from "../context-manager.js";
@@ -33,6 +34,8 @@ export interface CommandOutcome {
   text: string;
   /** `/new`: the old session's transcript is archived. */
   archive?: boolean;
+  /** Files sent with the answer (`/export`). */
+  documents?: ReplyDocument[];
 }
 
 export const HELP_TEXT = [
@@ -52,6 +55,7 @@ export const HELP_TEXT = [
   "/model [name] — the models this chat can use, or switch to one (/model default returns to the default)",
   "/persona [name or text] — how I should come across in this chat (/persona off removes it)",
   "Admins: /budget <chat> [daily|monthly <amount>] — see or set a budget; /pair approve CODE — let a new user in",
+  "/export — your conversations and memory as files (in a private chat with me)",
   "/reminders — your reminders and scheduled tasks (cancel, pause, resume, edit them); ask me in words to set one",
   "/help — this message",
 ].join("\n");
@@ -121,6 +125,8 @@ export async function runCommand(command: ParsedCommand, context: CommandContext
         text: request ? `Approved ${request.userName} (${request.platform} user ${request.userId}). They can talk to me now.` : `No pending pairing request with code ${code} (codes expire after an hour).`,
       };
     }
+    case "export":
+      return { state, ...(await exportCommand(context)) };
     case "compress": {
       if (state.live.filter((message) => message.role !== "system").length < 2) {
         return { state, text: "There is nothing to compress yet." };

@@ -1,0 +1,33 @@
+/**
+ * The files of a reply (`OutboundReply.documents`): one sendDocument each, a multipart upload
+ * through grammY's InputFile, after the reply's text. Each is one part of the reply, so a
+ * resumed delivery skips the files that went out.
+ */
+import { InputFile, type Api } from "grammy";
+import type { ReplyDocument, ReplyTarget } from "../channel-adapter.js";
+import { toApiSignal, toTelegramError } from "./send-reply.js";
+
+export interface SendDocumentsOptions {
+  /** Part index of the first document (the reply's text parts come first). */
+  firstPart: number;
+  /** Parts below this index were delivered before and are skipped. */
+  fromPart: number;
+  onPartSent(partIndex: number): Promise<void>;
+  signal?: AbortSignal;
+}
+
+export async function sendDocuments(api: Api, target: ReplyTarget, documents: readonly ReplyDocument[], options: SendDocumentsOptions): Promise<void> {
+  const threadId = target.threadId === undefined ? undefined : Number(target.threadId);
+  for (const [index, document] of documents.entries()) {
+    const part = options.firstPart + index;
+    if (part < options.fromPart) continue;
+    try {
+      await api.sendDocument(target.chatId, new InputFile(Buffer.from(document.base64, "base64"), document.filename), {
+        ...(threadId === undefined || Number.isNaN(threadId) ? {} : { message_thread_id: threadId }),
+      }, toApiSignal(options.signal));
+    } catch (error) {
+      throw toTelegramError(error);
+    }
+    await options.onPartSent(part);
+  }
+}
