@@ -7,7 +7,10 @@
  *   - it stops at max_tokens like a server: the content is cut there and `finish_reason` is
  *     "length";
  *   - as a reasoning model (`reasoningTokens`), it spends completion tokens thinking before the
- *     first word of the answer, so a tight max_tokens leaves an empty or cut answer.
+ *     first word of the answer, so a tight max_tokens leaves an empty or cut answer;
+ *   - it refuses a request whose prompt and max_tokens together exceed its window (in its own
+ *     unit), as an OpenAI-compatible server does with a 400 the client turns into
+ *     ContextOverflowError.
  * It writes every heading of the template it finds in the prompt, and lists every message id it
  * read (from the turns and the previous summary), so tests can check what reached a summary.
  *
@@ -15,7 +18,8 @@
  *   fake.setHandler(summarizerHandler({ reasoningTokens }))  // behind the HTTP fake LLM
  */
 import type { Summarizer, SummaryRequest, SummaryResponse } from "../../src/context/summarizer.js";
-import type { FakeHandler, FakeReply, RecordedRequest } from "./fake-llm.js";
+import { ContextOverflowError } from "../../src/errors.js";
+import { overflow, type FakeHandler, type FakeResponse, type RecordedRequest } from "./fake-llm.js";
 
 export interface FakeSummarizerOptions {
   model?: string;
@@ -64,6 +68,11 @@ export class SummaryModel {
 
   tokensOf(text: string): number {
     return Math.ceil(text.length / (this.options.charsPerToken ?? 3.3));
+  }
+
+  /** What a request asks of the window, in this model's tokens: the prompt plus max_tokens. */
+  requested(system: string, user: string, maxTokens: number | undefined): number {
+    return this.tokensOf(system) + this.tokensOf(user) + 8 + (maxTokens ?? 0);
   }
 
   /** Answers one request: → the visible content, why it stopped, and the tokens it spent. */
@@ -123,6 +132,10 @@ export class FakeSummarizer extends SummaryModel implements Summarizer {
   async summarize(request: SummaryRequest): Promise<SummaryResponse> {
     const system = request.messages.filter((message) => message.role === "system").map((message) => message.content ?? "").join("\n");
     const user = request.messages.filter((message) => message.role === "user").map((message) => message.content ?? "").join("\n");
+    const requested = this.requested(system, user, request.maxTokens);
+    if (requested > this.contextWindow) {
+      throw new ContextOverflowError(`This model's maximum context length is ${this.contextWindow} tokens. However, you requested ${requested} tokens. Please reduce the length of the messages or completion.`, { contextWindow: this.contextWindow });
+    }
     const answer = this.answer(system, user, request.maxTokens);
     return {
       text: answer.content,
@@ -141,11 +154,13 @@ const textOfContent = (content: unknown): string =>
  */
 export function summarizerHandler(options: FakeSummarizerOptions = {}): FakeHandler & { model: SummaryModel } {
   const model = new SummaryModel(options);
-  const handler = (request: RecordedRequest): FakeReply => {
+  const handler = (request: RecordedRequest): FakeResponse => {
     const messages = request.body.messages;
     const system = messages.filter((message) => message.role === "system").map((message) => textOfContent(message.content)).join("\n");
     const user = messages.filter((message) => message.role === "user").map((message) => textOfContent(message.content)).join("\n");
     const limit = request.body.max_tokens ?? (request.body.max_completion_tokens as number | undefined);
+    const requested = model.requested(system, user, limit);
+    if (options.contextWindow !== undefined && requested > options.contextWindow) return overflow.openai({ contextWindow: options.contextWindow, requested });
     const answer = model.answer(system, user, limit);
     const thinkingDone = answer.finishReason === "stop" || answer.content !== "";
     const text = answer.reasoning === "" ? answer.content : `<think>${answer.reasoning}${thinkingDone ? "</think>" : ""}${answer.content}`;
