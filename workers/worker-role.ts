@@ -16,7 +16,7 @@ import { createMediaEngine, redisVisionMemory } from "../src/media/index.js";
 import type { Logger } from "../src/logger.js";
 import type { Metrics } from "../src/metrics.js";
 import { AccessControl, accessListsFrom } from "../src/gateway/access.js";
-import { createFiringQueue, createIdleQueue, createProducers, createRedis, pingWithin } from "../src/queue/index.js";
+import { CONNECTION_NAMES, createFiringQueue, createIdleQueue, createProducers, createRedis, pingWithin } from "../src/queue/index.js";
 import { createScheduleTool, scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../src/schedule/index.js";
 import { globalKeys } from "../src/session/keys.js";
 import { leaseTtlMs } from "../src/session/lease.js";
@@ -50,7 +50,7 @@ export interface WorkerRoleOptions {
 export async function startWorkerRole(options: WorkerRoleOptions): Promise<WorkerRole> {
   const { config, logger, metrics } = options;
   const prefix = config.REDIS_PREFIX;
-  const redis = createRedis(options.redisUrl);
+  const redis = createRedis(options.redisUrl, { connectionName: CONNECTION_NAMES.worker });
   redis.on("error", (error) => logger.warn({ err: error }, "redis-error"));
   const store = new SessionStore(redis, prefix, { archiveRetentionMs: config.ARCHIVE_RETENTION_DAYS * 86_400_000 });
   const producers = createProducers(redis, prefix);

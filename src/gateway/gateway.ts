@@ -4,7 +4,7 @@ import type { InboundMessage, IngressPort, Platform, PreviewUpdate, TurnActivity
 import type { Config } from "../../config/index.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import { createFiringQueue, createProducers, createRedis, pingWithin } from "../queue/index.js";
+import { CONNECTION_NAMES, createFiringQueue, createProducers, createRedis, pingWithin } from "../queue/index.js";
 import { scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../schedule/index.js";
 import { globalKeys } from "../session/keys.js";
 import { leaseTtlMs } from "../session/lease.js";
@@ -53,8 +53,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const { config, logger, metrics } = options;
   const log = logger.child({ role: "gateway" });
   const prefix = config.REDIS_PREFIX;
-  const redis = createRedis(options.redisUrl);
-  const subscriber = createRedis(options.redisUrl);
+  // Named for CLIENT LIST (and the round-trip test): who is who on a shared Redis.
+  const redis = createRedis(options.redisUrl, { connectionName: CONNECTION_NAMES.gateway });
+  const subscriber = createRedis(options.redisUrl, { connectionName: CONNECTION_NAMES.gatewayEvents });
   redis.on("error", (error) => log.warn({ err: error }, "redis-error"));
   subscriber.on("error", (error) => log.warn({ err: error }, "redis-subscriber-error"));
 

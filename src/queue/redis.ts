@@ -18,6 +18,16 @@ export function createRedis(url: string, options: RedisOptions = {}): Redis {
 export type { Redis };
 
 /**
+ * CLIENT SETNAME of the connections that carry a role's own commands (session scripts, job
+ * adds, events); BullMQ's workers use connections of their own.
+ */
+export const CONNECTION_NAMES = {
+  gateway: "longhaul-gateway",
+  gatewayEvents: "longhaul-gateway-events",
+  worker: "longhaul-worker",
+} as const;
+
+/**
  * Whether Redis answers within `timeoutMs`. Commands wait for a reconnect instead of failing
  * (see above), so a plain PING would hang for as long as Redis is down.
  */

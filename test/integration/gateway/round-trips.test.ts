@@ -1,0 +1,148 @@
+/**
+ * Redis work per turn, counted (issue #18): the ingress stores and enqueues a message in one
+ * round trip, and one whole turn (ingress → worker → delivery) sends a bounded number of
+ * commands on the roles' own connections. Counts, not timings: they hold on a loaded machine.
+ */
+import { createHash } from "node:crypto";
+import type { Command } from "ioredis";
+import { Redis } from "ioredis";
+import { afterEach, describe, expect, it } from "vitest";
+import { AccessControl, accessListsFrom } from "../../../src/gateway/access.js";
+import { Ingress } from "../../../src/gateway/ingress.js";
+import { silentLogger } from "../../../src/logger.js";
+import { CONNECTION_NAMES, createProducers, createRedis, deliveryQueueName, TURN_QUEUE } from "../../../src/queue/index.js";
+import { HEARTBEAT } from "../../../src/session/scripts.js";
+import { SessionStore } from "../../../src/session/store.js";
+import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
+import { testConfig } from "../../helpers/config.js";
+import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
+import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
+import { settled } from "../../helpers/settled.js";
+
+/**
+ * Records, for each command sent on `redis`, how many answers had come back by then: commands
+ * sent with the same count went out together, so the number of distinct counts is the number of
+ * round trips the caller waited for.
+ */
+function countRoundTrips(redis: Redis) {
+  let answered = 0;
+  const sent: Array<{ name: string; answeredBefore: number }> = [];
+  const send = redis.sendCommand.bind(redis);
+  redis.sendCommand = ((command: Command, stream?: unknown) => {
+    sent.push({ name: command.name, answeredBefore: answered });
+    const done = () => {
+      answered++;
+    };
+    command.promise.then(done, done);
+    return send(command, stream as never);
+  }) as Redis["sendCommand"];
+  return {
+    sent,
+    reset() {
+      sent.length = 0;
+      answered = 0;
+    },
+    roundTrips: () => new Set(sent.map((entry) => entry.answeredBefore)).size,
+  };
+}
+
+describe("Redis round trips", () => {
+  let llm: FakeLlm | undefined;
+  let pipeline: Pipeline | undefined;
+  const connections: Redis[] = [];
+  afterEach(async () => {
+    await pipeline?.close();
+    await llm?.close();
+    for (const connection of connections.splice(0)) connection.disconnect();
+    pipeline = llm = undefined;
+  });
+
+  it("the ingress stores a message, lists its session and enqueues its turn in one round trip, message first", async () => {
+    const config = testConfig();
+    const redis = createRedis(config.REDIS_URL!);
+    connections.push(redis);
+    const store = new SessionStore(redis, config.REDIS_PREFIX);
+    const producers = createProducers(redis, config.REDIS_PREFIX);
+    const ingress = new Ingress({
+      store, producers, redis, prefix: config.REDIS_PREFIX,
+      access: new AccessControl(redis, config.REDIS_PREFIX, accessListsFrom(config)),
+      maxMessageChars: config.MAX_MESSAGE_CHARS, rateLimitPerMinute: 0, logger: silentLogger,
+    });
+    try {
+      // The first add of a queue reads its settings once; measure a later one.
+      await ingress.submit(inbound({ text: "warm-up", messageId: "rt0" }));
+      const trips = countRoundTrips(redis);
+      expect(await ingress.submit(inbound({ text: "hello", messageId: "rt1" }))).toEqual({ status: "accepted" });
+      expect(trips.sent.map((entry) => entry.name)).toEqual(["evalsha", "sadd", "evalsha"]);
+      expect(trips.roundTrips()).toBe(1);
+
+      // Redis ran them in the order sent: the job exists and the message was stored before it.
+      const session = store.keys(inbound({ text: "" }).sessionKey);
+      expect((await redis.lrange(session.inbox, 0, -1)).map((raw) => (JSON.parse(raw) as { text: string }).text)).toEqual(["warm-up", "hello"]);
+      expect(await producers.turnQueue.getJobCountByTypes("waiting", "active")).toBe(1);
+
+      // A duplicate is stored once and still enqueues, in one round trip too.
+      trips.reset();
+      expect(await ingress.submit(inbound({ text: "hello", messageId: "rt1" }))).toEqual({ status: "duplicate" });
+      expect(trips.roundTrips()).toBe(1);
+      expect(await redis.llen(session.inbox)).toBe(2);
+    } finally {
+      await producers.close();
+    }
+  });
+
+  it("one turn sends a bounded number of commands on the gateway's and the worker's own connections", async () => {
+    llm = await startFakeLlm();
+    const adapter = new RecordingAdapter("console");
+    const config = testConfig({ LLM_BASE_URL: llm.url });
+    pipeline = await startPipeline(config, [adapter]);
+    const monitor = new Redis(config.REDIS_URL!);
+    const admin = new Redis(config.REDIS_URL!);
+    connections.push(monitor, admin);
+    let turn = 0;
+    const ask = async () => {
+      turn++;
+      const before = adapter.sent.length;
+      await adapter.submit(inbound({ text: `question ${turn}`, messageId: `q${turn}` }));
+      await adapter.waitFor((sent) => sent.length > before);
+    };
+    // Warm-up: the first turn of a session, and the first add of each queue, do one-off reads.
+    await ask();
+    await ask();
+
+    const clients = await admin.client("LIST") as string;
+    const named = new Map<string, string>();
+    for (const line of clients.split("\n")) {
+      const name = /\bname=(\S+)/.exec(line)?.[1];
+      const addr = /\baddr=(\S+)/.exec(line)?.[1];
+      if (name && addr && (name === CONNECTION_NAMES.gateway || name === CONNECTION_NAMES.worker)) named.set(addr, name);
+    }
+    expect(new Set(named.values())).toEqual(new Set([CONNECTION_NAMES.gateway, CONNECTION_NAMES.worker]));
+
+    // Commands on those connections during one turn, but not a lease heartbeat (one per 250 ms
+    // of turn: a matter of time, not of work) nor the sweeper (every 5 s, on its own schedule).
+    const heartbeat = createHash("sha1").update(HEARTBEAT).digest("hex");
+    const lines: string[] = [];
+    const watching = await monitor.monitor();
+    watching.on("monitor", (_time: string, args: string[], source: string) => {
+      const role = named.get(source);
+      if (role && !(args[0] === "evalsha" && args[1] === heartbeat)) lines.push(`${role} ${args.slice(0, 4).join(" ")}`);
+    });
+    for (let attempt = 0; ; attempt++) {
+      lines.length = 0;
+      await ask();
+      // The turn's last commands (settling the session after delivery) land after the reply.
+      await settled(() => lines.length, 300);
+      if (!lines.some((line) => / smembers /.test(`${line} `)) || attempt === 3) break;
+    }
+    const jobAdds = lines.filter((line) => line.endsWith(`:${TURN_QUEUE}:wait`) || line.endsWith(`:${deliveryQueueName("console")}:wait`));
+    const report = `\n${lines.join("\n")}`;
+    // One turn job (ingress), one delivery job (worker).
+    expect(jobAdds, report).toHaveLength(2);
+    // Counted on this code: ingress 3 (one round trip, above), worker 10 (begin, two typing
+    // events, both accounts' budget limits, reserve, settle, vision flag, commit, delivery job),
+    // delivery 5 (begin, part, finish, settle: 2). A new command on the turn path has to be
+    // worth it: raise the bound only with a reason.
+    expect(lines.length, report).toBeLessThanOrEqual(18);
+  });
+});
