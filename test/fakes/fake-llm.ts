@@ -11,7 +11,8 @@
  *   1. `fake.route(predicate, handler)`: e.g. `fake.route(bySystemPrompt(/summar/i), ...)`
  *      scripts the summarizer apart from the main model;
  *   2. `fake.enqueue(...responses)`: a queue, consumed in order;
- *   3. `fake.setHandler(handler)`: the default, initially `echo` ("echo: " + last user text).
+ *   3. `fake.setHandler(handler)`: the default, initially `echo` ("echo: " + last user text, its
+ *      leading time stamp `[Tue 2026-12-01 10:44 Europe/Berlin] ` left out: `parseStamp`).
  *
  * A `FakeResponse` is
  *   - `"text"` or `{ text?, toolCalls?, usage?, finishReason?, model?, delayMs? }`: a 200
@@ -186,7 +187,43 @@ function imagePartProblem(part: { image_url?: { url?: unknown; detail?: unknown 
   return undefined;
 }
 
-export const echo: FakeHandler = (request) => ({ text: `echo: ${lastUserText(request)}` });
+/**
+ * The send-time stamp a user message may start with, as docs/context-engine.md documents it
+ * (`[Tue 2026-12-01 10:44 Europe/Berlin · 3 days after the previous message] `): weekday, date,
+ * 24-hour time, an IANA zone, an optional gap of hours or days. Read by this fake's own pattern,
+ * never by the product's formatter.
+ */
+export const TIME_STAMP = /^\[(Mon|Tue|Wed|Thu|Fri|Sat|Sun) (\d{4})-(\d{2})-(\d{2}) ([01]\d|2[0-3]):([0-5]\d) ([A-Za-z_+-]+(?:\/[A-Za-z0-9_+-]+)*)(?: · (\d+) (hours?|days?) after the previous message)?\] /;
+
+export interface ParsedStamp {
+  weekday: string;
+  /** `YYYY-MM-DD` in the zone. */
+  date: string;
+  /** `HH:MM` in the zone. */
+  time: string;
+  zone: string;
+  gap?: { amount: number; unit: "hour" | "day" };
+  /** The text after the stamp. */
+  rest: string;
+}
+
+/** The stamp at the start of a user message's text, or undefined when there is none. */
+export function parseStamp(text: string): ParsedStamp | undefined {
+  const match = TIME_STAMP.exec(text);
+  if (!match) return undefined;
+  const [whole, weekday, year, month, day, hour, minute, zone, amount, unit] = match;
+  return {
+    weekday: weekday!, date: `${year}-${month}-${day}`, time: `${hour}:${minute}`, zone: zone!,
+    ...(amount === undefined ? {} : { gap: { amount: Number(amount), unit: unit!.startsWith("day") ? "day" as const : "hour" as const } }),
+    rest: text.slice(whole.length),
+  };
+}
+
+/** A user message's text without its send-time stamp (what the user typed, and the speaker in groups). */
+export const withoutStamp = (text: string): string => parseStamp(text)?.rest ?? text;
+
+/** "echo: " + the last user message's text, its time stamp left out (the user's words, as a model would quote them). */
+export const echo: FakeHandler = (request) => ({ text: `echo: ${withoutStamp(lastUserText(request))}` });
 
 const openAiError = (status: number, message: string, type: string, code: string | null, param: string | null = null): FakeHttpError =>
   ({ status, body: { error: { message, type, param, code } } });
