@@ -35,6 +35,11 @@
  *
  * `startFakeLlm({ rules: "openai" | "anthropic" | "vllm" | "ollama" })` refuses requests that
  * break that kind of server's tool-message rules with its own 400 body (provider-rules.ts).
+ * `startFakeLlm({ tokenRatio, contextWindow })`: a provider whose tokenizer differs from ours.
+ * It counts a request in its own unit (`ownPromptTokens`: characters / 4 with framing) × the ratio,
+ * reports that as `prompt_tokens` (and the reply's length likewise as `completion_tokens`) on
+ * every path, and refuses a request whose prompt plus `max_tokens` exceeds the window with the
+ * overflow error of the server `rules` names (`fake.overWindow` lists them).
  * Content parts: `image_url` parts must carry a data URL of a PNG/JPEG/GIF/WEBP (checked by its
  * magic bytes) and a valid `detail`, else 400 as OpenAI answers. `options.vision: false` (or
  * `fake.setVision(false)`) makes it a text-only model: any image part is refused with OpenAI's
@@ -139,6 +144,10 @@ export interface FakeLlm {
   setStreamRate(tokensPerSecond: number): void;
   /** Streamed requests answered so far: chunks written per request index. */
   readonly streamedChunks: Map<number, number>;
+  /** Indexes of the requests refused as over `contextWindow`. */
+  readonly overWindow: readonly number[];
+  /** A request's prompt in the provider's tokens (its own count × `tokenRatio`), as the window check counts it. */
+  promptTokens(request: RecordedRequest): number;
   waitForRequests(count: number, timeoutMs?: number): Promise<RecordedRequest[]>;
   close(): Promise<void>;
 }
@@ -292,7 +301,49 @@ export const overflow = {
 
 const estimateTokens = (chars: number): number => Math.max(1, Math.ceil(chars / 4));
 
-function completionBody(reply: FakeReply, request: RecordedRequest): unknown {
+/**
+ * The fake's own count of a request's prompt, before `tokenRatio`: characters / 4 of every
+ * message's text plus 16 characters of framing each, the tool definitions' JSON, and a picture
+ * at what a 1024×1024 one costs on OpenAI (765 at high detail, 85 at low). Its own unit, never
+ * the product's tokenizer.
+ */
+export function ownPromptTokens(body: FakeChatRequestBody): number {
+  const promptChars = body.messages.reduce((sum, message) => sum + textOf(message.content).length + 16, 0) +
+    JSON.stringify(body.tools ?? []).length;
+  const imageTokens = body.messages
+    .flatMap((message) => (Array.isArray(message.content) ? message.content : []) as Array<{ type?: string; image_url?: { detail?: string } }>)
+    .filter((part) => part.type === "image_url")
+    .reduce((sum, part) => sum + (part.image_url?.detail === "low" ? 85 : 765), 0);
+  return estimateTokens(promptChars) + imageTokens;
+}
+
+/** The provider's tokens: the fake's own count × its ratio, rounded up. */
+const scaled = (own: number, ratio: number): number => Math.ceil(own * ratio);
+
+/** What the request asks for its answer (`max_tokens` or `max_completion_tokens`), 0 when unset. */
+const requestedCompletion = (body: FakeChatRequestBody): number => {
+  const value = body.max_tokens ?? body.max_completion_tokens;
+  return typeof value === "number" && value > 0 ? value : 0;
+};
+
+/** A request over the window, refused with the words and shape of the server `rules` names (OpenAI by default). */
+function windowRefusal(rules: ProviderRules | undefined, window: number, prompt: number, completion: number): FakeHttpError {
+  const requested = prompt + completion;
+  switch (rules) {
+    case "anthropic":
+      return { status: 400, body: { type: "error", error: { type: "invalid_request_error", message: `prompt is too long: ${requested} tokens > ${window} maximum` } } };
+    case "vllm":
+      return { status: 400, body: { error: { message: `This model's maximum context length is ${window} tokens. However, you requested ${requested} tokens (${prompt} in the messages, ${completion} in the completion). Please reduce the length of the messages or completion.`, type: "BadRequestError", param: null, code: 400 } } };
+    case "ollama":
+      return overflow.ollama({ contextWindow: window, requested });
+    default:
+      return completion > 0
+        ? openAiError(400, `This model's maximum context length is ${window} tokens. However, you requested ${requested} tokens (${prompt} in the messages, ${completion} in the completion). Please reduce the length of the messages or completion.`, "invalid_request_error", "context_length_exceeded", "messages")
+        : overflow.openai({ contextWindow: window, requested });
+  }
+}
+
+function completionBody(reply: FakeReply, request: RecordedRequest, tokenRatio = 1): unknown {
   const toolCalls = (reply.toolCalls ?? []).map((call, position) => ({
     id: call.id ?? `call_${request.index}_${position}`,
     type: "function",
@@ -302,12 +353,8 @@ function completionBody(reply: FakeReply, request: RecordedRequest): unknown {
   let usage: WireUsage | undefined;
   if (reply.usage !== null) {
     // Like a real server, the prompt includes the tool definitions and each message's framing.
-    const promptChars = request.body.messages.reduce((sum, message) => sum + textOf(message.content).length + 16, 0) +
-      JSON.stringify(request.body.tools ?? []).length;
-    // A picture costs what a 1024×1024 one does on OpenAI at high detail (85 at low).
-    const imageTokens = imagePartsOf(request).reduce((sum, part) => sum + (part.detail === "low" ? 85 : 765), 0);
-    const prompt = reply.usage?.prompt_tokens ?? estimateTokens(promptChars) + imageTokens;
-    const completion = reply.usage?.completion_tokens ?? estimateTokens((content ?? JSON.stringify(toolCalls)).length);
+    const prompt = reply.usage?.prompt_tokens ?? scaled(ownPromptTokens(request.body), tokenRatio);
+    const completion = reply.usage?.completion_tokens ?? scaled(estimateTokens((content ?? JSON.stringify(toolCalls)).length), tokenRatio);
     usage = { ...reply.usage, prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
   }
   return {
@@ -344,8 +391,8 @@ interface StreamPlan {
 }
 
 /** Writes a completion as OpenAI's server-sent events; see the file comment. */
-async function streamCompletion(response: ServerResponse, reply: FakeReply, request: RecordedRequest, plan: StreamPlan): Promise<void> {
-  const whole = completionBody(reply, request) as {
+async function streamCompletion(response: ServerResponse, reply: FakeReply, request: RecordedRequest, plan: StreamPlan & { tokenRatio: number }): Promise<void> {
+  const whole = completionBody(reply, request, plan.tokenRatio) as {
     id: string; created: number; model: string;
     choices: Array<{ message: { content: string | null; tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }> }; finish_reason: string }>;
     usage?: WireUsage;
@@ -402,6 +449,21 @@ export interface FakeLlmOptions {
   models?: readonly string[];
   /** false: a text-only model (image parts refused). @defaultValue true */
   vision?: boolean;
+  /**
+   * The provider's tokens per token of the fake's own count (`ownPromptTokens`: characters / 4,
+   * never the product's tokenizer), as a Claude, Llama or Qwen tokenizer differs from o200k.
+   * Scales the `prompt_tokens` and `completion_tokens` it reports (when the reply does not script
+   * them) and the window check, on every path: main, summarizer, streamed. @defaultValue 1
+   */
+  tokenRatio?: number;
+  /**
+   * The model's window in the provider's tokens. A request whose prompt (`ownPromptTokens` ×
+   * `tokenRatio`) plus its `max_tokens` exceeds it is recorded and refused, as that kind of
+   * server refuses it (`rules`: OpenAI's context_length_exceeded by default, Anthropic's "prompt
+   * is too long", vLLM's, Ollama's), after the rule checks and before any route or handler.
+   * Unset: no check.
+   */
+  contextWindow?: number;
 }
 
 /** OpenAI's limit on an uploaded audio file. */
@@ -442,6 +504,8 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
   let gate: Promise<void> | undefined;
   let streamRate = 0;
   const streamedChunks = new Map<number, number>();
+  const tokenRatio = options.tokenRatio ?? 1;
+  const overWindow: number[] = [];
 
   const pick = async (request: RecordedRequest): Promise<FakeResponse> => {
     const route = routes.find((candidate) => candidate.predicate(request));
@@ -460,6 +524,15 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
     if (closed) return;
     const refusal = checkProviderRules(options.rules, request.body);
     if (refusal) return send(response, refusal.status, refusal.body);
+    if (options.contextWindow !== undefined) {
+      const prompt = scaled(ownPromptTokens(request.body), tokenRatio);
+      const completion = requestedCompletion(request.body);
+      if (prompt + completion > options.contextWindow) {
+        overWindow.push(request.index);
+        const over = windowRefusal(options.rules, options.contextWindow, prompt, completion);
+        return send(response, over.status, over.body);
+      }
+    }
     const imageParts = request.body.messages.flatMap((message) => (Array.isArray(message.content) ? message.content : []) as Array<{ type?: string; image_url?: { url?: unknown; detail?: unknown } }>)
       .filter((part) => part.type === "image_url");
     if (imageParts.length > 0) {
@@ -481,10 +554,11 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
         tokensPerSecond: reply.tokensPerSecond ?? streamRate,
         ...(reply.dropAfterTokens === undefined ? {} : { dropAfterTokens: reply.dropAfterTokens }),
         gone,
+        tokenRatio,
         isClosed: () => closed,
         onChunk: () => void streamedChunks.set(request.index, (streamedChunks.get(request.index) ?? 0) + 1),
       });
-    } else send(response, 200, completionBody(reply, request));
+    } else send(response, 200, completionBody(reply, request, tokenRatio));
   };
 
   const server = createServer((incoming, response) => {
@@ -537,6 +611,8 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
     },
     setStreamRate: (tokensPerSecond) => void (streamRate = tokensPerSecond),
     streamedChunks,
+    overWindow,
+    promptTokens: (request) => scaled(ownPromptTokens(request.body), tokenRatio),
     waitForRequests(count, timeoutMs = 30_000) {
       return new Promise((resolve, reject) => {
         const settle = (outcome: () => void) => { clearTimeout(timer); waiters.delete(check); outcome(); };

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { bySystemPrompt, startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
+import { bySystemPrompt, echo, parseStamp, startFakeLlm, type FakeLlm, type RecordedRequest } from "../../fakes/fake-llm.js";
 
 let fake: FakeLlm;
 beforeEach(async () => {
@@ -130,5 +130,66 @@ describe("fake LLM", () => {
     const dropped = post({ ...chat("x"), stream: true }).then((response) => response.text());
     await expect(dropped).rejects.toThrow();
     expect(fake.streamedChunks.get(1)).toBe(2);
+  });
+
+  it("echoes a user message without its leading time stamp, and reads the stamp by its own pattern", async () => {
+    const stamped = "[Fri 2026-12-04 10:44 Europe/Berlin · 3 days after the previous message] Bob: ship it";
+    expect(parseStamp(stamped)).toEqual({ weekday: "Fri", date: "2026-12-04", time: "10:44", zone: "Europe/Berlin", gap: { amount: 3, unit: "day" }, rest: "Bob: ship it" });
+    expect(parseStamp("[Tue 2026-12-01 09:05 America/Argentina/Buenos_Aires] hi")).toMatchObject({ zone: "America/Argentina/Buenos_Aires", rest: "hi" });
+    // Not the documented format: echoed as typed.
+    for (const text of ["[Tue 2026-12-01] hi", "[note] hi", "hi [Tue 2026-12-01 10:44 UTC] ", "[Tue 2026-12-01 25:00 UTC] hi"]) expect(parseStamp(text)).toBeUndefined();
+    const response = await post(chat(stamped));
+    expect(await replyText(response)).toBe("echo: Bob: ship it");
+    expect(fake.requests[0]?.body.messages[1]).toEqual({ role: "user", content: stamped });
+  });
+});
+
+describe("fake LLM with its own token unit", () => {
+  const body = (chars: number, extra: Record<string, unknown> = {}) => ({ model: "m", messages: [{ role: "user", content: "x".repeat(chars) }], ...extra });
+  const postTo = (llm: FakeLlm, payload: unknown) =>
+    fetch(`${llm.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(payload) });
+
+  it("reports prompt and completion tokens as its own count × the ratio, streamed or not", async () => {
+    const own = await startFakeLlm();
+    const skewed = await startFakeLlm({ tokenRatio: 1.3 });
+    try {
+      own.setHandler(() => "y".repeat(400));
+      skewed.setHandler(() => "y".repeat(400));
+      // 3,982 characters + 16 of framing + "[]" of tools = 4,000 → 1,000 of its own tokens; the reply 400 → 100.
+      const plain = (await (await postTo(own, body(3_982))).json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
+      const scaled = (await (await postTo(skewed, body(3_982))).json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
+      expect(plain.usage).toMatchObject({ prompt_tokens: 1_000, completion_tokens: 100 });
+      expect(scaled.usage).toMatchObject({ prompt_tokens: 1_300, completion_tokens: 130 });
+      expect(skewed.promptTokens(skewed.requests[0]!)).toBe(1_300);
+      const streamed = await (await postTo(skewed, body(3_982, { stream: true, stream_options: { include_usage: true } }))).text();
+      const usage = streamed.split("\n\n").filter((block) => block.startsWith("data: {")).map((block) => JSON.parse(block.slice(6)) as { usage?: unknown }).at(-1)?.usage;
+      expect(usage).toMatchObject({ prompt_tokens: 1_300, completion_tokens: 130 });
+    } finally {
+      await own.close();
+      await skewed.close();
+    }
+  });
+
+  it("refuses a request whose prompt plus max_tokens exceeds its window, in the provider's own words, before any handler", async () => {
+    const openai = await startFakeLlm({ tokenRatio: 1.3, contextWindow: 2_000 });
+    const anthropic = await startFakeLlm({ tokenRatio: 1.3, contextWindow: 2_000, rules: "anthropic" });
+    try {
+      let handled = 0;
+      openai.setHandler((request: RecordedRequest) => (handled++, echo(request)));
+      // 1,000 own tokens × 1.3 = 1,300: fits alone, not with 800 more for the answer.
+      expect((await postTo(openai, body(3_982))).status).toBe(200);
+      const refused = await postTo(openai, body(3_982, { max_tokens: 800 }));
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toMatchObject({ error: { code: "context_length_exceeded", message: expect.stringContaining("you requested 2100 tokens (1300 in the messages, 800 in the completion)") } });
+      // 1,600 own tokens × 1.3 = 2,080 > 2,000 without any max_tokens; 1,600 alone would have fitted.
+      expect((await postTo(openai, body(6_382))).status).toBe(400);
+      expect(openai.overWindow).toEqual([1, 2]);
+      expect(handled).toBe(1);
+      const tooLong = await postTo(anthropic, body(6_382));
+      expect(await tooLong.json()).toEqual({ type: "error", error: { type: "invalid_request_error", message: "prompt is too long: 2080 tokens > 2000 maximum" } });
+    } finally {
+      await openai.close();
+      await anthropic.close();
+    }
   });
 });
