@@ -20,6 +20,12 @@ export interface ContextSettings {
   compactionThreshold: number;
   targetRatio: number;
   protectLastN: number;
+  /**
+   * LLM_MAX_OUTPUT_TOKENS: the `max_tokens` every step asks for. A server counts it into the
+   * window (prompt + max_tokens must fit), so the hard limit leaves at least this much room.
+   * @defaultValue 0 (only the default reserve, `defaultHardLimit`)
+   */
+  replyTokens?: number;
 }
 
 export interface ContextManagerOptions {
@@ -68,6 +74,9 @@ const fields = (state: SessionState) => state.engine as EngineFields;
 /** The effective ratio is never taken below calibration's own floor (a real count of 0 says nothing). */
 const MIN_CALIBRATION_RATIO = 0.5;
 
+/** The share of the window the hard limit keeps free, besides the reply's max_tokens, for the estimate's error. */
+const ESTIMATE_MARGIN = 0.05;
+
 /** Share of the current context a manual compaction keeps verbatim as the tail. */
 const MANUAL_TAIL_SHARE = 0.25;
 
@@ -114,7 +123,17 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
   };
   const countContext = (state: SessionState, context: readonly ChatMessage[], tools?: readonly ToolDefinition[]) =>
     measureContext(state, context, tools).tokens;
-  const hardLimit = (state: SessionState) => defaultHardLimit(contextWindow(state));
+  /**
+   * Over this, the next request and its reply's max_tokens may not fit the window: the default
+   * reserve, or the reply's max_tokens plus a margin for the estimate's error (our count of what
+   * was added since the last real prompt_tokens, calibrated), whichever leaves more room.
+   */
+  const hardLimit = (state: SessionState) => {
+    const window = contextWindow(state);
+    const replyTokens = settings.replyTokens ?? 0;
+    const withReply = replyTokens > 0 ? window - replyTokens - Math.floor(window * ESTIMATE_MARGIN) : window;
+    return Math.min(defaultHardLimit(window), withReply);
+  };
 
   /**
    * `/compress` is asked for while the context may still be far below the threshold, where the
@@ -167,6 +186,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
         compactionThreshold: settings.compactionThreshold,
         targetRatio: targetRatioFor(reason, measured.tokens, window),
         protectLastN: settings.protectLastN,
+        hardLimitTokens: hardLimit(state),
         tokenRatio: measured.ratio,
       },
       reason,
@@ -228,13 +248,15 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     async hygiene(state, context, scope) {
       const tokens = countContext(state, context, scope.tools);
       const window = contextWindow(state);
-      if (!needsHygiene({ messageCount: context.length, tokens, contextWindow: window, threshold: settings.hygieneThreshold })) {
+      // Over the hard limit (below the threshold when the reply's max_tokens takes much of a small window) the next request would not fit.
+      const overHardLimit = tokens >= hardLimit(state);
+      if (!overHardLimit && !needsHygiene({ messageCount: context.length, tokens, contextWindow: window, threshold: settings.hygieneThreshold })) {
         return { context };
       }
       // The same cooldown as in-loop compaction: a dead summarizer is not retried every turn
       // (2 models × 3 attempts × the timeout), only once the context has grown, or when the
       // next request would no longer fit.
-      if (!autoCompactionAllowed(fields(state).antiThrash ?? initialAntiThrash(), tokens, window) && tokens < hardLimit(state)) {
+      if (!autoCompactionAllowed(fields(state).antiThrash ?? initialAntiThrash(), tokens, window) && !overHardLimit) {
         return { context };
       }
       const result = await run(state, context, "hygiene", scope);
@@ -244,10 +266,11 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     async beforeStep(state, context, scope) {
       const tokens = countContext(state, context, scope.tools);
       const window = contextWindow(state);
-      if (!needsCompaction({ tokens, contextWindow: window, threshold: settings.compactionThreshold })) return context;
+      const overHardLimit = tokens >= hardLimit(state);
+      if (!overHardLimit && !needsCompaction({ tokens, contextWindow: window, threshold: settings.compactionThreshold })) return context;
       // Suspended by anti-thrash, unless the next request would not fit: then compact (and drop
       // old turns if the summarizer fails) rather than send a request the provider refuses.
-      if (!autoCompactionAllowed(fields(state).antiThrash ?? initialAntiThrash(), tokens, window) && tokens < hardLimit(state)) return context;
+      if (!autoCompactionAllowed(fields(state).antiThrash ?? initialAntiThrash(), tokens, window) && !overHardLimit) return context;
       return (await run(state, context, "in-loop", scope)).messages;
     },
 

@@ -48,6 +48,25 @@ export function chooseSummaryRole(before: ChatMessage | undefined, after: ChatMe
   return before?.role === "user" && (after === undefined || after.role === "user") ? "assistant" : "user";
 }
 
+/**
+ * Every summary message in the role its neighbours allow (`chooseSummaryRole`). A summary kept
+ * while the messages around it go (the `dropped` fallback removes the turns before it) may
+ * otherwise end up an assistant message right after the system prompt, which Anthropic refuses.
+ * Unchanged messages are returned as they are.
+ */
+export function fixSummaryRoles(messages: readonly ChatMessage[]): ChatMessage[] {
+  const result = [...messages];
+  result.forEach((message, index) => {
+    if (message.kind !== "summary" || (message.role !== "user" && message.role !== "assistant")) return;
+    const role = chooseSummaryRole(result[index - 1], result[index + 1]);
+    if (role === message.role) return;
+    const { id, content, kind, at, tokens } = message;
+    const meta = { id, kind, ...(at !== undefined && { at }), ...(tokens !== undefined && { tokens }) };
+    result[index] = role === "user" ? { role, content: content ?? "", ...meta } : { role, content: content ?? "", ...meta };
+  });
+  return result;
+}
+
 export interface AssembleInput {
   head: readonly ChatMessage[];
   summary?: { id: string; text: string; at?: number };

@@ -3,7 +3,7 @@
  * policy around the summary. Pure apart from the summarizer call: it returns a new message
  * list and a record, and never mutates its input (only the token-count cache on messages).
  */
-import { assemble, extractSummaryText, sanitizeToolPairs } from "./assemble.js";
+import { assemble, extractSummaryText, fixSummaryRoles, sanitizeToolPairs } from "./assemble.js";
 import { findBoundaries, PROTECT_LAST_N_BUDGET_FACTOR, type Boundaries } from "./boundaries.js";
 import { defaultHardLimit, thresholdTokens } from "./decisions.js";
 import { groupMessages, groupTurns, isSummary, toolCallsById } from "./message-groups.js";
@@ -218,10 +218,11 @@ export async function compact(input: CompactInput): Promise<CompactResult> {
     if (input.signal?.aborted) throw input.signal.reason;
     if (tokensBefore <= hardLimit) return finish("failed", [...messages], {}, error);
     const dropped = dropOldestTurns(working.messages, boundaries, toCounterUnits(Math.floor(threshold * DROP_TARGET_RATIO)), counter, fixedTokens);
-    const result = sanitizeToolPairs(
+    // The previous summary stays while the turns around it go: its role may have to change.
+    const result = fixSummaryRoles(sanitizeToolPairs(
       assemble({ head: dropped.messages.slice(0, headEnd), kept: dropped.messages.slice(headEnd), addNote: true }),
       input.newId,
-    ).messages;
+    ).messages);
     return finish("dropped", result, { droppedMessages: dropped.droppedMessages }, error);
   }
 }

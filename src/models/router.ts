@@ -57,6 +57,7 @@ export function createModelRouter(options: ModelRouterOptions): ModelRouter {
     compactionThreshold: config.COMPACTION_THRESHOLD,
     targetRatio: config.COMPACTION_TARGET_RATIO,
     protectLastN: config.PROTECT_LAST_N,
+    replyTokens: config.LLM_MAX_OUTPUT_TOKENS,
   };
   const clients = new Map<string, OpenAiLlmClient>();
   const bound = new Map<string, BoundModel>();

@@ -8,6 +8,7 @@ import {
   assemble,
   chooseSummaryRole,
   extractSummaryText,
+  fixSummaryRoles,
   sanitizeToolPairs,
   summaryMessageContent,
   withCompactionNote,
@@ -101,5 +102,18 @@ describe("sanitizeToolPairs", () => {
     // c1 is answered right after its call (m5); c2's result came before the call and moves after it; m7 repeats c1 and goes.
     expect(output.messages.map((message) => message.id)).toEqual(["m1", "m3", "m4", "m5", "m2", "m6", "m8"]);
     expect(output).toMatchObject({ droppedResults: 1, movedResults: 1, stubbedCalls: 0, stubs: [] });
+  });
+});
+
+describe("fixSummaryRoles", () => {
+  it("gives a summary left after the system prompt the user role, and leaves valid ones as they are", () => {
+    const summary: ChatMessage = { id: "s1", role: "assistant", kind: "summary", content: summaryMessageContent("the gist"), at: 5 };
+    // The turn before the summary was dropped: an assistant message may not open the history.
+    const fixed = fixSummaryRoles([system, summary, user("m3")]);
+    expect(fixed[1]).toEqual({ id: "s1", role: "user", kind: "summary", content: summary.content, at: 5 });
+    const valid = [system, user("m2"), summary, user("m3")];
+    const same = fixSummaryRoles(valid);
+    expect(same).toEqual(valid);
+    expect(same[2]).toBe(summary);
   });
 });
