@@ -21,7 +21,15 @@
  * against the previous summarizer request. In the longhaul run the fake refuses a request over
  * 128K with OpenAI's context_length_exceeded error, as the real provider would.
  *
- *   npx tsx bench/long-session.ts [turns=500] [--seed=N] [--keep-turns=3]
+ * The longhaul run is made once per `--ratio` (default 1.0 and 1.3, side by side): at 1.0 the
+ * "provider" counts with the engine's own tokenizer (o200k), at any other ratio with a second one
+ * (cl100k) × the ratio, in prompt_tokens, cached_tokens and the window check (prompt + max_tokens).
+ * The summarizer follows the length its prompt asks for and stops at max_tokens; AGENT_MAX_STEPS=3
+ * makes every turn with three scripted calls answer at the max-steps limit. The issue's targets
+ * (no request over the window, ≥ 90 % cached, ≤ 1.5 summarizer calls per compaction) are
+ * checked and printed for every ratio.
+ *
+ *   npx tsx bench/long-session.ts [turns=500] [--ratio=1.0,1.3] [--seed=N] [--keep-turns=3]
  *       [--price-input=2.5] [--price-cached=1.25] [--price-output=10]
  *       [--summary-price-input=…] [--summary-price-cached=…] [--summary-price-output=…]
  *
@@ -36,7 +44,9 @@ import { shortenArguments } from "../src/context/prune.js";
 import { getTokenCounter, MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, type TokenCounter } from "../src/context/tokens.js";
 import { createRedis } from "../src/queue/index.js";
 import { SessionStore } from "../src/session/store.js";
+import { countTokens as cl100kCount } from "gpt-tokenizer/encoding/cl100k_base";
 import { overflow, startFakeLlm, textOf, type FakeChatMessage, type FakeLlm, type FakeResponse, type RecordedRequest } from "../test/fakes/fake-llm.js";
+import { SummaryModel } from "../test/fakes/fake-summarizer.js";
 import { isSummarizerRequest, requestTokens } from "../test/helpers/agent-fixtures.js";
 import { captureLogs, startPipeline } from "../test/helpers/pipeline.js";
 import { inbound, RecordingAdapter } from "../test/helpers/recording-adapter.js";
@@ -59,6 +69,8 @@ interface Prices {
 }
 
 interface Options {
+  /** Provider-to-engine token ratios, one longhaul run each. */
+  ratios: number[];
   turns: number;
   seed: number;
   keepTurns: number;
@@ -84,7 +96,13 @@ function parseOptions(args: readonly string[], env: NodeJS.ProcessEnv = process.
   const turns = Number(positional[0] ?? flags.get("turns") ?? 500);
   if (!Number.isInteger(turns) || turns < 1) throw new Error(`turns: a positive integer, got ${positional[0]}`);
   const main = { input: number("price-input", 2.5), cached: number("price-cached", 1.25), output: number("price-output", 10) };
+  const ratios = (flags.get("ratio") ?? env.BENCH_RATIO ?? "1.0,1.3").split(",").map((raw) => {
+    const value = Number(raw);
+    if (!Number.isFinite(value) || value < 0.5 || value > 2) throw new Error(`--ratio: numbers between 0.5 and 2, got ${raw}`);
+    return value;
+  });
   return {
+    ratios,
     turns,
     seed: number("seed", 20240501),
     keepTurns: Math.max(1, Math.floor(number("keep-turns", 3))),
@@ -267,15 +285,17 @@ function scriptTools(script: Script): Tool[] {
 // ---------------------------------------------------------------------------------------------
 // Billing as a prefix-caching provider
 
-/** Every distinct wire message (by JSON) once, with its token count as `requestTokens` counts it. */
+/** Every distinct wire message (by JSON) once, with its token count as `requestTokens` counts it (o200k) and in the second tokenizer (cl100k). */
 class MessageTable {
   readonly tokens: number[] = [];
+  /** The same messages in the "provider's" second tokenizer (cl100k, the same framing). */
+  readonly secondTokens: number[] = [];
   /** The scripted turn of a tool result, -1 for other messages. */
   readonly toolTurn: number[] = [];
   readonly #ids = new Map<string, number>();
   readonly #placeholders = new Map<number, number>();
   readonly #toolMessages = new Map<number, FakeChatMessage>();
-  readonly #toolsIds = new Map<string, { id: number; tokens: number }>();
+  readonly #toolsIds = new Map<string, { id: number; tokens: number; secondTokens: number }>();
 
   constructor(private readonly counter: TokenCounter, private readonly script: Script) {}
 
@@ -285,19 +305,21 @@ class MessageTable {
     if (id !== undefined) return id;
     id = this.tokens.length;
     this.#ids.set(key, id);
-    let count = MESSAGE_OVERHEAD_TOKENS + this.counter.countText(textOf(message.content));
-    if (message.role === "assistant" && message.tool_calls && message.tool_calls.length > 0) count += this.counter.countText(JSON.stringify(message.tool_calls));
-    this.tokens.push(count);
+    const text = textOf(message.content);
+    const calls = message.role === "assistant" && message.tool_calls && message.tool_calls.length > 0 ? JSON.stringify(message.tool_calls) : "";
+    this.tokens.push(MESSAGE_OVERHEAD_TOKENS + this.counter.countText(text) + (calls === "" ? 0 : this.counter.countText(calls)));
+    this.secondTokens.push(MESSAGE_OVERHEAD_TOKENS + secondCount(text) + (calls === "" ? 0 : secondCount(calls)));
     const call = message.role === "tool" ? this.script.byCallId.get(message.tool_call_id ?? "") : undefined;
     this.toolTurn.push(call ? call.turn : -1);
     if (call) this.#toolMessages.set(id, message);
     return id;
   }
 
-  tools(tools: unknown[] | undefined): { id: number; tokens: number } {
+  tools(tools: unknown[] | undefined): { id: number; tokens: number; secondTokens: number } {
     const key = JSON.stringify(tools ?? []);
     let entry = this.#toolsIds.get(key);
-    if (!entry) this.#toolsIds.set(key, (entry = { id: this.#toolsIds.size, tokens: tools && tools.length > 0 ? this.counter.countText(key) : 0 }));
+    const some = tools !== undefined && tools.length > 0;
+    if (!entry) this.#toolsIds.set(key, (entry = { id: this.#toolsIds.size, tokens: some ? this.counter.countText(key) : 0, secondTokens: some ? secondCount(key) : 0 }));
     return entry;
   }
 
@@ -325,26 +347,53 @@ interface MainRecord extends Billed {
   ids: Int32Array;
   tools: number;
   toolsTokens: number;
+  /** The max_tokens the request asked for (the window must hold it too). */
+  maxTokens: number;
+}
+
+/** The second tokenizer: cl100k, special-token text counted as text. */
+const secondCount = (text: string): number => (text === "" ? 0 : cl100kCount(text, { disallowedSpecial: new Set() }));
+
+/**
+ * How the "provider" counts: at ratio 1 with the engine's own tokenizer (o200k, exact); at any
+ * other ratio with a second tokenizer (cl100k) × the ratio, as Claude, Llama or Qwen count
+ * differently from o200k, and differently per kind of text.
+ */
+interface Provider {
+  ratio: number;
+  label: string;
+  messageTokens: readonly number[];
+  toolsTokens(tools: { tokens: number; secondTokens: number }): number;
+}
+
+function providerFor(table: MessageTable, ratio: number): Provider {
+  return ratio === 1
+    ? { ratio, label: "o200k (the engine's tokenizer)", messageTokens: table.tokens, toolsTokens: (tools) => tools.tokens }
+    : { ratio, label: `cl100k × ${ratio}`, messageTokens: table.secondTokens, toolsTokens: (tools) => tools.secondTokens };
 }
 
 /** One session's previous request, the prefix the provider has cached. */
 class PrefixCache {
   #previous?: { ids: Int32Array; tools: number };
 
-  constructor(private readonly table: MessageTable) {}
+  constructor(private readonly provider: Provider) {}
 
+  /** `toolsTokens`: the tool definitions in the provider's own tokenizer, before the ratio. */
   bill(ids: Int32Array, tools: number, toolsTokens: number): { prompt: number; cached: number } {
-    let prompt = REPLY_PRIMING_TOKENS + toolsTokens;
-    for (const id of ids) prompt += this.table.tokens[id]!;
+    const tokens = this.provider.messageTokens;
+    let raw = REPLY_PRIMING_TOKENS + toolsTokens;
+    for (const id of ids) raw += tokens[id]!;
     let prefix = 0;
     const previous = this.#previous;
     if (previous && previous.tools === tools) {
       prefix = toolsTokens;
       const common = Math.min(previous.ids.length, ids.length);
-      for (let index = 0; index < common && previous.ids[index] === ids[index]; index++) prefix += this.table.tokens[ids[index]!]!;
+      for (let index = 0; index < common && previous.ids[index] === ids[index]; index++) prefix += tokens[ids[index]!]!;
     }
     this.#previous = { ids, tools };
-    const cached = prefix >= CACHE_MIN_TOKENS ? Math.min(prompt, Math.floor(prefix / CACHE_INCREMENT) * CACHE_INCREMENT) : 0;
+    const prompt = Math.ceil(raw * this.provider.ratio);
+    const cachedPrefix = Math.floor(prefix * this.provider.ratio);
+    const cached = cachedPrefix >= CACHE_MIN_TOKENS ? Math.min(prompt, Math.floor(cachedPrefix / CACHE_INCREMENT) * CACHE_INCREMENT) : 0;
     return { prompt, cached };
   }
 }
@@ -412,6 +461,13 @@ interface WorkerRun {
   stats: { compactions: number; promptTokens: number; cachedTokens: number; summarizerPromptTokens: number; summarizerCompletionTokens: number };
   seconds: number;
   tokenChecks: { checked: number; failed: number };
+  /** Provider tokens per engine token (1: the engine's own tokenizer). */
+  ratio: number;
+  provider: string;
+  /** Steps at AGENT_MAX_STEPS (tool_choice "none") the model answered. */
+  maxStepsAnswers: number;
+  /** Summaries cut at max_tokens (finish_reason "length"). */
+  lengthStops: number;
 }
 
 interface Shared {
@@ -422,23 +478,27 @@ interface Shared {
   tools: Tool[];
 }
 
-async function runWorker(shared: Shared, label: string, overrides: Record<string, string>, enforceWindow: number | undefined): Promise<WorkerRun> {
+async function runWorker(shared: Shared, label: string, overrides: Record<string, string>, enforceWindow: number | undefined, ratio = 1): Promise<WorkerRun> {
   const { llm, script, table } = shared;
+  const provider = providerFor(table, ratio);
   const run: WorkerRun = {
     label, main: [], summarizer: [], compactions: [], refused: 0, replyMismatches: 0, notices: [], warnings: new Map(),
     stats: { compactions: 0, promptTokens: 0, cachedTokens: 0, summarizerPromptTokens: 0, summarizerCompletionTokens: 0 }, seconds: 0,
-    tokenChecks: { checked: 0, failed: 0 },
+    tokenChecks: { checked: 0, failed: 0 }, ratio, provider: provider.label, maxStepsAnswers: 0, lengthStops: 0,
   };
-  const mainCache = new PrefixCache(table);
-  const summarizerCache = new PrefixCache(table);
+  const mainCache = new PrefixCache(provider);
+  const summarizerCache = new PrefixCache(provider);
+  // Summaries that follow the length the prompt asks for, in the summarizer's own unit, and stop at max_tokens.
+  const summaryModel = new SummaryModel();
   let currentTurn = 0;
-  let summaries = 0;
 
   const mainInterner = new RequestInterner(table);
   const summarizerInterner = new RequestInterner(table);
   const intern = (request: RecordedRequest, interner: RequestInterner) => ({ ids: interner.ids(request.body.messages), tools: table.tools(request.body.tools) });
   // Spot-check that the memoized count is `requestTokens` exactly (on requests small enough to recount fast).
-  const check = (request: RecordedRequest, prompt: number) => {
+  const check = (request: RecordedRequest, ids: Int32Array, tools: { tokens: number }) => {
+    let prompt = REPLY_PRIMING_TOKENS + tools.tokens;
+    for (const id of ids) prompt += table.tokens[id]!;
     if (run.tokenChecks.checked >= 12 || prompt > 20_000) return;
     run.tokenChecks.checked++;
     if (requestTokens(request, MODEL) !== prompt) run.tokenChecks.failed++;
@@ -452,34 +512,45 @@ async function runWorker(shared: Shared, label: string, overrides: Record<string
     while (lastUser >= 0 && messages[lastUser]!.role !== "user") lastUser--;
     const step = messages.slice(lastUser + 1).filter((message) => message.role === "assistant").length;
     const scripted = script.turns[currentTurn - 1]!;
-    const call = scripted.calls[step];
-    let prompt = REPLY_PRIMING_TOKENS + tools.tokens;
-    for (const id of ids) prompt += table.tokens[id]!;
-    if (enforceWindow !== undefined && prompt > enforceWindow) {
+    // The last step of a turn at AGENT_MAX_STEPS (tool_choice "none") must answer.
+    const lastStep = request.body.tool_choice === "none";
+    if (lastStep) run.maxStepsAnswers++;
+    const call = lastStep ? undefined : scripted.calls[step];
+    const billed = mainCache.bill(ids, tools.id, provider.toolsTokens(tools));
+    // As OpenAI counts it: the prompt plus the max_tokens asked for must fit.
+    const maxTokens = Number(request.body.max_tokens ?? request.body.max_completion_tokens ?? 0);
+    if (enforceWindow !== undefined && billed.prompt + maxTokens > enforceWindow) {
       run.refused++;
-      return overflow.openai({ contextWindow: enforceWindow, requested: prompt });
+      return overflow.openai({ contextWindow: enforceWindow, requested: billed.prompt + maxTokens });
     }
-    const billed = mainCache.bill(ids, tools.id, tools.tokens);
-    check(request, billed.prompt);
+    check(request, ids, tools);
     const toolCalls = call ? [{ id: call.id, name: call.name, arguments: call.args }] : undefined;
-    const completion = completionTokens(call ? JSON.stringify([{ id: call.id, type: "function", function: { name: call.name, arguments: JSON.stringify(call.args) } }]).length : scripted.answer.length);
-    run.main.push({ turn: currentTurn, ...billed, completion, ids, tools: tools.id, toolsTokens: tools.tokens });
+    const completion = Math.ceil(ratio * completionTokens(call ? JSON.stringify([{ id: call.id, type: "function", function: { name: call.name, arguments: JSON.stringify(call.args) } }]).length : scripted.answer.length));
+    run.main.push({ turn: currentTurn, ...billed, completion, ids, tools: tools.id, toolsTokens: provider.toolsTokens(tools), maxTokens });
     const usage = { prompt_tokens: billed.prompt, completion_tokens: completion, prompt_tokens_details: { cached_tokens: billed.cached } };
     return toolCalls ? { text: null, toolCalls, usage } : { text: scripted.answer, usage };
   });
   const unroute = llm.route(isSummarizerRequest, (request): FakeResponse => {
     const { ids, tools } = intern(request, summarizerInterner);
     llm.requests.length = 0;
-    const billed = summarizerCache.bill(ids, tools.id, tools.tokens);
-    check(request, billed.prompt);
-    // A summary of about half its budget, in the template's shape.
-    const budget = Number(request.body.max_tokens ?? request.body.max_completion_tokens ?? 2_000);
-    const rand = random(1_000 + ++summaries);
-    const text = ["## Goal", "## Constraints & Preferences", "## Progress", "### Done", "### In Progress", "## Key Decisions", "## Relevant Files & Identifiers", "## Next Steps", "## Critical Context"]
-      .map((heading) => `${heading}\n${prose(rand, Math.floor((budget * 0.5 * 4) / 9))}`).join("\n\n");
-    const completion = completionTokens(text.length);
+    const billed = summarizerCache.bill(ids, tools.id, provider.toolsTokens(tools));
+    check(request, ids, tools);
+    const maxTokens = request.body.max_tokens ?? (request.body.max_completion_tokens as number | undefined);
+    if (enforceWindow !== undefined && billed.prompt + (maxTokens ?? 0) > enforceWindow) {
+      run.refused++;
+      return overflow.openai({ contextWindow: enforceWindow, requested: billed.prompt + (maxTokens ?? 0) });
+    }
+    // Writes about the length the prompt asks for ("about N tokens"), every heading of the template; cut at max_tokens.
+    const messages = request.body.messages;
+    const answer = summaryModel.answer(
+      messages.filter((message) => message.role === "system").map((message) => textOf(message.content)).join("\n"),
+      messages.filter((message) => message.role === "user").map((message) => textOf(message.content)).join("\n"),
+      maxTokens,
+    );
+    if (answer.finishReason === "length") run.lengthStops++;
+    const completion = Math.ceil(ratio * completionTokens(answer.content.length));
     run.summarizer.push({ turn: currentTurn, ...billed, completion });
-    return { text, usage: { prompt_tokens: billed.prompt, completion_tokens: completion, prompt_tokens_details: { cached_tokens: billed.cached } } };
+    return { text: answer.content, finishReason: answer.finishReason, usage: { prompt_tokens: billed.prompt, completion_tokens: completion, prompt_tokens_details: { cached_tokens: billed.cached } } };
   });
 
   const prefix = `bench${randomBytes(4).toString("hex")}`;
@@ -501,7 +572,8 @@ async function runWorker(shared: Shared, label: string, overrides: Record<string
       await adapter.submit(inbound({ text: scripted.user, messageId: `${prefix}-t${scripted.turn}`, chatId: "bench-long-session", sessionKey: SESSION_KEY }));
       await adapter.waitFor((sent) => sent.length >= scripted.turn, 300_000);
       const reply = adapter.sent[scripted.turn - 1]!.reply.text;
-      if (reply !== scripted.answer) {
+      // A compaction notice (COMPACTION_NOTICE) may precede the answer.
+      if (reply !== scripted.answer && !reply.endsWith(`\n\n${scripted.answer}`)) {
         run.replyMismatches++;
         if (run.notices.length < 5) run.notices.push(`turn ${scripted.turn}: ${reply.slice(0, 160)}`);
       }
@@ -538,7 +610,7 @@ async function runWorker(shared: Shared, label: string, overrides: Record<string
 // (b) Per-turn pruning, simulated over run (a)'s requests
 
 function perTurnPruning(base: WorkerRun, table: MessageTable, keepTurns: number): WorkerRun {
-  const cache = new PrefixCache(table);
+  const cache = new PrefixCache(providerFor(table, base.ratio));
   const main = base.main.map((request): MainRecord => {
     const ids = request.ids.map((id) => {
       const turn = table.toolTurn[id]!;
@@ -661,6 +733,34 @@ const HEADERS = [
   "largest request", "median input / turn", "over 128K from", "cost", "of which summarizer", "median cost / turn",
 ];
 
+/** AGENT_MAX_STEPS of every run: a turn with 3 scripted calls reaches it, so the max-steps path (tool_choice "none") runs. */
+const MAX_STEPS = 3;
+
+/** The issue's targets (#11): checked for every longhaul run. */
+const TARGETS = { cacheShare: 0.9, summarizerCallsPerCompaction: 1.5 };
+
+interface TargetCheck {
+  largestWithReply: number;
+  refused: number;
+  cacheShare: number;
+  compactions: number;
+  summarizerCalls: number;
+  callsPerCompaction: number;
+  met: boolean;
+}
+
+function checkTargets(run: WorkerRun): TargetCheck {
+  const input = run.main.reduce((sum, request) => sum + request.prompt, 0);
+  const cached = run.main.reduce((sum, request) => sum + request.cached, 0);
+  const largestWithReply = Math.max(0, ...run.main.map((request) => request.prompt + request.maxTokens));
+  const compactions = run.compactions.length;
+  const summarizerCalls = run.summarizer.length;
+  const callsPerCompaction = compactions === 0 ? 0 : summarizerCalls / compactions;
+  const cacheShare = input === 0 ? 0 : cached / input;
+  const met = run.refused === 0 && largestWithReply <= WINDOW && cacheShare >= TARGETS.cacheShare && callsPerCompaction <= TARGETS.summarizerCallsPerCompaction;
+  return { largestWithReply, refused: run.refused, cacheShare, compactions, summarizerCalls, callsPerCompaction, met };
+}
+
 export async function main(args: string[] = process.argv.slice(2)): Promise<string> {
   const options = parseOptions(args);
   const script = buildScript(options.turns, options.seed);
@@ -669,12 +769,13 @@ export async function main(args: string[] = process.argv.slice(2)): Promise<stri
   const redis = await startRedisServer();
   const llm = await startFakeLlm();
   const shared: Shared = { redis, llm, script, table: table_, tools: scriptTools(script) };
-  let longhaul: WorkerRun;
+  const longhauls: WorkerRun[] = [];
   let noCompaction: WorkerRun;
+  const base = { AGENT_MAX_STEPS: String(MAX_STEPS) };
   try {
-    process.stderr.write(`long-session: ${options.turns} turns, seed ${options.seed}\n`);
-    longhaul = await runWorker(shared, "longhaul (defaults)", {}, WINDOW);
-    noCompaction = await runWorker(shared, "(a) no compaction", { COMPACTION_THRESHOLD: "1", HYGIENE_THRESHOLD: "1", LLM_CONTEXT_WINDOW: "10000000" }, undefined);
+    process.stderr.write(`long-session: ${options.turns} turns, seed ${options.seed}, ratios ${options.ratios.join(", ")}\n`);
+    for (const ratio of options.ratios) longhauls.push(await runWorker(shared, `longhaul (defaults), ratio ${ratio.toFixed(1)}`, base, WINDOW, ratio));
+    noCompaction = await runWorker(shared, "(a) no compaction", { ...base, COMPACTION_THRESHOLD: "1", HYGIENE_THRESHOLD: "1", LLM_CONTEXT_WINDOW: "10000000" }, undefined);
   } finally {
     await llm.close();
     await redis.dispose();
@@ -686,11 +787,10 @@ export async function main(args: string[] = process.argv.slice(2)): Promise<stri
   const outputChars = calls.map((call) => call.outputChars);
   const sampleText = calls.slice(0, 60).map((call) => toolOutput(call.name, call.outputChars, call.seed)).join("\n");
   const charsPerToken = sampleText.length / counter.countText(sampleText);
+  const secondRatio = secondCount(sampleText) / counter.countText(sampleText);
 
-  const done = longhaul.compactions.filter(succeeded);
-  const unsuccessful = longhaul.compactions.filter((record) => record.status !== "compacted");
   const runs = [
-    { run: longhaul, workerRun: true },
+    ...longhauls.map((run) => ({ run, workerRun: true })),
     { run: noCompaction, workerRun: true },
     { run: pruning, workerRun: false },
   ];
@@ -698,10 +798,12 @@ export async function main(args: string[] = process.argv.slice(2)): Promise<stri
   const lastFitting = (aTotals.firstOver ?? options.turns + 1) - 1;
 
   const out: string[] = [];
-  out.push(`Long session: ${options.turns} turns through the real worker (fake LLM, zero latency), ${WINDOW.toLocaleString("en-US")}-token window, ${MODEL} tokenizer (o200k), seed ${options.seed}.`);
-  out.push(`Script: ${calls.length} tool calls (0–3 per turn, median ${median(outputChars).toLocaleString("en-US")} chars, 500–12,000, ~${charsPerToken.toFixed(1)} chars/token), ${script.turns.length + calls.length} scripted main-model requests per run.`);
+  out.push(`Long session: ${options.turns} turns through the real worker (fake LLM, zero latency), ${WINDOW.toLocaleString("en-US")}-token window, ${MODEL} tokenizer (o200k) in the engine, AGENT_MAX_STEPS=${MAX_STEPS}, seed ${options.seed}.`);
+  out.push(`Provider counts: ${longhauls.map((run) => `ratio ${run.ratio.toFixed(1)} = ${run.provider}`).join("; ")} (cl100k is ${secondRatio.toFixed(3)} × o200k on the tool outputs); (a) and (b) at ratio 1.0.`);
+  out.push(`Script: ${calls.length} tool calls (0–3 per turn, median ${median(outputChars).toLocaleString("en-US")} chars, 500–12,000, ~${charsPerToken.toFixed(1)} chars/token), ${script.turns.length + calls.length} scripted main-model requests per run (a turn's 3rd call falls to the max-steps limit).`);
   out.push(`Prices per million tokens: input $${options.main.input}, cached input $${options.main.cached}, output $${options.main.output}; summarizer $${options.summarizer.input} / $${options.summarizer.cached} / $${options.summarizer.output}.`);
   out.push(`Cache rule: cached = longest common prefix with the previous request (tools + whole messages), in 128-token steps, ≥ 1,024. Per-turn figures are medians over turns (all steps of a turn summed).`);
+  out.push(`Summarizer: writes about the length the prompt asks for (0.9 × "about N tokens", 3.3 chars per token of its own), every heading of the template, cut at max_tokens (finish_reason "length").`);
   out.push("");
   out.push(`All ${options.turns} turns ((a) and (b) as if their window were unbounded):\n`);
   out.push(table(HEADERS, rows(runs, options, options.turns)));
@@ -712,19 +814,24 @@ export async function main(args: string[] = process.argv.slice(2)): Promise<stri
   }
   out.push("");
   const mean = (values: number[]) => (values.length === 0 ? 0 : values.reduce((a, b) => a + b, 0) / values.length);
-  const longhaulCosts = costByTurn(longhaul, options, options.turns);
   const pruningCosts = costByTurn(pruning, options, options.turns);
   const noCompactionCosts = costByTurn(noCompaction, options, options.turns);
   const tail = Math.max(1, Math.floor(options.turns / 10));
   const lastMedian = (costs: number[]) => `${(100 * median(costs.slice(-tail))).toFixed(2)} ¢`;
   const describe = (from: number | undefined) => (from === undefined ? "never in this run" : `from turn ${from} on`);
-  out.push(`Cumulative cost: (a) costs more than longhaul ${describe(crossover(longhaulCosts, noCompactionCosts))}; (b) costs more than longhaul ${describe(crossover(longhaulCosts, pruningCosts))}. ` +
-    `Median cost per turn over the last ${tail} turns: longhaul ${lastMedian(longhaulCosts)}, (a) ${lastMedian(noCompactionCosts)}, (b) ${lastMedian(pruningCosts)}.`);
-  out.push(`longhaul compactions: ${compactionsCell(longhaul, options.turns, true)} at turns ${done.map((record) => record.turn).join(", ") || "—"}; ${unsuccessful.length} not "compacted" (${unsuccessful.map((record) => `${record.reason}/${record.status}`).join(", ") || "none"}); ` +
-    `median ${compactCount(median(done.map((record) => record.tokensBefore)))} → ${compactCount(median(done.map((record) => record.tokensAfter)))} tokens; ` +
-    `${mean(done.map((record) => record.summarizerCalls)).toFixed(2)} summarizer calls and ${mean(done.map((record) => record.chunks)).toFixed(2)} chunks per compaction.`);
-  out.push(`Session stats (/usage) longhaul: ${longhaul.stats.compactions} compactions, prompt ${compactCount(longhaul.stats.promptTokens)}, cached ${compactCount(longhaul.stats.cachedTokens)}, summarizer ${compactCount(longhaul.stats.summarizerPromptTokens)} / ${compactCount(longhaul.stats.summarizerCompletionTokens)}; (a): prompt ${compactCount(noCompaction.stats.promptTokens)}, cached ${compactCount(noCompaction.stats.cachedTokens)}.`);
-  for (const run of [longhaul, noCompaction]) {
+  for (const longhaul of longhauls) {
+    const longhaulCosts = costByTurn(longhaul, options, options.turns);
+    const done = longhaul.compactions.filter(succeeded);
+    const unsuccessful = longhaul.compactions.filter((record) => record.status !== "compacted");
+    out.push(`${longhaul.label}: (a) costs more ${describe(crossover(longhaulCosts, noCompactionCosts))}; (b) costs more ${describe(crossover(longhaulCosts, pruningCosts))}. ` +
+      `Median cost per turn over the last ${tail} turns: longhaul ${lastMedian(longhaulCosts)}, (a) ${lastMedian(noCompactionCosts)}, (b) ${lastMedian(pruningCosts)}.`);
+    out.push(`  compactions: ${compactionsCell(longhaul, options.turns, true)} at turns ${done.map((record) => record.turn).join(", ") || "—"}; ${unsuccessful.length} not "compacted" (${unsuccessful.map((record) => `${record.reason}/${record.status}`).join(", ") || "none"}); ` +
+      `median ${compactCount(median(done.map((record) => record.tokensBefore)))} → ${compactCount(median(done.map((record) => record.tokensAfter)))} tokens; ` +
+      `${mean(done.map((record) => record.summarizerCalls)).toFixed(2)} summarizer calls and ${mean(done.map((record) => record.chunks)).toFixed(2)} chunks per compaction; ${longhaul.lengthStops} summaries cut at max_tokens; ${longhaul.maxStepsAnswers} answers at the max-steps limit.`);
+    out.push(`  session stats (/usage): ${longhaul.stats.compactions} compactions, prompt ${compactCount(longhaul.stats.promptTokens)}, cached ${compactCount(longhaul.stats.cachedTokens)}, summarizer ${compactCount(longhaul.stats.summarizerPromptTokens)} / ${compactCount(longhaul.stats.summarizerCompletionTokens)}.`);
+  }
+  out.push(`(a) session stats: prompt ${compactCount(noCompaction.stats.promptTokens)}, cached ${compactCount(noCompaction.stats.cachedTokens)}.`);
+  for (const run of [...longhauls, noCompaction]) {
     const problems = [
       run.refused > 0 ? `${run.refused} requests refused as over the window` : "",
       run.replyMismatches > 0 ? `${run.replyMismatches} replies differ from the script (${run.notices.join(" | ")})` : "",
@@ -733,6 +840,12 @@ export async function main(args: string[] = process.argv.slice(2)): Promise<stri
     ].filter(Boolean);
     out.push(`${run.label}: ${run.seconds.toFixed(1)} s, ${run.main.length} main + ${run.summarizer.length} summarizer requests; ${problems.length > 0 ? problems.join("; ") : `every reply as scripted, token counts checked on ${run.tokenChecks.checked} requests`}.`);
   }
+  out.push("");
+  out.push(`Targets (issue #11): no request over the window (prompt + max_tokens ≤ ${WINDOW.toLocaleString("en-US")}), ≥ ${100 * TARGETS.cacheShare} % of prompt tokens cached, ≤ ${TARGETS.summarizerCallsPerCompaction} summarizer calls per compaction:\n`);
+  out.push(table(["run", "largest prompt + max_tokens", "refused", "cached share", "compactions", "summarizer calls", "calls / compaction", "targets"], longhauls.map((run) => {
+    const check = checkTargets(run);
+    return [run.label, compactCount(check.largestWithReply), String(check.refused), pct(check.cacheShare, 1), String(check.compactions), String(check.summarizerCalls), check.callsPerCompaction.toFixed(2), check.met ? "met" : "MISSED"];
+  })));
   return out.join("\n");
 }
 

@@ -31,7 +31,8 @@ async function startHarness(overrides: Record<string, string>): Promise<Harness>
   const llm = await startFakeLlm();
   const gate = summarizerGate();
   idleModel(llm, gate);
-  const config = testConfig({ LLM_BASE_URL: llm.url, LLM_CONTEXT_WINDOW: "8000", ...overrides });
+  // max_tokens 1,024: the window then holds the in-loop threshold below the hard limit (prompt + max_tokens must fit).
+  const config = testConfig({ LLM_BASE_URL: llm.url, LLM_CONTEXT_WINDOW: "8000", LLM_MAX_OUTPUT_TOKENS: "1024", ...overrides });
   const adapter = new RecordingAdapter("console");
   const pipeline = await startPipeline(config, [adapter]);
   const redis = createRedis(config.REDIS_URL!);

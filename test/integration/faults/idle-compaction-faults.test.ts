@@ -31,7 +31,7 @@ describe("idle-time compaction with several worker processes", () => {
 
   it("runs once with two workers; a worker frozen or killed during the summarizer call loses nothing and writes nothing twice", async () => {
     redisServer = await startRedisServer();
-    fleet = await startWorkerFleet({ REDIS_URL: redisServer.url, JOB_LOCK_MS: String(LOCK_MS), CACHE_TTL_S: "1", LLM_CONTEXT_WINDOW: "8000" });
+    fleet = await startWorkerFleet({ REDIS_URL: redisServer.url, JOB_LOCK_MS: String(LOCK_MS), CACHE_TTL_S: "1", LLM_CONTEXT_WINDOW: "8000", LLM_MAX_OUTPUT_TOKENS: "1024" });
     const gate = summarizerGate();
     idleModel(fleet.llm, gate);
     const workers: AppProcess[] = [fleet.startWorker(), fleet.startWorker()];
