@@ -7,6 +7,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { ChatRequest, ChatResult, LlmClient, TokenUsage } from "../core/llm.js";
+import { imageTokens } from "../context/image-tokens.js";
 import type { Prices } from "../models/catalogue.js";
 import type { BudgetAccounts, BudgetMeter, Cost } from "./meter.js";
 
@@ -59,15 +60,42 @@ export async function meteredCall<T>(estimate: Cost, call: () => Promise<T>, act
 }
 
 /**
- * Deliberately high: ~3 characters a token over the request as JSON (framing, tools included)
- * and the whole `max_tokens` of output, so a reservation covers what the call can cost.
+ * Deliberately high: ~3 characters a token over the request's text (its framing, tool calls
+ * and tools included), each picture at the most a server charges for one, and the whole
+ * `max_tokens` of output, so a reservation covers what the call can cost. The messages are
+ * walked, not serialized: this runs before every call, and a picture's data URL is megabytes.
  */
 export function estimateCost(request: ChatRequest, prices: Prices, defaultMaxOutputTokens: number): Cost {
-  const characters = JSON.stringify(request.messages).length + (request.tools ? JSON.stringify(request.tools).length : 0);
-  const input = Math.ceil(characters / 3);
+  let characters = request.tools ? JSON.stringify(request.tools).length : 0;
+  let pictures = 0;
+  for (const message of request.messages) {
+    characters += MESSAGE_FRAME_CHARS;
+    if (typeof message.content === "string") characters += message.content.length;
+    else if (Array.isArray(message.content)) {
+      for (const part of message.content) {
+        if (part.type === "text") characters += part.text.length + PART_FRAME_CHARS;
+        else pictures++;
+      }
+    }
+    if ("tool_call_id" in message) characters += message.tool_call_id.length;
+    if ("tool_calls" in message) {
+      for (const call of message.tool_calls ?? []) characters += call.id.length + call.function.name.length + call.function.arguments.length + CALL_FRAME_CHARS;
+    }
+  }
+  const input = Math.ceil(characters / 3) + pictures * MAX_PICTURE_TOKENS;
   const output = request.maxTokens ?? defaultMaxOutputTokens;
   return { tokens: input + output, usd: (input * prices.input + output * prices.output) / 1_000_000 };
 }
+
+/** What a message's JSON adds around its content (`{"role":"assistant","content":…}`), a text part's, a tool call's. */
+const MESSAGE_FRAME_CHARS = 40;
+const PART_FRAME_CHARS = 24;
+const CALL_FRAME_CHARS = 64;
+/**
+ * The largest charge for one picture at high detail by OpenAI's tile formula (context/image-tokens.ts):
+ * 768×2048 after scaling, 8 tiles of 170 tokens plus 85.
+ */
+const MAX_PICTURE_TOKENS = imageTokens(768, 2048, "high");
 
 export function costOfUsage(usage: TokenUsage, prices: Prices): Cost {
   const uncached = Math.max(0, usage.promptTokens - usage.cachedTokens);
@@ -110,6 +138,8 @@ export function meteredClient<C extends LlmClient & { learnContextWindow(window:
     },
     learnContextWindow: (window) => client.learnContextWindow(window),
     complete: (request: ChatRequest): Promise<ChatResult> => {
+      // Outside a turn's budget scope nothing is metered: no estimate either.
+      if (!storage.getStore()) return client.complete(request);
       const estimate = estimateCost(request, prices, defaultMaxOutputTokens);
       // A server that reports no usage is charged the estimate.
       return meteredCall(estimate, () => client.complete(request), (result) => (result.usage ? costOfUsage(result.usage, prices) : estimate));
