@@ -36,6 +36,28 @@ describe("console chat (the app as a child process, piped stdin)", () => {
     expect(second?.slice(1)).toEqual(["user:hello there", "assistant:echo: hello there", "user:how are you?"]);
   });
 
+  it("/export writes the Markdown and JSON files under DATA_DIR/exports and prints where", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "longhaul-export-"));
+    app = spawnApp(testEnv({ LLM_BASE_URL: llm.url, CONSOLE: "auto", DATA_DIR: dataDir }));
+    app.child.stdin.write("hello there\n");
+    await app.waitForStdoutLines(1);
+    app.child.stdin.write("/export\n");
+    const lines = await app.waitForStdoutLines(5, 60_000);
+    expect(lines[1]).toMatch(/^Your export: 2 messages in 1 conversation/);
+    const saved = lines.slice(3).map((line) => /^📎 (\S+) saved to (.+)$/.exec(line));
+    expect(saved.map((match) => match?.[2])).toEqual([
+      expect.stringMatching(new RegExp(`^${join(dataDir, "exports")}/longhaul-export-console-.+\\.md$`)),
+      expect.stringMatching(/\.json$/),
+    ]);
+    const markdown = readFileSync(saved[0]![2]!, "utf8");
+    expect(markdown).toContain("hello there");
+    expect(markdown).toContain("echo: hello there");
+    const data = JSON.parse(readFileSync(saved[1]![2]!, "utf8")) as { sessions: Array<{ transcript: Array<{ content: string }> }> };
+    expect(data.sessions.flatMap((session) => session.transcript.map((message) => message.content))).toEqual(["hello there", "echo: hello there"]);
+    app.child.stdin.end();
+    expect(await app.exited()).toBe(0);
+  }, 120_000);
+
   it("answers lines that arrive together (collect mode batches them) and still exits cleanly", async () => {
     app = spawnApp(testEnv({ LLM_BASE_URL: llm.url, CONSOLE: "auto" }));
     app.child.stdin.end("one\ntwo\nthree\n");

@@ -1,5 +1,9 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import { oneLevel, type ChannelPermissions, type DiscordStore } from "./fake-discord-store.js";
+import { multipartBoundary, parseMultipart, type Multipart, type MultipartFile } from "./multipart.js";
+
+/** Largest file a bot may upload to a server without boosts (and to DMs): 10 MiB. */
+export const DISCORD_UPLOAD_LIMIT = 10 * 1024 * 1024;
 import { BOT_USER, ChannelBuckets, FAKE_TOKEN, IDS, KNOWN_USERS, compareSnowflakes, discordLength, parseMentions, type Payload } from "./fake-discord-world.js";
 
 /**
@@ -46,6 +50,10 @@ export class FakeRest {
   readonly requests: RecordedRequest[] = [];
   readonly faults: SendFault[] = [];
   readonly interactionCallbacks: InteractionCallback[] = [];
+  /** Files the bot uploaded with messages Discord created, in order, as received. */
+  readonly uploads: Array<{ channelId: string; messageId: string; filename: string; bytes: Buffer; attachment: Payload }> = [];
+  /** The files of the request being routed (multipart), for the message it creates. */
+  private pendingFiles: MultipartFile[] = [];
   private readonly buckets = new ChannelBuckets();
   /** Edits have a bucket of their own per channel (5 per 5 s), with its own hash. */
   private readonly editBuckets = new ChannelBuckets();
@@ -64,15 +72,28 @@ export class FakeRest {
   async handleRest(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
-    const text = Buffer.concat(chunks).toString("utf8");
+    const raw = Buffer.concat(chunks);
+    const text = raw.toString("utf8");
     const method = request.method ?? "GET";
     const url = new URL(request.url ?? "/", "http://fake");
     const path = url.pathname.replace(/^\/api\/v10/, "");
     let body: unknown;
-    try {
-      body = text === "" ? undefined : JSON.parse(text);
-    } catch {
-      body = text;
+    // Uploads: multipart/form-data with the JSON in `payload_json` and the files as `files[n]`.
+    const boundary = multipartBoundary(request.headers["content-type"]);
+    let upload: Multipart | { error: string } | undefined;
+    if (boundary !== undefined) {
+      upload = parseMultipart(raw, boundary);
+      try {
+        body = "error" in upload ? undefined : JSON.parse(upload.fields.get("payload_json") ?? "{}");
+      } catch {
+        upload = { error: "payload_json is not JSON" };
+      }
+    } else {
+      try {
+        body = text === "" ? undefined : JSON.parse(text);
+      } catch {
+        body = text;
+      }
     }
     const record: RecordedRequest = { method, path, query: url.searchParams, headers: request.headers, body, status: 0 };
     this.requests.push(record);
@@ -92,10 +113,19 @@ export class FakeRest {
     const interaction = /^\/interactions\/(\d+)\/([^/]+)\/callback$/.exec(path);
     if (method === "POST" && interaction) return this.interactionCallback(interaction[1] ?? "", interaction[2] ?? "", body, reply);
     if (request.headers.authorization !== `Bot ${FAKE_TOKEN}`) return reply(401, { message: "401: Unauthorized", code: 0 });
+    if (upload && "error" in upload) return reply(400, { message: `Invalid Form Body: ${upload.error}`, code: 50035 });
+    // Discord refuses an upload over the limit before reading it (no boosts: 10 MiB per file).
+    if (upload && upload.files.some((file) => file.bytes.length > DISCORD_UPLOAD_LIMIT)) return reply(413, { message: "Request entity too large", code: 40005 });
+    // A files[n] part without a filename is not a file: Discord wants its name.
+    const unnamed = upload ? [...upload.fields.keys()].find((key) => /^files\[\d+\]$/.test(key)) : undefined;
+    if (unnamed !== undefined) return reply(400, invalidForm(unnamed, "BASE_TYPE_REQUIRED", "This field is required (a file name)."));
+    this.pendingFiles = upload?.files ?? [];
     try {
       this.route(method, path, url.searchParams, body, reply);
     } catch (error) {
       reply(500, { message: `fake: ${error instanceof Error ? error.message : String(error)}`, code: 0 });
+    } finally {
+      this.pendingFiles = [];
     }
   }
 
@@ -174,7 +204,15 @@ export class FakeRest {
 
     const content = typeof body.content === "string" ? body.content : "";
     if (discordLength(content) > 2000) return reply(400, invalidForm("content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length."), limits);
-    if (content.trim() === "") return reply(400, { message: "Cannot send an empty message", code: 50006 }, limits);
+    const files = this.pendingFiles;
+    this.pendingFiles = [];
+    for (const file of files) {
+      if (!/^files\[\d+\]$/.test(file.name)) return reply(400, invalidForm(file.name, "BASE_TYPE_INVALID", "Unknown form field"), limits);
+      if (file.filename === "") return reply(400, invalidForm(file.name, "BASE_TYPE_REQUIRED", "This field is required (a file name)."), limits);
+      if (file.bytes.length === 0) return reply(400, invalidForm(file.name, "FILE_EMPTY", "Cannot upload an empty file."), limits);
+    }
+    if (files.length > 10) return reply(400, invalidForm("files", "BASE_TYPE_MAX_LENGTH", "Must be 10 or fewer in length."), limits);
+    if (content.trim() === "" && files.length === 0) return reply(400, { message: "Cannot send an empty message", code: 50006 }, limits);
     const allowed = parseAllowedMentions(body.allowed_mentions);
     if (typeof allowed === "string") return reply(400, invalidForm("allowed_mentions", "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE", allowed), limits);
     const componentsError = checkComponents(body.components);
@@ -204,12 +242,16 @@ export class FakeRest {
       id: this.world.snowflake(), channel_id: channelId, author: BOT_USER, content, timestamp: new Date().toISOString(),
       edited_timestamp: null, tts: false, mention_everyone: parsed.everyone && allowed.parse.has("everyone"),
       mentions: [...new Set(pinged)].map((id) => KNOWN_USERS.get(id)), mention_roles: parsed.roleIds.filter((id) => allowed.parse.has("roles")),
-      attachments: [], embeds: [], pinned: false, type: referenced ? 19 : 0, flags: 0, nonce: body.nonce,
+      attachments: files.map((file, index) => ({
+        id: this.world.snowflake(), filename: file.filename, size: file.bytes.length, content_type: file.contentType,
+        url: `http://127.0.0.1:${this.port()}/cdn/uploads/${channelId}/${index}/${file.filename}`, proxy_url: "",
+      })), embeds: [], pinned: false, type: referenced ? 19 : 0, flags: 0, nonce: body.nonce,
       ...(Array.isArray(body.components) ? { components: body.components } : {}),
       ...(guild ? { guild_id: guild.id } : {}),
       ...(referenced ? { message_reference: { type: 0, message_id: referenced.id, channel_id: channelId, guild_id: channel.guild_id }, referenced_message: oneLevel(referenced) } : {}),
     };
     this.world.store(message);
+    for (const [index, file] of files.entries()) this.uploads.push({ channelId, messageId: String(message.id), filename: file.filename, bytes: file.bytes, attachment: (message.attachments as Payload[])[index]! });
     reply(200, message, limits);
   }
 

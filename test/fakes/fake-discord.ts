@@ -102,6 +102,11 @@ export class FakeDiscord {
     return this.gateway.connectedSessions;
   }
 
+  /** Files the bot uploaded with the messages Discord created, in order, as received. */
+  get uploads(): FakeRest["uploads"] {
+    return this.rest.uploads;
+  }
+
   /** Bodies of the messages the bot created, in order. */
   get sentMessages(): Payload[] {
     return this.requests.filter((r) => r.method === "POST" && /^\/channels\/\d+\/messages$/.test(r.path) && r.status === 200).map((r) => r.body as Payload);
