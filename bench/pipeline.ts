@@ -17,13 +17,18 @@
  * phase only.
  *
  *   npx tsx bench/pipeline.ts [sessions=20] [messages=25] [--rates=100,200,400] [--seconds=20]
- *                             [--mode=both|closed|open] [--cpu-prof=<dir>]
+ *                             [--mode=both|closed|open] [--cpu-prof=<dir>] [--loop-delay]
  *
  * `--cpu-prof=<dir>` writes V8 CPU profiles of the worker processes there (run this process
- * itself with `node --cpu-prof --import tsx` to profile the gateway).
+ * itself with `node --cpu-prof --import tsx` to profile the gateway). `--loop-delay` adds the
+ * event-loop delay (p99 and max) of this process and of the worst worker over each phase.
+ *
+ * Latency ends when the reply reaches the adapter's `send` (what a platform would show); the
+ * fenced record of the sent part follows it, as it does after a real platform's answer.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { Queue, Worker } from "bullmq";
 import type { ChannelAdapter, IngressPort, OutboundReply, SendOptions } from "../src/adapters/channel-adapter.js";
@@ -37,6 +42,43 @@ import { startRedisServer } from "../test/helpers/redis-server.js";
 import { buildForChildProcesses } from "../test/helpers/test-build.js";
 import { isMain, percentile, table } from "./stats.js";
 
+/** Event-loop delay over a measured phase (monitorEventLoopDelay), ms. */
+export interface LoopDelay {
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+/**
+ * `--loop-delay`: every worker process samples its event-loop delay (10 ms resolution); SIGUSR2
+ * prints what it saw since the last SIGUSR2 to stderr and starts over. Given to the workers as a
+ * preloaded module, so the app itself is unchanged.
+ */
+const LOOP_DELAY_PROBE = `data:text/javascript,${encodeURIComponent(`
+import { monitorEventLoopDelay } from "node:perf_hooks";
+const histogram = monitorEventLoopDelay({ resolution: 10 });
+histogram.enable();
+process.on("SIGUSR2", () => {
+  const ms = (ns) => ns / 1e6;
+  process.stderr.write("loop-delay " + JSON.stringify({ p50: ms(histogram.percentile(50)), p99: ms(histogram.percentile(99)), max: ms(histogram.max) }) + "\\n");
+  histogram.reset();
+});`)}`;
+
+/** Asks each worker for its loop delay since the last ask (the worst of them is reported). */
+async function workerLoopDelay(workers: readonly AppProcess[]): Promise<LoopDelay> {
+  const seen = workers.map((worker) => worker.stderr().split("loop-delay ").length);
+  for (const worker of workers) worker.signal("SIGUSR2");
+  const reports = await Promise.all(workers.map(async (worker, index) => {
+    for (let waited = 0; waited < 5_000; waited += 20) {
+      const parts = worker.stderr().split("loop-delay ");
+      if (parts.length > seen[index]! && parts[parts.length - 1]!.includes("\n")) return JSON.parse(parts[parts.length - 1]!.split("\n")[0]!) as LoopDelay;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    throw new Error("a worker did not report its loop delay");
+  }));
+  return { p50: Math.max(...reports.map((report) => report.p50)), p99: Math.max(...reports.map((report) => report.p99)), max: Math.max(...reports.map((report) => report.max)) };
+}
+
 export interface RunResult {
   label: string;
   messages: number;
@@ -47,6 +89,9 @@ export interface RunResult {
   /** CPU ms per message: this process (gateway + driver) and all worker processes together. */
   gatewayCpuMs?: number;
   workerCpuMs?: number;
+  /** `--loop-delay`: this process's (gateway + driver) and the worst worker's. */
+  gatewayLoopDelay?: LoopDelay;
+  workerLoopDelay?: LoopDelay;
 }
 
 class BenchAdapter implements ChannelAdapter {
@@ -56,12 +101,13 @@ class BenchAdapter implements ChannelAdapter {
   async start(ingress: IngressPort) {
     this.ingress = ingress;
   }
+  /** The reply has reached the platform once `send` has it; recording the part is bookkeeping after that. */
   async send(reply: OutboundReply, options: SendOptions) {
-    await options.onPartSent(0);
     for (const id of reply.inReplyTo) {
       this.#waiting.get(id)?.();
       this.#waiting.delete(id);
     }
+    await options.onPartSent(0);
   }
   answered(messageId: string) {
     return new Promise<void>((resolve) => this.#waiting.set(messageId, resolve));
@@ -127,15 +173,27 @@ const ownCpuMs = () => {
   return (usage.user + usage.system) / 1_000;
 };
 
-async function measured(run: () => Promise<{ seconds: number; latencies: number[] }>, workers: readonly AppProcess[]) {
+async function measured(run: () => Promise<{ seconds: number; latencies: number[] }>, workers: readonly AppProcess[], loopDelay: boolean) {
+  const gatewayLoop = loopDelay ? monitorEventLoopDelay({ resolution: 10 }) : undefined;
+  if (loopDelay) await workerLoopDelay(workers);
+  gatewayLoop?.enable();
   const gatewayBefore = ownCpuMs();
   const workersBefore = workers.reduce((sum, worker) => sum + processCpuMs(worker.child.pid), 0);
   const result = await run();
   const messages = result.latencies.length;
-  return {
-    ...result,
+  const cpu = {
     gatewayCpuMs: (ownCpuMs() - gatewayBefore) / messages,
     workerCpuMs: (workers.reduce((sum, worker) => sum + processCpuMs(worker.child.pid), 0) - workersBefore) / messages,
+  };
+  gatewayLoop?.disable();
+  const ms = (ns: number) => ns / 1e6;
+  return {
+    ...result,
+    ...cpu,
+    ...(gatewayLoop ? {
+      gatewayLoopDelay: { p50: ms(gatewayLoop.percentile(50)), p99: ms(gatewayLoop.percentile(99)), max: ms(gatewayLoop.max) },
+      workerLoopDelay: await workerLoopDelay(workers),
+    } : {}),
   };
 }
 
@@ -146,6 +204,8 @@ export interface BenchPlan {
   seconds: number;
   mode: "both" | "closed" | "open";
   cpuProfileDir?: string;
+  /** Event-loop delay of the gateway and the workers over each measured phase. */
+  loopDelay: boolean;
 }
 
 async function withLonghaul<T>(redisUrl: string, llmUrl: string, workers: number, plan: BenchPlan, body: (roundTrip: RoundTrip, processes: readonly AppProcess[]) => Promise<T>): Promise<T> {
@@ -154,7 +214,7 @@ async function withLonghaul<T>(redisUrl: string, llmUrl: string, workers: number
     REDIS_URL: redisUrl, REDIS_PREFIX: prefix, LLM_BASE_URL: llmUrl, LLM_API_KEY: "bench", LOG_LEVEL: "info",
     HTTP_PORT: "0", CONSOLE: "off", RATE_LIMIT_PER_MINUTE: "0", WORKER_CONCURRENCY: "16",
   };
-  const nodeArgs = plan.cpuProfileDir ? ["--cpu-prof", `--cpu-prof-dir=${plan.cpuProfileDir}`] : [];
+  const nodeArgs = [...(plan.cpuProfileDir ? ["--cpu-prof", `--cpu-prof-dir=${plan.cpuProfileDir}`] : []), ...(plan.loopDelay ? ["--import", LOOP_DELAY_PROBE] : [])];
   const processes = Array.from({ length: workers }, () => spawnApp({ ...env, LONGHAUL_ROLE: "worker" }, { nodeArgs }));
   await Promise.all(processes.map((worker) => worker.waitForStderr(/longhaul-ready/, 240_000)));
   const adapter = new BenchAdapter();
@@ -183,7 +243,7 @@ async function longhaulRuns(redisUrl: string, llmUrl: string, plan: BenchPlan): 
       results.push(await withLonghaul(redisUrl, llmUrl, workers, plan, async (roundTrip, processes) => ({
         label: `longhaul, ${workers} worker process${workers > 1 ? "es" : ""}`,
         messages: plan.sessions * plan.messages,
-        ...(await measured(() => closedLoop(plan.sessions, plan.messages, roundTrip), processes)),
+        ...(await measured(() => closedLoop(plan.sessions, plan.messages, roundTrip), processes, plan.loopDelay)),
       })));
     }
   }
@@ -193,7 +253,7 @@ async function longhaulRuns(redisUrl: string, llmUrl: string, plan: BenchPlan): 
       for (const [runIndex, rate] of plan.rates.entries()) {
         // Each rate talks to sessions of its own.
         const tagged: RoundTrip = (session, index) => roundTrip(session + runIndex * 100_000, index);
-        const result = await measured(() => openLoop(rate, plan.seconds, tagged), processes);
+        const result = await measured(() => openLoop(rate, plan.seconds, tagged), processes, plan.loopDelay);
         open.push({ label: `longhaul, 2 worker processes, ${rate}/s offered`, messages: result.latencies.length, offered: rate, ...result });
       }
       return open;
@@ -283,6 +343,7 @@ export function parsePlan(args: readonly string[]): BenchPlan {
     seconds: Number(flags.get("seconds") ?? 20),
     mode,
     ...(cpuProfileDir ? { cpuProfileDir } : {}),
+    loopDelay: flags.has("loop-delay"),
   };
 }
 
@@ -290,28 +351,31 @@ export function report(plan: BenchPlan, results: readonly RunResult[]): string {
   const sorted = (result: RunResult) => [...result.latencies].sort((a, b) => a - b);
   const baselineOf = (result: RunResult) => results.find((other) => other.label.startsWith("baseline") && other.offered === result.offered);
   const cpu = (value: number | undefined) => (value === undefined ? "" : value);
+  const loopHeaders = plan.loopDelay ? ["gateway loop delay p99 / max ms", "worker loop delay p99 / max ms"] : [];
+  const delay = (value: LoopDelay | undefined) => (value === undefined ? "" : `${value.p99.toFixed(1)} / ${value.max.toFixed(1)}`);
+  const loop = (result: RunResult) => (plan.loopDelay ? [delay(result.gatewayLoopDelay), delay(result.workerLoopDelay)] : []);
   const parts: string[] = [];
   const closed = results.filter((result) => result.offered === undefined);
   if (closed.length > 0) {
     const baseline = sorted(baselineOf(closed[0]!)!);
     parts.push(`Closed loop: ${plan.sessions} sessions × ${plan.messages} messages, fake LLM with zero latency\n\n` + table(
-      ["run", "messages", "turns/s", "p50 ms", "p95 ms", "p99 ms", "p50 / baseline", "p99 / baseline", "gateway CPU ms/turn", "worker CPU ms/turn"],
+      ["run", "messages", "turns/s", "p50 ms", "p95 ms", "p99 ms", "p50 / baseline", "p99 / baseline", "gateway CPU ms/turn", "worker CPU ms/turn", ...loopHeaders],
       closed.map((result) => {
         const latencies = sorted(result);
         return [result.label, result.messages, result.messages / result.seconds, percentile(latencies, 50), percentile(latencies, 95), percentile(latencies, 99),
-          percentile(latencies, 50) / percentile(baseline, 50), percentile(latencies, 99) / percentile(baseline, 99), cpu(result.gatewayCpuMs), cpu(result.workerCpuMs)];
+          percentile(latencies, 50) / percentile(baseline, 50), percentile(latencies, 99) / percentile(baseline, 99), cpu(result.gatewayCpuMs), cpu(result.workerCpuMs), ...loop(result)];
       }),
     ));
   }
   const open = results.filter((result) => result.offered !== undefined);
   if (open.length > 0) {
     parts.push(`Open loop: ${plan.seconds} s at each offered rate, latency from arrival, 2 worker processes\n\n` + table(
-      ["run", "offered /s", "achieved /s", "p50 ms", "p95 ms", "p99 ms", "p50 / baseline", "p99 / baseline", "gateway CPU ms/turn", "worker CPU ms/turn"],
+      ["run", "offered /s", "achieved /s", "p50 ms", "p95 ms", "p99 ms", "p50 / baseline", "p99 / baseline", "gateway CPU ms/turn", "worker CPU ms/turn", ...loopHeaders],
       open.map((result) => {
         const latencies = sorted(result);
         const baseline = sorted(baselineOf(result)!);
         return [result.label, result.offered!, result.messages / result.seconds, percentile(latencies, 50), percentile(latencies, 95), percentile(latencies, 99),
-          percentile(latencies, 50) / percentile(baseline, 50), percentile(latencies, 99) / percentile(baseline, 99), cpu(result.gatewayCpuMs), cpu(result.workerCpuMs)];
+          percentile(latencies, 50) / percentile(baseline, 50), percentile(latencies, 99) / percentile(baseline, 99), cpu(result.gatewayCpuMs), cpu(result.workerCpuMs), ...loop(result)];
       }),
     ));
   }
