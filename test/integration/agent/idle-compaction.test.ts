@@ -13,6 +13,7 @@ import { RecordingAdapter } from "../../helpers/recording-adapter.js";
 import { idleChat, idleJobOf, idleModel, LONG_TEXT, privateChat, summarizerCalls, summarizerGate, waitUntil, type SummarizerGate } from "../../helpers/idle-compaction.js";
 import { createIdleQueue, createRedis, type IdleQueue, type Redis } from "../../../src/queue/index.js";
 import { SessionStore } from "../../../src/session/store.js";
+import { BudgetMeter } from "../../../src/budget/index.js";
 import type { Config } from "../../../config/index.js";
 
 interface Harness {
@@ -193,5 +194,33 @@ describe("idle-time compaction waits for the TTL (CACHE_TTL_S=600)", () => {
     expect((await Job.fromId(harness.idle.queue, jobs[0]!.id!))!.returnvalue).toEqual({ status: "skipped", why: "not-idle" });
     expect(summarizerCalls(harness.llm)).toBe(0);
     expect((await harness.store.load(where.sessionKey)).version).toBe(state.version);
+  }, 120_000);
+
+  it("budgets apply: with the chat's budget used up the idle summarizer is never called and nothing changes; with room, it compacts", async () => {
+    const where = dm("eve");
+    const { say, talkPastMark } = chat(harness, where);
+    await say("hello");
+    await talkPastMark();
+    // Idle for longer than the TTL, as far as the session knows (its last turn 601 s ago).
+    const stateKey = harness.store.keys(where.sessionKey).state;
+    const stored = JSON.parse((await harness.redis.get(stateKey))!) as { updatedAt: number };
+    await harness.redis.set(stateKey, JSON.stringify({ ...stored, updatedAt: stored.updatedAt - 601_000 }));
+    const state = await harness.store.load(where.sessionKey);
+    const meter = new BudgetMeter(harness.redis, harness.config.REDIS_PREFIX, undefined);
+    await meter.setLimit("chat", where.sessionKey, "daily", "tokens", 1);
+    const requests = harness.llm.requests.length;
+
+    const refused = await harness.idle.schedule(where.sessionKey, state.version, 0);
+    await waitUntil(async () => (await Job.fromId(harness.idle.queue, refused!))?.finishedOn !== undefined, 30_000, "the job to finish");
+    expect((await Job.fromId(harness.idle.queue, refused!))!.returnvalue).toEqual({ status: "skipped", why: "not-compacted" });
+    // Neither the flush nor the summarizer reached the model, and the session is as it was.
+    expect(harness.llm.requests).toHaveLength(requests);
+    expect((await harness.store.load(where.sessionKey)).version).toBe(state.version);
+
+    await meter.setLimit("chat", where.sessionKey, "daily", "tokens", "default");
+    const allowed = await harness.idle.schedule(where.sessionKey, state.version, 0);
+    await waitUntil(async () => (await Job.fromId(harness.idle.queue, allowed!))?.finishedOn !== undefined, 30_000, "the second job to finish");
+    expect((await Job.fromId(harness.idle.queue, allowed!))!.returnvalue).toMatchObject({ status: "compacted", version: state.version + 1 });
+    expect(summarizerCalls(harness.llm)).toBe(1);
   }, 120_000);
 });
