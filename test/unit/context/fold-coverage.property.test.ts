@@ -11,6 +11,7 @@ import { sanitizeToolPairs } from "../../../src/context/assemble.js";
 import { compact } from "../../../src/context/compact.js";
 import type { ChatMessage, ToolCall } from "../../../src/core/messages.js";
 import { createTokenCounter } from "../../../src/context/tokens.js";
+import { propertyRuns } from "../../helpers/property-runs.js";
 import { FakeSummarizer } from "../../fakes/fake-summarizer.js";
 import { expectToolPairs } from "../../helpers/tool-pairs.js";
 
@@ -91,9 +92,9 @@ describe("folds over damaged histories and small summarizer windows", () => {
         // The chunks chain: each later one carries the running summary, listing what came before.
         writer.calls.slice(1).forEach((call, index) => expect(call.user).toContain(`[${writer.calls[index]!.turnIds.at(-1)}]`));
       }),
-      { numRuns: 60, endOnFailure: true },
+      { numRuns: propertyRuns(60), endOnFailure: true },
     );
-    expect(compactions).toBeGreaterThan(20);
-    expect(chunked).toBeGreaterThan(3);
+    expect(compactions).toBeGreaterThan(propertyRuns(60) / 3);
+    expect(chunked).toBeGreaterThan(propertyRuns(60) / 20);
   }, 300_000);
 });
