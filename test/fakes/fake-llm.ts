@@ -33,13 +33,16 @@
  * `data: [DONE]`. `tokensPerSecond` (per reply, or `fake.setStreamRate`) paces the chunks;
  * `dropAfterTokens` destroys the connection after that many text chunks, mid-answer.
  *
- * `startFakeLlm({ rules: "openai" | "anthropic" | "vllm" | "ollama" })` refuses requests that
- * break that kind of server's tool-message rules with its own 400 body (provider-rules.ts).
+ * `startFakeLlm({ rules: "openai" | "anthropic" | "vllm" | "vllm-alternating" | "ollama" })` refuses
+ * requests that break that kind of server's message rules with its own 400 body (provider-rules.ts).
  * `startFakeLlm({ tokenRatio, contextWindow })`: a provider whose tokenizer differs from ours.
  * It counts a request in its own unit (`ownPromptTokens`: characters / 4 with framing) × the ratio,
  * reports that as `prompt_tokens` (and the reply's length likewise as `completion_tokens`) on
  * every path, and refuses a request whose prompt plus `max_tokens` exceeds the window with the
- * overflow error of the server `rules` names (`fake.overWindow` lists them).
+ * overflow error of the server `rules` names (`fake.overWindow` lists them). Ollama refuses
+ * nothing: with `rules: "ollama"` the window is its `num_ctx`, and a prompt over it loses its
+ * oldest messages as Ollama drops them (`ollamaTruncation`); the handler and `usage` see what is
+ * left, and `fake.truncated` lists the requests it happened to.
  * Content parts: `image_url` parts must carry a data URL of a PNG/JPEG/GIF/WEBP (checked by its
  * magic bytes) and a valid `detail`, else 400 as OpenAI answers. `options.vision: false` (or
  * `fake.setVision(false)`) makes it a text-only model: any image part is refused with OpenAI's
@@ -56,7 +59,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { checkProviderRules, type ProviderRules } from "./provider-rules.js";
+import { checkProviderRules, ollamaTruncation, type ProviderRules } from "./provider-rules.js";
 
 export interface FakeChatMessage {
   role: string;
@@ -146,6 +149,8 @@ export interface FakeLlm {
   readonly streamedChunks: Map<number, number>;
   /** Indexes of the requests refused as over `contextWindow`. */
   readonly overWindow: readonly number[];
+  /** `rules: "ollama"`: the requests whose oldest messages were dropped to fit `contextWindow`, and how many. */
+  readonly truncated: ReadonlyArray<{ index: number; droppedMessages: number }>;
   /** A request's prompt in the provider's tokens (its own count × `tokenRatio`), as the window check counts it. */
   promptTokens(request: RecordedRequest): number;
   waitForRequests(count: number, timeoutMs?: number): Promise<RecordedRequest[]>;
@@ -333,9 +338,9 @@ function windowRefusal(rules: ProviderRules | undefined, window: number, prompt:
     case "anthropic":
       return { status: 400, body: { type: "error", error: { type: "invalid_request_error", message: `prompt is too long: ${requested} tokens > ${window} maximum` } } };
     case "vllm":
-      return { status: 400, body: { error: { message: `This model's maximum context length is ${window} tokens. However, you requested ${requested} tokens (${prompt} in the messages, ${completion} in the completion). Please reduce the length of the messages or completion.`, type: "BadRequestError", param: null, code: 400 } } };
-    case "ollama":
-      return overflow.ollama({ contextWindow: window, requested });
+    case "vllm-alternating":
+      // vLLM 0.19's check of prompt + max_tokens against max_model_len (serving.py), as its users quote it.
+      return { status: 400, body: { error: { message: `This model's maximum context length is ${window} tokens. However, you requested ${completion} output tokens and your prompt contains at least ${prompt} input tokens, for a total of at least ${requested} tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=${prompt})`, type: "BadRequestError", param: "input_tokens", code: 400 } } };
     default:
       return completion > 0
         ? openAiError(400, `This model's maximum context length is ${window} tokens. However, you requested ${requested} tokens (${prompt} in the messages, ${completion} in the completion). Please reduce the length of the messages or completion.`, "invalid_request_error", "context_length_exceeded", "messages")
@@ -506,6 +511,7 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
   const streamedChunks = new Map<number, number>();
   const tokenRatio = options.tokenRatio ?? 1;
   const overWindow: number[] = [];
+  const truncated: Array<{ index: number; droppedMessages: number }> = [];
 
   const pick = async (request: RecordedRequest): Promise<FakeResponse> => {
     const route = routes.find((candidate) => candidate.predicate(request));
@@ -524,7 +530,15 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
     if (closed) return;
     const refusal = checkProviderRules(options.rules, request.body);
     if (refusal) return send(response, refusal.status, refusal.body);
-    if (options.contextWindow !== undefined) {
+    // What the model sees: the request, or with Ollama what is left of it once it fits num_ctx.
+    let seen = request;
+    if (options.contextWindow !== undefined && options.rules === "ollama") {
+      const cut = ollamaTruncation(request.body, options.contextWindow, (body) => scaled(ownPromptTokens(body), tokenRatio));
+      if (cut.droppedMessages > 0) {
+        truncated.push({ index: request.index, droppedMessages: cut.droppedMessages });
+        seen = { ...request, body: { ...request.body, messages: cut.messages } };
+      }
+    } else if (options.contextWindow !== undefined) {
       const prompt = scaled(ownPromptTokens(request.body), tokenRatio);
       const completion = requestedCompletion(request.body);
       if (prompt + completion > options.contextWindow) {
@@ -542,7 +556,7 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
         return send(response, refusal.status, refusal.body);
       }
     }
-    const picked = await pick(request);
+    const picked = await pick(seen);
     if (typeof picked === "object" && "hang" in picked) return;
     const reply: FakeReply | FakeHttpError = typeof picked === "string" ? { text: picked } : picked;
     if (reply.delayMs) await Promise.race([new Promise((resolve) => setTimeout(resolve, reply.delayMs)), gone]);
@@ -550,7 +564,7 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
     if ("status" in reply) send(response, reply.status, reply.body ?? "", reply.headers);
     else if (request.body.stream === true) {
       streamedChunks.set(request.index, 0);
-      await streamCompletion(response, reply, request, {
+      await streamCompletion(response, reply, seen, {
         tokensPerSecond: reply.tokensPerSecond ?? streamRate,
         ...(reply.dropAfterTokens === undefined ? {} : { dropAfterTokens: reply.dropAfterTokens }),
         gone,
@@ -558,7 +572,7 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
         isClosed: () => closed,
         onChunk: () => void streamedChunks.set(request.index, (streamedChunks.get(request.index) ?? 0) + 1),
       });
-    } else send(response, 200, completionBody(reply, request, tokenRatio));
+    } else send(response, 200, completionBody(reply, seen, tokenRatio));
   };
 
   const server = createServer((incoming, response) => {
@@ -612,6 +626,7 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
     setStreamRate: (tokensPerSecond) => void (streamRate = tokensPerSecond),
     streamedChunks,
     overWindow,
+    truncated,
     promptTokens: (request) => scaled(ownPromptTokens(request.body), tokenRatio),
     waitForRequests(count, timeoutMs = 30_000) {
       return new Promise((resolve, reject) => {

@@ -113,6 +113,51 @@ describe("Ollama truncates from the front instead of refusing (server/prompt.go 
   });
 });
 
+describe("the fake LLM holds the window as each server does", () => {
+  const post = (llm: FakeLlm, payload: unknown) =>
+    fetch(`${llm.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(payload) });
+  // 1,000 of the fake's own tokens each (3,984 characters + 16 of framing); "s" and the empty tools list add 5.
+  const big = (label: string) => `${label} ${"x".repeat(3_983 - label.length)}`;
+
+  it("vLLM refuses prompt + max_tokens over max_model_len with its 400, before the model sees it", async () => {
+    const llm = await startFakeLlm({ rules: "vllm", contextWindow: 2_500 });
+    try {
+      const refused = await post(llm, body([{ role: "system", content: "s" }, { role: "user", content: big("a") }, { role: "user", content: big("b") }], { max_tokens: 600 }));
+      expect(refused.status).toBe(400);
+      const error = ((await refused.json()) as { error: { message: string; param: string; code: number; type: string } }).error;
+      expect(error).toMatchObject({ type: "BadRequestError", param: "input_tokens", code: 400 });
+      expect(error.message).toBe(
+        "This model's maximum context length is 2500 tokens. However, you requested 600 output tokens and your prompt contains at least 2005 input tokens, for a total of at least 2605 tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=2005)",
+      );
+      expect(llm.overWindow).toEqual([0]);
+    } finally {
+      await llm.close();
+    }
+  });
+
+  it("Ollama answers a prompt over num_ctx from its newest messages, with no error, and bills what the model saw", async () => {
+    const llm = await startFakeLlm({ rules: "ollama", contextWindow: 1_500 });
+    try {
+      const seen: string[][] = [];
+      llm.setHandler((request) => (seen.push(request.body.messages.map((message) => String(message.content).slice(0, 1))), { text: "ok" }));
+      const answer = await post(llm, body([{ role: "system", content: "s" }, { role: "user", content: big("a") }, { role: "assistant", content: big("b") }, { role: "user", content: big("c") }], { max_tokens: 600 }));
+      expect(answer.status).toBe(200);
+      const { usage } = (await answer.json()) as { usage: { prompt_tokens: number } };
+      // 3,005 sent; without "a" still 2,005; the system prompt and the newest message, 1,005, fit.
+      expect(seen).toEqual([["s", "c"]]);
+      expect(usage.prompt_tokens).toBe(1_005);
+      expect(llm.truncated).toEqual([{ index: 0, droppedMessages: 2 }]);
+      expect(llm.overWindow).toEqual([]);
+      // What fits is untouched.
+      await post(llm, body([{ role: "system", content: "s" }, { role: "user", content: big("d") }]));
+      expect(seen[1]).toEqual(["s", "d"]);
+      expect(llm.truncated).toHaveLength(1);
+    } finally {
+      await llm.close();
+    }
+  });
+});
+
 describe.each<ProviderRules>(["openai", "anthropic", "vllm", "ollama"])("the tool loop against %s rules", (rules) => {
   let llm: FakeLlm;
   beforeAll(async () => {
