@@ -132,6 +132,14 @@ describe("npm run eval against the fake LLM", () => {
     expect(run.out).toMatch(/main fake-main: \d+ calls, [\d,]+ tokens in, [\d,]+ out, \$\d+\.\d{4}/);
   });
 
+  it("--min-score: exit 3 naming the columns under it", async () => {
+    const keeperOnly = await evalCli(["--summarizer", "keeper", "--min-score", "100"], env);
+    expect(keeperOnly.code).toBe(0);
+    const both = await evalCli(["--summarizer", "keeper,dropper", "--min-score", "90"], env);
+    expect(both.code).toBe(3);
+    expect(both.err).toMatch(/^under --min-score 90%: dropper$/m);
+  });
+
   it("fails loudly, naming the probe, when an answer is empty or the model errs", async () => {
     const empty = llm.route((request) => !isSummarizerRequest(request) && lastUserText(request).includes("What is the ad budget"), { text: "" });
     const broken = llm.route((request) => !isSummarizerRequest(request) && lastUserText(request).includes("Which payment provider"), httpError.badRequest("Invalid 'messages': boom"));
