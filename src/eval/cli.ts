@@ -2,6 +2,8 @@
  * `npm run eval [-- options]`: the options, the check that a model is configured, the output
  * (table or JSON on stdout, progress on stderr) and the exit code. src/cli/eval.ts runs it.
  */
+import { readFileSync } from "node:fs";
+import { basename } from "node:path";
 import { ConfigError, loadConfig, mainApiKey, type Config } from "../../config/index.js";
 import { catalogueFromConfig } from "../models/catalogue.js";
 import { DEFAULT_DIALOGUE, DialogueError, loadDialogue } from "./dialogue.js";
@@ -15,6 +17,9 @@ Uses the bot's configuration (LLM_*, SUMMARY_*, the config file's models: catalo
 
   --summarizer a,b      one column per summarizer: catalogue model names (without a models:
                         section, model ids on SUMMARY_BASE_URL or LLM_BASE_URL)
+  --prompt a.txt,default  one column per summary-prompt variant (crossed with --summarizer): a file
+                        with the summarizer's system prompt ({length} becomes "about N tokens");
+                        "default" is the built-in prompt
   --model NAME          the main model (catalogue name or alias); default: the catalogue's default
   --compact-after 1,2,4,5   days after which a compaction is forced (default 1,2,4,5)
   --dialogue FILE       another dialogue file (default eval/dialogue/heron-launch.yaml)
@@ -35,6 +40,7 @@ export interface EvalCliIo {
 
 interface ParsedArgs {
   summarizers?: string[];
+  prompts?: string[];
   model?: string;
   compactAfter: number[];
   dialogue: string;
@@ -63,6 +69,10 @@ export function parseEvalArgs(argv: readonly string[]): ParsedArgs {
       case "--summarizer":
       case "--summarizers":
         parsed.summarizers = list(value());
+        break;
+      case "--prompt":
+      case "--prompts":
+        parsed.prompts = list(value());
         break;
       case "--model":
         parsed.model = value();
@@ -111,6 +121,17 @@ and LLM_API_KEY (or OPENAI_API_KEY) in the environment or in config/longhaul.yam
 SUMMARY_BASE_URL for a separate summarizer, then run npm run eval again. See docs/eval.md.`;
 }
 
+function readPrompt(file: string): string {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    throw new EvalUsageError(`--prompt ${file}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if (text.trim() === "") throw new EvalUsageError(`--prompt ${file}: the file is empty`);
+  return text.trim();
+}
+
 export async function runEvalCli(argv: readonly string[], io: EvalCliIo): Promise<number> {
   let args: ParsedArgs;
   try {
@@ -139,12 +160,14 @@ export async function runEvalCli(argv: readonly string[], io: EvalCliIo): Promis
   }
   try {
     const dialogue = loadDialogue(args.dialogue);
+    const prompts = args.prompts?.map((file) => (file === "default" ? { label: "default" } : { label: basename(file).replace(/\.[^.]*$/, ""), system: readPrompt(file) }));
     const result = await runEval({
       config,
       dialogue,
       compactAfterDays: args.compactAfter,
       ...(args.model ? { model: args.model } : {}),
       ...(args.summarizers ? { summarizers: args.summarizers } : {}),
+      ...(prompts ? { prompts } : {}),
       onProgress: (line) => io.err(`${line}\n`),
     });
     io.out(args.json ? `${JSON.stringify(result, null, 2)}\n` : formatReport(result, { verbose: args.verbose }));

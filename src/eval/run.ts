@@ -13,7 +13,7 @@
 import type { Config } from "../../config/index.js";
 import { toUserMessages, type CompactionScope } from "../agent/index.js";
 import { costOfUsage } from "../budget/index.js";
-import type { ChatRequest } from "../core/llm.js";
+import type { ChatRequest, WireMessage } from "../core/llm.js";
 import type { ChatMessage } from "../core/messages.js";
 import type { OpenAiLlmClient } from "../llm/index.js";
 import { silentLogger, type Logger } from "../logger.js";
@@ -36,6 +36,12 @@ export interface EvalOptions {
   model?: string;
   /** One column each: a catalogue model (or, without a `models:` section, a model id for SUMMARY_MODEL). Unset: as configured. */
   summarizers?: readonly string[];
+  /**
+   * Summary-prompt variants, each a column (crossed with the summarizers): `system` replaces the
+   * system message of every summary request (`{length}` in it becomes the length the engine asks
+   * for, "about N tokens"); no `system`: the built-in prompt.
+   */
+  prompts?: ReadonlyArray<{ label: string; system?: string }>;
   /** 1-based days after which a compaction is forced. */
   compactAfterDays: readonly number[];
   logger?: Logger;
@@ -78,8 +84,10 @@ export interface ProbeResult {
 }
 
 export interface ColumnResult {
-  /** What `--summarizer` named, or "configured". */
+  /** What `--summarizer` named (or "configured"), then `/` and the prompt variant's label when there are variants. */
   label: string;
+  /** The prompt variant's label; undefined: the built-in prompt, no variants compared. */
+  prompt?: string;
   mainModel: string;
   summarizerModel: string;
   compactions: CompactionOutcome[];
@@ -119,9 +127,15 @@ export async function runEval(options: EvalOptions): Promise<EvalResult> {
   const catalogue = catalogueFromConfig(options.config);
   const main = options.model === undefined ? catalogue.default : catalogue.find(options.model);
   if (!main) throw new EvalUsageError(`--model ${options.model}: no such model in the catalogue (${catalogue.models.map((model) => model.name).join(", ")})`);
-  const variants = options.summarizers?.length ? options.summarizers.map((name) => ({ label: name, config: withSummarizer(options.config, main.name, name) })) : [{ label: "configured", config: options.config }];
+  const summarizers = options.summarizers?.length ? options.summarizers.map((name) => ({ label: name, config: withSummarizer(options.config, main.name, name) })) : [{ label: "configured", config: options.config }];
+  const prompts = options.prompts?.length ? options.prompts : [undefined];
   const columns: ColumnResult[] = [];
-  for (const variant of variants) columns.push(await runColumn({ ...options, compactAfterDays: days }, variant.label, variant.config, main.name));
+  for (const summarizer of summarizers) {
+    for (const prompt of prompts) {
+      const label = prompt ? `${summarizer.label}/${prompt.label}` : summarizer.label;
+      columns.push(await runColumn({ ...options, compactAfterDays: days }, { label, config: summarizer.config, ...(prompt ? { prompt } : {}) }, main.name));
+    }
+  }
   return {
     dialogue: dialogue.name,
     messages: dialogue.days.reduce((sum, day) => sum + day.messages.length, 0),
@@ -141,8 +155,15 @@ export function withSummarizer(config: Config, mainName: string, summarizer: str
   return { ...config, models: { ...config.models, list: { ...config.models.list, [mainName]: { ...entry, summarizer: target.name } } } };
 }
 
-async function runColumn(options: EvalOptions, label: string, config: Config, mainName: string): Promise<ColumnResult> {
+interface ColumnSpec {
+  label: string;
+  config: Config;
+  prompt?: { label: string; system?: string };
+}
+
+async function runColumn(options: EvalOptions, column: ColumnSpec, mainName: string): Promise<ColumnResult> {
   const { dialogue } = options;
+  const { label, config, prompt } = column;
   const log = options.logger ?? silentLogger;
   const progress = (line: string) => options.onProgress?.(`[${label}] ${line}`);
   const usage = new Map<string, ModelUsage>();
@@ -150,7 +171,7 @@ async function runColumn(options: EvalOptions, label: string, config: Config, ma
     config,
     logger: log,
     tools: () => [],
-    wrap: (client, prices, role) => counted(client, prices, role, usage),
+    wrap: (client, prices, role) => counted(role === "summarizer" && prompt?.system !== undefined ? withSystemPrompt(client, prompt.system) : client, prices, role, usage),
   });
   const model = router.catalogue.find(mainName)!;
   const bound = router.bind(model);
@@ -212,6 +233,7 @@ async function runColumn(options: EvalOptions, label: string, config: Config, ma
   }
   return {
     label,
+    ...(prompt ? { prompt: prompt.label } : {}),
     mainModel: model.id,
     summarizerModel,
     compactions,
@@ -269,6 +291,27 @@ async function askProbe(
     return { ...base, answer: "", pass: false, missing: probe.items.map((item) => item[0]!), rejected: [], error: `the model failed: ${error instanceof Error ? error.message : String(error)}` };
   }
   return { ...base, answer, ...scoreAnswer(probe, answer) };
+}
+
+/** How the engine states the summary's length ("about 2000 tokens"): a variant's `{length}`. */
+const LENGTH = /\babout \d+ tokens\b/;
+
+/** A summarizer client whose requests carry `system` instead of the built-in system prompt. */
+function withSystemPrompt(client: OpenAiLlmClient, system: string): OpenAiLlmClient {
+  return new Proxy(client, {
+    get: (target, property, receiver) => {
+      if (property !== "complete") return Reflect.get(target, property, receiver);
+      return (request: ChatRequest) => {
+        const [first, ...rest] = request.messages;
+        const original = typeof first?.content === "string" ? first.content : undefined;
+        if (first?.role !== "system" || original === undefined) throw new EvalError("a summary request did not start with its system prompt");
+        const length = LENGTH.exec(original)?.[0];
+        if (length === undefined && system.includes("{length}")) throw new EvalError('the summary prompt no longer states its length as "about N tokens"; {length} cannot be filled');
+        const replaced: WireMessage = { role: "system", content: system.replaceAll("{length}", length ?? "") };
+        return target.complete({ ...request, messages: [replaced, ...rest] });
+      };
+    },
+  });
 }
 
 /** Counts every call a client makes, by role and model. */

@@ -5,6 +5,9 @@
  * every probe pass, one that drops the lines with digits fails the probes about them: the score
  * measures what compaction kept.
  */
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeLlm, httpError, lastUserText, type FakeLlm, type RecordedRequest } from "../../fakes/fake-llm.js";
 import { lossySummarizer, retentiveSummarizer, retrievalModel } from "../../fakes/eval-models.js";
@@ -130,6 +133,33 @@ describe("npm run eval against the fake LLM", () => {
     expect(run.out).toMatch(/pass {2}people\/deploy-sign-off: Whose sign-off does a production deploy need\?\n {8}answer: .*Priya/);
     // Calls and money at the catalogue's prices (the main model has prices, the summarizers none).
     expect(run.out).toMatch(/main fake-main: \d+ calls, [\d,]+ tokens in, [\d,]+ out, \$\d+\.\d{4}/);
+  });
+
+  it("--prompt compares summary-prompt variants: a variant replaces the summarizer's system prompt, with the engine's length in it", async () => {
+    // This fake summarizer is found by its model, whatever prompt it is given.
+    const keeper = llm.route((request) => request.body.model === "fake-keeper" && !isSummarizerRequest(request), retentiveSummarizer);
+    try {
+      const file = join(mkdtempSync(join(tmpdir(), "eval-prompt-")), "terse.txt");
+      writeFileSync(file, "Keep a handoff summary of the turns, {length}, every line as it was.\n");
+      const first = llm.requests.length;
+      const run = await evalCli(["--summarizer", "keeper", "--prompt", `default,${file}`, "--json"], env);
+      expect(run.code).toBe(0);
+      const result = JSON.parse(run.out) as EvalResult;
+      expect(result.columns.map((column) => [column.label, column.prompt])).toEqual([["keeper/default", "default"], ["keeper/terse", "terse"]]);
+      const summaries = llm.requests.slice(first).filter((request) => request.body.model === "fake-keeper");
+      const systems = summaries.map((request) => String(request.body.messages[0]!.content));
+      expect(systems.filter((text) => text.startsWith("You compact the context"))).toHaveLength(4);
+      const variant = systems.filter((text) => !text.startsWith("You compact the context"));
+      expect(variant).toHaveLength(4);
+      for (const text of variant) expect(text).toMatch(/^Keep a handoff summary of the turns, about \d+ tokens, every line as it was\.$/);
+      // The turns it folds are the same for both.
+      expect(summaries.every((request) => lastUserText(request).includes("<turns"))).toBe(true);
+      const missing = await evalCli(["--prompt", "/nonexistent/prompt.txt"], env);
+      expect(missing.code).toBe(1);
+      expect(missing.err).toMatch(/--prompt \/nonexistent\/prompt\.txt: ENOENT/);
+    } finally {
+      keeper();
+    }
   });
 
   it("--min-score: exit 3 naming the columns under it", async () => {
