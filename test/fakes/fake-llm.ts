@@ -446,6 +446,8 @@ export interface FakeLlmOptions {
   /**
    * Enforce one kind of server's tool-message rules (provider-rules.ts): a request that breaks
    * them is recorded and answered with that server's 400, before any route, queue or handler.
+   * A fake is at least as strict as the real service: OpenAI's rules hold unless a test names
+   * another server. @defaultValue "openai"
    */
   rules?: ProviderRules;
   /** The only key accepted; unset: any key (or none) is accepted. */
@@ -510,6 +512,7 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
   let streamRate = 0;
   const streamedChunks = new Map<number, number>();
   const tokenRatio = options.tokenRatio ?? 1;
+  const rules = options.rules ?? "openai";
   const overWindow: number[] = [];
   const truncated: Array<{ index: number; droppedMessages: number }> = [];
 
@@ -528,7 +531,7 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
     const gone = new Promise<void>((resolve) => response.on("close", () => resolve(void (closed = true))));
     if (gate) await Promise.race([gate, gone]);
     if (closed) return;
-    const refusal = checkProviderRules(options.rules, request.body);
+    const refusal = checkProviderRules(rules, request.body);
     if (refusal) return send(response, refusal.status, refusal.body);
     // What the model sees: the request, or with Ollama what is left of it once it fits num_ctx.
     let seen = request;
@@ -543,7 +546,7 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
       const completion = requestedCompletion(request.body);
       if (prompt + completion > options.contextWindow) {
         overWindow.push(request.index);
-        const over = windowRefusal(options.rules, options.contextWindow, prompt, completion);
+        const over = windowRefusal(rules, options.contextWindow, prompt, completion);
         return send(response, over.status, over.body);
       }
     }
