@@ -177,11 +177,14 @@ export function workingCopy(state: SessionState): SessionState {
   return { ...structuredClone(rest), live: [...live] };
 }
 
-/** What a run has produced; `snapshot` copies it, so the run can go on without changing it. */
+/**
+ * What a run has produced; `snapshot` copies it, so the run can go on without changing it (the
+ * live messages are shared, as in `workingCopy`: they are only ever replaced).
+ */
 function resultOf(run: TurnRun, archivedSessionId: string | undefined, snapshot: boolean): SegmentsResult {
   const copy = <T>(value: T): T => (snapshot ? structuredClone(value) : value);
   return {
-    state: copy(run.state),
+    state: snapshot ? workingCopy(run.state) : run.state,
     transcript: copy(run.transcript),
     replies: copy(run.replies),
     ...(archivedSessionId === undefined ? {} : { archivedSessionId }),
