@@ -4,10 +4,8 @@
  * REDIS_PREFIX, the config file); what each command does: admin-commands.ts.
  */
 import { ConfigError, loadConfig } from "../../config/index.js";
-import { resolveRedis } from "../embedded-redis.js";
-import { silentLogger } from "../logger.js";
-import { createRedis } from "../queue/index.js";
 import { ADMIN_USAGE, AdminUsageError, runAdmin } from "./admin-commands.js";
+import { withConfiguredRedis } from "./redis.js";
 
 async function main(argv: string[]): Promise<number> {
   const [command] = argv;
@@ -16,14 +14,7 @@ async function main(argv: string[]): Promise<number> {
     return command ? 0 : 1;
   }
   const config = loadConfig(process.env);
-  const redisHandle = await resolveRedis({ ...(config.REDIS_URL ? { redisUrl: config.REDIS_URL } : {}), dataDir: config.DATA_DIR, logger: silentLogger });
-  const redis = createRedis(redisHandle.url, { maxRetriesPerRequest: 3 });
-  try {
-    return await runAdmin({ redis, config, now: Date.now(), write: (text) => process.stdout.write(text) }, argv);
-  } finally {
-    await redis.quit().catch(() => redis.disconnect());
-    await redisHandle.stop();
-  }
+  return withConfiguredRedis(config, (redis) => runAdmin({ redis, config, now: Date.now(), write: (text) => process.stdout.write(text) }, argv));
 }
 
 main(process.argv.slice(2)).then(

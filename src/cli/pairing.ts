@@ -3,10 +3,9 @@
  * Reads the same configuration as the bot (REDIS_URL, REDIS_PREFIX, allowlists).
  */
 import { ConfigError, loadConfig } from "../../config/index.js";
-import { resolveRedis } from "../embedded-redis.js";
 import { AccessControl, accessListsFrom } from "../gateway/access.js";
-import { silentLogger } from "../logger.js";
-import { createFiringQueue, createRedis } from "../queue/index.js";
+import { createFiringQueue } from "../queue/index.js";
+import { withConfiguredRedis } from "./redis.js";
 import { scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../schedule/index.js";
 import type { Platform } from "../core/channel.js";
 
@@ -23,10 +22,8 @@ async function main(argv: string[]): Promise<number> {
     return command ? 0 : 1;
   }
   const config = loadConfig(process.env);
-  const redisHandle = await resolveRedis({ ...(config.REDIS_URL ? { redisUrl: config.REDIS_URL } : {}), dataDir: config.DATA_DIR, logger: silentLogger });
-  const redis = createRedis(redisHandle.url, { maxRetriesPerRequest: 3 });
-  const access = new AccessControl(redis, config.REDIS_PREFIX, accessListsFrom(config));
-  try {
+  return withConfiguredRedis(config, async (redis) => {
+    const access = new AccessControl(redis, config.REDIS_PREFIX, accessListsFrom(config));
     switch (command) {
       case "approve": {
         const code = args[0];
@@ -70,10 +67,7 @@ async function main(argv: string[]): Promise<number> {
       default:
         throw new UsageError(`unknown command: ${command}`);
     }
-  } finally {
-    redis.disconnect();
-    await redisHandle.stop();
-  }
+  });
 }
 
 class UsageError extends Error {}
