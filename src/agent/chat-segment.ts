@@ -60,17 +60,22 @@ export async function runChatSegment(run: TurnRun, entries: readonly InboxEntry[
     ...(hygiene.notice ? { notices: [hygiene.notice] } : {}),
   });
   // What the model said about the pictures it was shown: kept with them for summaries and recall.
-  if (engine.media && result.stoppedBy !== "approval" && (await engine.media.vision.enabled(engine.llm.model))) describePictures(userMessages, result.reply);
+  // The vision flag is a Redis read: asked only when there are pictures (not on every turn).
+  const pictures = shownPictures(userMessages);
+  if (engine.media && pictures.length > 0 && result.stoppedBy !== "approval" && (await engine.media.vision.enabled(engine.llm.model))) describePictures(pictures, result.reply);
 }
 
 /** Longest description kept with a picture (the model's answer when it was shown). */
 const DESCRIPTION_MAX_CHARS = 1_000;
 
-function describePictures(messages: readonly UserMessage[], reply: string): void {
+type Attachment = NonNullable<UserMessage["attachments"]>[number];
+
+/** The pictures that went to the model inline. */
+function shownPictures(messages: readonly UserMessage[]): Attachment[] {
+  return messages.flatMap((message) => (message.attachments ?? []).filter((attachment) => attachment.kind === "image" && attachment.inline && attachment.problem === undefined));
+}
+
+function describePictures(pictures: readonly Attachment[], reply: string): void {
   const description = reply.length > DESCRIPTION_MAX_CHARS ? `${reply.slice(0, DESCRIPTION_MAX_CHARS)}…` : reply;
-  for (const message of messages) {
-    for (const attachment of message.attachments ?? []) {
-      if (attachment.kind === "image" && attachment.inline && attachment.problem === undefined) attachment.description = description;
-    }
-  }
+  for (const picture of pictures) picture.description = description;
 }
