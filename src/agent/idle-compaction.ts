@@ -15,7 +15,7 @@ import { runInBudgetScope, type BudgetScope } from "../budget/index.js";
 import { activeEngine } from "../models/router.js";
 import { heartbeatMs, LeaseKeeper } from "../session/lease.js";
 import { messageIdAllocator, type SessionState } from "../session/state.js";
-import type { SessionStore } from "../session/store.js";
+import type { SessionStore, TurnClaim } from "../session/store.js";
 import type { ChatMessage } from "../core/messages.js";
 import type { CompactionScope } from "./context-manager.js";
 import { budgetAccounts } from "./segment-switch.js";
@@ -79,9 +79,8 @@ export async function runIdleCompaction(deps: IdleCompactionDeps, job: IdleCompa
   const log = deps.logger.child({ sessionKey, idleCompaction: job.version });
   if (deps.settings.cacheTtlMs <= 0) return { status: "skipped", why: "off" };
 
-  // Cheap look first: most jobs find the session changed since (a newer job replaced this one).
-  const stored = await store.load(sessionKey, deps.now());
-  if (stored.version !== job.version) return { status: "skipped", why: "stale" };
+  // A cheap look first (the version key alone): a job may find the session changed since.
+  if (Number((await store.redis.get(store.keys(sessionKey).version)) ?? 0) !== job.version) return { status: "skipped", why: "stale" };
 
   // 'one' claims what a turn in any busy mode would claim first (at most one message, only when
   // nothing is pending); a claim means a message waits, and the job lets go at once.
@@ -92,81 +91,93 @@ export async function runIdleCompaction(deps: IdleCompactionDeps, job: IdleCompa
   const { state, batch, claim } = begun;
 
   const lease = new LeaseKeeper(store.redis, { key: store.keys(sessionKey).lease, token: job.token, ttlMs: deps.leaseMs, abortKey: store.keys(sessionKey).abort }, job.signal);
-  let committed = false;
-  const letGo = async (outcome: IdleCompactionOutcome): Promise<IdleCompactionOutcome> => {
-    await lease.release().catch((error: unknown) => log.warn({ err: error }, "lease-release-failed"));
-    // BEGIN_TURN moved what waited in the inbox to pending: the turn takes it from there.
-    const work = await store.sessionWork(sessionKey);
-    if (work.inbox > 0 || work.pending > 0) await deps.enqueueTurn(sessionKey);
-    return outcome;
-  };
-
-  // A message waits: it is answered by a turn on the session as it is.
-  if (batch.length > 0) return letGo({ status: "skipped", why: "message-waiting" });
-  if (state.version !== job.version) return letGo({ status: "skipped", why: "stale" });
-  const due = idleCompactionDue(deps.engine, deps.settings, state, deps.now());
-  if (due !== "due") return letGo({ status: "skipped", why: due });
-
-  // A message that arrives now wins: the summarizer is aborted and nothing is written.
+  // A message that arrives while the job holds the session wins: the summarizer is aborted and
+  // nothing is written.
   const watch = new AbortController();
   const watcher = setInterval(() => {
     store.inboxLength(sessionKey).then((waiting) => {
       if (waiting > 0 && !watch.signal.aborted) watch.abort("message");
     }, () => undefined);
   }, heartbeatMs(deps.leaseMs));
-  const signal = AbortSignal.any([lease.signal, watch.signal]);
-
+  const held: Held = { deps, job, log, state, batch, claim, lease, signal: AbortSignal.any([lease.signal, watch.signal]) };
+  let outcome: IdleCompactionOutcome | undefined;
   try {
-    const engine = activeEngine(deps.engine, state);
-    const working = workingCopy(state);
-    const transcript: ChatMessage[] = [];
-    const scope: CompactionScope = {
-      signal, log, newId: messageIdAllocator(working),
-      addToTranscript: (messages) => transcript.push(...messages),
-      timeZone: chatTimeZone(working, engine.timeZone),
-    };
-    // The summarizer (and the memory flush) are paid by the chat, and by the person whose memory it is.
-    const owner = working.memory?.owner;
-    const budget: BudgetScope | undefined = engine.budget
-      ? { meter: engine.budget, accounts: budgetAccounts(sessionKey, owner?.scope === "user" ? owner : undefined), warnings: [] }
-      : undefined;
-    const startedLive = working.live.length;
-    let result;
-    try {
-      result = await runInBudgetScope(budget, () => engine.context.compactIdle(working, working.live, scope));
-    } catch (error) {
-      if (signal.aborted) return letGo({ status: "dropped", why: String(signal.reason ?? "aborted") });
-      log.warn({ err: error }, "idle-compaction-failed");
-      return letGo({ status: "skipped", why: "not-compacted" });
-    }
-    // A failed summary changes nothing here (the next turn compacts in the loop as usual); the
-    // failure notice the engine queued for the user is not kept either: nobody asked.
-    if (result.status !== "compacted") {
-      log.info({ status: result.status }, "idle-compaction-not-committed");
-      return letGo({ status: "skipped", why: "not-compacted" });
-    }
-    working.live = result.context;
-    // Checked once more just before the commit: a message that came meanwhile still wins.
-    if (signal.aborted || (await store.inboxLength(sessionKey)) > 0) return letGo({ status: "dropped", why: String(signal.reason ?? "message") });
-
-    clearInterval(watcher);
-    // No heartbeat may land after the commit: it would take the released lease again.
-    await lease.stop();
-    // `updatedAt` stays: the session was not used (IDLE_RESET_HOURS counts from the last turn).
-    const ended = await store.endTurn(sessionKey, claim, { state: working, transcript, outbox: [] });
-    if (ended.status === "lost" || ended.status === "conflict") {
-      log.warn({ why: ended.status }, "idle-compaction-superseded");
-      return { status: "dropped", why: ended.status };
-    }
-    committed = true;
-    const folded = working.memory?.lastFold?.count ?? Math.max(0, startedLive - working.live.length);
-    log.info({ version: ended.version, folded }, "idle-compaction-committed");
-    if (ended.inbox > 0 || ended.pending > 0) await deps.enqueueTurn(sessionKey);
-    else if (ended.outbox === 0) await store.settle(sessionKey);
-    return { status: "compacted", version: ended.version, folded };
+    outcome = await compactHeld(held);
+    return outcome;
+  } catch (error) {
+    if (held.signal.aborted) return (outcome = { status: "dropped", why: String(held.signal.reason ?? "aborted") });
+    log.warn({ err: error }, "idle-compaction-failed");
+    return (outcome = { status: "skipped", why: "not-compacted" });
   } finally {
     clearInterval(watcher);
-    if (committed) await lease.stop();
-    else await lease.release().catch(() => undefined);
+    if (outcome?.status === "compacted") await lease.stop();
+    else {
+      await lease.release().catch((error: unknown) => log.warn({ err: error }, "lease-release-failed"));
+      // What waits is answered by a turn (BEGIN_TURN may have moved a message to pending).
+      const work = await store.sessionWork(sessionKey);
+      if (work.inbox > 0 || work.pending > 0) await deps.enqueueTurn(sessionKey);
+    }
   }
+}
+
+interface Held {
+  deps: IdleCompactionDeps;
+  job: IdleCompactionJob;
+  log: Logger;
+  state: SessionState;
+  batch: readonly unknown[];
+  claim: TurnClaim;
+  lease: LeaseKeeper;
+  /** The lease's signal, aborted too when a message reaches the inbox. */
+  signal: AbortSignal;
+}
+
+/** The work under the lease; the caller releases it (or, after a commit, only stops renewing). */
+async function compactHeld({ deps, job, log, state, batch, claim, lease, signal }: Held): Promise<IdleCompactionOutcome> {
+  const { store } = deps;
+  const { sessionKey } = job;
+  // A message waits: it is answered by a turn on the session as it is.
+  if (batch.length > 0) return { status: "skipped", why: "message-waiting" };
+  if (state.version !== job.version) return { status: "skipped", why: "stale" };
+  const due = idleCompactionDue(deps.engine, deps.settings, state, deps.now());
+  if (due !== "due") return { status: "skipped", why: due };
+
+  const engine = activeEngine(deps.engine, state);
+  const working = workingCopy(state);
+  const transcript: ChatMessage[] = [];
+  const scope: CompactionScope = {
+    signal, log, newId: messageIdAllocator(working),
+    addToTranscript: (messages) => transcript.push(...messages),
+    timeZone: chatTimeZone(working, engine.timeZone),
+  };
+  // The summarizer (and the memory flush) are paid by the chat, and by the person whose memory it is.
+  const owner = working.memory?.owner;
+  const budget: BudgetScope | undefined = engine.budget
+    ? { meter: engine.budget, accounts: budgetAccounts(sessionKey, owner?.scope === "user" ? owner : undefined), warnings: [] }
+    : undefined;
+  const startedLive = working.live.length;
+  const result = await runInBudgetScope(budget, () => engine.context.compactIdle(working, working.live, scope));
+  // A failed summary changes nothing here (the next turn compacts in the loop as usual); the
+  // failure notice the engine queued for the user is not kept either: nobody asked.
+  if (result.status !== "compacted") {
+    log.info({ status: result.status }, "idle-compaction-not-committed");
+    return { status: "skipped", why: "not-compacted" };
+  }
+  working.live = result.context;
+  // Checked once more just before the commit: a message that came meanwhile still wins.
+  if (signal.aborted || (await store.inboxLength(sessionKey)) > 0) return { status: "dropped", why: String(signal.reason ?? "message") };
+
+  // No heartbeat may land after the commit: it would take the released lease again.
+  await lease.stop();
+  // `updatedAt` stays: the session was not used (IDLE_RESET_HOURS counts from the last turn).
+  const ended = await store.endTurn(sessionKey, claim, { state: working, transcript, outbox: [] });
+  if (ended.status === "lost" || ended.status === "conflict") {
+    log.warn({ why: ended.status }, "idle-compaction-superseded");
+    return { status: "dropped", why: ended.status };
+  }
+  const folded = working.memory?.lastFold?.count ?? Math.max(0, startedLive - working.live.length);
+  log.info({ version: ended.version, folded }, "idle-compaction-committed");
+  if (ended.inbox > 0 || ended.pending > 0) await deps.enqueueTurn(sessionKey);
+  else if (ended.outbox === 0) await store.settle(sessionKey);
+  return { status: "compacted", version: ended.version, folded };
 }
