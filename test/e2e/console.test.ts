@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { startFakeLlm, type FakeLlm } from "../fakes/fake-llm.js";
+import { parseStamp, startFakeLlm, textOf, withoutStamp, type FakeLlm } from "../fakes/fake-llm.js";
 import { spawnApp, type AppProcess } from "../helpers/app-process.js";
 import { testEnv } from "../helpers/config.js";
 import { FILESYSTEM, writeConfigFile } from "../helpers/mcp.js";
@@ -32,8 +32,13 @@ describe("console chat (the app as a child process, piped stdin)", () => {
     // Logs go to stderr, stdout carries only the replies.
     expect(app.stderr()).toContain("longhaul-ready");
     // The second request carries the whole conversation: the session persisted between turns.
-    const second = llm.requests[1]?.body.messages.map((message) => `${message.role}:${String(message.content)}`);
+    const second = llm.requests[1]?.body.messages.map((message) => `${message.role}:${message.role === "user" ? withoutStamp(textOf(message.content)) : String(message.content)}`);
     expect(second?.slice(1)).toEqual(["user:hello there", "assistant:echo: hello there", "user:how are you?"]);
+    // MESSAGE_TIMESTAMPS (on by default): the model reads when each message was sent, today in the chat's zone (TZ=UTC).
+    const today = new Date(llm.requests[1]!.at).toISOString().slice(0, 10);
+    for (const message of llm.requests[1]!.body.messages.filter((candidate) => candidate.role === "user")) {
+      expect(parseStamp(textOf(message.content))).toMatchObject({ date: today, zone: "UTC" });
+    }
   });
 
   it("/export writes the Markdown and JSON files under DATA_DIR/exports and prints where", async () => {
@@ -67,7 +72,7 @@ describe("console chat (the app as a child process, piped stdin)", () => {
     expect(lines[lines.length - 1]).toBe("echo: three");
     // Every line reached the model exactly once, in order.
     const last = llm.requests[llm.requests.length - 1]?.body.messages ?? [];
-    const userTexts = last.filter((message) => message.role === "user").map((message) => message.content);
+    const userTexts = last.filter((message) => message.role === "user").map((message) => withoutStamp(textOf(message.content)));
     expect(userTexts).toEqual(["one", "two", "three"]);
   });
 

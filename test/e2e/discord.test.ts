@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { lastUserText } from "../fakes/fake-llm.js";
+import { lastUserText, parseStamp, textOf, withoutStamp } from "../fakes/fake-llm.js";
 import { REPLY_CONTEXT_MAX_CHARS } from "../../src/core/channel.js";
 import { OTHER_USER } from "../fakes/fake-discord.js";
 import { CLOSED_CHANNEL, CLOSED_THREAD, DiscordE2E, E2E_TIMEOUT, closeExpectingOnlyAskerPinged, IDS, fixture, mention, sleep, until, userTexts } from "../helpers/discord-pipeline.js";
@@ -14,7 +14,7 @@ import { CLOSED_CHANNEL, CLOSED_THREAD, DiscordE2E, E2E_TIMEOUT, closeExpectingO
 const FENCE_LINE = /^ {0,3}```/;
 const fenceLines = (text: string): number => text.split("\n").filter((line) => FENCE_LINE.test(line)).length;
 const userContents = (messages: ReadonlyArray<{ role: string; content: unknown }>): unknown[] =>
-  messages.filter((message) => message.role === "user").map((message) => message.content);
+  messages.filter((message) => message.role === "user").map((message) => withoutStamp(textOf(message.content)));
 
 describe("Discord through the whole pipeline: chats and sessions", E2E_TIMEOUT, () => {
   let e2e: DiscordE2E;
@@ -41,6 +41,10 @@ describe("Discord through the whole pipeline: chats and sessions", E2E_TIMEOUT, 
     expect(e2e.llm.requests).toHaveLength(1);
     // The bot's mention is gone; the server nickname names the speaker in a shared channel.
     expect(userTexts(e2e.llm.requests[0])).toEqual(["Ada (ops): how do I rotate the logs?"]);
+    // The stamp before the speaker is the message's own send time (its snowflake: ms since 2015-01-01 in the top bits), in UTC.
+    const sentAt = new Date(Number((BigInt("600000000000000001") >> 22n) + 1_420_070_400_000n)).toISOString();
+    const user = e2e.llm.requests[0]!.body.messages.find((message) => message.role === "user");
+    expect(parseStamp(textOf(user?.content))).toMatchObject({ date: sentAt.slice(0, 10), time: sentAt.slice(11, 16), zone: "UTC", rest: "Ada (ops): how do I rotate the logs?" });
     expect(answer).toMatchObject({
       content: "echo: Ada (ops): how do I rotate the logs?",
       message_reference: { message_id: "600000000000000001", fail_if_not_exists: false },

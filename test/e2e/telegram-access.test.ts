@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Update } from "grammy/types";
-import { startFakeLlm, textOf as contentText, type FakeLlm } from "../fakes/fake-llm.js";
+import { startFakeLlm, textOf as contentText, withoutStamp, type FakeLlm } from "../fakes/fake-llm.js";
 import { FakeTelegram } from "../fakes/fake-telegram.js";
 import { spawnApp, type AppProcess } from "../helpers/app-process.js";
 import { TEST_TELEGRAM_TOKEN, testEnv } from "../helpers/config.js";
@@ -36,7 +36,7 @@ afterEach(async () => {
 });
 
 const userTurns = (e2eRun: TelegramE2e) =>
-  e2eRun.llm.requests.map((request) => request.body.messages.filter((message) => message.role === "user").map((message) => contentText(message.content)));
+  e2eRun.llm.requests.map((request) => request.body.messages.filter((message) => message.role === "user").map((message) => withoutStamp(contentText(message.content))));
 
 const dmUpdate = (updateId: number, messageId: number, text: string): Update => ({
   update_id: updateId,

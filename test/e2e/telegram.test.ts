@@ -6,7 +6,7 @@
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Update } from "grammy/types";
 import { renderMarkdown } from "../../src/adapters/telegram/render.js";
-import { textOf as contentText } from "../fakes/fake-llm.js";
+import { textOf as contentText, withoutStamp } from "../fakes/fake-llm.js";
 import { parseTelegramHtml } from "../fakes/fake-telegram.js";
 import {
   closeChecked, ADA, BOT_FROM, DM, FORUM, GRACE, GROUP, OTHER_GROUP, mentionOf, sleep, startTelegramE2e, textOf, waitUntil, warmUpTokenizer, type TelegramE2e,
@@ -26,7 +26,7 @@ const logged = (run: TelegramE2e | undefined, ...parts: string[]) =>
   run?.logs.lines.filter((line) => parts.every((part) => line.includes(part))).length ?? 0;
 
 const conversation = (messages: ReadonlyArray<{ role: string; content?: unknown }>) =>
-  messages.filter((message) => message.role !== "system").map((message) => `${message.role}: ${contentText(message.content)}`);
+  messages.filter((message) => message.role !== "system").map((message) => `${message.role}: ${message.role === "user" ? withoutStamp(contentText(message.content)) : contentText(message.content)}`);
 
 describe("telegram end to end: conversations", () => {
   it("answers a DM conversation in order, with the first exchange in the second request", async () => {

@@ -163,8 +163,9 @@ export const textOf = (content: unknown): string =>
   : Array.isArray(content) ? content.map((part: { text?: unknown }) => (typeof part?.text === "string" ? part.text : "")).join("")
   : "";
 
+/** The last user message's text as the user wrote it: its leading time stamp (`parseStamp`) left out. */
 export const lastUserText = (request: RecordedRequest): string =>
-  textOf(request.body.messages.findLast((message) => message.role === "user")?.content);
+  withoutStamp(textOf(request.body.messages.findLast((message) => message.role === "user")?.content));
 
 export const systemText = (request: RecordedRequest): string =>
   request.body.messages.filter((message) => message.role === "system").map((message) => textOf(message.content)).join("\n");
@@ -237,7 +238,7 @@ export function parseStamp(text: string): ParsedStamp | undefined {
 export const withoutStamp = (text: string): string => parseStamp(text)?.rest ?? text;
 
 /** "echo: " + the last user message's text, its time stamp left out (the user's words, as a model would quote them). */
-export const echo: FakeHandler = (request) => ({ text: `echo: ${withoutStamp(lastUserText(request))}` });
+export const echo: FakeHandler = (request) => ({ text: `echo: ${lastUserText(request)}` });
 
 const openAiError = (status: number, message: string, type: string, code: string | null, param: string | null = null): FakeHttpError =>
   ({ status, body: { error: { message, type, param, code } } });

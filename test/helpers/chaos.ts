@@ -16,7 +16,7 @@ import type { Update } from "grammy/types";
 import { createRedis } from "../../src/queue/index.js";
 import { SessionStore } from "../../src/session/store.js";
 import { FakeTelegram } from "../fakes/fake-telegram.js";
-import { startFakeLlm } from "../fakes/fake-llm.js";
+import { startFakeLlm, withoutStamp } from "../fakes/fake-llm.js";
 import { spawnApp, type AppProcess } from "./app-process.js";
 import { audit, seededRandom, type Submitted } from "./audit.js";
 import { freePort, startRedisServer } from "./redis-server.js";
@@ -238,7 +238,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const transcripts = new Map<string, string[]>();
   for (const chatId of chatIds) {
     const messages = await store.readTranscript(`tg:${chatId}`);
-    transcripts.set(`tg:${chatId}`, messages.filter((message) => message.role === "user").map((message) => String(message.content)));
+    transcripts.set(`tg:${chatId}`, messages.filter((message) => message.role === "user").map((message) => withoutStamp(String(message.content))));
   }
   client.disconnect();
   const parts = sent();

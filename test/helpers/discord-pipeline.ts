@@ -13,7 +13,7 @@ import type { ChatMessage } from "../../src/core/messages.js";
 import { createRedis, type Redis } from "../../src/queue/index.js";
 import { SessionStore } from "../../src/session/store.js";
 import { DEFAULT_GUILD, FAKE_TOKEN, FakeDiscord, IDS, type Payload, type RecordedRequest } from "../fakes/fake-discord.js";
-import { startFakeLlm, textOf, type FakeLlm, type RecordedRequest as LlmRequest } from "../fakes/fake-llm.js";
+import { startFakeLlm, textOf, withoutStamp, type FakeLlm, type RecordedRequest as LlmRequest } from "../fakes/fake-llm.js";
 import { testEnv } from "./config.js";
 import { captureLogs, startPipeline, type Pipeline } from "./pipeline.js";
 
@@ -55,9 +55,9 @@ export const E2E_TIMEOUT = { timeout: 90_000 };
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The user-role texts of one LLM request, in order. */
+/** The user-role texts of one LLM request, in order, each without its send-time stamp. */
 export const userTexts = (request: LlmRequest | undefined): string[] =>
-  (request?.body.messages ?? []).filter((message) => message.role === "user").map((message) => textOf(message.content));
+  (request?.body.messages ?? []).filter((message) => message.role === "user").map((message) => withoutStamp(textOf(message.content)));
 
 /**
  * Closes the harness, then checks what everything the bot posted pinged: nobody but the

@@ -3,7 +3,7 @@
  * fault is applied between messages, and in the end every message must be in its session's
  * transcript exactly once, answered exactly once, with no reply delivered twice.
  */
-import { lastUserText, type FakeLlm, type RecordedRequest } from "../fakes/fake-llm.js";
+import { lastUserText, withoutStamp, type FakeLlm, type RecordedRequest } from "../fakes/fake-llm.js";
 import { createRedis } from "../../src/queue/index.js";
 import { SessionStore } from "../../src/session/store.js";
 import { audit, seededRandom, type Audit, type Submitted } from "./audit.js";
@@ -15,7 +15,7 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
 export const newUserTexts = (request: RecordedRequest): string[] => {
   const messages = request.body.messages;
   const lastAssistant = messages.findLastIndex((message) => message.role === "assistant");
-  return messages.slice(lastAssistant + 1).filter((message) => message.role === "user").map((message) => String(message.content));
+  return messages.slice(lastAssistant + 1).filter((message) => message.role === "user").map((message) => withoutStamp(String(message.content)));
 };
 
 /** A model that takes a while (seeded), and answers with the texts it was asked about. */
@@ -75,7 +75,7 @@ export function stallRun(adapter: RecordingAdapter, label: string): StallRun {
         const transcripts = new Map<string, string[]>();
         for (const sessionKey of new Set(submitted.map((message) => message.sessionKey))) {
           const messages = await store.readTranscript(sessionKey);
-          transcripts.set(sessionKey, messages.filter((message) => message.role === "user").map((message) => String(message.content)));
+          transcripts.set(sessionKey, messages.filter((message) => message.role === "user").map((message) => withoutStamp(String(message.content))));
         }
         return audit({
           submitted,

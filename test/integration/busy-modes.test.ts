@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { lastUserText, textOf } from "../fakes/fake-llm.js";
+import { lastUserText, textOf, withoutStamp } from "../fakes/fake-llm.js";
 import type { AppProcess } from "../helpers/app-process.js";
 import { inbound } from "../helpers/recording-adapter.js";
 import { startWorkerFleet, type WorkerFleet } from "../helpers/worker-fleet.js";
@@ -60,7 +60,7 @@ describe("busy modes and /stop (gateway here, worker in another process)", () =>
     expect(adapter.sent).toHaveLength(1);
     expect(adapter.sent[0]?.reply.inReplyTo).toEqual(["i1", "i2"]);
     expect(adapter.sent[0]?.reply.text).toBe("echo: actually, just a haiku");
-    const restarted = llm.requests[1]!.body.messages.filter((message) => message.role === "user").map((message) => textOf(message.content));
+    const restarted = llm.requests[1]!.body.messages.filter((message) => message.role === "user").map((message) => withoutStamp(textOf(message.content)));
     expect(restarted).toEqual(["write me a long essay", "actually, just a haiku"]);
     expect(worker!.stderr()).toContain("turn-interrupted");
   });

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { withoutStamp } from "../fakes/fake-llm.js";
 import { inbound } from "../helpers/recording-adapter.js";
 import { startWorkerFleet, type WorkerFleet } from "../helpers/worker-fleet.js";
 
@@ -35,7 +36,7 @@ describe("worker crash and shutdown", () => {
     expect(adapter.sent[0]?.reply.text).toBe("echo: survive this");
     expect(second.stderr()).toContain("turn-committed");
     const transcript = await transcriptOf(message.sessionKey);
-    expect(transcript.filter((entry) => entry.role === "user").map((entry) => entry.content)).toEqual(["survive this"]);
+    expect(transcript.filter((entry) => entry.role === "user").map((entry) => withoutStamp(entry.content ?? ""))).toEqual(["survive this"]);
     expect(transcript.filter((entry) => entry.role === "assistant")).toHaveLength(1);
   });
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { httpError, startFakeLlm, type FakeLlm } from "../fakes/fake-llm.js";
+import { httpError, startFakeLlm, withoutStamp, type FakeLlm } from "../fakes/fake-llm.js";
 import { spawnApp } from "../helpers/app-process.js";
 import { TEST_API_KEY, testConfig, testEnv } from "../helpers/config.js";
 import { captureLogs, startPipeline, type Pipeline } from "../helpers/pipeline.js";
@@ -56,7 +56,7 @@ describe("LLM faults", () => {
     try {
       const store = new SessionStore(redis, prefix);
       const transcript = await store.readTranscript(first.sessionKey);
-      expect(transcript.map((message) => message.content)).toEqual(["remember the number 42"]);
+      expect(transcript.map((message) => withoutStamp(message.content ?? ""))).toEqual(["remember the number 42"]);
     } finally {
       redis.disconnect();
     }
@@ -64,7 +64,7 @@ describe("LLM faults", () => {
     await adapter.submit(inbound({ text: "what number?" }));
     await adapter.waitFor((sent) => sent.length === 2);
     expect(adapter.sent[1]?.reply.text).toBe("echo: what number?");
-    const users = llm.requests[1]!.body.messages.filter((message) => message.role === "user").map((message) => message.content);
+    const users = llm.requests[1]!.body.messages.filter((message) => message.role === "user").map((message) => withoutStamp(String(message.content)));
     expect(users).toEqual(["remember the number 42", "what number?"]);
     // Neither the reply nor any log line carries the key the server quoted back.
     expect(pipeline.logs.lines.join("")).not.toContain(TEST_API_KEY);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { lastUserText, startFakeLlm, textOf, type FakeLlm, type RecordedRequest } from "../fakes/fake-llm.js";
+import { lastUserText, startFakeLlm, textOf, withoutStamp, type FakeLlm, type RecordedRequest } from "../fakes/fake-llm.js";
 import { spawnApp, type AppProcess } from "../helpers/app-process.js";
 import { testConfig, testEnv } from "../helpers/config.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
@@ -73,7 +73,7 @@ describe("per-session order with two worker processes", () => {
     expect(bySession.size).toBe(SESSIONS);
     for (const [session, requests] of bySession) {
       const last = requests[requests.length - 1]!;
-      const userTexts = last.body.messages.filter((message) => message.role === "user").map((message) => textOf(message.content));
+      const userTexts = last.body.messages.filter((message) => message.role === "user").map((message) => withoutStamp(textOf(message.content)));
       expect(userTexts).toEqual(Array.from({ length: MESSAGES }, (_, m) => `${session}-m${m}`));
       for (let index = 1; index < requests.length; index++) {
         const previous = requests[index - 1]!.body.messages.map((message) => textOf(message.content));

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeLlm, textOf, type FakeLlm } from "../../fakes/fake-llm.js";
+import { startFakeLlm, textOf, withoutStamp, type FakeLlm } from "../../fakes/fake-llm.js";
 import { isSummarizerRequest } from "../../helpers/agent-fixtures.js";
 import { testConfig } from "../../helpers/config.js";
 import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
@@ -91,7 +91,7 @@ describe("idle reset (IDLE_RESET_HOURS)", () => {
       await new Promise((resolve) => setTimeout(resolve, 1_300));
       await adapter.submit(inbound({ text: "which number?", messageId: "idle2" }));
       await adapter.waitFor((sent) => sent.length === 2);
-      expect(llm.requests.at(-1)!.body.messages.map((message) => textOf(message.content)).slice(1)).toEqual(["which number?"]);
+      expect(llm.requests.at(-1)!.body.messages.map((message) => withoutStamp(textOf(message.content))).slice(1)).toEqual(["which number?"]);
     } finally {
       await pipeline.close();
       await llm.close();

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { withoutStamp } from "../../fakes/fake-llm.js";
 import { isSummarizerRequest } from "../../helpers/agent-fixtures.js";
 import { inbound } from "../../helpers/recording-adapter.js";
 import { startWorkerFleet, type WorkerFleet } from "../../helpers/worker-fleet.js";
@@ -52,7 +53,7 @@ describe("a worker killed during a compaction", () => {
       const transcript = await store.readTranscript(sessionKey);
       expect(transcript.slice(0, transcriptAtCrash.length)).toEqual(transcriptAtCrash);
       const users = transcript.filter((message) => message.role === "user" && message.kind !== "summary");
-      expect(users.map((message) => (message.content ?? "").slice(0, 8))).toEqual([1, 2, 3, 4, 5, 6].map((turn) => `day ${turn} of`));
+      expect(users.map((message) => withoutStamp(message.content ?? "").slice(0, 8))).toEqual([1, 2, 3, 4, 5, 6].map((turn) => `day ${turn} of`));
     });
   });
 });

@@ -4,7 +4,7 @@
  * the batch did before the failure — a `/new` — stays done.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { echo, httpError, lastUserText, startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
+import { echo, httpError, lastUserText, startFakeLlm, withoutStamp, type FakeLlm } from "../../fakes/fake-llm.js";
 import { createRedis } from "../../../src/queue/index.js";
 import { SessionStore } from "../../../src/session/store.js";
 import { testConfig } from "../../helpers/config.js";
@@ -64,8 +64,8 @@ describe("a turn that fails for good", () => {
       const store = new SessionStore(redis, config.REDIS_PREFIX);
       const state = await store.load("console:chat-1");
       // The fresh session holds "hi" (kept, unanswered); the old conversation is archived.
-      expect(state.live.filter((message) => message.role === "user").map((message) => message.content)).toEqual(["hi"]);
-      expect((await store.readTranscript("console:chat-1")).map((message) => message.content)).toEqual(["hi"]);
+      expect(state.live.filter((message) => message.role === "user").map((message) => withoutStamp(message.content ?? ""))).toEqual(["hi"]);
+      expect((await store.readTranscript("console:chat-1")).map((message) => withoutStamp(message.content ?? ""))).toEqual(["hi"]);
       const archives = await redis.keys(`${config.REDIS_PREFIX}:{console:chat-1}:archive:*`);
       expect(archives.filter((key) => !key.endsWith(":index"))).toHaveLength(1);
       expect((await redis.lrange(archives.find((key) => !key.endsWith(":index"))!, 0, -1)).join("")).toContain("remember: old topic");

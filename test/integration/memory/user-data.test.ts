@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
+import { startFakeLlm, withoutStamp, type FakeLlm } from "../../fakes/fake-llm.js";
 import { spawnApp } from "../../helpers/app-process.js";
 import { testConfig, testEnv } from "../../helpers/config.js";
 import { memoryModel } from "../../helpers/memory.js";
@@ -65,9 +65,9 @@ describe("data rights: export and delete-user", () => {
     expect(data.memory.facts.map((fact) => fact.text)).toEqual(["the safe code is sesame-9"]);
     expect(data.sessions.map((session) => session.sessionKey)).toEqual(["console:dm-dee"]);
     const [session] = data.sessions;
-    expect(session!.transcript.map((message) => message.content)).toContain("a new conversation");
+    expect(session!.transcript.map((message) => withoutStamp(message.content ?? ""))).toContain("a new conversation");
     expect(session!.archives).toHaveLength(1);
-    expect(session!.archives[0]!.transcript.map((message) => message.content)).toContain("an old conversation");
+    expect(session!.archives[0]!.transcript.map((message) => withoutStamp(message.content ?? ""))).toContain("an old conversation");
   });
 
   it("npm run admin -- delete-user removes every key of that user (SCAN), and nothing of anyone else's", async () => {

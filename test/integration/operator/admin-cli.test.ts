@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAdmin, type AdminContext } from "../../../src/cli/admin-commands.js";
 import { createRedis } from "../../../src/queue/index.js";
 import { sessionKeys } from "../../../src/session/keys.js";
-import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
+import { startFakeLlm, withoutStamp, type FakeLlm } from "../../fakes/fake-llm.js";
 import { spawnApp } from "../../helpers/app-process.js";
 import { testConfig, testEnv } from "../../helpers/config.js";
 import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
@@ -58,12 +58,13 @@ describe("npm run admin against a real Redis", () => {
   it("show prints one session and its live context; export the state and the whole transcript", async () => {
     const shown = await admin("show", "tg:1");
     expect(shown.output).toMatch(/^Session tg:1 \(conversation [0-9a-f-]{36}, version 2\)$/m);
-    expect(shown.output).toMatch(/^m\d+ \S+ user: hello one — the code is ZX-81 🦊$/m);
+    // The live context as the model reads it: the send-time stamp first (MESSAGE_TIMESTAMPS).
+    expect(shown.output).toMatch(/^m\d+ \S+ user: \[\w{3} \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC\] hello one — the code is ZX-81 🦊$/m);
     expect(shown.output).toMatch(/^Tokens: 600 in \(0 cached\), 40 out, over 2 turns$/m);
     const exported = JSON.parse((await admin("export", "tg:1")).output) as { sessionKey: string; state: { live: unknown[] }; transcript: Array<{ content: string }> };
     expect(exported.sessionKey).toBe("tg:1");
     expect(exported.state.live).toHaveLength(5);
-    expect(exported.transcript.map((message) => message.content)).toEqual(["hello one — the code is ZX-81 🦊", "noted", "hello two", "noted"]);
+    expect(exported.transcript.map((message) => withoutStamp(message.content))).toEqual(["hello one — the code is ZX-81 🦊", "noted", "hello two", "noted"]);
     await expect(admin("show", "tg:404")).rejects.toThrow(/no session tg:404/);
   });
 

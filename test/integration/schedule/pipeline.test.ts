@@ -9,7 +9,7 @@ import { RedisChannelCursors } from "../../../src/gateway/cursors.js";
 import { createRedis } from "../../../src/queue/index.js";
 import { ScheduleStore } from "../../../src/schedule/index.js";
 import { SessionStore } from "../../../src/session/store.js";
-import { textOf } from "../../fakes/fake-llm.js";
+import { textOf, withoutStamp } from "../../fakes/fake-llm.js";
 import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
 import { testConfig } from "../../helpers/config.js";
 import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
@@ -74,7 +74,7 @@ describe("scheduled items in the pipeline", () => {
     expect(llm.requests).toHaveLength(2);
 
     const transcript = await withStores((sessions) => sessions.readTranscript(request.sessionKey));
-    expect(transcript.map((message) => `${message.role}: ${message.content ?? "(tool call)"}`)).toEqual([
+    expect(transcript.map((message) => `${message.role}: ${message.role === "user" ? withoutStamp(message.content) : (message.content ?? "(tool call)")}`)).toEqual([
       "user: remind me in 2s to stretch your legs",
       "assistant: (tool call)",
       `tool: ${texts()[0]!.replace(/^Done\. /, "")}`,
@@ -85,7 +85,7 @@ describe("scheduled items in the pipeline", () => {
     // The next turn's context carries the reminder as the assistant's own words.
     await adapter.submit(inbound({ text: "thanks, done" }));
     await adapter.waitFor((sent) => sent.length >= 3);
-    const context = llm.requests[2]?.body.messages.map((message) => `${message.role}: ${textOf(message.content)}`) ?? [];
+    const context = llm.requests[2]?.body.messages.map((message) => `${message.role}: ${message.role === "user" ? withoutStamp(textOf(message.content)) : textOf(message.content)}`) ?? [];
     expect(context.slice(-2)).toEqual(["assistant: ⏰ Reminder: stretch your legs", "user: thanks, done"]);
   });
 
@@ -120,13 +120,15 @@ describe("scheduled items in the pipeline", () => {
 
     // Same session, same context: the task's request carries the conversation before it.
     const taskRequest = llm.requests[2];
-    expect(taskRequest?.body.messages[1]).toMatchObject({ role: "user", content: "plan" });
+    expect(taskRequest?.body.messages[1]?.role).toBe("user");
+    expect(withoutStamp(textOf(taskRequest?.body.messages[1]?.content))).toBe("plan");
     expect(taskRequest?.body.tools?.length).toBeGreaterThan(0);
 
     const transcript = await withStores((sessions) => sessions.readTranscript(request.sessionKey));
     const last = transcript.slice(-2);
     expect(last[0]?.role).toBe("user");
-    expect(last[0]?.content).toMatch(/^\[Scheduled task r1, set by Ada; due .* UTC\. Carry it out now; your answer is posted to the chat\.\]\nsummarise this week's plan$/);
+    // A fired task carries the time it fired too (MESSAGE_TIMESTAMPS), then the scheduler's words.
+    expect(withoutStamp(last[0]?.content ?? "")).toMatch(/^\[Scheduled task r1, set by Ada; due .* UTC\. Carry it out now; your answer is posted to the chat\.\]\nsummarise this week's plan$/);
     expect(last[1]).toMatchObject({ role: "assistant", content: "Task done: summarise this week's plan" });
   });
 
