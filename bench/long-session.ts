@@ -378,11 +378,16 @@ class PrefixCache {
 
   constructor(private readonly provider: Provider) {}
 
+  /** The request's prompt in the provider's tokens, without billing it (a refused request caches nothing). */
+  prompt(ids: Int32Array, toolsTokens: number): number {
+    let raw = REPLY_PRIMING_TOKENS + toolsTokens;
+    for (const id of ids) raw += this.provider.messageTokens[id]!;
+    return Math.ceil(raw * this.provider.ratio);
+  }
+
   /** `toolsTokens`: the tool definitions in the provider's own tokenizer, before the ratio. */
   bill(ids: Int32Array, tools: number, toolsTokens: number): { prompt: number; cached: number } {
     const tokens = this.provider.messageTokens;
-    let raw = REPLY_PRIMING_TOKENS + toolsTokens;
-    for (const id of ids) raw += tokens[id]!;
     let prefix = 0;
     const previous = this.#previous;
     if (previous && previous.tools === tools) {
@@ -391,7 +396,7 @@ class PrefixCache {
       for (let index = 0; index < common && previous.ids[index] === ids[index]; index++) prefix += tokens[ids[index]!]!;
     }
     this.#previous = { ids, tools };
-    const prompt = Math.ceil(raw * this.provider.ratio);
+    const prompt = this.prompt(ids, toolsTokens);
     const cachedPrefix = Math.floor(prefix * this.provider.ratio);
     const cached = cachedPrefix >= CACHE_MIN_TOKENS ? Math.min(prompt, Math.floor(cachedPrefix / CACHE_INCREMENT) * CACHE_INCREMENT) : 0;
     return { prompt, cached };
@@ -516,13 +521,14 @@ async function runWorker(shared: Shared, label: string, overrides: Record<string
     const lastStep = request.body.tool_choice === "none";
     if (lastStep) run.maxStepsAnswers++;
     const call = lastStep ? undefined : scripted.calls[step];
-    const billed = mainCache.bill(ids, tools.id, provider.toolsTokens(tools));
     // As OpenAI counts it: the prompt plus the max_tokens asked for must fit.
     const maxTokens = Number(request.body.max_tokens ?? request.body.max_completion_tokens ?? 0);
-    if (enforceWindow !== undefined && billed.prompt + maxTokens > enforceWindow) {
+    const requested = mainCache.prompt(ids, provider.toolsTokens(tools)) + maxTokens;
+    if (enforceWindow !== undefined && requested > enforceWindow) {
       run.refused++;
-      return overflow.openai({ contextWindow: enforceWindow, requested: billed.prompt + maxTokens });
+      return overflow.openai({ contextWindow: enforceWindow, requested });
     }
+    const billed = mainCache.bill(ids, tools.id, provider.toolsTokens(tools));
     check(request, ids, tools);
     const toolCalls = call ? [{ id: call.id, name: call.name, arguments: call.args }] : undefined;
     const completion = Math.ceil(ratio * completionTokens(call ? JSON.stringify([{ id: call.id, type: "function", function: { name: call.name, arguments: JSON.stringify(call.args) } }]).length : scripted.answer.length));
@@ -533,13 +539,14 @@ async function runWorker(shared: Shared, label: string, overrides: Record<string
   const unroute = llm.route(isSummarizerRequest, (request): FakeResponse => {
     const { ids, tools } = intern(request, summarizerInterner);
     llm.requests.length = 0;
+    const maxTokens = request.body.max_tokens ?? (request.body.max_completion_tokens as number | undefined);
+    const requested = summarizerCache.prompt(ids, provider.toolsTokens(tools)) + (maxTokens ?? 0);
+    if (enforceWindow !== undefined && requested > enforceWindow) {
+      run.refused++;
+      return overflow.openai({ contextWindow: enforceWindow, requested });
+    }
     const billed = summarizerCache.bill(ids, tools.id, provider.toolsTokens(tools));
     check(request, ids, tools);
-    const maxTokens = request.body.max_tokens ?? (request.body.max_completion_tokens as number | undefined);
-    if (enforceWindow !== undefined && billed.prompt + (maxTokens ?? 0) > enforceWindow) {
-      run.refused++;
-      return overflow.openai({ contextWindow: enforceWindow, requested: billed.prompt + (maxTokens ?? 0) });
-    }
     // Writes about the length the prompt asks for ("about N tokens"), every heading of the template; cut at max_tokens.
     const messages = request.body.messages;
     const answer = summaryModel.answer(
