@@ -58,7 +58,7 @@ describe("console chat (the app as a child process, piped stdin)", () => {
     expect(markdown).toContain("hello there");
     expect(markdown).toContain("echo: hello there");
     const data = JSON.parse(readFileSync(saved[1]![2]!, "utf8")) as { sessions: Array<{ transcript: Array<{ content: string }> }> };
-    expect(data.sessions.flatMap((session) => session.transcript.map((message) => message.content))).toEqual(["hello there", "echo: hello there"]);
+    expect(data.sessions.flatMap((session) => session.transcript.map((message) => withoutStamp(message.content ?? "")))).toEqual(["hello there", "echo: hello there"]);
     app.child.stdin.end();
     expect(await app.exited()).toBe(0);
   }, 120_000);

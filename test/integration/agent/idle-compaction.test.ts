@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Job } from "bullmq";
-import { startFakeLlm, textOf, type FakeLlm, type RecordedRequest } from "../../fakes/fake-llm.js";
+import { startFakeLlm, textOf, withoutStamp, type FakeLlm, type RecordedRequest } from "../../fakes/fake-llm.js";
 import { isFlushRequest, isSummarizerRequest } from "../../helpers/agent-fixtures.js";
 import { testConfig } from "../../helpers/config.js";
 import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
@@ -106,7 +106,7 @@ describe("idle-time compaction (CACHE_TTL_S=1)", () => {
     const transcript = await harness.store.readTranscript(where.sessionKey);
     const ids = transcript.map((message) => message.id);
     expect(new Set(ids).size).toBe(ids.length);
-    for (let turn = 1; turn <= turns; turn++) expect(transcript.filter((message) => message.role === "user" && textOf(message.content).startsWith(`topic ${turn}:`))).toHaveLength(1);
+    for (let turn = 1; turn <= turns; turn++) expect(transcript.filter((message) => message.role === "user" && withoutStamp(textOf(message.content)).startsWith(`topic ${turn}:`))).toHaveLength(1);
   }, 120_000);
 
   it("does not run under the mark: no job is scheduled, and a job run anyway skips it", async () => {
@@ -156,11 +156,11 @@ describe("idle-time compaction (CACHE_TTL_S=1)", () => {
     expect(harness.adapter.sent.slice(sentBefore)).toHaveLength(1);
     expect(harness.adapter.sent.filter((sent) => sent.reply.inReplyTo.includes(`${where.chatId}-${turns + 2}`))).toHaveLength(1);
     const transcript = await harness.store.readTranscript(where.sessionKey);
-    const userTexts = transcript.filter((message) => message.role === "user" && message.kind !== "summary").map((message) => textOf(message.content));
+    const userTexts = transcript.filter((message) => message.role === "user" && message.kind !== "summary").map((message) => withoutStamp(textOf(message.content)));
     expect(userTexts.filter((text) => text === "I'm back")).toHaveLength(1);
     expect(userTexts).toHaveLength(turns + 2);
     expect(transcript.filter((message) => message.kind === "summary")).toHaveLength(1);
-    expect(final.live.filter((message) => message.role === "user").map((message) => textOf(message.content))).toContain("I'm back");
+    expect(final.live.filter((message) => message.role === "user").map((message) => withoutStamp(textOf(message.content)))).toContain("I'm back");
   }, 120_000);
 });
 

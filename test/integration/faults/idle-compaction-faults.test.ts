@@ -5,7 +5,7 @@
  * writes nothing.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { textOf } from "../../fakes/fake-llm.js";
+import { textOf, withoutStamp } from "../../fakes/fake-llm.js";
 import { idleChat, idleModel, privateChat, summarizerCalls, summarizerGate, waitUntil } from "../../helpers/idle-compaction.js";
 import { startRedisServer, type RedisServerHandle } from "../../helpers/redis-server.js";
 import { startWorkerFleet, type WorkerFleet } from "../../helpers/worker-fleet.js";
@@ -54,7 +54,7 @@ describe("idle-time compaction with several worker processes", () => {
       expect(transcript.filter((message) => message.kind === "summary")).toHaveLength(1);
       const ids = transcript.map((message) => message.id);
       expect(new Set(ids).size).toBe(ids.length);
-      const userTexts = transcript.filter((message) => message.role === "user" && message.kind !== "summary").map((message) => textOf(message.content));
+      const userTexts = transcript.filter((message) => message.role === "user" && message.kind !== "summary").map((message) => withoutStamp(textOf(message.content)));
       expect(userTexts).toHaveLength(turns + 2);
       for (let turn = 1; turn <= turns; turn++) expect(userTexts.filter((text) => text.startsWith(`topic ${turn}:`))).toHaveLength(1);
       expect(adapter.sent.slice(sentBefore)).toHaveLength(1);
