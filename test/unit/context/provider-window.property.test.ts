@@ -27,7 +27,6 @@ import { summarizerHandler } from "../../fakes/fake-summarizer.js";
 import { checkProviderRules, type ProviderRules } from "../../fakes/provider-rules.js";
 import { propertyRuns } from "../../helpers/property-runs.js";
 import { isSummarizerRequest } from "../../helpers/agent-fixtures.js";
-import { propertyRuns } from "../../helpers/property-runs.js";
 
 type SummaryBehaviour = "ok" | "length" | "fail" | "reasoning";
 
