@@ -12,6 +12,9 @@
  *   second), and latency runs from the message's scheduled arrival, so a backlog shows up as
  *   latency instead of slowing the sender down.
  *
+ * Redis commands per turn: what Redis executed over the phase (INFO commandstats, the commands
+ * scripts call included, BullMQ's own work too) per message, for the baseline as well.
+ *
  * CPU per turn: the workers' (from /proc, user + system) and the gateway's (this process: the
  * gateway and the bench driver; the fake LLM runs in a process of its own), over the measured
  * phase only.
@@ -79,6 +82,30 @@ async function workerLoopDelay(workers: readonly AppProcess[]): Promise<LoopDela
   return { p50: Math.max(...reports.map((report) => report.p50)), p99: Math.max(...reports.map((report) => report.p99)), max: Math.max(...reports.map((report) => report.max)) };
 }
 
+/**
+ * Commands Redis executed (INFO commandstats, the commands scripts call included) from now to
+ * `stop()`: work per message that does not depend on how loaded the machine is.
+ */
+async function commandCounter(redisUrl: string): Promise<{ stop(): Promise<number> }> {
+  const connection = createRedis(redisUrl);
+  const total = async () => {
+    let calls = 0;
+    for (const match of (await connection.info("commandstats")).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+      // The counting itself (INFO) is not the pipeline's work.
+      if (match[1] !== "info") calls += Number(match[2]);
+    }
+    return calls;
+  };
+  const before = await total();
+  return {
+    async stop() {
+      const after = await total();
+      connection.disconnect();
+      return after - before;
+    },
+  };
+}
+
 export interface RunResult {
   label: string;
   messages: number;
@@ -92,6 +119,8 @@ export interface RunResult {
   /** `--loop-delay`: this process's (gateway + driver) and the worst worker's. */
   gatewayLoopDelay?: LoopDelay;
   workerLoopDelay?: LoopDelay;
+  /** Commands Redis executed per message over the phase (scripts' inner commands included). */
+  redisCommands?: number;
 }
 
 class BenchAdapter implements ChannelAdapter {
@@ -173,6 +202,13 @@ const ownCpuMs = () => {
   return (usage.user + usage.system) / 1_000;
 };
 
+/** A run with the Redis commands it made per message. */
+async function counted<T extends { latencies: number[] }>(redisUrl: string, run: () => Promise<T>): Promise<T & { redisCommands: number }> {
+  const counter = await commandCounter(redisUrl);
+  const result = await run();
+  return { ...result, redisCommands: (await counter.stop()) / result.latencies.length };
+}
+
 async function measured(run: () => Promise<{ seconds: number; latencies: number[] }>, workers: readonly AppProcess[], loopDelay: boolean) {
   const gatewayLoop = loopDelay ? monitorEventLoopDelay({ resolution: 10 }) : undefined;
   if (loopDelay) await workerLoopDelay(workers);
@@ -243,7 +279,7 @@ async function longhaulRuns(redisUrl: string, llmUrl: string, plan: BenchPlan): 
       results.push(await withLonghaul(redisUrl, llmUrl, workers, plan, async (roundTrip, processes) => ({
         label: `longhaul, ${workers} worker process${workers > 1 ? "es" : ""}`,
         messages: plan.sessions * plan.messages,
-        ...(await measured(() => closedLoop(plan.sessions, plan.messages, roundTrip), processes, plan.loopDelay)),
+        ...(await counted(redisUrl, () => measured(() => closedLoop(plan.sessions, plan.messages, roundTrip), processes, plan.loopDelay))),
       })));
     }
   }
@@ -253,7 +289,7 @@ async function longhaulRuns(redisUrl: string, llmUrl: string, plan: BenchPlan): 
       for (const [runIndex, rate] of plan.rates.entries()) {
         // Each rate talks to sessions of its own.
         const tagged: RoundTrip = (session, index) => roundTrip(session + runIndex * 100_000, index);
-        const result = await measured(() => openLoop(rate, plan.seconds, tagged), processes, plan.loopDelay);
+        const result = await counted(redisUrl, () => measured(() => openLoop(rate, plan.seconds, tagged), processes, plan.loopDelay));
         open.push({ label: `longhaul, 2 worker processes, ${rate}/s offered`, messages: result.latencies.length, offered: rate, ...result });
       }
       return open;
@@ -287,11 +323,11 @@ async function baselineRuns(redisUrl: string, plan: BenchPlan): Promise<RunResul
   const label = "baseline: bare two-hop BullMQ";
   try {
     const results: RunResult[] = [];
-    if (plan.mode !== "open") results.push({ label, messages: plan.sessions * plan.messages, ...(await closedLoop(plan.sessions, plan.messages, roundTrip)) });
+    if (plan.mode !== "open") results.push({ label, messages: plan.sessions * plan.messages, ...(await counted(redisUrl, () => closedLoop(plan.sessions, plan.messages, roundTrip))) });
     if (plan.mode !== "closed") {
       for (const rate of plan.rates) {
         run++;
-        const result = await openLoop(rate, plan.seconds, roundTrip);
+        const result = await counted(redisUrl, () => openLoop(rate, plan.seconds, roundTrip));
         results.push({ label: `${label}, ${rate}/s offered`, messages: result.latencies.length, offered: rate, ...result });
       }
     }
@@ -359,23 +395,23 @@ export function report(plan: BenchPlan, results: readonly RunResult[]): string {
   if (closed.length > 0) {
     const baseline = sorted(baselineOf(closed[0]!)!);
     parts.push(`Closed loop: ${plan.sessions} sessions × ${plan.messages} messages, fake LLM with zero latency\n\n` + table(
-      ["run", "messages", "turns/s", "p50 ms", "p95 ms", "p99 ms", "p50 / baseline", "p99 / baseline", "gateway CPU ms/turn", "worker CPU ms/turn", ...loopHeaders],
+      ["run", "messages", "turns/s", "p50 ms", "p95 ms", "p99 ms", "p50 / baseline", "p99 / baseline", "gateway CPU ms/turn", "worker CPU ms/turn", "Redis commands / turn", ...loopHeaders],
       closed.map((result) => {
         const latencies = sorted(result);
         return [result.label, result.messages, result.messages / result.seconds, percentile(latencies, 50), percentile(latencies, 95), percentile(latencies, 99),
-          percentile(latencies, 50) / percentile(baseline, 50), percentile(latencies, 99) / percentile(baseline, 99), cpu(result.gatewayCpuMs), cpu(result.workerCpuMs), ...loop(result)];
+          percentile(latencies, 50) / percentile(baseline, 50), percentile(latencies, 99) / percentile(baseline, 99), cpu(result.gatewayCpuMs), cpu(result.workerCpuMs), cpu(result.redisCommands), ...loop(result)];
       }),
     ));
   }
   const open = results.filter((result) => result.offered !== undefined);
   if (open.length > 0) {
     parts.push(`Open loop: ${plan.seconds} s at each offered rate, latency from arrival, 2 worker processes\n\n` + table(
-      ["run", "offered /s", "achieved /s", "p50 ms", "p95 ms", "p99 ms", "p50 / baseline", "p99 / baseline", "gateway CPU ms/turn", "worker CPU ms/turn", ...loopHeaders],
+      ["run", "offered /s", "achieved /s", "p50 ms", "p95 ms", "p99 ms", "p50 / baseline", "p99 / baseline", "gateway CPU ms/turn", "worker CPU ms/turn", "Redis commands / turn", ...loopHeaders],
       open.map((result) => {
         const latencies = sorted(result);
         const baseline = sorted(baselineOf(result)!);
         return [result.label, result.offered!, result.messages / result.seconds, percentile(latencies, 50), percentile(latencies, 95), percentile(latencies, 99),
-          percentile(latencies, 50) / percentile(baseline, 50), percentile(latencies, 99) / percentile(baseline, 99), cpu(result.gatewayCpuMs), cpu(result.workerCpuMs), ...loop(result)];
+          percentile(latencies, 50) / percentile(baseline, 50), percentile(latencies, 99) / percentile(baseline, 99), cpu(result.gatewayCpuMs), cpu(result.workerCpuMs), cpu(result.redisCommands), ...loop(result)];
       }),
     ));
   }
