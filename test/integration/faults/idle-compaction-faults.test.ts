@@ -31,7 +31,10 @@ describe("idle-time compaction with several worker processes", () => {
 
   it("runs once with two workers; a worker frozen or killed during the summarizer call loses nothing and writes nothing twice", async () => {
     redisServer = await startRedisServer();
-    fleet = await startWorkerFleet({ REDIS_URL: redisServer.url, JOB_LOCK_MS: String(LOCK_MS), CACHE_TTL_S: "1", LLM_CONTEXT_WINDOW: "8000", LLM_MAX_OUTPUT_TOKENS: "1024" });
+    fleet = await startWorkerFleet({ REDIS_URL: redisServer.url, JOB_LOCK_MS: String(LOCK_MS), CACHE_TTL_S: "1", LLM_CONTEXT_WINDOW: "8000", LLM_MAX_OUTPUT_TOKENS: "1024",
+      // A held summarizer request must not time out meanwhile (a loaded machine is slow to freeze a worker).
+      LLM_TIMEOUT_MS: "60000",
+    });
     const gate = summarizerGate();
     idleModel(fleet.llm, gate);
     const workers: AppProcess[] = [fleet.startWorker(), fleet.startWorker()];
@@ -62,9 +65,14 @@ describe("idle-time compaction with several worker processes", () => {
 
     /** The process whose idle job holds the session's lease (the token names its pid). */
     const holder = async (sessionKey: string) => {
-      const token = await redis!.get(store.keys(sessionKey).lease);
-      const pid = Number(/^idle:(\d+):/.exec(token ?? "")?.[1]);
-      return workers.find((worker) => worker.child.pid === pid);
+      let found: AppProcess | undefined;
+      await waitUntil(async () => {
+        const token = await redis!.get(store.keys(sessionKey).lease);
+        const pid = Number(/^idle:(\d+):/.exec(token ?? "")?.[1]);
+        found = workers.find((worker) => worker.child.pid === pid);
+        return found !== undefined;
+      }, 30_000, "an idle job holding the session's lease");
+      return found;
     };
 
     // 1. Two workers, and the job twice in the queue (as if a deduplication had failed): one compaction.
