@@ -164,7 +164,8 @@ export function summarizerHandler(options: FakeSummarizerOptions = {}): FakeHand
     const answer = model.answer(system, user, limit);
     const thinkingDone = answer.finishReason === "stop" || answer.content !== "";
     const text = answer.reasoning === "" ? answer.content : `<think>${answer.reasoning}${thinkingDone ? "</think>" : ""}${answer.content}`;
-    return { text, finishReason: answer.finishReason, usage: { prompt_tokens: answer.promptTokens, completion_tokens: answer.completionTokens } };
+    // The prompt is counted by the server (the fake LLM's own count × its tokenRatio), as for any request; what it wrote, by the model.
+    return { text, finishReason: answer.finishReason, usage: { completion_tokens: answer.completionTokens } };
   };
   return Object.assign(handler, { model });
 }

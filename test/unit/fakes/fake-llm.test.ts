@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { bySystemPrompt, echo, parseStamp, startFakeLlm, type FakeLlm, type RecordedRequest } from "../../fakes/fake-llm.js";
+import { summarizerHandler } from "../../fakes/fake-summarizer.js";
 
 let fake: FakeLlm;
 beforeEach(async () => {
@@ -161,6 +162,10 @@ describe("fake LLM with its own token unit", () => {
       expect(plain.usage).toMatchObject({ prompt_tokens: 1_000, completion_tokens: 100 });
       expect(scaled.usage).toMatchObject({ prompt_tokens: 1_300, completion_tokens: 130 });
       expect(skewed.promptTokens(skewed.requests[0]!)).toBe(1_300);
+      // The summarizer path: the summary model writes, the server counts the prompt.
+      skewed.route((request) => request.body.messages[0]?.role === "system", summarizerHandler());
+      const summary = (await (await postTo(skewed, { model: "m", messages: [{ role: "system", content: "Summarize." }, { role: "user", content: "x".repeat(3_956) }] })).json()) as { usage: { prompt_tokens: number } };
+      expect(summary.usage.prompt_tokens).toBe(1_300);
       const streamed = await (await postTo(skewed, body(3_982, { stream: true, stream_options: { include_usage: true } }))).text();
       const usage = streamed.split("\n\n").filter((block) => block.startsWith("data: {")).map((block) => JSON.parse(block.slice(6)) as { usage?: unknown }).at(-1)?.usage;
       expect(usage).toMatchObject({ prompt_tokens: 1_300, completion_tokens: 130 });
