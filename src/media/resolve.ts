@@ -60,11 +60,7 @@ export function createMediaResolver(options: MediaResolverOptions): MediaResolve
     }
     if (!options.transcriber) return { attachment: { ...attachment, problem: "unsupported" }, problem: { name: attachment.label, why: "voice transcription is not set up here" } };
     const fetched = await options.fetcher(attachment, { maxBytes: limits.maxAudioBytes, timeoutMs: limits.timeoutMs, ...signalOf(scope) });
-    if (!fetched.ok) {
-      scope.log.warn({ attachment: attachment.name, failure: fetched.failure, detail: fetched.detail }, "media-download-failed");
-      const why = fetched.failure === "too-large" ? `it is larger than ${mb(limits.maxAudioBytes)}, the most I transcribe` : "I couldn't download it";
-      return { attachment: { ...attachment, problem: fetched.failure }, problem: { name: attachment.label, why } };
-    }
+    if (!fetched.ok) return notDownloaded(attachment, attachment.label, fetched, scope, `${mb(limits.maxAudioBytes)}, the most I transcribe`);
     const sha256 = hash(fetched.bytes);
     try {
       const file = { name: attachment.name, ...(attachment.mimeType ? { mimeType: attachment.mimeType } : {}), ...(attachment.durationS ? { durationS: attachment.durationS } : {}) };
@@ -83,11 +79,7 @@ export function createMediaResolver(options: MediaResolverOptions): MediaResolve
       return { attachment: { ...attachment, problem: "unsupported" }, problem: { name: attachment.name, why: "I can't open this type of file (I read text, code, CSV, JSON, logs and PDF)" } };
     }
     const fetched = await options.fetcher(attachment, { maxBytes: limits.maxFileBytes, timeoutMs: limits.timeoutMs, ...signalOf(scope) });
-    if (!fetched.ok) {
-      scope.log.warn({ attachment: attachment.name, failure: fetched.failure, detail: fetched.detail }, "media-download-failed");
-      const why = fetched.failure === "too-large" ? `it is larger than ${mb(limits.maxFileBytes)}, the most I read` : "I couldn't download it";
-      return { attachment: { ...attachment, problem: fetched.failure }, problem: { name: attachment.name, why } };
-    }
+    if (!fetched.ok) return notDownloaded(attachment, attachment.name, fetched, scope, `${mb(limits.maxFileBytes)}, the most I read`);
     const sha256 = hash(fetched.bytes);
     let text: string;
     try {
@@ -114,11 +106,7 @@ export function createMediaResolver(options: MediaResolverOptions): MediaResolve
       return { attachment: { ...attachment, inline: false, problem: "too-large" }, problem: { name: attachment.name, why: `it is ${mb(attachment.size)}, and I open pictures up to ${mb(limits.maxFileBytes)}` } };
     }
     const fetched = await options.fetcher(attachment, { maxBytes: limits.maxFileBytes, timeoutMs: limits.timeoutMs, ...signalOf(scope) });
-    if (!fetched.ok) {
-      scope.log.warn({ attachment: attachment.name, failure: fetched.failure, detail: fetched.detail }, "media-download-failed");
-      const why = fetched.failure === "too-large" ? `it is larger than ${mb(limits.maxFileBytes)}` : "I couldn't download it";
-      return { attachment: { ...attachment, inline: false, problem: fetched.failure }, problem: { name: attachment.name, why } };
-    }
+    if (!fetched.ok) return notDownloaded({ ...attachment, inline: false }, attachment.name, fetched, scope, mb(limits.maxFileBytes));
     const format = imageFormat(fetched.bytes);
     const sha256 = hash(fetched.bytes);
     if (!format) {
@@ -199,6 +187,13 @@ export function createMediaResolver(options: MediaResolverOptions): MediaResolve
 export function noticeText(problems: readonly Problem[]): string {
   if (problems.length === 1) return `Sorry, I couldn't use your ${problems[0]!.name}: ${problems[0]!.why}.`;
   return `Sorry, I couldn't use some of what you sent:\n${problems.map((problem) => `• ${problem.name}: ${problem.why}`).join("\n")}`;
+}
+
+/** A download that failed: logged, the attachment marked, and why in words for the user (`limit`: "it is larger than …"). */
+function notDownloaded(attachment: Attachment, name: string, fetched: { failure: "too-large" | "failed"; detail: string }, scope: ResolveScope, limit: string): { attachment: Attachment; problem: Problem } {
+  scope.log.warn({ attachment: attachment.name, failure: fetched.failure, detail: fetched.detail }, "media-download-failed");
+  const why = fetched.failure === "too-large" ? `it is larger than ${limit}` : "I couldn't download it";
+  return { attachment: { ...attachment, problem: fetched.failure }, problem: { name, why } };
 }
 
 const hash = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
