@@ -14,12 +14,17 @@ export interface TypingOptions {
 interface TypingLoop {
   interval: NodeJS.Timeout;
   timeout: NodeJS.Timeout;
+  /** A request of this loop is on its way: a tick skips rather than queue a second one behind it. */
+  inFlight: boolean;
 }
 
 /**
  * One typing indicator per session while its turn runs. Requests are fire-and-forget; a
  * refusal that will not change (missing access or permissions, an archived thread: any 4xx
- * but 429) stops the loop at once instead of hammering the channel for ten minutes.
+ * but 429) stops the loop at once instead of hammering the channel for ten minutes. A loop
+ * has at most one request in flight: a tick while the last one is still unanswered (slow
+ * gateway, rate-limit queue) is skipped, so a refusal is never followed by requests that were
+ * already queued behind it.
  */
 export class TypingIndicators {
   private readonly loops = new Map<string, TypingLoop>();
@@ -28,10 +33,15 @@ export class TypingIndicators {
 
   start(sessionKey: string, channelId: string): void {
     this.stop(sessionKey);
-    const tick = (): void => void this.send(sessionKey, channelId, loop);
+    const tick = (): void => {
+      if (loop.inFlight) return;
+      loop.inFlight = true;
+      void this.send(sessionKey, channelId, loop).finally(() => (loop.inFlight = false));
+    };
     const loop: TypingLoop = {
       interval: setInterval(tick, this.options.intervalMs),
       timeout: setTimeout(() => this.stop(sessionKey), this.options.timeoutMs),
+      inFlight: false,
     };
     loop.interval.unref();
     loop.timeout.unref();
