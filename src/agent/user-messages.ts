@@ -10,13 +10,9 @@ import type { SessionState } from "../session/state.js";
 import type { InboxEntry } from "../session/store.js";
 import type { TurnEngine } from "./turn-engine.js";
 
-/**
- * The chat's time zone: the session's own setting when it carries one (the time-zone work adds
- * the field), else the deployment's TZ.
- */
+/** The chat's time zone: its own (/timezone) when set, else the deployment's TZ. */
 export function chatTimeZone(state: SessionState, fallback: string): string {
-  const own = (state as { timeZone?: unknown }).timeZone;
-  return typeof own === "string" && own !== "" ? own : fallback;
+  return state.chat?.timeZone ?? fallback;
 }
 
 /**

@@ -29,6 +29,21 @@ export function knownTimeZone(zone: string | undefined): string {
   }
 }
 
+/**
+ * The canonical IANA name of a zone typed by a person in any case (`europe/berlin` →
+ * `Europe/Berlin`), or undefined when the runtime does not know it. Offsets such as `+02:00`
+ * are not zones (they know no daylight saving time) and are refused.
+ */
+export function canonicalTimeZone(input: string): string | undefined {
+  const wanted = input.trim();
+  if (wanted === "" || !/^[A-Za-z]/.test(wanted)) return undefined;
+  try {
+    return new Intl.DateTimeFormat(undefined, { timeZone: wanted }).resolvedOptions().timeZone;
+  } catch {
+    return undefined;
+  }
+}
+
 /** `Tue 2026-12-01 10:44 Europe/Berlin` (the zone's wall time, 24-hour clock). */
 export function formatStamp(at: number, zone: string): string {
   const known = knownTimeZone(zone);

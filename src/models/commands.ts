@@ -1,9 +1,10 @@
 /**
- * `/model` and `/persona` (issue #17). Both change the session's `chat` settings, which the turn
- * reads at the start of every segment: the switch applies from the very next request. In groups
- * only admins may change them.
+ * `/model`, `/persona` (issue #17) and `/timezone`. They change the session's `chat` settings,
+ * which the turn reads at the start of every segment: the switch applies from the very next
+ * request. In groups only admins may change them.
  */
 import type { InboundMessage, Platform } from "../core/channel.js";
+import { canonicalTimeZone, formatStamp } from "../core/time-stamp.js";
 import type { SessionState } from "../session/state.js";
 import { platformPrefix } from "../tools/access.js";
 import type { CatalogueModel, ModelCatalogue, ModelRequester } from "./catalogue.js";
@@ -114,4 +115,41 @@ export function personaCommand({ personas, state, entry, admins, args }: Persona
   state.chat = { ...state.chat, persona: wanted };
   delete state.chat.personaName;
   return "Persona set.";
+}
+
+export interface TimeZoneCommandInput {
+  state: SessionState;
+  entry: InboundMessage;
+  admins: Admins;
+  args: string;
+  /** The deployment's zone (TZ), used while the chat has none of its own. */
+  fallback: string;
+  now: number;
+}
+
+/**
+ * `/timezone` shows the chat's zone and its local time; `/timezone <IANA name>` (any case) sets
+ * it, `/timezone default` returns to TZ. Stamps already written keep their zone (the cached
+ * prefix never changes); new messages, reminders and /context use the new one.
+ */
+export function timeZoneCommand({ state, entry, admins, args, fallback, now }: TimeZoneCommandInput): string {
+  const wanted = args.trim();
+  const own = state.chat?.timeZone;
+  if (wanted === "") {
+    const zone = own ?? fallback;
+    return [
+      own === undefined ? `Time zone: ${zone} (the default)` : `Time zone: ${zone} (this chat's own; the default is ${fallback})`,
+      `Local time: ${formatStamp(now, zone)}`,
+      "Set one with /timezone <IANA name>, e.g. Europe/Berlin; /timezone default returns to the default.",
+    ].join("\n");
+  }
+  if (!mayChangeChat(entry, admins)) return "Only an admin can change the time zone of a group.";
+  if (wanted.toLowerCase() === "default") {
+    if (state.chat) delete state.chat.timeZone;
+    return `This chat is back to the default time zone, ${fallback} (now ${formatStamp(now, fallback)}).`;
+  }
+  const zone = canonicalTimeZone(wanted);
+  if (zone === undefined) return `"${wanted}" is not a time zone I know. Use an IANA name, e.g. Europe/Berlin, America/New_York, Asia/Tokyo.`;
+  state.chat = { ...state.chat, timeZone: zone };
+  return `This chat's time zone is now ${zone} (now ${formatStamp(now, zone)}), from the next message on.`;
 }

@@ -29,6 +29,11 @@ export interface ChatSettings {
   personaName?: string;
   /** Set by /model: the next answer names the model the endpoint reported. */
   confirmModel?: boolean;
+  /**
+   * The chat's own IANA time zone (/timezone), canonical spelling; absent: the deployment's TZ.
+   * Message stamps, reminders' wall-clock times and /context read it (`chatTimeZone`).
+   */
+  timeZone?: string;
 }
 
 /** What the context engine remembers between turns (calibration, anti-thrash, learned window). */

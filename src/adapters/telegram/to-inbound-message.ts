@@ -53,6 +53,7 @@ export const TELEGRAM_COMMANDS: ReadonlyArray<{ command: string; description: st
   { command: "usage", description: "Tokens used, cost, what compaction saved" },
   { command: "stop", description: "Stop the answer in progress" },
   { command: "reminders", description: "Your reminders and scheduled tasks" },
+  { command: "timezone", description: "This chat's time zone: show or set it" },
   { command: "export", description: "Your conversations and memory as files (private chat)" },
 ];
 

@@ -1,4 +1,4 @@
-export const COMMAND_NAMES = ["help", "new", "reset", "compress", "status", "usage", "stop", "start", "tools", "reminders", "memory", "forget", "pin", "unpin", "context", "model", "persona", "budget", "pair", "export"] as const;
+export const COMMAND_NAMES = ["help", "new", "reset", "compress", "status", "usage", "stop", "start", "tools", "reminders", "memory", "forget", "pin", "unpin", "context", "model", "persona", "timezone", "budget", "pair", "export"] as const;
 export type CommandName = (typeof COMMAND_NAMES)[number];
 
 export interface ParsedCommand {

@@ -8,7 +8,7 @@ import { compactNumber, contextMeter, duration, usd } from "./format.js";
 import type { ParsedCommand } from "./parse.js";
 import type { ToolDefinition } from "../../core/messages.js";
 import { contextCommand, forgetCommand, memoryCommand, pinCommand } from "./memory-commands.js";
-import { isAdmin, modelCommand, personaCommand } from "../../models/commands.js";
+import { isAdmin, modelCommand, personaCommand, timeZoneCommand } from "../../models/commands.js";
 import { budgetCommand } from "../../budget/command.js";
 import { budgetLines } from "../../budget/usage.js";
 import { budgetAccounts } from "../segment-switch.js";
@@ -54,6 +54,7 @@ export const HELP_TEXT = [
   "/pin <text> (or /pin as a reply) — keep a fact word for word through every compaction · /unpin <id>",
   "/model [name] — the models this chat can use, or switch to one (/model default returns to the default)",
   "/persona [name or text] — how I should come across in this chat (/persona off removes it)",
+  "/timezone [zone] — this chat's time zone and local time, or set it (e.g. /timezone Europe/Berlin; /timezone default returns to the default)",
   "Admins: /budget <chat> [daily|monthly <amount>] — see or set a budget; /pair approve CODE — let a new user in",
   "/export — your conversations and memory as files (in a private chat with me)",
   "/reminders — your reminders and scheduled tasks (cancel, pause, resume, edit them); ask me in words to set one",
@@ -110,6 +111,11 @@ export async function runCommand(command: ParsedCommand, context: CommandContext
     }
     case "persona":
       return { state, text: personaCommand({ personas: engine.personas ?? {}, state, entry: context.entry, admins: engine.approval.admins, args: command.args }) };
+    case "timezone":
+      return {
+        state,
+        text: timeZoneCommand({ state, entry: context.entry, admins: engine.approval.admins, args: command.args, fallback: engine.timeZone, now: context.now }),
+      };
     case "budget": {
       if (!isAdmin(context.entry, engine.approval.admins)) return { state, text: "Only an admin can see or change budgets; /usage shows yours." };
       if (!engine.budget) return { state, text: "Budgets are not available here." };

@@ -39,7 +39,7 @@ describe("message time stamps", () => {
   });
 
   it("are off unless MESSAGE_TIMESTAMPS is set, and use the chat's own zone over TZ", () => {
-    const state = { live: [{ id: "m1", role: "system", content: "s", at: 1 }, { id: "m2", role: "assistant", content: "hi", at: TUE - 60_000 }], timeZone: "Asia/Tokyo" } as unknown as SessionState;
+    const state = { live: [{ id: "m1", role: "system", content: "s", at: 1 }, { id: "m2", role: "assistant", content: "hi", at: TUE - 60_000 }], chat: { timeZone: "Asia/Tokyo" } } as unknown as SessionState;
     expect(stampFor({ timeZone: "Europe/Berlin" }, state)).toBeUndefined();
     expect(stampFor({ timeZone: "Europe/Berlin", messageTimeStamps: true }, state)).toEqual({ timeZone: "Asia/Tokyo", previousAt: TUE - 60_000 });
     const plain = toUserMessages([entry("hello", TUE)], () => "m3", stampFor({ timeZone: "UTC" }, state));
