@@ -1,0 +1,188 @@
+/**
+ * compact() against the mutants StrykerJS left alive in compact.ts (docs/benchmarks.md,
+ * "Mutation testing"): the record it returns (pruning, duration, summary size, error), the one
+ * token unit (tools, the memory block and the provider ratio in every measure), the tail and
+ * cut budgets in the counter's units, the hard limit's edge, the dropping fallback, and what the
+ * summarizer is given (the previous summary once, a budget that grows with it, one call chain
+ * when the fallback is the summarizer itself).
+ */
+import { describe, expect, it } from "vitest";
+import { compact, DROP_TARGET_RATIO, type CompactInput } from "../../../src/context/compact.js";
+import { thresholdTokens } from "../../../src/context/decisions.js";
+import type { ChatMessage, ToolCall, ToolDefinition } from "../../../src/core/messages.js";
+import type { Summarizer, SummaryRequest, SummaryResponse } from "../../../src/context/summarizer.js";
+import { createTokenCounter } from "../../../src/context/tokens.js";
+
+// One token per character: the arithmetic stays readable.
+const counter = createTokenCounter("test-chars", (text) => text.length);
+const settings = { contextWindow: 20_000, compactionThreshold: 0.5, targetRatio: 0.2, protectLastN: 4 };
+const retry = { attempts: 2, baseDelayMs: 0, timeoutMs: 1_000 };
+
+class Recording implements Summarizer {
+  readonly requests: SummaryRequest[] = [];
+  constructor(readonly model: string, private readonly answer: (request: SummaryRequest) => Promise<SummaryResponse>, readonly contextWindow = 200_000) {}
+  summarize(request: SummaryRequest): Promise<SummaryResponse> {
+    this.requests.push(request);
+    return this.answer(request);
+  }
+}
+const working = () => new Recording("aux", async () => ({ text: "## Goal\nkeep going" }));
+const dead = () => new Recording("aux", async () => Promise.reject(new Error("502 bad gateway")));
+const promptOf = (request: SummaryRequest) => request.messages.map((message) => message.content ?? "").join("\n");
+
+/** system, then `turns` turns of: user ask, a tool call, its `outputChars` result, a reply. */
+function session(turns: number, outputChars: number, options: { summary?: string } = {}) {
+  let seq = 0;
+  const newId = () => `m${++seq}`;
+  const messages: ChatMessage[] = [{ id: newId(), role: "system", content: "You are longhaul." }];
+  if (options.summary !== undefined) messages.push({ id: newId(), role: "user", kind: "summary", content: options.summary });
+  for (let turn = 0; turn < turns; turn += 1) {
+    const call: ToolCall = { id: `call_${turn}`, type: "function", function: { name: "read_file", arguments: `{"n":${turn}}` } };
+    messages.push(
+      { id: newId(), role: "user", content: `ask ${turn} ${"u".repeat(200)}` },
+      { id: newId(), role: "assistant", content: null, tool_calls: [call] },
+      { id: newId(), role: "tool", tool_call_id: call.id, content: `result ${turn} ${"r".repeat(outputChars)}` },
+      { id: newId(), role: "assistant", content: `reply ${turn} ${"a".repeat(200)}` },
+    );
+  }
+  return { messages, newId };
+}
+
+const input = (overrides: Partial<CompactInput> & Pick<CompactInput, "messages" | "newId">): CompactInput =>
+  ({ settings, reason: "in-loop", summarizer: working(), counter, retry, ...overrides });
+
+describe("the compaction record", () => {
+  it("counts pruned results and the tokens they freed when pruning alone helps, and times the run", async () => {
+    // The previous summary and nothing new before the running turn: nothing to fold, but the
+    // turn's older tool results (before the protected tail) are pruned.
+    const { messages, newId } = session(0, 0, { summary: "## Goal\nearlier work" });
+    for (let step = 0; step < 6; step += 1) {
+      const call: ToolCall = { id: `loop_${step}`, type: "function", function: { name: "read_file", arguments: "{}" } };
+      messages.push({ id: newId(), role: "assistant", content: null, tool_calls: [call] }, { id: newId(), role: "tool", tool_call_id: call.id, content: `out ${step} ${"o".repeat(3_000)}` });
+    }
+    messages.splice(2, 0, { id: newId(), role: "user", content: "run the whole migration" });
+    let clock = 1_000;
+    const summarizer = working();
+    const result = await compact(input({ messages, newId, summarizer, now: () => (clock += 250) }));
+    expect(result.status).toBe("compacted");
+    expect(summarizer.requests).toHaveLength(0);
+    const pruned = result.messages.filter((message) => message.kind === "pruned" || message.kind === "truncated");
+    expect(pruned.length).toBeGreaterThan(0);
+    expect(result.record.prunedMessages).toBe(pruned.length);
+    expect(result.record.prunedTokens).toBe(counter.countMessages(messages) - counter.countMessages(result.messages));
+    expect(result.record.durationMs).toBe(250);
+    expect(result).not.toHaveProperty("error");
+  });
+
+  it("reports no pruning for a failed compaction, which changes nothing", async () => {
+    const { messages, newId } = session(8, 3_000);
+    const result = await compact(input({ messages, newId, summarizer: dead(), settings: { ...settings, hardLimitTokens: 1_000_000 } }));
+    expect(result.status).toBe("failed");
+    expect(result.messages).toEqual(messages);
+    expect(result.record).toMatchObject({ prunedMessages: 0, prunedTokens: 0, droppedMessages: 0 });
+    expect(result.error).toBeDefined();
+  });
+
+  it("records the size of the summary it wrote", async () => {
+    const { messages, newId } = session(8, 3_000);
+    const result = await compact(input({ messages, newId }));
+    const summary = result.messages.find((message) => message.kind === "summary")!;
+    expect(result.record.summaryTokens).toBe(counter.countMessage(summary));
+    expect(result.record.summaryTokens).not.toBe(counter.countMessage(result.messages[0]!));
+  });
+});
+
+describe("one unit: tools, the memory block and the provider's ratio in every measure", () => {
+  const tools: ToolDefinition[] = [{ type: "function", function: { name: "read_file", description: "Read a file", parameters: { type: "object" } } }];
+
+  it("tokensBefore is (messages + tools + extra) × ratio, and a negative extra counts as none", async () => {
+    const { messages, newId } = session(8, 3_000);
+    const raw = counter.countMessages(messages) + counter.countTools(tools);
+    const at = async (extraTokens: number, tokenRatio: number) =>
+      (await compact(input({ messages, newId, tools, extraTokens, settings: { ...settings, tokenRatio }, summarizer: dead() }))).record.tokensBefore;
+    expect(await at(500, 1.3)).toBe(Math.ceil((raw + 500) * 1.3));
+    expect(await at(-500, 1)).toBe(raw);
+  });
+
+  it("a higher ratio leaves a smaller tail in the counter's units", async () => {
+    const kept = async (tokenRatio: number) => {
+      const { messages, newId } = session(10, 600);
+      const result = await compact(input({ messages, newId, settings: { ...settings, tokenRatio } }));
+      const summaryAt = result.messages.findIndex((message) => message.kind === "summary");
+      return result.messages.length - summaryAt - 1;
+    };
+    expect(await kept(2)).toBeLessThan(await kept(1));
+  });
+
+  it("the newest group alone over 1.5 × the tail budget is cut to fit it, and the cut is recorded", async () => {
+    const { messages, newId } = session(6, 300);
+    const call: ToolCall = { id: "huge", type: "function", function: { name: "read_file", arguments: "{}" } };
+    messages.push({ id: newId(), role: "user", content: "read the dump" }, { id: newId(), role: "assistant", content: null, tool_calls: [call] }, { id: newId(), role: "tool", tool_call_id: "huge", content: "d".repeat(12_000) });
+    const result = await compact(input({ messages, newId }));
+    const tailBudget = Math.floor(thresholdTokens(settings.contextWindow, settings.compactionThreshold) * settings.targetRatio);
+    const cut = result.messages.at(-1)!;
+    expect(cut).toMatchObject({ role: "tool", tool_call_id: "huge", kind: "truncated" });
+    const group = result.messages.slice(-2);
+    expect(counter.countMessages(group)).toBeLessThanOrEqual(1.5 * tailBudget);
+    expect(counter.countMessages(group)).toBeGreaterThan(0.5 * tailBudget);
+    expect(result.record.prunedTokens).toBeGreaterThanOrEqual(counter.countMessage(messages.at(-1)!) - counter.countMessage(cut));
+  });
+});
+
+describe("the failure policy's edges", () => {
+  it("exactly at the hard limit the context is left alone; one token over, old turns are dropped", async () => {
+    const { messages, newId } = session(8, 3_000);
+    const tokens = counter.countMessages(messages);
+    expect((await compact(input({ messages, newId, summarizer: dead(), settings: { ...settings, hardLimitTokens: tokens } }))).status).toBe("failed");
+    expect((await compact(input({ messages, newId, summarizer: dead(), settings: { ...settings, hardLimitTokens: tokens - 1 } }))).status).toBe("dropped");
+  });
+
+  it("dropping removes the oldest turns until under the target, no more, and never the previous summary", async () => {
+    const { messages, newId } = session(12, 1_500, { summary: "## Goal\nthe earlier summary" });
+    const tools: ToolDefinition[] = [{ type: "function", function: { name: "read_file", description: "x".repeat(400), parameters: { type: "object" } } }];
+    const result = await compact(input({ messages, newId, tools, extraTokens: 300, summarizer: dead(), settings: { ...settings, hardLimitTokens: 1_000 } }));
+    expect(result.status).toBe("dropped");
+    expect(result.messages.filter((message) => message.kind === "summary").map((message) => message.content)).toEqual(["## Goal\nthe earlier summary"]);
+    const target = Math.floor(thresholdTokens(settings.contextWindow, settings.compactionThreshold) * DROP_TARGET_RATIO);
+    const fixed = counter.countTools(tools) + 300;
+    const after = counter.countMessages(result.messages) + fixed;
+    expect(after).toBeLessThan(target);
+    // The oldest turns went first, and one turn fewer would not have been enough.
+    const kept = new Set(result.messages.map((message) => message.id));
+    const droppedIds = messages.filter((message) => !kept.has(message.id)).map((message) => message.id);
+    expect(droppedIds).toEqual(messages.slice(2, 2 + droppedIds.length).map((message) => message.id));
+    expect(result.record.droppedMessages).toBe(droppedIds.length);
+    const lastTurn = messages.slice(2 + droppedIds.length - 4, 2 + droppedIds.length);
+    expect(after + counter.countMessages(lastTurn)).toBeGreaterThanOrEqual(target);
+  });
+});
+
+describe("what the summarizer is given", () => {
+  it("the previous summary once, as the previous summary, never again among the messages to fold", async () => {
+    const { messages, newId } = session(8, 2_000, { summary: "## Goal\nPREVIOUS-SUMMARY-MARKER" });
+    const summarizer = working();
+    await compact(input({ messages, newId, summarizer }));
+    const prompt = promptOf(summarizer.requests[0]!);
+    expect(prompt.split("PREVIOUS-SUMMARY-MARKER")).toHaveLength(2);
+  });
+
+  it("a budget that grows with the previous summary's size", async () => {
+    const ask = async (summary: string) => {
+      const { messages, newId } = session(4, 200, { summary });
+      const summarizer = working();
+      // A 128K window: the budget may range from 2,000 to 6,400 tokens.
+      await compact(input({ messages, newId, summarizer, settings: { ...settings, contextWindow: 128_000, targetRatio: 0.01 } }));
+      return summarizer.requests[0]!.maxTokens;
+    };
+    expect(await ask(`## Goal\n${"a long earlier summary. ".repeat(300)}`)).toBeGreaterThan(await ask("## Goal\nshort"));
+  });
+
+  it("the same summarizer given as its own fallback is one chain of attempts, not two", async () => {
+    const { messages, newId } = session(8, 3_000);
+    const summarizer = dead();
+    const result = await compact(input({ messages, newId, summarizer, fallbackSummarizer: summarizer, settings: { ...settings, hardLimitTokens: 1_000_000 } }));
+    expect(result.status).toBe("failed");
+    expect(summarizer.requests).toHaveLength(retry.attempts);
+    expect(result.record.summarizerCalls).toBe(retry.attempts);
+  });
+});
