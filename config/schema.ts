@@ -114,7 +114,7 @@ export const configSchema = z.object({
   ARCHIVE_RETENTION_DAYS: z.coerce.number().min(0).default(90).describe("How long an archived conversation (/new, idle reset) is kept; 0 forever"),
 
   // Time and scheduling
-  TZ: z.string().min(1).refine(isTimeZone, "not an IANA time zone known to this Node (e.g. Europe/Berlin)").default("UTC").describe("Time zone of the chats (IANA name): reminders and tasks are read and confirmed in it"),
+  TZ: z.string().min(1).refine(isTimeZone, "not an IANA time zone known to this Node (e.g. Europe/Berlin)").default("UTC").describe("Default time zone of the chats (IANA name): reminders and tasks are read and confirmed in it, message stamps written in it; a chat may set its own with /timezone"),
   SCHEDULE_MAX_ITEMS: positiveInt(50, "Reminders and scheduled tasks one chat, and one user, may have at a time"),
   SCHEDULE_MIN_INTERVAL_S: positiveInt(300, "Shortest interval of a recurring reminder or task, in seconds"),
   SCHEDULE_MISSED_GRACE_S: z.coerce.number().int().min(60).default(21_600).describe("A recurring run missed by more than this many seconds (downtime) is skipped, not delivered late; one-off items are always delivered"),
@@ -145,14 +145,14 @@ export const configSchema = z.object({
   LINK_PREVIEWS: onOff(false, "Show link previews under the bot's replies"),
   ALLOWED_TELEGRAM_USERS: list("Telegram user ids allowed to talk to the bot; empty: pairing"),
   ALLOWED_TELEGRAM_CHATS: list("Telegram group chat ids the bot serves; empty: none"),
-  ADMIN_TELEGRAM_USERS: list("Telegram user ids of admins (may answer anyone's tool approval, change anyone's reminders in groups, /model and /persona in groups, /budget, /pair approve)"),
+  ADMIN_TELEGRAM_USERS: list("Telegram user ids of admins (may answer anyone's tool approval, change anyone's reminders in groups, /model, /persona and /timezone in groups, /budget, /pair approve)"),
 
   // Discord
   DISCORD_BOT_TOKEN: optionalText("Enables the Discord adapter"),
   DISCORD_API_ROOT: z.url().default("https://discord.com/api").describe("Discord REST root (proxies, tests)"),
   ALLOWED_DISCORD_USERS: list("Discord user ids allowed to talk to the bot; empty: pairing"),
   ALLOWED_DISCORD_CHANNELS: list("Discord guild channel ids the bot serves; empty: none"),
-  ADMIN_DISCORD_USERS: list("Discord user ids of admins (may answer anyone's tool approval, change anyone's reminders in groups, /model and /persona in groups, /budget, /pair approve)"),
+  ADMIN_DISCORD_USERS: list("Discord user ids of admins (may answer anyone's tool approval, change anyone's reminders in groups, /model, /persona and /timezone in groups, /budget, /pair approve)"),
   DISCORD_ALWAYS_ON_CHANNELS: list("Discord channel ids answered without a mention"),
   DISCORD_STREAMING: z.enum(["off", "progress", "partial"]).optional().describe("STREAMING for Discord channels; unset: STREAMING"),
   DISCORD_PING_ON_REPLY: flag(true, "In Discord guild channels the reply pings the person who asked (never @everyone or roles; DMs never ping)"),

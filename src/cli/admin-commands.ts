@@ -126,7 +126,7 @@ export async function showCommand(context: AdminContext, sessionKey: string): Pr
     `Created ${new Date(state.createdAt).toISOString()}, last activity ${new Date(state.updatedAt).toISOString()}`,
     `Context: ${summary.messages} messages (${size(summary.bytes)} stored); transcript: ${summary.transcript} messages; compactions: ${state.stats.compactions}`,
     `Tokens: ${state.stats.promptTokens} in (${state.stats.cachedTokens} cached), ${state.stats.completionTokens} out, over ${state.stats.turns} turns`,
-    `Model: ${state.chat?.model ?? "default"}${state.chat?.persona ? `; persona: ${state.chat.personaName ?? "custom"}` : ""}`,
+    `Model: ${state.chat?.model ?? "default"}${state.chat?.persona ? `; persona: ${state.chat.personaName ?? "custom"}` : ""}; time zone: ${state.chat?.timeZone ?? `default (${context.config.TZ})`}`,
     ...(state.pendingApproval ? [`Waiting for approval: ${state.pendingApproval.waiting.map((call) => call.name).join(", ")}`] : []),
     "",
     "Live context:",

@@ -6,6 +6,7 @@
  * instants: Asia/Tokyo is UTC+9 all year (no daylight saving time), never our formatter.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runAdmin } from "../../../src/cli/admin-commands.js";
 import { createFiringQueue, createRedis, firingJobId } from "../../../src/queue/index.js";
 import { ScheduleStore } from "../../../src/schedule/index.js";
 import { SessionStore } from "../../../src/session/store.js";
@@ -166,6 +167,9 @@ describe("a chat's own time zone (/timezone)", () => {
     expect(lastStamp()).toEqual(tokyo(at(5)));
     const stored = await withRedis(async (redis) => (await new SessionStore(redis, env.REDIS_PREFIX!).load("tg:1")).chat);
     expect(stored?.timeZone).toBe("Asia/Tokyo");
+    let shown = "";
+    await withRedis((redis) => runAdmin({ redis, config: testConfig(env), now: Date.now(), write: (text) => { shown += text; } }, ["show", "tg:1"]));
+    expect(shown).toMatch(/^Model: default; time zone: Asia\/Tokyo$/m);
 
     expect(await say("/timezone default")).toMatch(/^This chat is back to the default time zone, UTC \(now .* UTC\)\.$/);
     await say("back home", PRIVATE, at(6));

@@ -61,6 +61,7 @@ describe("npm run admin against a real Redis", () => {
     // The live context as the model reads it: the send-time stamp first (MESSAGE_TIMESTAMPS).
     expect(shown.output).toMatch(/^m\d+ \S+ user: \[\w{3} \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC\] hello one — the code is ZX-81 🦊$/m);
     expect(shown.output).toMatch(/^Tokens: 600 in \(0 cached\), 40 out, over 2 turns$/m);
+    expect(shown.output).toMatch(/^Model: default; time zone: default \(UTC\)$/m);
     const exported = JSON.parse((await admin("export", "tg:1")).output) as { sessionKey: string; state: { live: unknown[] }; transcript: Array<{ content: string }> };
     expect(exported.sessionKey).toBe("tg:1");
     expect(exported.state.live).toHaveLength(5);
