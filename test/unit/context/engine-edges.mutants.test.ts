@@ -9,6 +9,8 @@
 import { describe, expect, it } from "vitest";
 import type { ApiMessage } from "../../../src/core/messages.js";
 import type { ChatMessage } from "../../../src/core/messages.js";
+import { assemble, chooseSummaryRole, COMPACTION_NOTE, extractSummaryText, sanitizeToolPairs, summaryMessageContent } from "../../../src/context/assemble.js";
+import { headEndOf } from "../../../src/context/boundaries.js";
 import { applyPromptCaching } from "../../../src/context/caching.js";
 import { initialCalibration, MIN_ESTIMATE_FOR_CALIBRATION, TRUNCATION_SUSPICION_RATIO, updateCalibration } from "../../../src/context/calibration.js";
 import { recordCompactionOutcome } from "../../../src/context/decisions.js";
@@ -189,5 +191,51 @@ describe("message groups and turns, as compaction moves them", () => {
     expect([...toolCallsById(messages).keys()]).toEqual(["c1"]);
     expect(lastIndexWhere(messages, (message) => message.role === "system")).toBe(0);
     expect(lastIndexWhere(messages, (message) => message.role === "developer" as never)).toBe(-1);
+  });
+});
+
+describe("the summary message and the head around it", () => {
+  const user = (id: string): ChatMessage => ({ id, role: "user", content: `u ${id}` });
+  const reply = (id: string): ChatMessage => ({ id, role: "assistant", content: `a ${id}` });
+
+  it("the bare summary comes back out of its frame, and text without the frame only loses its outer whitespace", () => {
+    expect(extractSummaryText(`  ${summaryMessageContent("\n## Goal\nship it\n")}  `)).toBe("## Goal\nship it");
+    expect(extractSummaryText("  ## Goal\nno frame here  ")).toBe("## Goal\nno frame here");
+  });
+
+  it("the summary's role alternates with what surrounds it", () => {
+    expect(chooseSummaryRole(user("u1"), user("u2"))).toBe("assistant");
+    expect(chooseSummaryRole(user("u1"), undefined)).toBe("assistant");
+    expect(chooseSummaryRole(undefined, user("u2"))).toBe("user");
+    expect(chooseSummaryRole(reply("a1"), user("u2"))).toBe("user");
+  });
+
+  it("assemble takes the role from the last head message, notes only the system prompt, and adds no empty time", () => {
+    const system: ChatMessage = { id: "s", role: "system", content: "sys" };
+    const head = [system, user("u1"), reply("a1")];
+    const messages = assemble({ head, summary: { id: "sum", text: "## Goal\nx" }, kept: [user("u2")], addNote: true });
+    expect(messages.map((message) => message.role)).toEqual(["system", "user", "assistant", "user", "user"]);
+    expect(messages[0]!.content).toBe(`sys\n\n${COMPACTION_NOTE}`);
+    expect(messages[1]).toBe(head[1]);
+    expect(messages[3]).not.toHaveProperty("at");
+    expect(assemble({ head, summary: { id: "sum", text: "x", at: 5 }, kept: [], addNote: false })[3]).toMatchObject({ at: 5, kind: "summary" });
+    expect(assemble({ head, kept: [], addNote: false })[0]).toBe(system);
+  });
+
+  it("a stub result for a lost tool result is never empty (Anthropic refuses empty content)", () => {
+    const call = { id: "c1", type: "function" as const, function: { name: "t", arguments: "{}" } };
+    const repaired = sanitizeToolPairs([user("u1"), { id: "a", role: "assistant", content: null, tool_calls: [call] }, user("u2")], () => "stub1");
+    expect(repaired.stubs).toHaveLength(1);
+    expect(repaired.stubs[0]!.content.trim()).not.toBe("");
+    expect(repaired.messages.map((message) => message.id)).toEqual(["u1", "a", "stub1", "u2"]);
+  });
+});
+
+describe("where the head ends", () => {
+  it("without a system prompt, at the first exchange; a reply that is not the assistant's is not part of it", () => {
+    expect(headEndOf([{ id: "u", role: "user", content: "hi" }, { id: "a", role: "assistant", content: "hello" }, { id: "u2", role: "user", content: "next" }], true)).toBe(2);
+    expect(headEndOf([{ id: "s", role: "system", content: "s" }, { id: "u", role: "user", content: "hi" }, { id: "u2", role: "user", content: "more" }], true)).toBe(2);
+    expect(headEndOf([{ id: "s", role: "system", content: "s" }, { id: "a", role: "assistant", content: "greeting" }, { id: "u", role: "user", content: "hi" }], true)).toBe(1);
+    expect(headEndOf([], true)).toBe(0);
   });
 });
