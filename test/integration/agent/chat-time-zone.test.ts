@@ -2,7 +2,7 @@
  * A chat's own time zone (`/timezone`) through the real pipeline (private redis-server, worker,
  * fake LLM), the deployment's TZ being UTC: the next request after a change carries its stamp in
  * the chat's zone, earlier stamps stay as written, a reminder "09:00" is armed for 09:00 there, and
- * the setting survives /new and a restart. Expected wall times are plain arithmetic on fixed
+ * the setting survives /new and a restart, and /context reads fold dates in it. Expected wall times are plain arithmetic on fixed
  * instants: Asia/Tokyo is UTC+9 all year (no daylight saving time), never our formatter.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -75,6 +75,7 @@ describe("a chat's own time zone (/timezone)", () => {
 
   beforeAll(async () => {
     llm = await startFakeLlm();
+    llm.route(isSummarizerRequest, { text: "## Goal\nKeep time straight." });
     llm.setHandler(schedulingModel((text) => (/wake me at 09:00$/.test(text) ? { action: "create", kind: "reminder", at: "09:00", text: "wake up" } : undefined)));
     env = testEnv({
       LLM_BASE_URL: llm.url,
@@ -170,6 +171,21 @@ describe("a chat's own time zone (/timezone)", () => {
     let shown = "";
     await withRedis((redis) => runAdmin({ redis, config: testConfig(env), now: Date.now(), write: (text) => { shown += text; } }, ["show", "tg:1"]));
     expect(shown).toMatch(/^Model: default; time zone: Asia\/Tokyo$/m);
+
+    // /context reads the fold's dates in the chat's zone.
+    for (let hour = 1; hour <= 6; hour++) await say(`note ${hour}: ${"the hull needs paint and the mast a new rope ".repeat(60)}`, PRIVATE, at(5) + hour * HOUR);
+    expect(await say("/compress")).toMatch(/^Compacted: /);
+    // en-GB medium date and short time of `at` in Tokyo, by arithmetic: "26 Nov 2026, 07:40".
+    const tokyoMedium = (at: number) => {
+      const shifted = new Date(at + 9 * HOUR);
+      const month = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"][shifted.getUTCMonth()];
+      return `${shifted.getUTCDate()} ${month} ${shifted.getUTCFullYear()}, ${shifted.toISOString().slice(11, 16)}`;
+    };
+    const sentTimes = [at(4), at(5), ...[1, 2, 3, 4, 5, 6].map((hour) => at(5) + hour * HOUR)].map(tokyoMedium);
+    const fold = /^Last compaction \(manual, (.+?)\): folded \d+ messages from (.+?) to /m.exec(await say("/context"));
+    expect(fold).not.toBeNull();
+    expect(sentTimes).toContain(fold![2]);
+    expect([tokyoMedium(Date.now()), tokyoMedium(Date.now() - 60_000)]).toContain(fold![1]);
 
     expect(await say("/timezone default")).toMatch(/^This chat is back to the default time zone, UTC \(now .* UTC\)\.$/);
     await say("back home", PRIVATE, at(6));
