@@ -1,9 +1,10 @@
 /**
  * A chat's own time zone (`/timezone`) through the real pipeline (private redis-server, worker,
  * fake LLM), the deployment's TZ being UTC: the next request after a change carries its stamp in
- * the chat's zone, earlier stamps stay as written, a reminder "09:00" is armed for 09:00 there, and
- * the setting survives /new and a restart, and /context reads fold dates in it. Expected wall times are plain arithmetic on fixed
- * instants: Asia/Tokyo is UTC+9 all year (no daylight saving time), never our formatter.
+ * the chat's zone, earlier stamps stay as written, a reminder "09:00" is armed for 09:00 there,
+ * /context reads fold dates in it, and the setting survives /new and a restart. Expected wall
+ * times are plain arithmetic on fixed instants: Asia/Tokyo is UTC+9 all year (no daylight saving
+ * time), never our formatter.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAdmin } from "../../../src/cli/admin-commands.js";

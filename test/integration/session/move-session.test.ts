@@ -58,6 +58,8 @@ describe("moveSession", () => {
     });
     await commitTurn(store, OLD.sessionKey, (state) => {
       state.live = [user("m2", "and the colour is teal")];
+      // The chat's settings (/model, /persona, /timezone) are the group's, not the chat id's.
+      state.chat = { persona: "Be brief.", timeZone: "Asia/Tokyo" };
       return { transcript: state.live, outbox: [reply("queued answer")] };
     });
     await store.appendInbox(message(OLD.sessionKey, OLD.chatId, "6", "waiting in the inbox"), 1);
@@ -77,6 +79,7 @@ describe("moveSession", () => {
 
     const after = await store.load(NEW.sessionKey);
     expect(after.live).toEqual(before.live);
+    expect(after.chat).toEqual({ persona: "Be brief.", timeZone: "Asia/Tokyo" });
     expect(after.version).toBe(before.version);
     expect((await store.readTranscript(NEW.sessionKey)).map((entry) => entry.content)).toEqual(["and the colour is teal"]);
     expect((await store.transcriptMessage(NEW.sessionKey, "m2"))?.content).toBe("and the colour is teal");
