@@ -9,17 +9,18 @@ export const currentTimeTool: Tool = {
     type: "function",
     function: {
       name: "current_time",
-      description: "The current date and time (ISO 8601, UTC, and in an optional IANA time zone).",
+      description: "The current date and time (ISO 8601, UTC, and in the chat's time zone or the IANA time zone given).",
       parameters: {
         type: "object",
-        properties: { time_zone: { type: "string", description: "IANA time zone, e.g. Europe/Madrid" } },
+        properties: { time_zone: { type: "string", description: "IANA time zone, e.g. Europe/Madrid; unset: the chat's" } },
         additionalProperties: false,
       },
     },
   },
   async run(args, context) {
     const now = new Date(context.now());
-    const zone = typeof args.time_zone === "string" ? args.time_zone : undefined;
+    // The chat's zone (/timezone, else TZ) unless the model asks for another.
+    const zone = typeof args.time_zone === "string" && args.time_zone.trim() !== "" ? args.time_zone : context.timeZone;
     const utc = now.toISOString();
     if (!zone) return `UTC: ${utc}`;
     try {
