@@ -383,8 +383,11 @@ export class FakeTelegram {
         if (file.content.length > TELEGRAM_DOWNLOAD_LIMIT) return fail({ error_code: 400, description: "Bad Request: file is too big" });
         return ok({ file_id: payload.file_id, file_unique_id: `u${String(payload.file_id)}`, file_size: file.content.length, file_path: file.path });
       }
+      case "setMyCommands": {
+        const invalid = invalidBotCommands(payload.commands);
+        return invalid ? fail({ error_code: 400, description: `Bad Request: ${invalid}` }) : ok(true);
+      }
       case "sendChatAction":
-      case "setMyCommands":
       case "leaveChat":
         return ok(true);
       default:
@@ -576,6 +579,19 @@ function checkInlineKeyboard(markup: unknown): string | undefined {
         if (bytes < 1 || bytes > 64) return "Bad Request: BUTTON_DATA_INVALID";
       }
     }
+  }
+  return undefined;
+}
+
+/**
+ * What Telegram refuses in a setMyCommands list: at most 100 commands, each 1–32 lowercase
+ * letters, digits or underscores, with a description of 1–256 characters.
+ */
+function invalidBotCommands(commands: unknown): string | undefined {
+  if (!Array.isArray(commands) || commands.length > 100) return "BOT_COMMANDS_TOO_MUCH";
+  for (const entry of commands as Array<{ command?: unknown; description?: unknown }>) {
+    if (typeof entry?.command !== "string" || !/^[a-z0-9_]{1,32}$/.test(entry.command)) return "BOT_COMMAND_INVALID";
+    if (typeof entry.description !== "string" || entry.description.trim() === "" || [...entry.description].length > 256) return "BOT_COMMAND_DESCRIPTION_INVALID";
   }
   return undefined;
 }

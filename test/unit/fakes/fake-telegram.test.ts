@@ -1,5 +1,6 @@
 /** The fake Bot API behaves as Telegram does where our code meets it (checked over HTTP, no grammY). */
 import { afterEach, describe, expect, it } from "vitest";
+import { TELEGRAM_COMMANDS } from "../../../src/adapters/telegram/index.js";
 import { FakeTelegram } from "../../fakes/fake-telegram.js";
 
 let fake: FakeTelegram | undefined;
@@ -35,6 +36,17 @@ describe("fake Telegram Bot API", () => {
     await call("setWebhook", { url: "https://example.com/hook" });
     expect((await call("getUpdates")).body.description).toMatch(/webhook is active/);
     expect(((await call("getWebhookInfo")).body.result as { url: string }).url).toBe("https://example.com/hook");
+  });
+
+  it("refuses a setMyCommands list Telegram would refuse, and takes ours", async () => {
+    fake = await FakeTelegram.start();
+    const description = (commands: unknown) => call("setMyCommands", { commands }).then((answer) => answer.body.description ?? "ok");
+    expect(await description(TELEGRAM_COMMANDS)).toBe("ok");
+    expect(await description([{ command: "timeZone", description: "upper case" }])).toBe("Bad Request: BOT_COMMAND_INVALID");
+    expect(await description([{ command: "x".repeat(33), description: "too long" }])).toBe("Bad Request: BOT_COMMAND_INVALID");
+    expect(await description([{ command: "tz", description: " " }])).toBe("Bad Request: BOT_COMMAND_DESCRIPTION_INVALID");
+    expect(await description([{ command: "tz", description: "d".repeat(257) }])).toBe("Bad Request: BOT_COMMAND_DESCRIPTION_INVALID");
+    expect(await description(Array.from({ length: 101 }, (_, index) => ({ command: `c${index}`, description: "many" })))).toBe("Bad Request: BOT_COMMANDS_TOO_MUCH");
   });
 
   it("refuses the old id of a migrated group with migrate_to_chat_id", async () => {
