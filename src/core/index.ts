@@ -8,3 +8,4 @@ export * from "./messages.js";
 export * from "./tools.js";
 export * from "./memory.js";
 export * from "./attachments.js";
+export * from "./commands.js";

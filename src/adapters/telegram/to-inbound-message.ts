@@ -5,6 +5,7 @@
  */
 import type { Message, MessageEntity, Update } from "grammy/types";
 import type { InboundMessage, ReplyTarget } from "../channel-adapter.js";
+import { COMMAND_NAMES } from "../../core/commands.js";
 import { forwardedFromOf, mediaLabelOf, replyContextOf, speakerOf } from "./reply-context.js";
 import { telegramAttachments } from "./attachments.js";
 
@@ -52,13 +53,23 @@ export const TELEGRAM_COMMANDS: ReadonlyArray<{ command: string; description: st
   { command: "status", description: "Model, context use and session age" },
   { command: "usage", description: "Tokens used, cost, what compaction saved" },
   { command: "stop", description: "Stop the answer in progress" },
+  { command: "context", description: "What fills the context window, and the last compaction" },
+  { command: "memory", description: "What I remember here; /memory forget <id|text>" },
+  { command: "forget", description: "Forget a fact: from memory and from the summary" },
+  { command: "pin", description: "Keep a fact verbatim in every context" },
+  { command: "unpin", description: "Remove a pinned fact" },
+  { command: "model", description: "Show or switch this chat's model" },
+  { command: "tools", description: "The tools I can use in this chat" },
   { command: "reminders", description: "Your reminders and scheduled tasks" },
   { command: "timezone", description: "This chat's time zone: show or set it" },
   { command: "export", description: "Your conversations and memory as files (private chat)" },
 ];
 
-/** Commands we answer without an @botname suffix in groups (Telegram clients drop it when we are the only bot). */
-const OUR_COMMANDS = new Set(["start", "reset", ...TELEGRAM_COMMANDS.map((entry) => entry.command)]);
+/**
+ * Commands we answer without an @botname suffix in groups (Telegram clients drop it when we are
+ * the only bot): every command of ours, the ones not in the menu (/persona, /budget, …) too.
+ */
+const OUR_COMMANDS: ReadonlySet<string> = new Set(COMMAND_NAMES);
 
 export function greetingText(botUsername: string): string {
   return [

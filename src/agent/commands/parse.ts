@@ -1,5 +1,6 @@
-export const COMMAND_NAMES = ["help", "new", "reset", "compress", "status", "usage", "stop", "start", "tools", "reminders", "memory", "forget", "pin", "unpin", "context", "model", "persona", "timezone", "budget", "pair", "export"] as const;
-export type CommandName = (typeof COMMAND_NAMES)[number];
+import { COMMAND_NAMES, type CommandName } from "../../core/commands.js";
+
+export { COMMAND_NAMES, type CommandName };
 
 export interface ParsedCommand {
   name: CommandName;

@@ -89,7 +89,7 @@ describe("telegram adapter, long polling", () => {
       text: "hello there",
     });
     const commands = await fake.waitForCall("setMyCommands");
-    expect((commands.payload.commands as Array<{ command: string }>).map((entry) => entry.command)).toEqual(["help", "new", "compress", "status", "usage", "stop", "reminders", "timezone", "export"]);
+    expect((commands.payload.commands as Array<{ command: string }>).map((entry) => entry.command)).toEqual(["help", "new", "compress", "status", "usage", "stop", "context", "memory", "forget", "pin", "unpin", "model", "tools", "reminders", "timezone", "export"]);
     // No webhook was set, so none is deleted: deleteWebhook would disconnect another deployment's.
     expect(fake.callsOf("getWebhookInfo")).toHaveLength(1);
     expect(fake.callsOf("deleteWebhook")).toHaveLength(0);

@@ -69,6 +69,15 @@ describe("toInboundMessage", () => {
     expect(toInboundMessage({ ...update, message: foreign }, options).kind).toBe("ignore");
   });
 
+  it("takes every command of ours without a suffix in a group, those outside the menu too", () => {
+    const update = fixture("group-no-mention");
+    for (const name of ["memory", "forget", "pin", "unpin", "context", "model", "persona", "budget", "pair", "tools", "timezone"]) {
+      const text = `/${name} x`;
+      const message = { ...update.message!, text, entities: [{ type: "bot_command" as const, offset: 0, length: name.length + 1 }] };
+      expect(submitted(toInboundMessage({ ...update, message }, options)).message.text, name).toBe(text);
+    }
+  });
+
   it("keys a forum topic message by chat and topic and carries the thread id back", () => {
     const { message, target } = submitted(toInboundMessage(fixture("forum-topic"), options));
     expect(message).toMatchObject({ sessionKey: "tg:-1002233445566:2040", threadId: "2040", text: "draft the release notes" });
