@@ -34,7 +34,22 @@ export function spawnApp(env: Record<string, string>, options: { entry?: string;
   let err = "";
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => (err += chunk));
-  const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  // Settles once the process has exited and its stdout and stderr are read to the end: "exit" can
+  // come before the last output is read (seen on a loaded box), and a test that checks stderr
+  // right after kill() must see every line. A grandchild holding the pipes open (none does: the
+  // app gives its children other stdio) would delay this by the grace period at most.
+  let closed = false;
+  child.once("close", () => (closed = true));
+  const exit = new Promise<number | null>((resolve) =>
+    child.once("exit", (code) => {
+      if (closed) return resolve(code);
+      const grace = setTimeout(() => resolve(code), 5_000);
+      child.once("close", () => {
+        clearTimeout(grace);
+        resolve(code);
+      });
+    }),
+  );
 
   const waitFor = async <T>(probe: () => T | undefined, timeoutMs: number, what: string): Promise<T> => {
     const deadline = Date.now() + timeoutMs;
