@@ -1,0 +1,84 @@
+/**
+ * The newest group's water-filling cut, the clipping helpers and what the summarizer reads,
+ * against the mutants StrykerJS left alive in prune.ts and summary-prompt.ts (docs/benchmarks.md,
+ * "Mutation testing").
+ */
+import { describe, expect, it } from "vitest";
+import type { ChatMessage, ToolCall } from "../../../src/core/messages.js";
+import { clipMiddle, cutGroupToFit, sliceSafely } from "../../../src/context/prune.js";
+import { buildSummaryMessages, serializeMessage, summaryBudget } from "../../../src/context/summary-prompt.js";
+import { createTokenCounter } from "../../../src/context/tokens.js";
+
+const counter = createTokenCounter("test-chars", (text) => text.length);
+const call = (id: string, args = "{}"): ToolCall => ({ id, type: "function", function: { name: "read_file", arguments: args } });
+
+describe("cutting the newest group to fit", () => {
+  const group = (...sizes: number[]): ChatMessage[] => [
+    { id: "a", role: "assistant", content: null, tool_calls: sizes.map((_, index) => call(`c${index}`)) },
+    ...sizes.map((size, index): ChatMessage => ({ id: `r${index}`, role: "tool", tool_call_id: `c${index}`, content: "x".repeat(size) })),
+  ];
+
+  it("keeps a group that fits exactly, and one with nothing to cut", () => {
+    const fits = group(100, 100);
+    const total = counter.countMessages(fits);
+    expect(cutGroupToFit(fits, total, counter)).toEqual({ messages: fits, cutMessages: 0 });
+    const noResults: ChatMessage[] = [{ id: "u", role: "user", content: "y".repeat(5_000) }];
+    expect(cutGroupToFit(noResults, 100, counter)).toEqual({ messages: noResults, cutMessages: 0 });
+  });
+
+  it("small results stay whole and the big ones share the rest, in their places, under the limit", () => {
+    const messages = group(9_000, 200, 6_000);
+    const result = cutGroupToFit(messages, 4_000, counter);
+    expect(result.cutMessages).toBe(2);
+    expect(result.messages.map((message) => message.id)).toEqual(["a", "r0", "r1", "r2"]);
+    expect(result.messages[2]).toBe(messages[2]);
+    expect([result.messages[1]!.kind, result.messages[3]!.kind]).toEqual(["truncated", "truncated"]);
+    const total = counter.countMessages(result.messages);
+    expect(total).toBeLessThanOrEqual(4_000);
+    // Water-filling: the two cut results end up the same size, within the notes' length, and
+    // together with the whole one they use nearly all of the limit.
+    const [first, second] = [result.messages[1]!, result.messages[3]!].map((message) => (message.content ?? "").length);
+    expect(Math.abs(first! - second!)).toBeLessThan(20);
+    expect(total).toBeGreaterThan(3_500);
+  });
+});
+
+describe("clipping text", () => {
+  it("keeps two thirds from the head and one third from the tail, and text within the limit whole", () => {
+    expect(clipMiddle("abcdefghij", 10, () => "…")).toBe("abcdefghij");
+    expect(clipMiddle("abcdefghijkl", 9, (shown) => `[${shown}]`)).toBe("abcdef\n[9]\njkl");
+  });
+
+  it("never splits a surrogate pair, at either end", () => {
+    const text = "a😀b😀c";
+    expect(sliceSafely(text, 2, text.length)).toBe("b😀c");
+    expect(sliceSafely(text, 0, 2)).toBe("a");
+    expect(sliceSafely(text, 0, text.length)).toBe(text);
+  });
+});
+
+describe("what the summarizer reads", () => {
+  const tools = new Map([["c1", "read_file"]]);
+
+  it("every role labelled, a tool call with its arguments, a result with its tool's name or 'unknown tool'", () => {
+    expect(serializeMessage({ id: "m1", role: "system", content: "be brief" }, tools)).toBe("[m1] system: be brief");
+    expect(serializeMessage({ id: "m2", role: "assistant", content: "checking", tool_calls: [call("c1", '{"path":"a.ts"}')] }, tools)).toBe('[m2] assistant: checking\n  → calls read_file {"path":"a.ts"}');
+    expect(serializeMessage({ id: "m3", role: "tool", tool_call_id: "c1", content: "ok" }, tools)).toBe("[m3] tool result (read_file): ok");
+    expect(serializeMessage({ id: "m4", role: "tool", tool_call_id: "zz", content: "ok" }, tools)).toBe("[m4] tool result (unknown tool): ok");
+    expect(serializeMessage({ id: "m5", role: "user", content: "hi", at: Date.UTC(2026, 11, 1, 10, 44) }, tools)).toMatch(/^\[m5\] Tue 2026-12-01 10:44 .*· user: hi$/);
+  });
+
+  it("names the part only when a fold takes several, and a focus only when one was given", () => {
+    const user = (input: Parameters<typeof buildSummaryMessages>[0]) => buildSummaryMessages(input)[1]!.content ?? "";
+    expect(user({ turns: "T", targetTokens: 100, part: { index: 1, count: 1 } })).toContain("<turns>\nT\n</turns>");
+    expect(user({ turns: "T", targetTokens: 100, part: { index: 2, count: 3 } })).toContain('<turns part="2 of 3">');
+    expect(user({ turns: "T", targetTokens: 100 })).toContain("<turns>\nT\n</turns>");
+    expect(user({ turns: "T", targetTokens: 100, focus: "   " })).not.toContain("Focus:");
+    expect(user({ turns: "T", targetTokens: 100, focus: "  billing  " })).toContain('focus the summary on "billing".');
+  });
+
+  it("a window of 64K or more gets the smaller share", () => {
+    expect(summaryBudget({ middleTokens: 1_000_000, contextWindow: 63_999 })).toBe(6_399);
+    expect(summaryBudget({ middleTokens: 1_000_000, contextWindow: 64_000 })).toBe(3_200);
+  });
+});
