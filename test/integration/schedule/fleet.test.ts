@@ -102,19 +102,21 @@ function onStderr(worker: AppProcess, pattern: RegExp, act: () => void): Promise
 const transcriptOf = async (redis: Redis, prefix: string, sessionKey: string) =>
   (await new SessionStore(redis, prefix).readTranscript(sessionKey)).map((message) => `${message.role}: ${message.content}`);
 
-describe("firings across worker processes and gateway replicas", () => {
+// Worker processes start, die and are replaced inside each test, with waits of up to 90 s for a
+// firing: 60 s per test (the default) was less than the waits add up to on a loaded 2-core box.
+describe("firings across worker processes and gateway replicas", { timeout: 300_000 }, () => {
   it("two workers and two gateways deliver each occurrence exactly once", async () => {
     const { service, startWorker, delivered, redis, env } = await startFleet(2);
     const workers = [startWorker(), startWorker()];
-    await Promise.all(workers.map((worker) => worker.waitForStderr(/longhaul-ready/)));
+    await Promise.all(workers.map((worker) => worker.waitForStderr(/longhaul-ready/, 90_000)));
 
     const names = ["ann", "ben", "cat", "dan", "eve", "fay"];
     for (const name of names) await remind(service, console_(name), `once for ${name}`, { in: "2s" });
     const recurring = await remind(service, console_("rob"), "every two seconds", { every: "2s" });
 
-    await vi.waitFor(() => expect(delivered().filter((line) => line.startsWith("console:rob "))).toHaveLength(3), { timeout: 45_000, interval: 20 });
+    await vi.waitFor(() => expect(delivered().filter((line) => line.startsWith("console:rob "))).toHaveLength(3), { timeout: 90_000, interval: 20 });
     expect((await service.cancel(console_("rob"), recurring.id)).ok).toBe(true);
-    await vi.waitFor(() => expect(delivered().length).toBeGreaterThanOrEqual(names.length + 3), { timeout: 45_000, interval: 50 });
+    await vi.waitFor(() => expect(delivered().length).toBeGreaterThanOrEqual(names.length + 3), { timeout: 90_000, interval: 50 });
     // Past any lock expiry and stall check that could let a second worker repeat something.
     await sleep(LOCK_MS * 3);
 
@@ -132,7 +134,7 @@ describe("firings across worker processes and gateway replicas", () => {
   it("a worker killed at the moment of firing: another takes the alarm over and the reminder arrives once", async () => {
     const { service, startWorker, delivered, redisServer, redis, env } = await startFleet(1);
     const first = startWorker();
-    await first.waitForStderr(/longhaul-ready/);
+    await first.waitForStderr(/longhaul-ready/, 90_000);
     await remind(service, console_("kim"), "take the cake out", { in: "2s" });
 
     // The moment the alarm reaches the worker: freeze Redis so the firing cannot finish,
@@ -146,7 +148,7 @@ describe("firings across worker processes and gateway replicas", () => {
     process.kill(redisPid, "SIGCONT");
 
     const second = startWorker();
-    await vi.waitFor(() => expect(delivered()).toHaveLength(1), { timeout: 45_000, interval: 20 });
+    await vi.waitFor(() => expect(delivered()).toHaveLength(1), { timeout: 90_000, interval: 20 });
     await sleep(LOCK_MS * 3);
     expect(delivered()).toEqual(["console:kim ⏰ Reminder: take the cake out"]);
     expect(await transcriptOf(redis, env.REDIS_PREFIX!, "console:kim")).toEqual(["assistant: ⏰ Reminder: take the cake out"]);
@@ -156,15 +158,15 @@ describe("firings across worker processes and gateway replicas", () => {
   it("a worker frozen past its lock while firing: the alarm is taken over, and the thawed worker adds nothing", async () => {
     const { service, startWorker, delivered, redis, env } = await startFleet(2);
     const first = startWorker();
-    await first.waitForStderr(/longhaul-ready/);
+    await first.waitForStderr(/longhaul-ready/, 90_000);
     const item = await remind(service, console_("liv"), "call back", { every: "3s" });
 
     await onStderr(first, /"msg":"schedule-firing"/, () => first.child.kill("SIGSTOP"));
     const second = startWorker();
     // The first occurrence arrives while the first worker is still frozen.
-    await vi.waitFor(() => expect(delivered().length).toBeGreaterThanOrEqual(1), { timeout: 45_000, interval: 20 });
+    await vi.waitFor(() => expect(delivered().length).toBeGreaterThanOrEqual(1), { timeout: 90_000, interval: 20 });
     first.child.kill("SIGCONT");
-    await vi.waitFor(async () => expect((await new ScheduleStore(redis, env.REDIS_PREFIX!).get(item.id))?.fireCount).toBeGreaterThanOrEqual(2), { timeout: 45_000, interval: 20 });
+    await vi.waitFor(async () => expect((await new ScheduleStore(redis, env.REDIS_PREFIX!).get(item.id))?.fireCount).toBeGreaterThanOrEqual(2), { timeout: 90_000, interval: 20 });
     expect((await service.cancel(console_("liv"), item.id)).ok).toBe(true);
     await sleep(LOCK_MS * 3);
 

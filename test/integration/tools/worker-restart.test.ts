@@ -20,7 +20,9 @@ const until = async (check: () => boolean, what: string, timeoutMs = 60_000) => 
   }
 };
 
-describe("MCP servers in worker processes", () => {
+// Worker processes restarted inside a test, with waits of up to 60 s each: more than the 60 s
+// default per test on a loaded 2-core box.
+describe("MCP servers in worker processes", { timeout: 240_000 }, () => {
   let fleet: WorkerFleet;
   let root: string;
   const marker = `0.${Math.floor(Math.random() * 1e9)}`;
