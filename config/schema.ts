@@ -75,6 +75,7 @@ export const configSchema = z.object({
   LLM_MODEL: z.string().min(1).default("gpt-4o-mini").describe("Main model name"),
   LLM_CONTEXT_WINDOW: optionalInt("Main model context window in tokens; unset: a table of known models, else 128000"),
   LLM_MAX_OUTPUT_TOKENS: positiveInt(4096, "max_tokens of each agent step"),
+  LLM_ALTERNATE_ROLES: flag(false, "Send requests with strictly alternating user/assistant roles (neighbouring same-role messages merged), for chat templates that refuse anything else: Mistral, Llama-2 or Gemma behind vLLM (\"conversation roles must alternate\")"),
   LLM_TIMEOUT_MS: positiveInt(120_000, "Timeout of one LLM request"),
   LLM_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2).describe("Retries of one LLM request on 429, 5xx, timeouts (retry-after honoured)"),
   LLM_PRICE_INPUT: z.coerce.number().min(0).default(0).describe("USD per million uncached input tokens, for /usage and budgets (a models: catalogue sets its own)"),

@@ -19,6 +19,7 @@ import { randomUUID } from "node:crypto";
 import OpenAI from "openai";
 import type { Logger } from "pino";
 import type { ToolCall } from "../core/messages.js";
+import { alternateRoles } from "./alternate-roles.js";
 import { AbortedError, ContextOverflowError } from "../errors.js";
 import { silentLogger } from "../logger.js";
 import { classifyLlmError, errorFromCompletionBody, rememberRawBody, retryAfterMsFromHeaders, toLlmError } from "./errors.js";
@@ -43,6 +44,8 @@ export interface LlmClientOptions {
   maxRetryAfterMs?: number;
   /** Default: silent. The API key is never logged. */
   logger?: Logger;
+  /** LLM_ALTERNATE_ROLES: reshape each request for templates that need alternating roles (alternate-roles.ts). */
+  alternateRoles?: boolean;
 }
 
 export interface OpenAiLlmClient extends LlmClient {
@@ -135,7 +138,7 @@ function buildParams(request: ChatRequest, options: LlmClientOptions): OpenAI.Ch
   const tools = request.tools ?? [];
   return {
     model: options.model,
-    messages: toSdkMessages(request.messages),
+    messages: toSdkMessages(options.alternateRoles ? alternateRoles(request.messages) : request.messages),
     ...(tools.length > 0 ? { tools: tools.map((tool) => ({ type: "function" as const, function: tool.function })), tool_choice: request.toolChoice ?? "auto" } : {}),
     ...(maxTokens === undefined ? {} : usesMaxCompletionTokens(options.model) ? { max_completion_tokens: maxTokens } : { max_tokens: maxTokens }),
     ...(request.promptCacheKey === undefined ? {} : { prompt_cache_key: request.promptCacheKey }),

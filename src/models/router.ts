@@ -77,6 +77,7 @@ export function createModelRouter(options: ModelRouterOptions): ModelRouter {
         maxRetries: config.LLM_MAX_RETRIES,
         maxOutputTokens: config.LLM_MAX_OUTPUT_TOKENS,
         logger,
+        ...(config.LLM_ALTERNATE_ROLES ? { alternateRoles: true } : {}),
       });
       clients.set(model.name, client);
     }

@@ -4,7 +4,8 @@
  * LLM that enforces one server's rules (test/fakes/provider-rules.ts) — OpenAI's and Anthropic's
  * tool-message rules, vLLM with a ChatML template (system first, a user query present), Ollama's
  * argument parsing — and holds the model's window as that server does: OpenAI, Anthropic and
- * vLLM refuse a prompt plus `max_tokens` over it with a 400, Ollama silently drops the oldest
+ * vLLM refuse a prompt plus `max_tokens` over it (and vLLM with a Mistral-style template, which
+ * refuses roles that do not alternate, with LLM_ALTERNATE_ROLES on) with a 400, Ollama silently drops the oldest
  * messages. Every request must be accepted and none may reach the window: the engine has to stay
  * under it by itself, never counting on a 400 (which Ollama never sends) to notice.
  */
@@ -35,6 +36,8 @@ async function start(llm: FakeLlm, rules: ProviderRules, window: number, logs: L
     LLM_BASE_URL: llm.url, LLM_MODEL: rules === "anthropic" ? "anthropic/claude-sonnet-4.5" : "some-model",
     LLM_CONTEXT_WINDOW: String(window), LLM_MAX_OUTPUT_TOKENS: "512",
     MAX_MESSAGE_CHARS: "40000", TOOL_OUTPUT_MAX_CHARS: "8000", COMPACTION_NOTICE: "off",
+    // A Mistral/Gemma-style template needs the operator's LLM_ALTERNATE_ROLES (docs/context-engine.md).
+    ...(rules === "vllm-alternating" ? { LLM_ALTERNATE_ROLES: "true" } : {}),
   });
   return startPipeline(config, [adapter], { logs, tools: [readFileTool] });
 }
@@ -47,7 +50,7 @@ async function chat(adapter: RecordingAdapter, turns: number): Promise<void> {
   }
 }
 
-describe.each<ProviderRules>(["openai", "anthropic", "vllm", "ollama"])("a compacting session against %s rules", (rules) => {
+describe.each<ProviderRules>(["openai", "anthropic", "vllm", "vllm-alternating", "ollama"])("a compacting session against %s rules", (rules) => {
   let llm: FakeLlm;
   let pipeline: Pipeline;
   const adapter = new RecordingAdapter("console");
