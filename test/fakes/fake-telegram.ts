@@ -478,18 +478,11 @@ export class FakeTelegram {
     const retryAfter = this.rateLimited(String(payload.chat_id), Date.now());
     if (retryAfter > 0) return fail({ error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } });
     call.visible = parsed;
-    const chatId = Number(payload.chat_id);
-    const sent = {
-      message_id: this.nextMessageId++,
-      date: Math.floor(Date.now() / 1000),
-      from: { id: this.bot.id, is_bot: true, first_name: this.bot.first_name, username: this.bot.username },
-      chat: chatId > 0 ? { id: chatId, type: "private", first_name: "Ada" } : { id: chatId, type: "supergroup", title: "Group" },
+    ok(this.botMessage(Number(payload.chat_id), {
       ...(payload.message_thread_id === undefined ? {} : { message_thread_id: payload.message_thread_id, is_topic_message: true }),
       text: parsed.text,
       ...(payload.reply_markup === undefined ? {} : { reply_markup: payload.reply_markup }),
-    } as Message;
-    this.botMessages.set(`${chatId}:${sent.message_id}`, sent);
-    ok(sent);
+    }));
   }
 
   /**
@@ -514,16 +507,20 @@ export class FakeTelegram {
     const retryAfter = this.rateLimited(String(payload.chat_id), Date.now());
     if (retryAfter > 0) return fail({ error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } });
     call.document = { fileName: file.filename, bytes: file.bytes };
-    const chatId = Number(payload.chat_id);
+    ok(this.botMessage(Number(payload.chat_id), { document: { file_name: file.filename, file_size: file.bytes.length, file_id: `doc${this.nextMessageId + 1}`, file_unique_id: `udoc${this.nextMessageId + 1}`, mime_type: file.contentType } }));
+  }
+
+  /** A message the bot sent to `chatId`, as Telegram returns it, kept for later edits and replies. */
+  private botMessage(chatId: number, content: Record<string, unknown>): Message {
     const sent = {
       message_id: this.nextMessageId++,
       date: Math.floor(Date.now() / 1000),
       from: { id: this.bot.id, is_bot: true, first_name: this.bot.first_name, username: this.bot.username },
       chat: chatId > 0 ? { id: chatId, type: "private", first_name: "Ada" } : { id: chatId, type: "supergroup", title: "Group" },
-      document: { file_name: file.filename, file_size: file.bytes.length, file_id: `doc${this.nextMessageId}`, file_unique_id: `udoc${this.nextMessageId}`, mime_type: file.contentType },
+      ...content,
     } as Message;
     this.botMessages.set(`${chatId}:${sent.message_id}`, sent);
-    ok(sent);
+    return sent;
   }
 
   /** Documents Telegram accepted (to `chatId` when given), in order: the files users received. */

@@ -75,6 +75,23 @@ describe("idle-time compaction with several worker processes", () => {
       return found;
     };
 
+    /**
+     * A chat talked past the mark whose idle compaction is under way with the summarizer held:
+     * → the chat, its turns, the summarizer calls before it, and the worker running it.
+     */
+    const compactionUnderWay = async (name: string) => {
+      const where = privateChat(name);
+      const chat = idleChat(adapter, idle!, where);
+      await chat.say("hello", 60_000);
+      gate.close();
+      const calls = summarizerCalls(llm);
+      const turns = await chat.talkPastMark();
+      await waitUntil(() => summarizerCalls(llm) > calls, 60_000, "the idle summarizer request");
+      const running = (await holder(where.sessionKey))!;
+      expect(running).toBeDefined();
+      return { where, chat, turns, calls, running };
+    };
+
     // 1. Two workers, and the job twice in the queue (as if a deduplication had failed): one compaction.
     {
       const where = privateChat("one");
@@ -94,15 +111,7 @@ describe("idle-time compaction with several worker processes", () => {
 
     // 2. The worker running the compaction is frozen past its lock and lease; the other takes over.
     {
-      const where = privateChat("two");
-      const chat = idleChat(adapter, idle, where);
-      await chat.say("hello", 60_000);
-      gate.close();
-      const calls = summarizerCalls(llm);
-      const turns = await chat.talkPastMark();
-      await waitUntil(() => summarizerCalls(llm) > calls, 60_000, "the idle summarizer request");
-      const frozen = (await holder(where.sessionKey))!;
-      expect(frozen).toBeDefined();
+      const { where, chat, turns, calls, running: frozen } = await compactionUnderWay("two");
       frozen.signal("SIGSTOP");
       // The other worker re-runs the stalled job once the lease expired: its own summarizer call.
       await waitUntil(() => summarizerCalls(llm) > calls + 1, 60_000, "the other worker's summarizer request");
@@ -119,15 +128,7 @@ describe("idle-time compaction with several worker processes", () => {
 
     // 3. The worker running the compaction is killed; the other re-runs the job.
     {
-      const where = privateChat("three");
-      const chat = idleChat(adapter, idle, where);
-      await chat.say("hello", 60_000);
-      gate.close();
-      const calls = summarizerCalls(llm);
-      const turns = await chat.talkPastMark();
-      await waitUntil(() => summarizerCalls(llm) > calls, 60_000, "the idle summarizer request");
-      const victim = (await holder(where.sessionKey))!;
-      expect(victim).toBeDefined();
+      const { where, chat, turns, calls, running: victim } = await compactionUnderWay("three");
       await victim.kill("SIGKILL");
       workers.splice(workers.indexOf(victim), 1);
       await waitUntil(() => summarizerCalls(llm) > calls + 1, 60_000, "the other worker's summarizer request");
