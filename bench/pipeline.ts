@@ -1,5 +1,5 @@
 /**
- * Pipeline overhead: messages through ingress → queue → worker → fake LLM (zero latency) →
+ * Pipeline overhead: messages through ingress → queue → worker → LLM server (zero latency) →
  * delivery, with worker processes of the real build; and, measured in the same run on the same
  * redis-server, a bare two-hop BullMQ request → reply (a job on one queue whose processor adds
  * a job on a second queue) as the baseline.
@@ -16,11 +16,15 @@
  * scripts call included, BullMQ's own work too) per message, for the baseline as well.
  *
  * CPU per turn: the workers' (from /proc, user + system) and the gateway's (this process: the
- * gateway and the bench driver; the fake LLM runs in a process of its own), over the measured
+ * gateway and the bench driver; the LLM server runs in a process of its own), over the measured
  * phase only.
  *
  *   npx tsx bench/pipeline.ts [sessions=20] [messages=25] [--rates=100,200,400] [--seconds=20]
- *                             [--mode=both|closed|open] [--cpu-prof=<dir>] [--loop-delay]
+ *                             [--mode=both|closed|open] [--cpu-prof=<dir>] [--loop-delay] [--llm=zero|fake]
+ *
+ * `--llm=zero` (the default) answers from bench/zero-llm.ts, which does the least a server can;
+ * `--llm=fake` from the tests' strict fake (test/fakes/fake-llm.ts), which checks every request
+ * against OpenAI's rules and costs ~1 ms per request.
  *
  * `--cpu-prof=<dir>` writes V8 CPU profiles of the worker processes there (run this process
  * itself with `node --cpu-prof --import tsx` to profile the gateway). `--loop-delay` adds the
@@ -242,6 +246,8 @@ export interface BenchPlan {
   cpuProfileDir?: string;
   /** Event-loop delay of the gateway and the workers over each measured phase. */
   loopDelay: boolean;
+  /** The LLM server: zero-latency (bench/zero-llm.ts) or the tests' strict fake. */
+  llm: "zero" | "fake";
 }
 
 async function withLonghaul<T>(redisUrl: string, llmUrl: string, workers: number, plan: BenchPlan, body: (roundTrip: RoundTrip, processes: readonly AppProcess[]) => Promise<T>): Promise<T> {
@@ -342,9 +348,10 @@ async function baselineRuns(redisUrl: string, plan: BenchPlan): Promise<RunResul
   }
 }
 
-/** The fake LLM in its own process (bench/fake-llm-process.ts). */
-async function startFakeLlmProcess(): Promise<{ url: string; close(): Promise<void> }> {
-  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./fake-llm-process.ts", import.meta.url))], { stdio: ["pipe", "pipe", "pipe"] });
+/** The LLM server in its own process: bench/zero-llm.ts, or the tests' fake (bench/fake-llm-process.ts). */
+async function startLlmProcess(llm: BenchPlan["llm"]): Promise<{ url: string; close(): Promise<void> }> {
+  const file = llm === "fake" ? "./fake-llm-process.ts" : "./zero-llm.ts";
+  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL(file, import.meta.url))], { stdio: ["pipe", "pipe", "pipe"] });
   const url = await new Promise<string>((resolve, reject) => {
     let out = "";
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
@@ -372,6 +379,8 @@ export function parsePlan(args: readonly string[]): BenchPlan {
   const mode = flags.get("mode") ?? "both";
   if (mode !== "both" && mode !== "closed" && mode !== "open") throw new Error(`--mode must be both, closed or open, not ${mode}`);
   const cpuProfileDir = flags.get("cpu-prof");
+  const llm = flags.get("llm") ?? "zero";
+  if (llm !== "zero" && llm !== "fake") throw new Error(`--llm must be zero or fake, not ${llm}`);
   return {
     sessions: Number(positional[0] ?? 20),
     messages: Number(positional[1] ?? 25),
@@ -380,6 +389,7 @@ export function parsePlan(args: readonly string[]): BenchPlan {
     mode,
     ...(cpuProfileDir ? { cpuProfileDir } : {}),
     loopDelay: flags.has("loop-delay"),
+    llm,
   };
 }
 
@@ -394,7 +404,7 @@ export function report(plan: BenchPlan, results: readonly RunResult[]): string {
   const closed = results.filter((result) => result.offered === undefined);
   if (closed.length > 0) {
     const baseline = sorted(baselineOf(closed[0]!)!);
-    parts.push(`Closed loop: ${plan.sessions} sessions × ${plan.messages} messages, fake LLM with zero latency\n\n` + table(
+    parts.push(`Closed loop: ${plan.sessions} sessions × ${plan.messages} messages, LLM server: ${plan.llm === "fake" ? "the tests' fake" : "zero latency"}\n\n` + table(
       ["run", "messages", "turns/s", "p50 ms", "p95 ms", "p99 ms", "p50 / baseline", "p99 / baseline", "gateway CPU ms/turn", "worker CPU ms/turn", "Redis commands / turn", ...loopHeaders],
       closed.map((result) => {
         const latencies = sorted(result);
@@ -422,7 +432,7 @@ export async function main(args: string[] = process.argv.slice(2)): Promise<stri
   const plan = parsePlan(args);
   const build = buildForChildProcesses();
   const redis = await startRedisServer();
-  const llm = await startFakeLlmProcess();
+  const llm = await startLlmProcess(plan.llm);
   try {
     const baseline = await baselineRuns(redis.url, plan);
     const longhaul = await longhaulRuns(redis.url, llm.url, plan);

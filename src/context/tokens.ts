@@ -58,8 +58,11 @@ const TOOL_COUNT_CACHE_SIZE = 16;
 /** Builds a counter over any text-counting function: the real encoders, the fallback, or a test's spy. */
 export function createTokenCounter(encoding: string, countTextTokens: (text: string) => number): TokenCounter {
   const countText = (text: string): number => (text.length === 0 ? 0 : countTextTokens(text));
-  // Keyed by the JSON sent (callers build a new array per check); encoding it again would cost
+  // Callers build a new array per check, but of the same definition objects (a tool's definition
+  // is never changed in place): a set seen before is recognised by its members, without
+  // serializing it. A set of new objects is keyed by the JSON sent: encoding it again would cost
   // milliseconds per step for a large MCP tool set, serializing it costs microseconds.
+  const toolSets: { tools: readonly ToolDefinition[]; count: number }[] = [];
   const toolCounts = new Map<string, number>();
   const countMessage = (message: ChatMessage): number => {
     const cached = message.tokens;
@@ -86,6 +89,8 @@ export function createTokenCounter(encoding: string, countTextTokens: (text: str
     },
     countTools(tools) {
       if (tools.length === 0) return 0;
+      const seen = toolSets.find((set) => set.tools.length === tools.length && set.tools.every((tool, index) => tool === tools[index]));
+      if (seen) return seen.count;
       const json = JSON.stringify(tools);
       let count = toolCounts.get(json);
       if (count === undefined) {
@@ -93,6 +98,8 @@ export function createTokenCounter(encoding: string, countTextTokens: (text: str
         if (toolCounts.size >= TOOL_COUNT_CACHE_SIZE) toolCounts.delete(toolCounts.keys().next().value!);
         toolCounts.set(json, count);
       }
+      if (toolSets.length >= TOOL_COUNT_CACHE_SIZE) toolSets.shift();
+      toolSets.push({ tools: [...tools], count });
       return count;
     },
   };
@@ -196,22 +203,38 @@ export interface CountBudget {
   budgetMs?: number;
   /** Milliseconds of CPU time. @defaultValue the process's (user + system), so a busy machine pausing us counts for nothing */
   now?: () => number;
+  /**
+   * Milliseconds of wall time, never less than the CPU time this thread spends meanwhile: the
+   * CPU clock (a system call) is read only once this one says the budget may be spent.
+   * @defaultValue performance.now
+   */
+  wallNow?: () => number;
 }
 
 /**
  * A count over `encodePiece` that never hands it a long run and stops encoding once it has
  * spent its CPU budget, extrapolating the rest. CPU time rather than wall time: on a loaded
  * machine the wall clock also counts the time other processes ran, which would make ordinary
- * messages extrapolated at random.
+ * messages extrapolated at random. The budget runs from the end of the first piece (at most
+ * MAX_PIECE_CHARS, without long runs, so its cost is bounded): a text of one piece — almost
+ * every message — reads no clock at all.
  */
 export const boundedCount =
-  (encodePiece: (piece: string) => number, { budgetMs = ENCODE_BUDGET_MS, now = cpuMs }: CountBudget = {}) =>
+  (encodePiece: (piece: string) => number, { budgetMs = ENCODE_BUDGET_MS, now = cpuMs, wallNow = () => performance.now() }: CountBudget = {}) =>
   (text: string): number => {
-    const started = now();
+    let cpuStarted: number | undefined;
+    let wallStarted = 0;
     let tokens = 0;
     let chars = 0;
     for (const piece of splitForCounting(text)) {
-      if (chars > 0 && now() - started >= budgetMs) return tokens + Math.ceil(((text.length - chars) * tokens) / chars);
+      if (chars > 0) {
+        if (cpuStarted === undefined) {
+          cpuStarted = now();
+          wallStarted = wallNow();
+        } else if (wallNow() - wallStarted >= budgetMs && now() - cpuStarted >= budgetMs) {
+          return tokens + Math.ceil(((text.length - chars) * tokens) / chars);
+        }
+      }
       tokens += encodePiece(piece);
       chars += piece.length;
     }

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { buildCorpus } from "../../../bench/tokens.js";
 import type { ChatMessage, ToolDefinition } from "../../../src/core/messages.js";
 import {
@@ -81,6 +81,27 @@ describe("the gpt-tokenizer counter", () => {
       expect(spy.countTools([...other])).toBe(JSON.stringify(other).length);
     }
     expect(calls).toEqual([JSON.stringify(tools), JSON.stringify(other)]);
+  });
+
+  it("recognises a tool set of the same definition objects without serializing it, and a changed set by its JSON", () => {
+    const spy = createTokenCounter("spy", (text) => text.length);
+    const recall: ToolDefinition = { type: "function", function: { name: "recall", description: "Fetch a message", parameters: { type: "object" } } };
+    const time: ToolDefinition = { type: "function", function: { name: "time", description: "Now", parameters: { type: "object" } } };
+    const stringify = vi.spyOn(JSON, "stringify");
+    try {
+      expect(spy.countTools([recall, time])).toBe(JSON.stringify([recall, time]).length);
+      stringify.mockClear();
+      for (let check = 0; check < 5; check += 1) expect(spy.countTools([recall, time])).toBe(JSON.stringify([recall, time]).length - 0);
+      // The five checks above serialized only what the expectations themselves did.
+      expect(stringify).toHaveBeenCalledTimes(5);
+      // The same objects in another order, a subset, or an equal copy are other sets.
+      expect(spy.countTools([time, recall])).toBe(JSON.stringify([time, recall]).length);
+      expect(spy.countTools([recall])).toBe(JSON.stringify([recall]).length);
+      const copy: ToolDefinition = { type: "function", function: { name: "recall", description: "Fetch a message, changed", parameters: { type: "object" } } };
+      expect(spy.countTools([copy, time])).toBe(JSON.stringify([copy, time]).length);
+    } finally {
+      stringify.mockRestore();
+    }
   });
 
   it("falls back to chars/4 only when the encoder cannot be built", () => {
@@ -283,21 +304,47 @@ describe("no input can stall the counter (issue #10)", () => {
     }
   });
 
+  it("reads the CPU clock only once the wall clock says the budget may be spent, and never for a one-piece text", () => {
+    let cpuReads = 0;
+    let wall = 0;
+    let cpu = 0;
+    // Each piece: 1 ms of wall time; CPU time as the case sets it.
+    let cpuPerPiece = 1;
+    const encode = (piece: string) => ((wall += 1), (cpu += cpuPerPiece), piece.length);
+    const counter = buildTokenCounter("o200k_base", () => encode, { now: () => ((cpuReads += 1), cpu), wallNow: () => wall });
+    expect(counter.countText("a short message, one piece")).toBe(26);
+    expect(cpuReads).toBe(0);
+    // Ten pieces inside the budget: the CPU clock is read once, at the first piece's end.
+    const tenPieces = "word ".repeat((MAX_PIECE_CHARS * 10) / 5);
+    expect(counter.countText(tenPieces)).toBe(tenPieces.length);
+    expect(cpuReads).toBe(1);
+    // Past the budget in wall time but not in CPU time (other processes ran): nothing is
+    // extrapolated, the CPU clock is asked at each piece from then on.
+    cpuReads = 0;
+    cpuPerPiece = 0;
+    const hundredPieces = "word ".repeat((MAX_PIECE_CHARS * 100) / 5);
+    expect(counter.countText(hundredPieces)).toBe(hundredPieces.length);
+    const pieces = splitForCounting(hundredPieces).length;
+    expect(pieces).toBeGreaterThanOrEqual(100);
+    expect(cpuReads).toBe(1 + (pieces - 1 - ENCODE_BUDGET_MS));
+  });
+
   it("stops encoding once its time budget is spent and extrapolates the rest", () => {
     let clock = 0;
     const pieces: string[] = [];
     // Every piece "takes" 1 ms on the fake clock and is one token per character.
     const encode = (piece: string) => ((clock += 1), pieces.push(piece), piece.length);
-    const counter = buildTokenCounter("o200k_base", () => encode, { now: () => clock });
+    const counter = buildTokenCounter("o200k_base", () => encode, { now: () => clock, wallNow: () => clock });
     const huge = "word ".repeat(200_000);
     expect(counter.countText(huge)).toBe(huge.length);
-    expect(pieces).toHaveLength(ENCODE_BUDGET_MS);
+    // The budget runs from the end of the first piece.
+    expect(pieces).toHaveLength(ENCODE_BUDGET_MS + 1);
     // Within the budget, everything is encoded.
     pieces.length = 0;
     expect(counter.countText("word ".repeat(1_000))).toBe(5_000);
     expect(pieces.join("")).toBe("word ".repeat(1_000));
     // The extrapolation uses the rate measured so far: half as many tokens per character.
-    const halved = buildTokenCounter("o200k_base", () => (piece) => ((clock += 1), Math.ceil(piece.length / 2)), { now: () => clock });
+    const halved = buildTokenCounter("o200k_base", () => (piece) => ((clock += 1), Math.ceil(piece.length / 2)), { now: () => clock, wallNow: () => clock });
     expect(halved.countText(huge)).toBeGreaterThanOrEqual(huge.length / 2);
     expect(halved.countText(huge)).toBeLessThanOrEqual(huge.length / 2 + ENCODE_BUDGET_MS);
   });
