@@ -28,6 +28,8 @@ export interface TurnDeps {
   publishActivity(activity: TurnActivity): Promise<void>;
   /** STREAMING for a platform (docs/streaming.md); absent: off. */
   streaming?(platform: Platform): StreamingMode;
+  /** STREAMING_DELAY_MS: nothing is previewed before a turn has run this long. */
+  previewDelayMs?: number;
   /** Publishes a live preview update (lossy). */
   publishPreview?(update: PreviewUpdate): Promise<void>;
   logger: Logger;
@@ -112,7 +114,7 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
     let result: SegmentsResult;
     const mode = deps.streaming?.(target.platform) ?? "off";
     preview = mode !== "off" && deps.publishPreview
-      ? new TurnPreview({ sessionKey, target, mode, publish: deps.publishPreview })
+      ? new TurnPreview({ sessionKey, target, mode, publish: deps.publishPreview, delayMs: deps.previewDelayMs ?? 0 })
       : undefined;
     try {
       result = await runTurnSegments(deps.engine, {

@@ -207,6 +207,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
         await redis.publish(activityChannel, JSON.stringify(activity));
       },
       streaming: (platform) => streamingModeFor(config, platform),
+      previewDelayMs: config.STREAMING_DELAY_MS,
       publishPreview: async (update) => {
         await redis.publish(previewChannel, JSON.stringify(update));
       },

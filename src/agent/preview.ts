@@ -3,7 +3,10 @@
  * turn runs, published for the gateway to render. `progress` shows one status line ("🔧
  * Running read_file… (step 2)"); `partial` also shows the answer as it streams. Publishing is
  * coalesced here (one update per `intervalMs`, the latest wins) and lossy: a failed publish is
- * forgotten. The final answer never comes from here: it is the committed reply.
+ * forgotten. Nothing is shown before the turn has run for `delayMs` (STREAMING_DELAY_MS): a
+ * quicker answer arrives as a message of its own, with no status message edited into it, and
+ * the chat's "typing…" covers the wait. Notices (interrupted, retrying …) are shown at once. The
+ * final answer never comes from here: it is the committed reply.
  */
 import type { PreviewUpdate, ReplyTarget } from "../core/channel.js";
 
@@ -41,6 +44,8 @@ export class TurnPreview implements StepPreview {
   #lastAt = 0;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
+  /** Nothing is published before this time (ms, the `now` clock) except a notice. */
+  readonly #showFrom: number;
   readonly text: ((delta: string) => void) | undefined;
 
   constructor(private readonly options: {
@@ -50,9 +55,16 @@ export class TurnPreview implements StepPreview {
     publish: (update: PreviewUpdate) => Promise<void>;
     /** Shortest gap between two publishes. @defaultValue 250 */
     intervalMs?: number;
+    /** How long after the turn began (this object's creation) the first update may be published. @defaultValue 0 */
+    delayMs?: number;
     now?: () => number;
   }) {
     this.text = (delta: string) => this.#delta(delta);
+    this.#showFrom = this.#now() + (options.delayMs ?? 0);
+  }
+
+  #now(): number {
+    return this.options.now?.() ?? Date.now();
   }
 
   /** The preview id in use (the reply id the answer will have), if a chat segment is streaming. */
@@ -113,7 +125,7 @@ export class TurnPreview implements StepPreview {
   #show(status: string, now = false): void {
     if (this.#current === undefined) return;
     this.#status = status;
-    if (now) this.flush();
+    if (now) this.flush(true);
     else this.#schedule();
   }
 
@@ -126,7 +138,8 @@ export class TurnPreview implements StepPreview {
   #schedule(): void {
     if (this.#closed || this.#timer) return;
     const interval = this.options.intervalMs ?? 250;
-    const wait = Math.max(0, this.#lastAt + interval - (this.options.now?.() ?? Date.now()));
+    const now = this.#now();
+    const wait = Math.max(0, this.#lastAt + interval - now, this.#showFrom - now);
     if (wait === 0) return this.flush();
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
@@ -134,15 +147,17 @@ export class TurnPreview implements StepPreview {
     }, wait);
   }
 
-  /** Publishes the current view now (if it changed). */
-  flush(): void {
+  /** Publishes the current view now (if it changed), unless it is too early to show anything and `force` is not set. */
+  flush(force = false): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     const previewId = this.#current;
     const text = this.#view();
     if (this.#closed || previewId === undefined || text === "" || text === this.#lastSent) return;
+    const now = this.#now();
+    if (!force && now < this.#showFrom) return;
     this.#lastSent = text;
-    this.#lastAt = this.options.now?.() ?? Date.now();
+    this.#lastAt = now;
     this.options.publish({ sessionKey: this.options.sessionKey, previewId, target: this.options.target, text }).catch(() => undefined);
   }
 

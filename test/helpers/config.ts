@@ -24,6 +24,8 @@ export function testEnv(overrides: Record<string, string | undefined> = {}): Rec
     RATE_LIMIT_PER_MINUTE: "0",
     // Live previews add messages and edits; the streaming tests turn them on (test/integration/streaming).
     STREAMING: "off",
+    // The streaming tests watch previews of quick fake turns; the delay has tests of its own.
+    STREAMING_DELAY_MS: "0",
     ...overrides,
   };
   return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));

@@ -82,6 +82,29 @@ describe("telegram streaming: the chat ends with exactly the committed answer", 
     expect(llm.requests[0]?.body.stream).toBeUndefined();
   });
 
+  it("STREAMING_DELAY_MS: a turn quicker than the delay sends its answer alone; a slower one shows its preview only after the delay", async () => {
+    e2e = await startTelegramE2e({ env: { STREAMING: "progress", STREAMING_DELAY_MS: "1500" } });
+    const { telegram, llm } = e2e;
+    telegram.pushMessage({ chat: DM, from: ADA, text: "hi" });
+    await finalView(e2e, "echo: hi", 1);
+    // One message, the answer itself: no status message was sent or edited.
+    expect(telegram.callsOf("sendMessage").filter((call) => call.visible).map(bodyText)).toEqual(["echo: hi"]);
+    expect(telegram.callsOf("editMessageText")).toHaveLength(0);
+
+    // About 4 s of streaming: the status message appears, but not before the delay.
+    const answer = "slow ".repeat(200).trim();
+    llm.enqueue({ text: answer, tokensPerSecond: 50 });
+    const pushedAt = Date.now();
+    telegram.pushMessage({ chat: DM, from: ADA, text: "take your time" });
+    await waitUntil(() => telegram.chatView(DM.id).some((message) => message.text === answer), "the slow answer");
+    const sends = telegram.callsOf("sendMessage").filter((call) => call.visible && call.at >= pushedAt);
+    expect(bodyText(sends[0]!)).toMatch(/^(💭|✍️)/u);
+    expect(sends[0]!.at - pushedAt).toBeGreaterThanOrEqual(1_500);
+    // The answer was edited into the status message, not sent beside it.
+    expect(sends).toHaveLength(1);
+    expect(telegram.chatView(DM.id)).toHaveLength(2);
+  });
+
   it("TELEGRAM_STREAMING overrides STREAMING", async () => {
     e2e = await startTelegramE2e({ env: { STREAMING: "partial", TELEGRAM_STREAMING: "off" } });
     const { telegram, llm } = e2e;
