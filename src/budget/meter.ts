@@ -1,20 +1,22 @@
 /**
  * Budgets (issue #17): per user and per chat, per UTC day and per UTC month, in money and/or
  * tokens. Every LLM call reserves its estimated cost first and settles what it really cost
- * after, both as one Lua script over the counters of the chat and the user, so any number of
- * workers share one truth:
+ * after, each as one Lua script (one round trip) over the counters of the chat and the user, so
+ * any number of workers share one truth:
  *
- *   reserve: refused when, on any limited counter, used + reserved + this estimate > limit;
- *            else every counter's `reserved` grows by the estimate (checked and taken at once);
- *   settle:  `reserved` shrinks by the estimate, `used` grows by the real cost, and the highest
- *            warning threshold (50/75/90%) newly crossed is recorded, so each is told once.
+ *   reserve: reads the admin's limits (`/budget`) over the config's, then is refused when, on
+ *            any limited counter, used + reserved + this estimate > limit; else every limited
+ *            counter's `reserved` grows by the estimate (checked and taken at once);
+ *   settle:  `reserved` shrinks by the estimate where it grew, `used` grows by the real cost on
+ *            every counter, and the highest warning threshold (50/75/90%) newly crossed is
+ *            recorded, so each is told once.
  *
  * Reservations are what make it hold under concurrency: two workers racing for the last dollar
  * cannot both take it. A real cost above its estimate (the estimate of input tokens is
  * conservative, output is bounded by max_tokens) is the only way past a limit.
  */
 import type { Redis } from "ioredis";
-import type { BudgetPeriods, BudgetsSection } from "../../config/operator-sections.js";
+import type { BudgetsSection } from "../../config/operator-sections.js";
 import { BudgetExhaustedError } from "../errors.js";
 import { globalKeys } from "../session/keys.js";
 import { runScript } from "../session/run-script.js";
@@ -49,8 +51,16 @@ interface Slot {
 }
 
 export interface Reservation {
-  slots: Slot[];
+  slots: ReservedSlot[];
   estimate: Cost;
+  /** Per slot, its money (nano-dollars) and token limits as the reserve found them; -1: none. */
+  limits: number[];
+}
+
+interface ReservedSlot {
+  kind: "chat" | "user";
+  period: Period;
+  key: string;
 }
 
 export interface SlotStatus {
@@ -68,56 +78,120 @@ const NANO = 1e9;
 const toNano = (usd: number) => Math.ceil(usd * NANO);
 const THRESHOLDS = [50, 75, 90] as const;
 
+/**
+ * One round trip before the call: the admin's limits of both accounts are read here, beside the
+ * counters (every key shares the `{budget}` hash slot), and merged over the config's, which the
+ * worker resolves itself. Only limited counters are read and reserved from; a counter without a
+ * limit is only counted (settle). A counter is given its lifetime once, when this creates it.
+ *
+ * KEYS: the counters (the chat's daily and monthly, then the user's), then each account's limits
+ *       hash (`/budget`: `daily.usd` → "5" or "off").
+ * ARGV: the estimate (nano-dollars, tokens), then per counter: its account's limits key (index in
+ *       KEYS), the period's first field in it (1 daily, 3 monthly), the config's money and token
+ *       limits (-1: none), how long a new counter is kept (ms).
+ * →     {i} refused by counter i (the first without room), or {0, then per counter its money and
+ *       token limits as found (-1: none)}: the settle takes them back.
+ */
 const RESERVE = `
 local estCost = tonumber(ARGV[1])
 local estTokens = tonumber(ARGV[2])
-for i, key in ipairs(KEYS) do
-  local limitCost = tonumber(ARGV[3 + (i - 1) * 3])
-  local limitTokens = tonumber(ARGV[4 + (i - 1) * 3])
-  local v = redis.call('HMGET', key, 'uc', 'ut', 'rc', 'rt')
-  local cost = (tonumber(v[1]) or 0) + (tonumber(v[3]) or 0)
-  local tokens = (tonumber(v[2]) or 0) + (tonumber(v[4]) or 0)
-  -- Used up, or no room for this call (an estimate of 0 still needs something left).
-  if (limitCost >= 0 and (cost >= limitCost or cost + estCost > limitCost))
-    or (limitTokens >= 0 and (tokens >= limitTokens or tokens + estTokens > limitTokens)) then
-    return i
+local counters = (#ARGV - 2) / 5
+local admin = {}
+local limits = {}
+local fresh = {}
+local function override(raw, configured, scale)
+  if raw == 'off' then return -1 end
+  local value = raw and tonumber(raw)
+  if not value then return configured end
+  return math.ceil(value * scale)
+end
+for i = 1, counters do
+  local at = 2 + (i - 1) * 5
+  local account = tonumber(ARGV[at + 1])
+  local set = admin[account]
+  if not set then
+    set = redis.call('HMGET', KEYS[account], 'daily.usd', 'daily.tokens', 'monthly.usd', 'monthly.tokens')
+    admin[account] = set
+  end
+  local field = tonumber(ARGV[at + 2])
+  local limitCost = override(set[field], tonumber(ARGV[at + 3]), 1000000000)
+  local limitTokens = override(set[field + 1], tonumber(ARGV[at + 4]), 1)
+  limits[2 * i - 1] = limitCost
+  limits[2 * i] = limitTokens
+  if limitCost >= 0 or limitTokens >= 0 then
+    local v = redis.call('HMGET', KEYS[i], 'uc', 'ut', 'rc', 'rt')
+    local cost = (tonumber(v[1]) or 0) + (tonumber(v[3]) or 0)
+    local tokens = (tonumber(v[2]) or 0) + (tonumber(v[4]) or 0)
+    -- Used up, or no room for this call (an estimate of 0 still needs something left).
+    if (limitCost >= 0 and (cost >= limitCost or cost + estCost > limitCost))
+      or (limitTokens >= 0 and (tokens >= limitTokens or tokens + estTokens > limitTokens)) then
+      return { i }
+    end
+    fresh[i] = not (v[1] or v[2] or v[3] or v[4])
   end
 end
-for i, key in ipairs(KEYS) do
-  redis.call('HINCRBY', key, 'rc', estCost)
-  redis.call('HINCRBY', key, 'rt', estTokens)
-  redis.call('PEXPIRE', key, ARGV[5 + (i - 1) * 3])
+for i = 1, counters do
+  local written = false
+  if limits[2 * i - 1] >= 0 and estCost > 0 then
+    redis.call('HINCRBY', KEYS[i], 'rc', estCost)
+    written = true
+  end
+  if limits[2 * i] >= 0 and estTokens > 0 then
+    redis.call('HINCRBY', KEYS[i], 'rt', estTokens)
+    written = true
+  end
+  if written and fresh[i] then redis.call('PEXPIRE', KEYS[i], ARGV[2 + i * 5]) end
 end
-return 0
+table.insert(limits, 1, 0)
+return limits
 `;
 
+/**
+ * After the call: releases what the reserve took (limited counters only), counts the real cost
+ * on every counter (nothing for a zero), and records the highest warning threshold newly crossed.
+ *
+ * KEYS: the counters of the reservation. ARGV: the estimate (nano-dollars, tokens), the real cost
+ *       (nano-dollars, tokens), then per counter: the money and token limits the reserve found
+ *       (-1: none), how long a new counter is kept (ms).
+ * →     per counter the threshold newly crossed (50/75/90), else 0.
+ */
 const SETTLE = `
 local estCost = tonumber(ARGV[1])
 local estTokens = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
 local tokens = tonumber(ARGV[4])
+-- Per counter: nil nothing written yet, true every field written was absent (the counter may be
+-- new: it needs its lifetime), false one was there.
+local fresh
+local function add(key, field, by)
+  if by == 0 then return nil end
+  local value = redis.call('HINCRBY', key, field, by)
+  if value ~= by then fresh = false elseif fresh == nil then fresh = true end
+  return value
+end
 local crossed = {}
 for i, key in ipairs(KEYS) do
-  local limitCost = tonumber(ARGV[5 + (i - 1) * 3])
-  local limitTokens = tonumber(ARGV[6 + (i - 1) * 3])
-  redis.call('HINCRBY', key, 'rc', 0 - estCost)
-  redis.call('HINCRBY', key, 'rt', 0 - estTokens)
-  local usedCost = redis.call('HINCRBY', key, 'uc', cost)
-  local usedTokens = redis.call('HINCRBY', key, 'ut', tokens)
-  redis.call('PEXPIRE', key, ARGV[7 + (i - 1) * 3])
+  local at = 4 + (i - 1) * 3
+  local limitCost = tonumber(ARGV[at + 1])
+  local limitTokens = tonumber(ARGV[at + 2])
+  fresh = nil
+  if limitCost >= 0 then add(key, 'rc', 0 - estCost) end
+  if limitTokens >= 0 then add(key, 'rt', 0 - estTokens) end
+  local usedCost = add(key, 'uc', cost)
+  local usedTokens = add(key, 'ut', tokens)
+  if fresh then redis.call('PEXPIRE', key, ARGV[at + 3]) end
   local share = 0
-  if limitCost > 0 then share = math.max(share, usedCost * 100 / limitCost) end
-  if limitTokens > 0 then share = math.max(share, usedTokens * 100 / limitTokens) end
-  local warned = tonumber(redis.call('HGET', key, 'w') or '0')
-  local reached = 0
-  for _, threshold in ipairs({50, 75, 90}) do
-    if share >= threshold then reached = threshold end
-  end
-  if reached > warned then
-    redis.call('HSET', key, 'w', reached)
-    crossed[i] = reached
-  else
-    crossed[i] = 0
+  if limitCost > 0 and usedCost then share = usedCost * 100 / limitCost end
+  if limitTokens > 0 and usedTokens then share = math.max(share, usedTokens * 100 / limitTokens) end
+  crossed[i] = 0
+  if share >= 50 then
+    local reached = 50
+    if share >= 90 then reached = 90 elseif share >= 75 then reached = 75 end
+    local warned = tonumber(redis.call('HGET', key, 'w') or '0')
+    if reached > warned then
+      redis.call('HSET', key, 'w', reached)
+      crossed[i] = reached
+    end
   end
 end
 return crossed
@@ -159,6 +233,11 @@ export function warningText(kind: "chat" | "user", period: Period, percent: numb
   return `${kind === "chat" ? "This chat has" : "You have"} used ${percent}% of ${periodWords(period)} budget.`;
 }
 
+/** The chat, then the user when known. */
+function ownersOf(accounts: BudgetAccounts): Array<["chat" | "user", string]> {
+  return accounts.user === undefined ? [["chat", accounts.chat]] : [["chat", accounts.chat], ["user", accounts.user]];
+}
+
 /** A limit the config or an admin set, `null` for "no limit here" (an admin's `off`). */
 type LimitOverride = Partial<Record<`${Period}.${"usd" | "tokens"}`, number | null>>;
 
@@ -177,21 +256,7 @@ export class BudgetMeter {
 
   /** The limits of one account: config defaults, then the config's per-account entry, then an admin's /budget. */
   async limitsOf(kind: "chat" | "user", id: string): Promise<Limits> {
-    const fromConfig = (periods: BudgetPeriods | undefined): LimitOverride => {
-      const out: LimitOverride = {};
-      for (const period of PERIODS) {
-        const limit = periods?.[period];
-        if (!limit) continue;
-        // A period named in an override replaces the default's whole period.
-        out[`${period}.usd`] = limit.usd ?? null;
-        out[`${period}.tokens`] = limit.tokens ?? null;
-      }
-      return out;
-    };
-    const defaults = fromConfig(kind === "chat" ? this.#config?.chat : this.#config?.user);
-    const own = fromConfig(kind === "chat" ? this.#config?.chats[id] : this.#config?.users[id]);
-    const admin = await this.adminLimits(kind, id);
-    const merged: LimitOverride = { ...defaults, ...own, ...admin };
+    const merged: LimitOverride = { ...this.#configured(kind, id), ...(await this.adminLimits(kind, id)) };
     const limits: Limits = { daily: {}, monthly: {} };
     for (const period of PERIODS) {
       const usd = merged[`${period}.usd`];
@@ -202,12 +267,29 @@ export class BudgetMeter {
     return limits;
   }
 
+  /** The config's limits of an account: its defaults, then its own entry (a period named there replaces the default's whole period). */
+  #configured(kind: "chat" | "user", id: string): LimitOverride {
+    const out: LimitOverride = {};
+    for (const periods of kind === "chat" ? [this.#config?.chat, this.#config?.chats[id]] : [this.#config?.user, this.#config?.users[id]]) {
+      for (const period of PERIODS) {
+        const limit = periods?.[period];
+        if (!limit) continue;
+        out[`${period}.usd`] = limit.usd ?? null;
+        out[`${period}.tokens`] = limit.tokens ?? null;
+      }
+    }
+    return out;
+  }
+
+  /** What an admin set with /budget (the reserve script reads the same hash itself: RESERVE). */
   async adminLimits(kind: "chat" | "user", id: string): Promise<LimitOverride> {
     const raw = await this.#redis.hgetall(globalKeys(this.#prefix).budgetLimits(`${kind}:${id}`));
     const out: LimitOverride = {};
     for (const [field, value] of Object.entries(raw)) {
       if (!/^(daily|monthly)\.(usd|tokens)$/.test(field)) continue;
-      out[field as keyof LimitOverride] = value === "off" ? null : Number(value);
+      if (value === "off") out[field as keyof LimitOverride] = null;
+      // A value that is not a number is passed over (the config's applies), as RESERVE does.
+      else if (value.trim() !== "" && Number.isFinite(Number(value))) out[field as keyof LimitOverride] = Number(value);
     }
     return out;
   }
@@ -221,9 +303,8 @@ export class BudgetMeter {
 
   async #slots(accounts: BudgetAccounts): Promise<Slot[]> {
     const now = this.#now();
-    const owners: Array<["chat" | "user", string]> = [["chat", accounts.chat]];
-    if (accounts.user !== undefined) owners.push(["user", accounts.user]);
-    // Both accounts' limits in one round trip: this runs before every metered call.
+    const owners = ownersOf(accounts);
+    // Both accounts' limits at once (/usage, /budget and fired tasks; a call's reserve reads them itself).
     const limitsOf = await Promise.all(owners.map(([kind, id]) => this.limitsOf(kind, id)));
     const slots: Slot[] = [];
     for (const [index, [kind, id]] of owners.entries()) {
@@ -235,33 +316,44 @@ export class BudgetMeter {
     return slots;
   }
 
-  #limitArgs(slots: readonly Slot[]): Array<string | number> {
-    return slots.flatMap((slot) => [
-      slot.limit.usd === undefined ? -1 : toNano(slot.limit.usd),
-      slot.limit.tokens === undefined ? -1 : slot.limit.tokens,
-      KEEP_MS[slot.period],
-    ]);
-  }
-
-  /** Takes `estimate` from every counter of the accounts, or throws BudgetExhaustedError naming the first that has no room. */
+  /**
+   * Takes `estimate` from every limited counter of the accounts, or throws BudgetExhaustedError
+   * naming the first that has no room: one script, one round trip (RESERVE).
+   */
   async reserve(accounts: BudgetAccounts, estimate: Cost): Promise<Reservation> {
-    const slots = await this.#slots(accounts);
-    const keys = slots.map((slot) => slot.key);
-    const refused = (await runScript(this.#redis, RESERVE, keys.length, ...keys, toNano(estimate.usd), Math.ceil(estimate.tokens), ...this.#limitArgs(slots))) as number;
+    const now = this.#now();
+    const keys = globalKeys(this.#prefix);
+    const owners = ownersOf(accounts);
+    const counters: string[] = [];
+    const slots: ReservedSlot[] = [];
+    const args: Array<string | number> = [toNano(estimate.usd), Math.ceil(estimate.tokens)];
+    for (const [index, [kind, id]] of owners.entries()) {
+      const configured = this.#configured(kind, id);
+      for (const period of PERIODS) {
+        const key = keys.budget(`${kind}:${id}`, periodId(period, now));
+        counters.push(key);
+        slots.push({ kind, period, key });
+        const usd = configured[`${period}.usd`];
+        const tokens = configured[`${period}.tokens`];
+        args.push(owners.length * PERIODS.length + index + 1, period === "daily" ? 1 : 3, usd === undefined || usd === null ? -1 : toNano(usd), tokens ?? -1, KEEP_MS[period]);
+      }
+    }
+    const limitKeys = owners.map(([kind, id]) => keys.budgetLimits(`${kind}:${id}`));
+    const reply = (await runScript(this.#redis, RESERVE, counters.length + limitKeys.length, ...counters, ...limitKeys, ...args)) as number[];
+    const refused = reply[0]!;
     if (refused > 0) {
       const slot = slots[refused - 1]!;
-      throw new BudgetExhaustedError(exhaustedNotice(slot.kind, slot.period, this.#now()));
+      throw new BudgetExhaustedError(exhaustedNotice(slot.kind, slot.period, now));
     }
-    return { slots, estimate };
+    return { slots, estimate, limits: reply.slice(1) };
   }
 
   /** Books the real cost of a reserved call. → warnings newly due (50/75/90%, once each). */
   async settle(reservation: Reservation, actual: Cost): Promise<string[]> {
-    const { slots, estimate } = reservation;
-    const keys = slots.map((slot) => slot.key);
-    const crossed = (await runScript(
-      this.#redis, SETTLE, keys.length, ...keys, toNano(estimate.usd), Math.ceil(estimate.tokens), toNano(actual.usd), Math.ceil(actual.tokens), ...this.#limitArgs(slots),
-    )) as number[];
+    const { slots, estimate, limits } = reservation;
+    const args: Array<string | number> = [toNano(estimate.usd), Math.ceil(estimate.tokens), toNano(actual.usd), Math.ceil(actual.tokens)];
+    slots.forEach((slot, index) => args.push(limits[2 * index]!, limits[2 * index + 1]!, KEEP_MS[slot.period]));
+    const crossed = (await runScript(this.#redis, SETTLE, slots.length, ...slots.map((slot) => slot.key), ...args)) as number[];
     const warnings: string[] = [];
     // The stricter period speaks first; one line per account and period.
     crossed.forEach((percent, index) => {

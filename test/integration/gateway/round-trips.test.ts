@@ -5,7 +5,6 @@
  */
 import { createHash } from "node:crypto";
 import { connect, type Socket } from "node:net";
-import type { Command } from "ioredis";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { AccessControl, accessListsFrom } from "../../../src/gateway/access.js";
@@ -18,34 +17,8 @@ import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
 import { testConfig } from "../../helpers/config.js";
 import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
 import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
+import { countRoundTrips } from "../../helpers/round-trips.js";
 import { settled } from "../../helpers/settled.js";
-
-/**
- * Records, for each command sent on `redis`, how many answers had come back by then: commands
- * sent with the same count went out together, so the number of distinct counts is the number of
- * round trips the caller waited for.
- */
-function countRoundTrips(redis: Redis) {
-  let answered = 0;
-  const sent: Array<{ name: string; answeredBefore: number }> = [];
-  const send = redis.sendCommand.bind(redis);
-  redis.sendCommand = ((command: Command, stream?: unknown) => {
-    sent.push({ name: command.name, answeredBefore: answered });
-    const done = () => {
-      answered++;
-    };
-    command.promise.then(done, done);
-    return send(command, stream as never);
-  }) as Redis["sendCommand"];
-  return {
-    sent,
-    reset() {
-      sent.length = 0;
-      answered = 0;
-    },
-    roundTrips: () => new Set(sent.map((entry) => entry.answeredBefore)).size,
-  };
-}
 
 /**
  * MONITOR on a plain socket (ioredis's monitor mode can take the first lines of a busy server
@@ -177,11 +150,14 @@ describe("Redis round trips", () => {
     const report = `\n${lines.join("\n")}`;
     // One turn job (ingress), one delivery job (worker).
     expect(jobAdds, report).toHaveLength(2);
-    // Counted on this code: ingress 3 (one round trip, above), worker 9 (begin, two typing
-    // events, both accounts' budget limits, reserve, settle, commit, delivery job; the vision
-    // flag only for a turn with pictures), delivery 5 (begin, part, finish, settle: 2). A new
-    // command on the turn path has to be worth it: raise the bound only with a reason.
-    expect(lines.length, report).toBeLessThanOrEqual(17);
+    // Counted on this code: ingress 3 (one round trip, above), worker 7 (begin, two typing
+    // events, budget reserve (it reads the accounts' limits itself), settle, commit, delivery
+    // job; the vision flag only for a turn with pictures), delivery 5 (begin, part, finish,
+    // settle: 2). A new command on the turn path has to be worth it: raise the bound only with
+    // a reason.
+    expect(lines.length, report).toBeLessThanOrEqual(15);
+    // The budget's limits are read inside its reserve script, not before it.
+    expect(lines.filter((line) => / hgetall .*\{budget\}:limits:/.test(line)), report).toEqual([]);
     expect(lines.filter((line) => line.includes(":vision:")), report).toEqual([]);
   });
 });
