@@ -167,35 +167,59 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
     deps.hooks?.at("before-commit", batch);
     // No heartbeat may land after the commit: it would take the released lease again.
     await lease.stop();
+    const early = earlyDelivery(deps, sessionKey, result.replies, log);
+    let delivering: Promise<Platform | undefined> | undefined;
     const ended = await store.endTurn(sessionKey, claim, {
       state: result.state,
       transcript: result.transcript,
       outbox: result.replies,
       ...(result.archivedSessionId ? { archivedSessionId: result.archivedSessionId } : {}),
-    });
+    }, early && (() => (delivering = early())));
     if (ended.status === "lost" || ended.status === "conflict") return superseded(deps, sessionKey, log, ended.status);
     committed = true;
     log.info({ version: ended.version, messages: batch.length, replies: result.replies.length, resent: ended.status === "done" }, "turn-committed");
     deps.metrics.turns.inc({ outcome });
     deps.metrics.turnSeconds.observe((performance.now() - startedAt) / 1_000);
-    await handOn(deps, sessionKey, ended, target.platform, result);
+    await handOn(deps, sessionKey, ended, target.platform, result, await delivering);
     // The turn is committed: a lost schedule only means no idle compaction this time.
     await deps.afterCommit?.(sessionKey, ended.version, result.state).catch((error: unknown) => log.warn({ err: error }, "idle-compaction-schedule-failed"));
     return { status: "answered", version: ended.version, messages: batch.length, replies: result.replies.length };
   } finally {
     preview?.close();
     await (committed ? lease.stop() : lease.release()).catch((error: unknown) => log.warn({ err: error }, "lease-release-failed"));
-    if (target) await deps.publishActivity({ type: "turn-finished", sessionKey, target }).catch(() => undefined);
+    // Lossy like turn-started, and not waited for: the job completes without another round trip.
+    if (target) void deps.publishActivity({ type: "turn-finished", sessionKey, target }).catch(() => undefined);
   }
 }
 
 /**
- * After the commit (never before: a turn that cannot commit schedules nothing): replies to
- * deliver, approval timeouts, the archived conversation's tool outputs, messages for the next
- * turn; a session with nothing left is settled.
+ * The delivery job of the replies a turn is about to commit, sent with the commit (one round
+ * trip): on the store's connection it runs right after END_TURN in Redis, so the gateway can
+ * only find it once the replies are in the outbox. A commit that turns out lost or in conflict
+ * leaves a delivery job that finds nothing of this turn's (it delivers what the outbox holds, or
+ * settles an empty one): rare, and cheaper than a second round trip on every turn. → undefined
+ * when there is nothing to deliver or the producers use another connection (order would not hold
+ * there: `handOn` enqueues after the commit). The call → the platform enqueued, or undefined
+ * when the add failed (`handOn` then enqueues again).
  */
-async function handOn(deps: TurnDeps, sessionKey: string, left: WorkLeft, platform: Platform, result: SegmentsResult): Promise<void> {
-  if (left.outbox > 0) await deps.producers.enqueueDelivery(sessionKey, left.outboxPlatform ?? platform);
+function earlyDelivery(deps: TurnDeps, sessionKey: string, replies: readonly OutboundReply[], log: Logger): (() => Promise<Platform | undefined>) | undefined {
+  const platform = replies[0]?.target.platform;
+  if (platform === undefined || deps.producers.connection !== deps.store.redis) return undefined;
+  return () => deps.producers.enqueueDelivery(sessionKey, platform).then(() => platform, (error: unknown) => {
+    log.warn({ err: error }, "delivery-enqueue-failed-retrying");
+    return undefined;
+  });
+}
+
+/**
+ * After the commit (never before: a turn that cannot commit schedules nothing): replies to
+ * deliver (unless their job went out with the commit: `enqueued`), approval timeouts, the
+ * archived conversation's tool outputs, messages for the next turn; a session with nothing left
+ * is settled.
+ */
+async function handOn(deps: TurnDeps, sessionKey: string, left: WorkLeft, platform: Platform, result: SegmentsResult, enqueued?: Platform): Promise<void> {
+  const outboxPlatform = left.outboxPlatform ?? platform;
+  if (left.outbox > 0 && outboxPlatform !== enqueued) await deps.producers.enqueueDelivery(sessionKey, outboxPlatform);
   for (const timeout of result.approvalTimeouts ?? []) await deps.producers.enqueueApprovalTimeout(sessionKey, timeout.approvalId, timeout.delayMs);
   if (result.archivedSessionId) await deps.onArchived?.(sessionKey, result.archivedSessionId);
   if (left.inbox > 0 || left.pending > 0) await deps.producers.enqueueTurn(sessionKey);

@@ -77,6 +77,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
       throw new DelayedError();
     }
     const lease = new LeaseKeeper(options.store.redis, { key: options.store.keys(sessionKey).deliveryLease, token, ttlMs: leaseMs });
+    let settled = false;
     try {
       while (step.status === "head") {
         const { reply, fromPart } = step;
@@ -96,7 +97,9 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
             });
           }
           options.onDelivered?.(reply.target.platform);
-          log.info({ sessionKey, jobId: job.id, replyId: reply.replyId, fromPart }, "reply-delivered");
+          // Per reply at debug: the turn's info line (turn-committed) already records it, and a
+          // delivery that goes wrong logs a warning or an error of its own.
+          if (log.isLevelEnabled("debug")) log.debug({ sessionKey, jobId: job.id, replyId: reply.replyId, fromPart }, "reply-delivered");
         } catch (error) {
           if (error instanceof DeliveryFencedError) {
             log.warn({ sessionKey, replyId: reply.replyId, err: error }, "delivery-superseded");
@@ -114,10 +117,18 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
           if (!(error instanceof PermanentError)) throw error;
           log.error({ sessionKey, replyId: reply.replyId, err: error }, "reply-undeliverable");
         }
-        step = await outbox.finish(sessionKey, token, reply.replyId, leaseMs);
+        const finish = (): Promise<DeliveryStep> => outbox.finish(sessionKey, token, reply.replyId, leaseMs);
+        // The outbox's last reply: settling the session goes out with its finish (one round
+        // trip); a reply committed meanwhile, or messages waiting, list the session again.
+        if (step.queued === 1) {
+          step = await options.store.settleWith(sessionKey, finish, (next) => next.status === "empty" && next.waiting === 0);
+          settled = true;
+        } else {
+          step = await finish();
+        }
       }
       if (step.status === "lost") log.warn({ sessionKey }, "delivery-superseded");
-      else if (step.status === "empty") await options.store.settle(sessionKey);
+      else if (step.status === "empty" && !settled) await options.store.settle(sessionKey);
     } finally {
       // An empty outbox released the lease in FINISH_REPLY (and a lost one is not ours): no second round trip.
       const gone = step.status === "empty" || step.status === "lost";

@@ -23,7 +23,8 @@ export interface IngressOptions {
 }
 
 /**
- * The one door into the pipeline: access → rate limit → dedupe + inbox (atomic) → enqueue.
+ * The one door into the pipeline: access and rate limit (one round trip) → dedupe + inbox
+ * (atomic) → enqueue (one round trip with the inbox).
  * `submit` resolves only once the message is in Redis, so an adapter that acknowledges the
  * platform afterwards never loses one. If the enqueue fails after the message is stored, the
  * sweeper enqueues it later; a platform re-delivery meanwhile is a duplicate.
@@ -43,12 +44,13 @@ export class Ingress implements IngressPort {
     // Built only when something is logged: an accepted message logs nothing at info.
     const log = () => logger.child({ sessionKey: message.sessionKey, messageId: message.messageId });
 
-    const verdict = await access.check(message, now);
+    // Access and the rate counter are asked together (one round trip, not two); a denied
+    // message is counted too, which changes nothing: it is dropped either way.
+    const [verdict, rate] = await Promise.all([access.check(message, now), this.#rateCheck(message, now)]);
     if (!verdict.allowed) {
       log().info({ platform: message.platform, userId: message.userId, chatType: message.chatType }, "message-denied");
       return verdict.notice === undefined ? { status: "denied" } : { status: "denied", notice: verdict.notice };
     }
-    const rate = await this.#rateCheck(message, now);
     if (rate) return rate;
 
     const normalized = this.#truncate(message);

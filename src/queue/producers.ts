@@ -6,11 +6,36 @@ import {
   type DeliveryJobData, type TurnJobData,
 } from "./jobs.js";
 
-/** Finished jobs are kept a while for inspection, then trimmed (removal is lazy in BullMQ). */
-const RETENTION = {
-  removeOnComplete: { age: 3_600, count: 5_000 },
+/**
+ * What is kept of a finished turn or delivery job (docs/decisions.md, "Job retention"). A
+ * completed job is removed at once: it holds only a session key, the turn's own record is its
+ * `turn-committed` log line and the metrics, and keeping an hour of them cost every job five
+ * more commands in BullMQ's finishing script (a sorted-set add, the result, and trimming by age
+ * and count, each trim also removing an older job) and Redis memory for thousands of records. A
+ * failed job (attempts used up, or refused for good) is what an operator looks into: it stays
+ * a week with its reason and stack (`getFailed`, Bull Board, `redis-cli ZRANGE <prefix>:turns:failed`).
+ */
+export const RETENTION = {
+  removeOnComplete: true,
   removeOnFail: { age: 7 * 24 * 3_600, count: 5_000 },
+} as const;
+
+/**
+ * An approval's timeout job keeps its id an hour after it ran: the id is what makes a retried
+ * hand-over schedule it once, and it is rare (one per approval asked).
+ */
+const APPROVAL_RETENTION = {
+  removeOnComplete: { age: 3_600, count: 5_000 },
+  removeOnFail: RETENTION.removeOnFail,
 };
+
+/**
+ * BullMQ's events stream per queue (`<prefix>:<queue>:events`): every job adds five entries
+ * (added, waiting, active, completed, drained) whatever the length. Nothing of ours reads it (no
+ * QueueEvents); it is kept for an operator's tools that do. 1,000 entries (the last ~200 jobs)
+ * take about 64 KB of Redis per queue, against 610 KB at BullMQ's default of 10,000.
+ */
+export const EVENTS_MAX_LEN = 1_000;
 
 export interface Producers {
   enqueueTurn(sessionKey: string): Promise<void>;
@@ -26,8 +51,9 @@ export interface Producers {
 }
 
 export function createProducers(connection: Redis, prefix: string, turnAttempts = 4): Producers {
-  const turnQueue = new Queue<TurnJobData>(TURN_QUEUE, { connection, prefix });
-  const deliveryQueues = new Map(PLATFORMS.map((platform) => [platform, new Queue<DeliveryJobData>(deliveryQueueName(platform), { connection, prefix })]));
+  const options = { connection, prefix, streams: { events: { maxLen: EVENTS_MAX_LEN } } };
+  const turnQueue = new Queue<TurnJobData>(TURN_QUEUE, options);
+  const deliveryQueues = new Map(PLATFORMS.map((platform) => [platform, new Queue<DeliveryJobData>(deliveryQueueName(platform), options)]));
   // Errors surface on the add() promise; the listener only keeps them from being unhandled.
   for (const queue of [turnQueue, ...deliveryQueues.values()]) queue.on("error", () => undefined);
 
@@ -56,7 +82,7 @@ export function createProducers(connection: Redis, prefix: string, turnAttempts 
           delay: delayMs,
           attempts: turnAttempts,
           backoff: { type: "exponential", delay: 2_000 },
-          ...RETENTION,
+          ...APPROVAL_RETENTION,
         },
       );
     },

@@ -7,10 +7,13 @@ import { runScript } from "./run-script.js";
 export type DeliveryStep =
   /** Another delivery holds this session's delivery lease. */
   | { status: "busy"; retryInMs: number }
-  /** Nothing left to send; the lease is released. */
-  | { status: "empty" }
-  /** Send `reply` from part `fromPart` on. */
-  | { status: "head"; reply: OutboundReply; fromPart: number }
+  /**
+   * Nothing left to send; the lease is released. `waiting` (after a finish): messages in the
+   * session's inbox and pending batch at that moment (0: the session was idle).
+   */
+  | { status: "empty"; waiting?: number }
+  /** Send `reply` from part `fromPart` on; `queued` replies are in the outbox, this one included. */
+  | { status: "head"; reply: OutboundReply; fromPart: number; queued: number }
   /** Another delivery took the lease: stop, it carries on. */
   | { status: "lost" };
 
@@ -31,6 +34,11 @@ export class Outbox {
     return [keys.deliveryLease, keys.outbox, keys.outboxProgress];
   }
 
+  #finishKeys(sessionKey: string): [string, string, string, string, string] {
+    const keys = sessionKeys(this.prefix, sessionKey);
+    return [keys.deliveryLease, keys.outbox, keys.outboxProgress, keys.inbox, keys.pending];
+  }
+
   /** Takes the delivery lease and returns the head to send. */
   async begin(sessionKey: string, token: string, leaseMs: number): Promise<DeliveryStep> {
     return toStep((await runScript(this.redis, BEGIN_DELIVERY, 3, ...this.#keys(sessionKey), token, leaseMs)) as unknown[]);
@@ -45,7 +53,7 @@ export class Outbox {
 
   /** Pops `replyId` (sent, or refused for good) and returns the next head. */
   async finish(sessionKey: string, token: string, replyId: string, leaseMs: number): Promise<DeliveryStep> {
-    return toStep((await runScript(this.redis, FINISH_REPLY, 3, ...this.#keys(sessionKey), token, replyId, leaseMs)) as unknown[]);
+    return toStep((await runScript(this.redis, FINISH_REPLY, 5, ...this.#finishKeys(sessionKey), token, replyId, leaseMs)) as unknown[]);
   }
 }
 
@@ -54,10 +62,10 @@ function toStep(reply: unknown[]): DeliveryStep {
     case "busy":
       return { status: "busy", retryInMs: Math.max(0, Number(reply[1])) };
     case "empty":
-      return { status: "empty" };
+      return reply[1] === undefined ? { status: "empty" } : { status: "empty", waiting: Number(reply[1]) };
     case "lost":
       return { status: "lost" };
     default:
-      return { status: "head", reply: JSON.parse(String(reply[1])) as OutboundReply, fromPart: Number(reply[2]) };
+      return { status: "head", reply: JSON.parse(String(reply[1])) as OutboundReply, fromPart: Number(reply[2]), queued: Number(reply[3]) };
   }
 }

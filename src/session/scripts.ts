@@ -167,9 +167,9 @@ end
 return 0`;
 
 /**
- * Shared by the delivery scripts: the outbox head and the part to resume from. Progress is
- * `<replyId>:<next part>` and counts only for the reply it names, so a stale value left by
- * another reply can never skip a part of this one.
+ * Shared by the delivery scripts: the outbox head, the part to resume from, and the outbox's
+ * length (the head included). Progress is `<replyId>:<next part>` and counts only for the reply
+ * it names, so a stale value left by another reply can never skip a part of this one.
  */
 const OUTBOX_HEAD = `
 local function headWithProgress(outboxKey, progressKey)
@@ -181,14 +181,14 @@ local function headWithProgress(outboxKey, progressKey)
     local replyId, part = string.match(progress, '^(.*):(%d+)$')
     if replyId ~= nil and replyId == cjson.decode(head).replyId then fromPart = tonumber(part) end
   end
-  return {'head', head, fromPart}
+  return {'head', head, fromPart, redis.call('LLEN', outboxKey)}
 end`;
 
 /**
  * Begins a delivery: takes the session's delivery lease and returns the outbox head with the
  * part to resume from. Empty outbox: the lease is not taken.
  * KEYS: delivery lease, outbox, progress. ARGV: token, TTL ms.
- * → {'busy', lease PTTL} | {'empty'} | {'head', reply JSON, from part}
+ * → {'busy', lease PTTL} | {'empty'} | {'head', reply JSON, from part, outbox length}
  */
 export const BEGIN_DELIVERY = `${OUTBOX_HEAD}
 local holder = redis.call('GET', KEYS[1])
@@ -218,9 +218,10 @@ return 1`;
 
 /**
  * Pops the outbox head once the reply `ARGV[2]` is done (sent, or refused for good), then
- * returns the next head like BEGIN_DELIVERY; an empty outbox releases the lease.
- * KEYS: delivery lease, outbox, progress. ARGV: token, reply id, TTL ms.
- * → {'lost'} | {'empty'} | {'head', reply JSON, from part}
+ * returns the next head like BEGIN_DELIVERY; an empty outbox releases the lease and reports
+ * whether messages wait (the session is idle, for settling it in the same round trip).
+ * KEYS: delivery lease, outbox, progress, inbox, pending. ARGV: token, reply id, TTL ms.
+ * → {'lost'} | {'empty', inbox length + pending length} | {'head', reply JSON, from part, outbox length}
  */
 export const FINISH_REPLY = `${OUTBOX_HEAD}
 local holder = redis.call('GET', KEYS[1])
@@ -233,7 +234,7 @@ end
 local next = headWithProgress(KEYS[2], KEYS[3])
 if not next then
   redis.call('DEL', KEYS[1])
-  return {'empty'}
+  return {'empty', redis.call('LLEN', KEYS[4]) + redis.call('LLEN', KEYS[5])}
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', tonumber(ARGV[3]))
 return next`;

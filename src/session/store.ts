@@ -165,15 +165,22 @@ export class SessionStore {
     };
   }
 
-  /** Ends a turn (END_TURN): the fenced, version-checked commit. */
-  async endTurn(sessionKey: string, claim: TurnClaim, input: CommitInput): Promise<EndTurnResult> {
+  /**
+   * Ends a turn (END_TURN): the fenced, version-checked commit.
+   *
+   * `alongside` (the worker's delivery enqueue) is called as soon as the commit is sent, without
+   * waiting for its answer, as in `appendInbox`: on this store's connection its commands run
+   * after the commit in Redis, so the reply and its delivery job take one round trip, and no
+   * delivery can look at the outbox before the commit. Its own failure is its own to handle.
+   */
+  async endTurn(sessionKey: string, claim: TurnClaim, input: CommitInput, alongside?: () => Promise<unknown>): Promise<EndTurnResult> {
     const keys = this.keys(sessionKey);
     const expected = claim.version;
     const { live, ...rest } = input.state;
     const meta: StoredState = { ...rest, version: expected + 1 };
     const change = liveChange(claim.live, live);
     const archivedId = input.archivedSessionId ?? "none";
-    const reply = (await runScript(this.#redis,
+    const committing = runScript(this.#redis,
       END_TURN, 12,
       keys.lease, keys.lastCommit, keys.version, keys.state, keys.transcript, keys.transcriptIndex, keys.pending, keys.outbox,
       keys.inbox, keys.archive(archivedId), keys.archiveIndex(archivedId), keys.live,
@@ -184,7 +191,8 @@ export class SessionStore {
       ...claim.raw,
       ...change.append,
       ...input.outbox.map((reply) => JSON.stringify(reply)),
-    )) as Array<string | number>;
+    );
+    const [reply] = (await Promise.all([committing, alongside?.()])) as [Array<string | number>, unknown];
     const [status] = reply;
     if (status === "lost") return { status: "lost" };
     if (status === "conflict") return { status: "conflict", current: Number(reply[1]) };
@@ -277,6 +285,19 @@ export class SessionStore {
     if (work.inbox === 0 && work.pending === 0 && work.outbox === 0) return true;
     await this.#redis.sadd(this.#global.workSet, sessionKey);
     return false;
+  }
+
+  /**
+   * `settle` folded into a step that looks at the session anyway (the delivery's last
+   * FINISH_REPLY reports whether messages wait): the SREM goes out first and `step` right after
+   * it on this connection, so Redis runs them in that order, in one round trip; the session is
+   * listed again unless `idle` says the step found nothing left. The same order as `settle`,
+   * so a concurrent ingress never leaves a session with work unlisted. → the step's result.
+   */
+  async settleWith<T>(sessionKey: string, step: () => Promise<T>, idle: (result: T) => boolean): Promise<T> {
+    const [, result] = await Promise.all([this.#redis.srem(this.#global.workSet, sessionKey), step()]);
+    if (!idle(result)) await this.#redis.sadd(this.#global.workSet, sessionKey);
+    return result;
   }
 
 }

@@ -5,13 +5,15 @@
  */
 import { createHash } from "node:crypto";
 import { connect, type Socket } from "node:net";
+import type { Command } from "ioredis";
 import { Redis } from "ioredis";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { AccessControl, accessListsFrom } from "../../../src/gateway/access.js";
 import { Ingress } from "../../../src/gateway/ingress.js";
 import { silentLogger } from "../../../src/logger.js";
 import { CONNECTION_NAMES, createProducers, createRedis, deliveryQueueName, TURN_QUEUE } from "../../../src/queue/index.js";
-import { HEARTBEAT } from "../../../src/session/scripts.js";
+import { globalKeys } from "../../../src/session/keys.js";
+import { END_TURN, FINISH_REPLY, HEARTBEAT, SESSION_WORK } from "../../../src/session/scripts.js";
 import { SessionStore } from "../../../src/session/store.js";
 import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
 import { testConfig } from "../../helpers/config.js";
@@ -19,6 +21,35 @@ import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
 import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
 import { countRoundTrips } from "../../helpers/round-trips.js";
 import { settled } from "../../helpers/settled.js";
+
+/**
+ * `countRoundTrips` for every connection created from now on whose CLIENT SETNAME is one of
+ * `names` (the roles build their connections themselves): commands per connection name, each
+ * with the answers that connection had received when it was sent.
+ */
+function traceNamedConnections(names: readonly string[]) {
+  const original = Redis.prototype.sendCommand;
+  const answered = new WeakMap<Redis, number>();
+  const sent = new Map<string, Array<{ name: string; args: string[]; answeredBefore: number }>>();
+  Redis.prototype.sendCommand = function (this: Redis, command: Command, stream?: unknown) {
+    const name = this.options.connectionName;
+    if (name !== undefined && names.includes(name)) {
+      const list = sent.get(name) ?? [];
+      sent.set(name, list);
+      list.push({ name: command.name, args: command.args.map(String), answeredBefore: answered.get(this) ?? 0 });
+      const done = () => answered.set(this, (answered.get(this) ?? 0) + 1);
+      command.promise.then(done, done);
+    }
+    return original.call(this, command, stream as never);
+  } as Redis["sendCommand"];
+  return {
+    sent: (name: string) => sent.get(name) ?? [],
+    reset: () => sent.clear(),
+    restore: () => {
+      Redis.prototype.sendCommand = original;
+    },
+  };
+}
 
 /**
  * MONITOR on a plain socket (ioredis's monitor mode can take the first lines of a busy server
@@ -52,6 +83,11 @@ async function watchCommands(url: string, sockets: Socket[], onCommand: (source:
 const ESCAPES: Record<string, string> = { n: "\n", r: "\r", t: "\t", a: "\x07", b: "\b" };
 const unquote = (quoted: string) =>
   quoted.replace(/\\(x[0-9a-f]{2}|.)/g, (_, code: string) => (code.length === 3 ? String.fromCharCode(parseInt(code.slice(1), 16)) : ESCAPES[code] ?? code));
+
+const sha = (lua: string) => createHash("sha1").update(lua).digest("hex");
+/** The script a traced EVALSHA (or its first-time EVAL) runs. */
+const runs = (entry: { name: string; args: string[] }, lua: string) =>
+  (entry.name === "evalsha" && entry.args[0] === sha(lua)) || (entry.name === "eval" && entry.args[0] === lua);
 
 describe("Redis round trips", () => {
   let llm: FakeLlm | undefined;
@@ -100,7 +136,48 @@ describe("Redis round trips", () => {
     }
   });
 
-  it("one turn sends a bounded number of commands on the gateway's and the worker's own connections", async () => {
+  it("a platform message of a paired user asks access and the rate counter in one round trip, then stores and enqueues in one", async () => {
+    const config = testConfig();
+    const redis = createRedis(config.REDIS_URL!);
+    connections.push(redis);
+    const store = new SessionStore(redis, config.REDIS_PREFIX);
+    const producers = createProducers(redis, config.REDIS_PREFIX);
+    const access = new AccessControl(redis, config.REDIS_PREFIX, accessListsFrom(config));
+    const ingress = new Ingress({
+      store, producers, redis, prefix: config.REDIS_PREFIX, access,
+      maxMessageChars: config.MAX_MESSAGE_CHARS, rateLimitPerMinute: 3, logger: silentLogger,
+    });
+    const fromUser = (messageId: string) => inbound({ platform: "telegram", chatId: "42", userId: "42", text: "hi", messageId });
+    try {
+      // Not on any allowlist: refused with a pairing code, which the operator approves.
+      expect(await ingress.submit(fromUser("tg0"))).toMatchObject({ status: "denied" });
+      const [request] = await access.pendingRequests();
+      expect(await access.approve(request!.code)).toMatchObject({ userId: "42" });
+      expect(await ingress.submit(fromUser("tg1"))).toEqual({ status: "accepted" });
+
+      const trips = countRoundTrips(redis);
+      expect(await ingress.submit(fromUser("tg2"))).toEqual({ status: "accepted" });
+      const names = trips.sent.map((entry) => entry.name);
+      expect(names, JSON.stringify(trips.sent)).toEqual(["sismember", "multi", "incr", "expire", "exec", "evalsha", "sadd", "evalsha"]);
+      expect(trips.roundTrips()).toBe(2);
+      // The first round trip asks, the second stores: nothing is stored before the verdict.
+      expect(trips.sent.slice(0, 5).every((entry) => entry.answeredBefore === trips.sent[0]!.answeredBefore)).toBe(true);
+
+      // The limit still holds: the denied message counted too, so the fourth of the minute is refused.
+      trips.reset();
+      expect(await ingress.submit(fromUser("tg3"))).toMatchObject({ status: "rate-limited" });
+      expect(trips.roundTrips()).toBe(1);
+      expect(await redis.llen(store.keys(fromUser("x").sessionKey).inbox)).toBe(2);
+    } finally {
+      await producers.close();
+    }
+  });
+
+  /**
+   * The whole pipeline in this process (gateway and worker) and one console chat: `ask` sends
+   * the next question and waits for its answer.
+   */
+  const startChat = async () => {
     llm = await startFakeLlm();
     const adapter = new RecordingAdapter("console");
     const config = testConfig({ LLM_BASE_URL: llm.url });
@@ -114,6 +191,11 @@ describe("Redis round trips", () => {
       await adapter.submit(inbound({ text: `question ${turn}`, messageId: `q${turn}` }));
       await adapter.waitFor((sent) => sent.length > before);
     };
+    return { config, admin, ask };
+  };
+
+  it("one turn sends a bounded number of commands on the gateway's and the worker's own connections", async () => {
+    const { config, admin, ask } = await startChat();
     // Warm-up: the first turn of a session, and the first add of each queue, do one-off reads.
     await ask();
     await ask();
@@ -130,7 +212,7 @@ describe("Redis round trips", () => {
     // Commands on those connections during one turn (other test files share this Redis: only
     // this test's prefix counts), but not a lease heartbeat (one per 250 ms of turn: a matter
     // of time, not of work) nor the sweeper (every 5 s, on its own schedule).
-    const heartbeat = createHash("sha1").update(HEARTBEAT).digest("hex");
+    const heartbeat = sha(HEARTBEAT);
     const lines: string[] = [];
     await watchCommands(config.REDIS_URL!, sockets, (source, args) => {
       const role = named.get(source);
@@ -152,12 +234,51 @@ describe("Redis round trips", () => {
     expect(jobAdds, report).toHaveLength(2);
     // Counted on this code: ingress 3 (one round trip, above), worker 7 (begin, two typing
     // events, budget reserve (it reads the accounts' limits itself), settle, commit, delivery
-    // job; the vision flag only for a turn with pictures), delivery 5 (begin, part, finish,
-    // settle: 2). A new command on the turn path has to be worth it: raise the bound only with
-    // a reason.
-    expect(lines.length, report).toBeLessThanOrEqual(15);
+    // job; the vision flag only for a turn with pictures), delivery 4 (begin, part, the work
+    // list's SREM with the finish). A new command on the turn path has to be worth it: raise the
+    // bound only with a reason.
+    expect(lines.length, report).toBeLessThanOrEqual(14);
     // The budget's limits are read inside its reserve script, not before it.
     expect(lines.filter((line) => / hgetall .*\{budget\}:limits:/.test(line)), report).toEqual([]);
+    // The session's settling rides on the last finish: no separate look at its work.
+    expect(lines.filter((line) => / srem /.test(`${line} `)), report).toHaveLength(1);
+    // Ingress: the append and the turn job; delivery: begin, part, finish.
+    expect(lines.filter((line) => line.startsWith(`${CONNECTION_NAMES.gateway} `) && / evalsha /.test(line)), report).toHaveLength(5);
     expect(lines.filter((line) => line.includes(":vision:")), report).toEqual([]);
+  });
+  it("the worker sends the delivery job with the commit, and the gateway settles the session with the last finish, each in one round trip", async () => {
+    const trace = traceNamedConnections([CONNECTION_NAMES.gateway, CONNECTION_NAMES.worker]);
+    try {
+      const { config, admin, ask } = await startChat();
+      const work = globalKeys(config.REDIS_PREFIX).workSet;
+      // The settle lands after the reply went out.
+      const settledAfter = async () => vi.waitFor(async () => expect(await admin.sismember(work, "console:chat-1")).toBe(0));
+      await ask();
+      await settledAfter();
+      trace.reset();
+      await ask();
+      await settledAfter();
+
+      const worker = trace.sent(CONNECTION_NAMES.worker);
+      const commit = worker.findIndex((entry) => runs(entry, END_TURN));
+      const deliveryAdd = worker.findIndex((entry) => entry.args.some((arg) => arg.endsWith(`:${deliveryQueueName("console")}:wait`)));
+      const report = JSON.stringify(worker.map((entry) => [entry.name, entry.answeredBefore]));
+      expect(commit, report).toBeGreaterThanOrEqual(0);
+      // Sent after the commit (Redis runs it after), before the commit's answer came back.
+      expect(deliveryAdd, report).toBe(commit + 1);
+      expect(worker[deliveryAdd]!.answeredBefore, report).toBe(worker[commit]!.answeredBefore);
+      // And no second delivery job after the commit.
+      expect(worker.filter((entry) => entry.args.some((arg) => arg.includes(deliveryQueueName("console")))), report).toHaveLength(1);
+
+      const gateway = trace.sent(CONNECTION_NAMES.gateway);
+      const gatewayReport = JSON.stringify(gateway.map((entry) => [entry.name, entry.args[0], entry.answeredBefore]));
+      const srem = gateway.findIndex((entry) => entry.name === "srem");
+      const finish = gateway.findIndex((entry) => runs(entry, FINISH_REPLY));
+      expect(finish, gatewayReport).toBe(srem + 1);
+      expect(gateway[finish]!.answeredBefore, gatewayReport).toBe(gateway[srem]!.answeredBefore);
+      expect(gateway.some((entry) => runs(entry, SESSION_WORK)), gatewayReport).toBe(false);
+    } finally {
+      trace.restore();
+    }
   });
 });

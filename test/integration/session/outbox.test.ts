@@ -32,7 +32,7 @@ describe("outbox delivery fencing", () => {
   it("lets one delivery at a time send a session's replies, resuming after the last recorded part", async () => {
     const { outbox, keys } = await setup(["r1", "r2"]);
     const first = await outbox.begin(SESSION, "A", 10_000);
-    expect(first).toMatchObject({ status: "head", fromPart: 0, reply: { replyId: "r1" } });
+    expect(first).toMatchObject({ status: "head", fromPart: 0, reply: { replyId: "r1" }, queued: 2 });
     expect(await outbox.begin(SESSION, "B", 10_000)).toMatchObject({ status: "busy" });
     await outbox.recordPart(SESSION, "A", "r1", 0, 10_000);
     await outbox.recordPart(SESSION, "A", "r1", 1, 10_000);
@@ -40,8 +40,8 @@ describe("outbox delivery fencing", () => {
     // A dies; once its lease is gone, B resumes r1 at part 2.
     await redis.del(keys.deliveryLease);
     expect(await outbox.begin(SESSION, "B", 10_000)).toMatchObject({ status: "head", fromPart: 2, reply: { replyId: "r1" } });
-    expect(await outbox.finish(SESSION, "B", "r1", 10_000)).toMatchObject({ status: "head", fromPart: 0, reply: { replyId: "r2" } });
-    expect(await outbox.finish(SESSION, "B", "r2", 10_000)).toEqual({ status: "empty" });
+    expect(await outbox.finish(SESSION, "B", "r1", 10_000)).toMatchObject({ status: "head", fromPart: 0, reply: { replyId: "r2" }, queued: 1 });
+    expect(await outbox.finish(SESSION, "B", "r2", 10_000)).toEqual({ status: "empty", waiting: 0 });
     expect(await redis.exists(keys.deliveryLease, keys.outbox, keys.outboxProgress)).toBe(0);
   });
 
