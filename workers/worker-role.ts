@@ -8,7 +8,7 @@ import type { TurnEngine } from "../src/agent/index.js";
 import { createMemoryHooks } from "../src/agent/memory-hooks.js";
 import { createMemoryTool, exportUserData, MemoryService, MemoryStore } from "../src/memory/index.js";
 import { createModelRouter } from "../src/models/router.js";
-import { BudgetMeter, meteredCall, meteredClient, transcriptionCost, transcriptionEstimate } from "../src/budget/index.js";
+import { BudgetMeter, meteredClient, transcriptionCost, transcriptionEstimate } from "../src/budget/index.js";
 import { budgetAccounts } from "../src/agent/segment-switch.js";
 import { createRecallTool, currentTimeTool, McpManager, ToolCatalog, type Tool } from "../src/tools/index.js";
 import { MB } from "../src/core/attachments.js";
@@ -114,11 +114,9 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     vision: { mode: config.LLM_VISION, detail: config.VISION_DETAIL, model: config.LLM_MODEL, memory: redisVisionMemory(redis, prefix), declared: (id) => models.catalogue.visionOf(id) },
     // A transcription is refused like any call when a budget is used up; it costs its minutes at
     // TRANSCRIBE_PRICE_PER_MINUTE and counts the transcript's tokens.
-    meter: (call, audio) => meteredCall(
-      transcriptionEstimate(audio, config.TRANSCRIBE_PRICE_PER_MINUTE),
-      call,
-      (text) => transcriptionCost(audio, text, config.TRANSCRIBE_PRICE_PER_MINUTE),
-    ),
+    meter: (call, audio, budget) => budget
+      ? budget.pay(transcriptionEstimate(audio, config.TRANSCRIBE_PRICE_PER_MINUTE), call, (text) => transcriptionCost(audio, text, config.TRANSCRIBE_PRICE_PER_MINUTE))
+      : call(),
     log: logger,
   });
 

@@ -10,6 +10,7 @@
 import type { OutboundReply } from "../core/channel.js";
 import type { ChatMessage, ToolMessage } from "../core/messages.js";
 import type { PendingApproval } from "../core/tools.js";
+import type { BudgetScope } from "../budget/index.js";
 import type { SessionState } from "../session/state.js";
 import type { InboxEntry } from "../session/store.js";
 import { mayAnswer, notRunResult, outcomeText, parseApprovalAction, type ApprovalOutcome } from "../tools/index.js";
@@ -30,6 +31,8 @@ export interface TurnRun {
   approvalTimeouts: ApprovalTimeout[];
   /** The model the endpoint named in its latest answer (confirms a /model switch). */
   reportedModel?: string;
+  /** Who pays for the batch's calls (absent without budgets): handed to each call, compaction and transcription. */
+  budget?: BudgetScope;
 }
 
 /** Denies a pending approval whose time is up (its timeout job fired, or a later turn found it late). */

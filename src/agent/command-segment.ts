@@ -1,7 +1,6 @@
 /** A command segment: /stop while a tool call waits for approval, or any command of commands/. */
 import type { InboxEntry } from "../session/store.js";
 import { describeTools } from "../tools/index.js";
-import { takeBudgetWarnings } from "../budget/index.js";
 import { resolveApproval, type TurnRun } from "./approvals.js";
 import type { ParsedCommand } from "./commands/parse.js";
 import { runCommand, type CommandContext } from "./commands/run-command.js";
@@ -31,7 +30,7 @@ export async function runCommandSegment(run: TurnRun, command: ParsedCommand, en
   const archivedSessionId = outcome.archive ? run.state.sessionId : undefined;
   run.state = outcome.state;
   // A command that called a model (/compress) may have crossed a budget threshold.
-  const warnings = takeBudgetWarnings().map((warning) => `⚠️ ${warning}`);
+  const warnings = (run.budget?.takeWarnings() ?? []).map((warning) => `⚠️ ${warning}`);
   addReply(run, [outcome.text, ...warnings].join("\n\n"), "notice", answering(run, [entry]), outcome.documents ? { documents: outcome.documents } : {});
   return archivedSessionId;
 }

@@ -2,7 +2,7 @@ import type { ChatMessage, ToolDefinition } from "../core/messages.js";
 import type { CompactionRecord, CompactionReason, CompactionStatus, TokenCounter } from "../context/index.js";
 import type { ContextOverflowError } from "../errors.js";
 import type { Logger } from "../logger.js";
-import type { ChatRequest, ChatResult } from "../core/llm.js";
+import type { CallBudget, ChatRequest, ChatResult } from "../core/llm.js";
 import type { SessionState } from "../session/state.js";
 
 /** What a turn needs from the context engine, bound to one session's state. */
@@ -49,6 +49,8 @@ export interface CompactionScope {
   tools?: readonly ToolDefinition[];
   /** The chat's time zone (`chatTimeZone`): the summarizer reads message dates in it. */
   timeZone?: string;
+  /** Who pays for the summarizer's and the memory flush's calls (budgets); absent: not metered. */
+  budget?: CallBudget;
 }
 
 /**

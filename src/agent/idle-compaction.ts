@@ -11,7 +11,7 @@
  * the compaction is either committed before the turn begins or dropped, never both.
  */
 import type { Logger } from "../logger.js";
-import { runInBudgetScope, type BudgetScope } from "../budget/index.js";
+import { BudgetScope } from "../budget/index.js";
 import { activeEngine } from "../models/router.js";
 import { heartbeatMs, LeaseKeeper } from "../session/lease.js";
 import { messageIdAllocator, type SessionState } from "../session/state.js";
@@ -145,18 +145,16 @@ async function compactHeld({ deps, job, log, state, batch, claim, lease, signal 
   const engine = activeEngine(deps.engine, state);
   const working = workingCopy(state);
   const transcript: ChatMessage[] = [];
+  // The summarizer (and the memory flush) are paid by the chat, and by the person whose memory it is.
+  const owner = working.memory?.owner;
   const scope: CompactionScope = {
     signal, log, newId: messageIdAllocator(working),
     addToTranscript: (messages) => transcript.push(...messages),
     timeZone: chatTimeZone(working, engine.timeZone),
+    budget: engine.budget ? new BudgetScope(engine.budget, budgetAccounts(sessionKey, owner?.scope === "user" ? owner : undefined)) : undefined,
   };
-  // The summarizer (and the memory flush) are paid by the chat, and by the person whose memory it is.
-  const owner = working.memory?.owner;
-  const budget: BudgetScope | undefined = engine.budget
-    ? { meter: engine.budget, accounts: budgetAccounts(sessionKey, owner?.scope === "user" ? owner : undefined), warnings: [] }
-    : undefined;
   const startedLive = working.live.length;
-  const result = await runInBudgetScope(budget, () => engine.context.compactIdle(working, working.live, scope));
+  const result = await engine.context.compactIdle(working, working.live, scope);
   // A failed summary changes nothing here (the next turn compacts in the loop as usual); the
   // failure notice the engine queued for the user is not kept either: nobody asked.
   if (result.status !== "compacted") {

@@ -39,7 +39,7 @@ export function createMemoryHooks(options: MemoryHooksOptions): ContextHooks {
       try {
         await flushMemory({
           llm: options.llm, service, owner, context: fold.context, prepareRequest: fold.prepareRequest,
-          maxTokens: options.flushMaxTokens, signal: scope.signal, log: scope.log, now: options.now(),
+          maxTokens: options.flushMaxTokens, signal: scope.signal, budget: scope.budget, log: scope.log, now: options.now(),
         });
       } catch (error) {
         if (scope.signal.aborted || error instanceof AbortedError) throw error;

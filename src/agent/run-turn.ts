@@ -3,7 +3,7 @@ import type { AssistantMessage, ChatMessage, ToolCall, ToolMessage } from "../co
 import { repairToolPairs } from "../context/index.js";
 import type { ToolImage, WaitingCall } from "../core/tools.js";
 import { AbortedError, ContextOverflowError } from "../errors.js";
-import type { ChatRequest, ChatResult, LlmClient } from "../core/llm.js";
+import type { CallBudget, ChatRequest, ChatResult, LlmClient } from "../core/llm.js";
 import { runToolCall, toolResultMessage, type Tool, type ToolContext, type ToolOutputWriter, type ToolSet } from "../tools/index.js";
 
 export interface RunTurnInput {
@@ -20,6 +20,8 @@ export interface RunTurnInput {
   maxOutputTokens: number;
   newId: () => string;
   signal: AbortSignal;
+  /** Who pays for each step's call (budgets); absent: not metered. */
+  budget?: CallBudget;
   now: () => number;
   /** Steps already taken by this turn before a pause for approval (the loop goes on from there). */
   stepsTaken?: number;
@@ -100,6 +102,7 @@ export async function runTurn(input: RunTurnInput): Promise<RunTurnResult> {
         ...(definitions.length === 0 ? {} : { tools: definitions, toolChoice: finalStep ? ("none" as const) : ("auto" as const) }),
         maxTokens: input.maxOutputTokens,
         signal: input.signal,
+        budget: input.budget,
       });
     } catch (error) {
       if (error instanceof ContextOverflowError && input.onOverflow && overflowRetries < MAX_OVERFLOW_RETRIES) {

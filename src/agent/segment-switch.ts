@@ -4,7 +4,7 @@
  * and the system prompt (a /persona earlier in the batch applies).
  */
 import type { InboundMessage } from "../core/channel.js";
-import { payFrom, type BudgetAccounts, type BudgetScope } from "../budget/index.js";
+import { BudgetScope, type BudgetAccounts } from "../budget/index.js";
 import { activeEngine } from "../models/router.js";
 import { messageIdAllocator } from "../session/state.js";
 import { platformPrefix } from "../tools/access.js";
@@ -24,13 +24,13 @@ export function budgetAccounts(sessionKey: string, speaker: { platform: InboundM
 export function batchBudget(engine: TurnEngine, input: SegmentsInput): BudgetScope | undefined {
   if (!engine.budget) return undefined;
   const speaker = input.state.pendingApproval?.requestedBy ?? input.batch[input.batch.length - 1];
-  return { meter: engine.budget, accounts: budgetAccounts(input.sessionKey, speaker), warnings: [] };
+  return new BudgetScope(engine.budget, budgetAccounts(input.sessionKey, speaker));
 }
 
 /** Switches `run` to `segment`: its model, its payer, its system prompt; → the segment's id allocator and compaction scope. */
 export function enterSegment(base: TurnEngine, run: TurnRun, segment: Segment): { newId: () => string; scope: CompactionScope } {
   const engine = run.engine = activeEngine(base, run.state);
-  payFrom(budgetAccounts(run.input.sessionKey, lastEntryOf(segment)));
+  run.budget?.payFrom(budgetAccounts(run.input.sessionKey, lastEntryOf(segment)));
   const newId = messageIdAllocator(run.state);
   const scope = compactionScope(run, newId);
   ensureSystemPrompt(run.state, engine.systemPrompt, newId, engine.now());
@@ -42,5 +42,6 @@ export function compactionScope(run: TurnRun, newId: () => string): CompactionSc
     signal: run.input.signal, log: run.input.log, newId, addToTranscript: (messages) => run.transcript.push(...messages),
     onCompacting: () => run.input.preview?.compacting(),
     timeZone: chatTimeZone(run.state, run.engine.timeZone),
+    budget: run.budget,
   };
 }

@@ -198,6 +198,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       newId: scope.newId,
       ...(options.retry ? { retry: options.retry } : {}),
       signal: scope.signal,
+      budget: scope.budget,
     });
     const { record } = result;
     const engine = fields(state);

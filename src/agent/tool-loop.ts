@@ -9,7 +9,6 @@ import type { PendingApproval } from "../core/tools.js";
 import { approvalActions, approvalRequestText, outputCapChars, type ToolRegistry } from "../tools/index.js";
 import type { ContextOverflowError } from "../errors.js";
 import type { TurnRun } from "./approvals.js";
-import { takeBudgetWarnings } from "../budget/index.js";
 import type { CompactionScope } from "./context-manager.js";
 import { runTurn, type RunTurnInput, type RunTurnResult } from "./run-turn.js";
 import { addReply, type Answering } from "./replies.js";
@@ -54,6 +53,7 @@ export function runLoop(run: TurnRun, context: ChatMessage[], tools: ToolRegistr
     maxSteps: engine.maxSteps,
     maxOutputTokens: engine.maxOutputTokens,
     signal: input.signal,
+    budget: run.budget,
     stepsTaken,
     ...(input.preview?.current !== undefined ? { preview: input.preview } : {}),
     prepareRequest: async (current) => {
@@ -114,7 +114,7 @@ export function finishLoop(run: TurnRun, result: RunTurnResult, origin: LoopOrig
     return;
   }
   state.stats.turns++;
-  const notices = [...(origin.notices ?? []), ...engine.context.takeNotices(state), ...takeBudgetWarnings()];
+  const notices = [...(origin.notices ?? []), ...engine.context.takeNotices(state), ...(run.budget?.takeWarnings() ?? [])];
   let reply = result.reply;
   if (state.chat?.confirmModel && run.reportedModel !== undefined) {
     // The model the endpoint says answered, not the one we asked for: a router or proxy may differ.

@@ -14,7 +14,7 @@ import type { ScheduleService } from "../schedule/index.js";
 import type { MemoryService, UserExport, UserRef } from "../memory/index.js";
 import type { MediaEngine } from "../media/index.js";
 import { activeEngine, type ModelRouter } from "../models/router.js";
-import { runInBudgetScope, type BudgetMeter } from "../budget/index.js";
+import type { BudgetMeter } from "../budget/index.js";
 import { answerApproval, type TurnRun } from "./approvals.js";
 import { runChatSegment } from "./chat-segment.js";
 import { runCommandSegment } from "./command-segment.js";
@@ -118,7 +118,7 @@ export interface SegmentsResult {
 export async function runTurnSegments(engine: TurnEngine, input: SegmentsInput): Promise<SegmentsResult> {
   const progress: SegmentProgress = {};
   try {
-    return await runInBudgetScope(batchBudget(engine, input), () => runSegments(engine, input, progress));
+    return await runSegments(engine, input, progress);
   } catch (error) {
     throw new BatchFailedError(progress.done ?? { state: input.state, transcript: [], replies: [] }, progress.rest ?? input.batch, error);
   }
@@ -131,7 +131,7 @@ interface SegmentProgress {
 
 async function runSegments(base: TurnEngine, input: SegmentsInput, progress: SegmentProgress): Promise<SegmentsResult> {
   const state = workingCopy(input.state);
-  const run: TurnRun = { engine: activeEngine(base, state), input, state, transcript: [], replies: [], approvalTimeouts: [] };
+  const run: TurnRun = { engine: activeEngine(base, state), input, state, transcript: [], replies: [], approvalTimeouts: [], budget: batchBudget(base, input) };
   const start = await startTurn(run);
   let archivedSessionId = start.archivedSessionId;
   const segments = segmentBatch(start.batch);

@@ -40,6 +40,7 @@ async function resolveMedia(run: TurnRun): Promise<readonly InboxEntry[]> {
   const sessionId = run.state.sessionId;
   const resolved = await engine.media.resolve(input.batch, {
     signal: input.signal,
+    budget: run.budget,
     log: input.log,
     saveText: (id, text) => engine.toolOutputs.save(input.sessionKey, sessionId, id, text),
   });

@@ -16,6 +16,7 @@
  * conservative, output is bounded by max_tokens) is the only way past a limit.
  */
 import type { Redis } from "ioredis";
+import type { CallCost } from "../core/llm.js";
 import type { BudgetsSection } from "../../config/operator-sections.js";
 import { BudgetExhaustedError } from "../errors.js";
 import { globalKeys } from "../session/keys.js";
@@ -37,10 +38,8 @@ export interface BudgetAccounts {
   user?: string;
 }
 
-export interface Cost {
-  usd: number;
-  tokens: number;
-}
+/** What a call costs (src/core's CallCost). */
+export type Cost = CallCost;
 
 interface Slot {
   kind: "chat" | "user";

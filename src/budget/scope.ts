@@ -1,62 +1,55 @@
 /**
- * Which budget pays for the LLM calls made right now. A turn runs its segments inside a scope
- * (the chat, and the user whose message is answered); every client of the worker is wrapped by
- * `meteredClient`, so the main model, the summarizer, a memory flush and anything else that
- * calls a model inside the turn is counted without being told. Calls that are not chat
- * completions (transcription) use `meteredCall` with an estimate of their own.
+ * Which budget pays for the LLM calls of a turn. A turn makes one scope (the chat, and the user
+ * whose message is answered) and hands it down with every call it makes, as it hands down its
+ * abort signal: `ChatRequest.budget`, the compaction scope (summarizer, memory flush), the media
+ * scope (transcription). Every client of the worker is wrapped by `meteredClient`, which charges
+ * a request's budget; a request without one is not metered. No AsyncLocalStorage: an active one
+ * turns on promise hooks for the whole process, and every promise of every turn pays for them.
  */
-import { AsyncLocalStorage } from "node:async_hooks";
-import type { ChatRequest, ChatResult, LlmClient, TokenUsage } from "../core/llm.js";
+import type { CallBudget, ChatRequest, ChatResult, LlmClient, TokenUsage } from "../core/llm.js";
 import { imageTokens } from "../context/image-tokens.js";
 import type { Prices } from "../models/catalogue.js";
 import type { BudgetAccounts, BudgetMeter, Cost } from "./meter.js";
 
-export interface BudgetScope {
-  meter: BudgetMeter;
+export class BudgetScope implements CallBudget {
+  readonly meter: BudgetMeter;
   /** Changed between the segments of a batch (each answers its own speaker). */
   accounts: BudgetAccounts;
   /** Warnings due (50/75/90%), taken by the next reply. */
-  warnings: string[];
-}
+  readonly warnings: string[] = [];
 
-const storage = new AsyncLocalStorage<BudgetScope>();
-
-export function runInBudgetScope<T>(scope: BudgetScope | undefined, run: () => Promise<T>): Promise<T> {
-  return scope ? storage.run(scope, run) : run();
-}
-
-export const currentBudgetScope = (): BudgetScope | undefined => storage.getStore();
-
-/** From now on the current scope's calls are paid by `accounts` (the next segment's speaker). */
-export function payFrom(accounts: BudgetAccounts): void {
-  const scope = storage.getStore();
-  if (scope) scope.accounts = accounts;
-}
-
-/** Warnings collected so far in this scope; each is returned once. */
-export function takeBudgetWarnings(): string[] {
-  const scope = storage.getStore();
-  return scope ? scope.warnings.splice(0) : [];
-}
-
-/**
- * Runs one paid call inside the current scope: reserves `estimate` (throwing BudgetExhaustedError
- * when it does not fit, before anything is spent), runs `call`, settles what `actual` says it cost
- * (nothing when the call failed). Outside a scope the call just runs.
- */
-export async function meteredCall<T>(estimate: Cost, call: () => Promise<T>, actual: (result: T) => Cost): Promise<T> {
-  const scope = storage.getStore();
-  if (!scope) return call();
-  const reservation = await scope.meter.reserve(scope.accounts, estimate);
-  let result: T;
-  try {
-    result = await call();
-  } catch (error) {
-    await scope.meter.settle(reservation, { usd: 0, tokens: 0 });
-    throw error;
+  constructor(meter: BudgetMeter, accounts: BudgetAccounts) {
+    this.meter = meter;
+    this.accounts = accounts;
   }
-  scope.warnings.push(...(await scope.meter.settle(reservation, actual(result))));
-  return result;
+
+  /** From now on this scope's calls are paid by `accounts` (the next segment's speaker). */
+  payFrom(accounts: BudgetAccounts): void {
+    this.accounts = accounts;
+  }
+
+  /** Warnings collected so far; each is returned once. */
+  takeWarnings(): string[] {
+    return this.warnings.splice(0);
+  }
+
+  /**
+   * Runs one paid call: reserves `estimate` (throwing BudgetExhaustedError when it does not fit,
+   * before anything is spent), runs `call`, settles what `actual` says it cost (nothing when the
+   * call failed).
+   */
+  async pay<T>(estimate: Cost, call: () => Promise<T>, actual: (result: T) => Cost): Promise<T> {
+    const reservation = await this.meter.reserve(this.accounts, estimate);
+    let result: T;
+    try {
+      result = await call();
+    } catch (error) {
+      await this.meter.settle(reservation, { usd: 0, tokens: 0 });
+      throw error;
+    }
+    this.warnings.push(...(await this.meter.settle(reservation, actual(result))));
+    return result;
+  }
 }
 
 /**
@@ -127,7 +120,7 @@ export function transcriptionEstimate(audio: { bytes: number; durationS?: number
   return { usd: (seconds / 60) * pricePerMinute, tokens: Math.ceil((seconds / 60) * 150 * 1.5) };
 }
 
-/** A client whose every call is paid from the current scope's budget. */
+/** A client whose every call is paid from its request's budget (`ChatRequest.budget`). */
 export function meteredClient<C extends LlmClient & { learnContextWindow(window: number): void }>(client: C, prices: Prices, defaultMaxOutputTokens: number): C {
   const wrapped: LlmClient & { learnContextWindow(window: number): void } = {
     get model() {
@@ -138,11 +131,12 @@ export function meteredClient<C extends LlmClient & { learnContextWindow(window:
     },
     learnContextWindow: (window) => client.learnContextWindow(window),
     complete: (request: ChatRequest): Promise<ChatResult> => {
-      // Outside a turn's budget scope nothing is metered: no estimate either.
-      if (!storage.getStore()) return client.complete(request);
+      // A call outside a turn's budget is not metered: no estimate either.
+      const budget = request.budget;
+      if (!budget) return client.complete(request);
       const estimate = estimateCost(request, prices, defaultMaxOutputTokens);
       // A server that reports no usage is charged the estimate.
-      return meteredCall(estimate, () => client.complete(request), (result) => (result.usage ? costOfUsage(result.usage, prices) : estimate));
+      return budget.pay(estimate, () => client.complete(request), (result) => (result.usage ? costOfUsage(result.usage, prices) : estimate));
     },
   };
   return wrapped as C;

@@ -8,6 +8,7 @@ import { findBoundaries, PROTECT_LAST_N_BUDGET_FACTOR, type Boundaries } from ".
 import { defaultHardLimit, thresholdTokens } from "./decisions.js";
 import { groupMessages, groupTurns, isSummary, toolCallsById } from "./message-groups.js";
 import type { ChatMessage, ToolDefinition } from "../core/messages.js";
+import type { CallBudget } from "../core/llm.js";
 import { cutGroupToFit, pruneToolResults } from "./prune.js";
 import { DEFAULT_RETRY_POLICY, summarizeWithFallback, type RetryPolicy, type SummarizeStats } from "./summarize.js";
 import type { Summarizer } from "./summarizer.js";
@@ -103,6 +104,8 @@ export interface CompactInput {
   retry?: Partial<RetryPolicy>;
   /** Aborting rejects with the signal's reason; nothing has changed then. */
   signal?: AbortSignal;
+  /** Who pays for the summarizer's calls (budgets), passed on to it. */
+  budget?: CallBudget;
   now?(): number;
 }
 
@@ -193,6 +196,7 @@ export async function compact(input: CompactInput): Promise<CompactResult> {
         ...(input.focus !== undefined && { focus: input.focus }),
         ...(input.timeZone !== undefined && { timeZone: input.timeZone }),
         ...(input.signal !== undefined && { signal: input.signal }),
+        ...(input.budget !== undefined && { budget: input.budget }),
       },
       summarizers,
       stats,

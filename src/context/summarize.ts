@@ -4,6 +4,7 @@
  * summarizer window makes compaction slower, never silently lossy. Each call is retried with
  * backoff; when the summarizer still fails, the fallback (the main model) redoes the fold.
  */
+import type { CallBudget } from "../core/llm.js";
 import type { ApiMessage, ChatMessage } from "../core/messages.js";
 import { MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, type TokenCounter } from "./tokens.js";
 import type { Summarizer, SummaryResponse } from "./summarizer.js";
@@ -89,6 +90,8 @@ export interface SummarizeInput {
   toolNames: ReadonlyMap<string, string>;
   retry: RetryPolicy;
   signal?: AbortSignal;
+  /** Who pays for each call (budgets), passed on to the summarizer. */
+  budget?: CallBudget;
 }
 
 export interface SummarizeOutcome {
@@ -233,7 +236,7 @@ async function callWithRetry(
     stats.calls += 1;
     let response: SummaryResponse;
     try {
-      response = await callOnce(summarizer, { messages: request.messages, maxTokens }, retry.timeoutMs, signal);
+      response = await callOnce(summarizer, { messages: request.messages, maxTokens, ...(input.budget ? { budget: input.budget } : {}) }, retry.timeoutMs, signal);
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
       // An error that says no retry can help (a used-up budget: src/errors.ts) ends the attempts.

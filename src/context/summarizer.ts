@@ -3,7 +3,7 @@
  * it over an OpenAI-compatible endpoint (SUMMARY_* settings, else the main model); tests use
  * in-memory fakes. The engine never imports `openai`.
  */
-import type { TokenUsage } from "../core/llm.js";
+import type { CallBudget, TokenUsage } from "../core/llm.js";
 import type { ApiMessage } from "../core/messages.js";
 
 export interface SummaryRequest {
@@ -11,6 +11,8 @@ export interface SummaryRequest {
   /** Sent as `max_tokens`: room above the length the prompt asks for (reasoning included). */
   maxTokens: number;
   signal?: AbortSignal;
+  /** Who pays for the call (budgets); the summarizer hands it to its client. */
+  budget?: CallBudget;
 }
 
 export interface SummaryResponse {

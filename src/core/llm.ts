@@ -46,6 +46,24 @@ export interface ChatRequest {
    * plain request, as before streaming existed (STREAMING=off).
    */
   onText?: (delta: string) => void;
+  /** Who pays for the call (budgets): handed down from the turn like `signal`; absent, nothing is metered. */
+  budget?: CallBudget;
+}
+
+/** What a model call costs: money at the model's prices, and tokens in + out. */
+export interface CallCost {
+  usd: number;
+  tokens: number;
+}
+
+/**
+ * Pays for model calls: a turn's budget (src/budget `BudgetScope`). It travels with each request
+ * (and each compaction, flush and transcription) from the turn that makes it to the metered
+ * client, which calls `pay`; the layers between only pass it on.
+ */
+export interface CallBudget {
+  /** Reserves `estimate` (throws BudgetExhaustedError when it does not fit, before anything is spent), runs `call`, settles what `actual` says it cost. */
+  pay<T>(estimate: CallCost, call: () => Promise<T>, actual: (result: T) => CallCost): Promise<T>;
 }
 
 export interface ChatResult {

@@ -24,8 +24,8 @@ export function createSummarizer(client: LlmClient): Summarizer {
     get contextWindow() {
       return client.contextWindow;
     },
-    async summarize({ messages, maxTokens, signal }) {
-      const result = await client.complete({ messages, maxTokens, ...(signal ? { signal } : {}) });
+    async summarize({ messages, maxTokens, signal, budget }) {
+      const result = await client.complete({ messages, maxTokens, ...(signal ? { signal } : {}), ...(budget ? { budget } : {}) });
       // An unclosed <think> is thinking cut off at max_tokens: nothing of it is summary.
       const text = (result.content ?? "").replace(THINKING, "").replace(/<think>[\s\S]*$/, "").trim();
       const finishReason = result.finishReason;

@@ -2,7 +2,7 @@
  * Pictures, voice notes and files (issue #14, docs/media.md): one object per worker process that
  * resolves a batch's attachments before the turn and adds image parts to each request.
  */
-import type { WireMessage } from "../core/llm.js";
+import type { CallBudget, WireMessage } from "../core/llm.js";
 import type { ChatMessage } from "../core/messages.js";
 import type { InboundMessage } from "../core/channel.js";
 import type { Logger } from "../logger.js";
@@ -40,8 +40,8 @@ export interface MediaEngineOptions {
   limits: MediaLimits;
   /** `declared`: the catalogue's `vision` flag of a model id (src/models). */
   vision: { mode: VisionMode; detail: "auto" | "low" | "high"; model: string; memory: VisionMemory; declared?: (model: string) => boolean | undefined };
-  /** Runs each transcription call (budgets: src/budget meteredCall); default: as is. */
-  meter?: (call: () => Promise<string>, audio: AudioInfo) => Promise<string>;
+  /** Runs each transcription call, paid by `budget` (the turn's, from the resolve scope); default: as is. */
+  meter?: (call: () => Promise<string>, audio: AudioInfo, budget: CallBudget | undefined) => Promise<string>;
   log: Logger;
 }
 
@@ -77,5 +77,5 @@ export function createMediaEngine(options: MediaEngineOptions): MediaEngine {
 
 const metered = (transcriber: Transcriber, meter: MediaEngineOptions["meter"]): Transcriber =>
   meter
-    ? (audio, file, signal) => meter(() => transcriber(audio, file, signal), { bytes: audio.byteLength, ...(file.durationS ? { durationS: file.durationS } : {}) })
+    ? (audio, file, signal, budget) => meter(() => transcriber(audio, file, signal), { bytes: audio.byteLength, ...(file.durationS ? { durationS: file.durationS } : {}) }, budget)
     : transcriber;

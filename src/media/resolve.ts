@@ -9,6 +9,7 @@
 import { createHash } from "node:crypto";
 import { attachmentPlaceholder, formatBytes, type Attachment } from "../core/attachments.js";
 import type { InboundMessage } from "../core/channel.js";
+import type { CallBudget } from "../core/llm.js";
 import type { Logger } from "../logger.js";
 import { CorruptFileError, documentType, extractText } from "./extract.js";
 import { imageFormat, ImageCache } from "./images.js";
@@ -33,6 +34,8 @@ export interface MediaResolverOptions {
 
 export interface ResolveScope {
   signal?: AbortSignal;
+  /** Who pays for transcriptions (budgets); absent: not metered. */
+  budget?: CallBudget;
   log: Logger;
   /** Stores a long document's whole text where `recall` reads it (like a capped tool output). */
   saveText(id: string, text: string): Promise<void>;
@@ -64,7 +67,7 @@ export function createMediaResolver(options: MediaResolverOptions): MediaResolve
     const sha256 = hash(fetched.bytes);
     try {
       const file = { name: attachment.name, ...(attachment.mimeType ? { mimeType: attachment.mimeType } : {}), ...(attachment.durationS ? { durationS: attachment.durationS } : {}) };
-      const transcript = await options.transcriber(fetched.bytes, file, scope.signal);
+      const transcript = await options.transcriber(fetched.bytes, file, scope.signal, scope.budget);
       scope.log.info({ attachment: attachment.name, bytes: fetched.bytes.byteLength, chars: transcript.length }, "media-transcribed");
       return { attachment: { ...attachment, sha256, transcript } };
     } catch (error) {

@@ -3,6 +3,7 @@
  * faster-whisper-server, LocalAI …): multipart with `file` and `model`, answered `{ "text" }`.
  * The key is never logged; failures name the status, not the request.
  */
+import type { CallBudget } from "../core/llm.js";
 
 export interface TranscriberOptions {
   /** Ends in `/v1`, like LLM_BASE_URL. */
@@ -13,8 +14,11 @@ export interface TranscriberOptions {
   fetchImpl?: typeof fetch;
 }
 
-/** `durationS`: the length the platform announced, when it did (budgets price transcription by the minute). */
-export type Transcriber = (audio: Uint8Array, file: { name: string; mimeType?: string; durationS?: number }, signal?: AbortSignal) => Promise<string>;
+/**
+ * `durationS`: the length the platform announced, when it did (budgets price transcription by the
+ * minute); `budget`: who pays for it (the media engine's `meter` charges it; the call ignores it).
+ */
+export type Transcriber = (audio: Uint8Array, file: { name: string; mimeType?: string; durationS?: number }, signal?: AbortSignal, budget?: CallBudget) => Promise<string>;
 
 export class TranscriptionError extends Error {
   override readonly name = "TranscriptionError";

@@ -4,7 +4,7 @@
  * answer is capped at `maxTokens`, nothing of it reaches the user or the conversation, and a
  * failure never stops the compaction (it is logged and the fold goes on).
  */
-import type { ChatRequest, LlmClient } from "../core/llm.js";
+import type { CallBudget, ChatRequest, LlmClient } from "../core/llm.js";
 import type { MemoryOwner } from "../core/memory.js";
 import type { ChatMessage } from "../core/messages.js";
 import type { Logger } from "../logger.js";
@@ -27,6 +27,8 @@ export interface FlushInput {
   prepareRequest: (context: readonly ChatMessage[]) => Pick<ChatRequest, "messages" | "promptCacheKey">;
   maxTokens: number;
   signal: AbortSignal;
+  /** Who pays for the flush's call (budgets); absent: not metered. */
+  budget?: CallBudget;
   log: Logger;
   now: number;
 }
@@ -39,6 +41,7 @@ export async function flushMemory(input: FlushInput): Promise<string[]> {
     tools: [MEMORY_TOOL_DEFINITION],
     maxTokens: input.maxTokens,
     signal: input.signal,
+    budget: input.budget,
   });
   const answers: string[] = [];
   for (const call of result.toolCalls.slice(0, FLUSH_MAX_CALLS)) {

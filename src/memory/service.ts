@@ -4,6 +4,7 @@
  */
 import type { MessageOrigin } from "../core/channel.js";
 import type { MemoryOwner, Pin, SessionMemory } from "../core/memory.js";
+import type { CallBudget } from "../core/llm.js";
 import type { SessionState } from "../session/state.js";
 import { SUMMARY_END_MARKER, SUMMARY_HEADER } from "../context/index.js";
 import type { Summarizer } from "../context/summarizer.js";
@@ -49,7 +50,7 @@ export class MemoryService {
    * The summary message's content re-summarized without `text` (`/forget`). On failure the
    * content comes back as it was; the caller cuts the text out literally either way.
    */
-  async rewriteSummary(content: string, text: string, signal: AbortSignal, log: Logger): Promise<string> {
+  async rewriteSummary(content: string, text: string, signal: AbortSignal, log: Logger, budget?: CallBudget): Promise<string> {
     if (!this.#summarizer) return content;
     let body = content.trim();
     const framed = body.startsWith(SUMMARY_HEADER) && body.endsWith(SUMMARY_END_MARKER);
@@ -62,6 +63,7 @@ export class MemoryService {
         ],
         maxTokens: Math.max(256, Math.ceil(charCount(body) / 2)),
         signal,
+        ...(budget ? { budget } : {}),
       });
       return framed ? `${SUMMARY_HEADER}\n\n${rewritten.trim()}\n\n${SUMMARY_END_MARKER}` : rewritten.trim();
     } catch (error) {

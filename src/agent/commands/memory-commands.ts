@@ -48,7 +48,7 @@ export async function forgetCommand(memory: MemoryService, context: CommandConte
     }
     if (message.kind === "summary") {
       summaries++;
-      const content = await memory.rewriteSummary(message.content, text, context.scope.signal, context.scope.log);
+      const content = await memory.rewriteSummary(message.content, text, context.scope.signal, context.scope.log, context.scope.budget);
       live.push({ ...message, content: cut(content, text), tokens: undefined } as ChatMessage);
     } else {
       messages++;
