@@ -1,26 +1,41 @@
 /**
- * Maps whatever the openai SDK throws to the errors named for what the caller must do
- * (`src/errors.ts`), and classifies failures for metrics. Every mapped error keeps the SDK's
- * error as `cause`.
+ * The failures of the LLM transport (transport.ts), and their mapping to the errors named for
+ * what the caller must do (`src/errors.ts`); `classifyLlmError` classes them for metrics. Every
+ * mapped error keeps the transport's error as `cause`.
  *
- * The SDK (6.49.0) builds `APIError.error` from `body.error` only. Bodies without that key are
- * lost to it: vLLM's older flat `{object:"error", message, code:400}` becomes
- * "400 status code (no body)" with `error`, `code` and `type` all undefined. The client keeps
- * the raw body of every failed response (`rememberRawBody`, fed by its `makeStatusError`
- * override), so the overflow rule and the messages here still see what the server said.
+ * A failed response keeps its status, headers and raw body (`LlmHttpError`): the message is the
+ * body's own words (`error.message`, a string `error`, `message` or `detail`, OpenRouter's
+ * `metadata.raw`), so vLLM's older flat `{object:"error", message, code:400}` and every other
+ * backend's overflow wording reach the overflow rule (src/context/overflow.ts).
  */
-import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
 import { detectContextOverflow } from "../context/overflow.js";
 import { AbortedError, ContextOverflowError, PermanentError, RetryableError } from "../errors.js";
 
 export type LlmErrorKind =
   | "overflow" | "rate-limit" | "server" | "timeout" | "connection" | "auth" | "bad-request" | "aborted" | "unknown";
 
-const rawBodies = new WeakMap<object, string>();
+/** A non-2xx answer as the server sent it. `code` and `type` are `body.error`'s, when it has them. */
+export class LlmHttpError extends Error {
+  override readonly name = "LlmHttpError";
+  readonly code: unknown;
+  readonly type: unknown;
+  constructor(readonly status: number, readonly headers: Headers, readonly body: string) {
+    super(`${status} ${messageInBody(body) ?? (body.trim() === "" ? "status code (no body)" : truncate(body.trim(), 500))}`);
+    const parsed = safeParse(body);
+    const error = isRecord(parsed) && isRecord(parsed.error) ? parsed.error : undefined;
+    this.code = error?.code;
+    this.type = error?.type;
+  }
+}
 
-/** Called by the client for every HTTP error the SDK builds. */
-export function rememberRawBody(error: object, body: string): void {
-  rawBodies.set(error, body);
+/** No answer within `timeoutMs`: no headers, a plain body not read in time, or a stream gone idle. */
+export class LlmTimeoutError extends Error {
+  override readonly name = "LlmTimeoutError";
+}
+
+/** The connection failed or dropped (refused, reset, closed mid-body); `cause` is the network error. */
+export class LlmConnectionError extends Error {
+  override readonly name = "LlmConnectionError";
 }
 
 /**
@@ -61,27 +76,14 @@ interface Facts {
 }
 
 function factsOf(error: unknown): Facts {
-  // Order matters: the abort and timeout errors are APIError subclasses too.
-  if (error instanceof APIUserAbortError || (error instanceof Error && error.name === "AbortError")) {
-    return { kind: "aborted", message: error.message };
-  }
-  if (error instanceof APIConnectionTimeoutError) return { kind: "timeout", message: error.message };
-  if (error instanceof APIConnectionError) {
-    const cause = error.cause instanceof Error ? `: ${error.cause.message}` : "";
-    return { kind: "connection", message: `${error.message}${cause}` };
-  }
+  if (error instanceof AbortedError || (error instanceof Error && error.name === "AbortError")) return { kind: "aborted", message: error.message };
+  if (error instanceof LlmTimeoutError) return { kind: "timeout", message: error.message };
+  if (error instanceof LlmConnectionError) return { kind: "connection", message: error.message };
   if (error instanceof ProviderErrorBody) {
     return { kind: "api", status: error.status, code: error.code, type: error.type, message: error.message, body: error.body };
   }
-  if (error instanceof APIError) {
-    const body = rawBodies.get(error) ?? (error.error === undefined ? undefined : safeStringify(error.error));
-    const fromBody = body === undefined ? undefined : messageInBody(body);
-    // The SDK says "(no body)" when `body.error` is missing, and knows nothing of OpenRouter's
-    // `metadata.raw`: the body then says more than the SDK's message.
-    const sdkText = error.message.replace(/^\d{3} /, "");
-    const saysMore = fromBody !== undefined && (sdkText.endsWith("status code (no body)") || (fromBody !== sdkText && fromBody.startsWith(sdkText)));
-    const message = saysMore ? `${error.status} ${fromBody}` : error.message;
-    return { kind: "api", status: error.status, code: error.code, type: error.type, message, body, headers: error.headers };
+  if (error instanceof LlmHttpError) {
+    return { kind: "api", status: error.status, code: error.code, type: error.type, message: error.message, body: error.body, headers: error.headers };
   }
   return { kind: "other", message: error instanceof Error ? error.message : String(error) };
 }
@@ -102,7 +104,7 @@ function kindOf(facts: Facts): LlmErrorKind {
   return "unknown";
 }
 
-/** The failure's class, for metrics and logs. Accepts SDK errors and errors mapped by `toLlmError`. */
+/** The failure's class, for metrics and logs. Accepts the transport's errors and errors mapped by `toLlmError`. */
 export function classifyLlmError(error: unknown): LlmErrorKind {
   if (error instanceof ContextOverflowError) return "overflow";
   if (error instanceof AbortedError) return "aborted";
@@ -119,7 +121,7 @@ export interface MapOptions {
   redact?: (text: string) => string;
 }
 
-/** The error the caller should act on, with the SDK's error as `cause`. Our own errors pass through. */
+/** The error the caller should act on, with the transport's error as `cause`. Our own errors pass through. */
 export function toLlmError(error: unknown, options: MapOptions = {}): Error {
   if (error instanceof PermanentError || error instanceof RetryableError || error instanceof AbortedError) return error;
   const redact = options.redact ?? ((text: string) => text);
@@ -148,7 +150,7 @@ export function toLlmError(error: unknown, options: MapOptions = {}): Error {
 }
 
 /**
- * The wait a server asks for, read the way the SDK reads it: `retry-after-ms` (milliseconds,
+ * The wait a server asks for, read as the openai SDK read it: `retry-after-ms` (milliseconds,
  * non-standard), else `retry-after` (seconds, or an HTTP date).
  */
 export function retryAfterMsFromHeaders(headers: Headers): number | undefined {

@@ -1,4 +1,4 @@
-/** The LLM layer's public surface. Only this folder imports `openai`. */
+/** The LLM layer's public surface. Only this folder imports `undici` (for the LLM endpoint). */
 export { createLlmClient, type LlmClientOptions, type OpenAiLlmClient } from "./client.js";
 export { classifyLlmError, retryAfterMsFromHeaders, toLlmError, type LlmErrorKind } from "./errors.js";
 export { DEFAULT_CONTEXT_WINDOW, lookupContextWindow, resolveContextWindow } from "./models.js";

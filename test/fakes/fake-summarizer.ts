@@ -9,7 +9,7 @@
  *   - as a reasoning model (`reasoningTokens`), it spends completion tokens thinking before the
  *     first word of the answer, so a tight max_tokens leaves an empty or cut answer;
  *   - it refuses a request whose prompt and max_tokens together exceed its window (in its own
- *     unit), as an OpenAI-compatible server does: its 400, as the SDK throws it, goes through the real client's mapping into
+ *     unit), as an OpenAI-compatible server does: its 400, as the transport reports it, goes through the real client's mapping into
  *     ContextOverflowError.
  * It writes every heading of the template it finds in the prompt, and lists every message id it
  * read (from the turns and the previous summary), so tests can check what reached a summary.
@@ -18,8 +18,7 @@
  *   fake.setHandler(summarizerHandler({ reasoningTokens }))  // behind the HTTP fake LLM
  */
 import type { Summarizer, SummaryRequest, SummaryResponse } from "../../src/context/summarizer.js";
-import { APIError } from "openai";
-import { toLlmError } from "../../src/llm/errors.js";
+import { LlmHttpError, toLlmError } from "../../src/llm/errors.js";
 import { overflow, type FakeHandler, type FakeResponse, type RecordedRequest } from "./fake-llm.js";
 
 export interface FakeSummarizerOptions {
@@ -135,10 +134,10 @@ export class FakeSummarizer extends SummaryModel implements Summarizer {
     const user = request.messages.filter((message) => message.role === "user").map((message) => message.content ?? "").join("\n");
     const requested = this.requested(system, user, request.maxTokens);
     if (requested > this.contextWindow) {
-      // What the server answers (OpenAI's context_length_exceeded 400, as the SDK throws it),
-      // through the client's own mapping: the fake never decides what the engine sees.
+      // What the server answers (OpenAI's context_length_exceeded 400, as the transport reports
+      // that response), through the client's own mapping: the fake never decides what the engine sees.
       const refusal = overflow.openai({ contextWindow: this.contextWindow, requested });
-      throw toLlmError(APIError.generate(refusal.status, refusal.body as object, undefined, new Headers({ "content-type": "application/json" })));
+      throw toLlmError(new LlmHttpError(refusal.status, new Headers({ "content-type": "application/json" }), JSON.stringify(refusal.body)));
     }
     const answer = this.answer(system, user, request.maxTokens);
     return {

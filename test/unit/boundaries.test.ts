@@ -46,7 +46,7 @@ const packageOwners: Array<{ pattern: RegExp; owners: string[] }> = [
   { pattern: /^(grammy|@grammyjs\/)/, owners: ["src/adapters/telegram/"] },
   { pattern: /^(discord\.js|@discordjs\/)/, owners: ["src/adapters/discord/"] },
   { pattern: /^bullmq$/, owners: ["src/queue/", "src/gateway/delivery.ts", "workers/"] },
-  { pattern: /^openai(\/|$)/, owners: ["src/llm/"] },
+  { pattern: /^undici(\/|$)/, owners: ["src/llm/"] },
   { pattern: /^@modelcontextprotocol\//, owners: ["src/tools/mcp/"] },
 ];
 

@@ -1,7 +1,7 @@
-import { APIError } from "openai";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ContextOverflowError, RetryableError } from "../../../src/errors.js";
 import { classifyLlmError } from "../../../src/llm/index.js";
+import { LlmHttpError } from "../../../src/llm/errors.js";
 import { overflow, startFakeLlm, type FakeHttpError, type FakeLlm } from "../../fakes/fake-llm.js";
 import { clientFor, rejectionOf, user } from "./helpers.js";
 
@@ -33,7 +33,8 @@ describe("every backend's context-overflow body becomes a ContextOverflowError",
     expect(error).toBeInstanceOf(ContextOverflowError);
     expect((error as ContextOverflowError).contextWindow).toBe(contextWindow);
     expect(classifyLlmError(error)).toBe("overflow");
-    expect(error.cause).toBeInstanceOf(APIError);
+    expect(error.cause).toBeInstanceOf(LlmHttpError);
+    expect((error.cause as LlmHttpError).status).toBe(response.status);
   });
 
   it("is never retried", async () => {
@@ -42,12 +43,12 @@ describe("every backend's context-overflow body becomes a ContextOverflowError",
     expect(fake.requests).toHaveLength(1);
   });
 
-  it("recovers the message of vLLM's flat body, which the SDK reports as '(no body)'", async () => {
-    const error = await failureOf(overflow.vllmFlat({ contextWindow: 4096, requested: 5000 }));
+  it("reads the message of vLLM's flat body, which has no `error` key (the openai SDK reported it as '(no body)')", async () => {
+    const response = overflow.vllmFlat({ contextWindow: 4096, requested: 5000 });
+    const error = await failureOf(response);
 
-    const cause = error.cause as APIError;
-    expect(cause.message).toBe("400 status code (no body)");
-    expect(cause.error).toBeUndefined();
+    const cause = error.cause as LlmHttpError;
+    expect(cause.body).toBe(JSON.stringify(response.body));
     expect(cause.code).toBeUndefined();
     expect(error.message).toContain("maximum context length is 4096 tokens. However, you requested 5000 tokens");
   });

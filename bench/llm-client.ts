@@ -1,0 +1,84 @@
+/**
+ * The LLM client's own cost (issue 18): CPU ms per `complete()` of `createLlmClient`, plain and
+ * streamed (`onText`), against the fake LLM in a process of its own (bench/fake-llm-process.ts),
+ * so that only the client's CPU is counted. Sequential calls on one client, as a worker makes
+ * them; after a warm-up, RUNS runs of CALLS calls each, the median run reported. CPU time, not
+ * wall time: the machine is shared.
+ *
+ *   npm run bench -- llm-client
+ *   npx tsx bench/llm-client.ts --calls=1000 --runs=5
+ */
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { createLlmClient } from "../src/llm/index.js";
+import type { ChatRequest } from "../src/llm/index.js";
+import { isMain, median, table } from "./stats.js";
+
+/** A turn's first step in miniature: a system prompt and one short user message. */
+const MESSAGES: ChatRequest["messages"] = [
+  { role: "system", content: "You are a helpful assistant in a long conversation. ".repeat(8) },
+  { role: "user", content: "What did we decide about the trip?" },
+];
+
+/** The fake LLM in its own process; its URL is the first line it prints. */
+async function startFakeLlmProcess(): Promise<{ url: string; close(): Promise<void> }> {
+  const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./fake-llm-process.ts", import.meta.url))], { stdio: ["ignore", "pipe", "inherit"] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      out += chunk;
+      if (out.includes("\n")) resolve(out.split("\n")[0]!.trim());
+    });
+    child.once("exit", (code) => reject(new Error(`fake LLM exited with ${code}`)));
+  });
+  return {
+    url,
+    close: async () => {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+/** CPU ms (user + system) of this process per call, over `calls` sequential calls. */
+async function cpuPerCall(calls: number, call: () => Promise<unknown>): Promise<number> {
+  const before = process.cpuUsage();
+  for (let index = 0; index < calls; index++) await call();
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / 1000 / calls;
+}
+
+export async function main(args: string[] = process.argv.slice(2)): Promise<string> {
+  const flag = (name: string, fallback: number) => Number(args.find((arg) => arg.startsWith(`--${name}=`))?.split("=")[1] ?? fallback);
+  const calls = flag("calls", 1_000);
+  const runs = flag("runs", 5);
+  const llm = await startFakeLlmProcess();
+  try {
+    const client = createLlmClient({ baseUrl: llm.url, apiKey: "sk-bench-0123456789", model: "gpt-4o-mini", timeoutMs: 30_000, maxRetries: 2 });
+    let streamedText = "";
+    const modes = {
+      plain: () => client.complete({ messages: MESSAGES }),
+      streamed: () => client.complete({ messages: MESSAGES, onText: (delta) => void (streamedText += delta) }),
+    };
+    const rows: Array<[string, number, string]> = [];
+    for (const [mode, call] of Object.entries(modes)) {
+      await cpuPerCall(200, call); // warm-up: JIT, the connection
+      const perRun: number[] = [];
+      for (let run = 0; run < runs; run++) perRun.push(await cpuPerCall(calls, call));
+      rows.push([mode, median(perRun), perRun.map((value) => value.toFixed(2)).join(" / ")]);
+    }
+    if (!streamedText.startsWith("echo: ")) throw new Error(`unexpected streamed text: ${streamedText.slice(0, 40)}`);
+    const report = [
+      `LLM client CPU per call: ${runs} runs × ${calls} sequential calls against the fake LLM in its own process (median run)`,
+      "",
+      table(["mode", "CPU ms/call (median)", "runs"], rows),
+    ].join("\n");
+    console.log(report);
+    return report;
+  } finally {
+    await llm.close();
+  }
+}
+
+if (isMain(import.meta.url)) await main();
