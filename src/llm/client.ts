@@ -13,10 +13,9 @@ import { alternateRoles } from "./alternate-roles.js";
 import { AbortedError, ContextOverflowError } from "../errors.js";
 import { silentLogger } from "../logger.js";
 import { classifyLlmError, toLlmError } from "./errors.js";
-import { StreamedCompletion, toChatResult } from "./completion.js";
+import { readEvents, StreamedCompletion, toChatResult } from "./completion.js";
 import { resolveContextWindow, usesMaxCompletionTokens } from "./models.js";
-import { SseDecoder } from "./sse.js";
-import { createTransport, type ResponseBody, type Transport } from "./transport.js";
+import { createTransport, type Transport } from "./transport.js";
 import type { ChatRequest, ChatResult, LlmClient } from "../core/llm.js";
 
 export interface LlmClientOptions {
@@ -141,24 +140,8 @@ async function streamed(transport: Transport, request: ChatRequest, onText: (del
         if (whole.content) onText(whole.content);
         return whole;
       }
-      await readEvents(response, completion, request.signal);
+      await readEvents(response as AsyncIterable<Uint8Array>, completion, request.signal);
       return completion.result(options.model);
     },
   });
-}
-
-async function readEvents(response: ResponseBody, completion: StreamedCompletion, signal: AbortSignal | undefined): Promise<void> {
-  const decoder = new SseDecoder();
-  let done = false;
-  const take = (events: string[]) => {
-    for (const data of events) {
-      // An abort from inside onText (/stop) hands on nothing more, not even the rest of this piece.
-      if (signal?.aborted) throw new AbortedError("LLM request aborted", { cause: signal.reason });
-      if (done) return;
-      if (data.startsWith("[DONE]")) done = true;
-      else completion.add(JSON.parse(data));
-    }
-  };
-  for await (const bytes of response) take(decoder.push(bytes as Uint8Array));
-  take(decoder.end());
 }

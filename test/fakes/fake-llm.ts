@@ -31,7 +31,12 @@
  * tool calls as an id + name delta followed by argument pieces, a chunk with `finish_reason`,
  * the usage in a last chunk without choices when `stream_options.include_usage` asks for it, then
  * `data: [DONE]`. `tokensPerSecond` (per reply, or `fake.setStreamRate`) paces the chunks;
- * `dropAfterTokens` destroys the connection after that many text chunks, mid-answer.
+ * `dropAfterTokens` destroys the connection after that many text chunks, mid-answer;
+ * `stallAfterTokens` sends nothing more after that many (the connection stays open, as with a
+ * stuck upstream); `streamError` sends OpenRouter's mid-stream error chunk after `afterTokens`
+ * text chunks (`error` in the chunk, `finish_reason: "error"`) and ends the stream.
+ * Each request records the id of the connection it came on (`connection`), so a test can see
+ * whether the client reuses its keep-alive connections.
  *
  * `startFakeLlm({ rules: "openai" | "anthropic" | "vllm" | "vllm-alternating" | "ollama" })` refuses
  * requests that break that kind of server's message rules with its own 400 body (provider-rules.ts).
@@ -58,7 +63,7 @@
  * matches (such requests are not recorded).
  */
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { checkProviderRules, ollamaTruncation, type ProviderRules } from "./provider-rules.js";
 
 export interface FakeChatMessage {
@@ -85,6 +90,8 @@ export interface RecordedRequest {
   headers: IncomingHttpHeaders;
   /** `Date.now()` at arrival. */
   at: number;
+  /** The TCP connection it came on: 1, 2, … in the order the server accepted them. */
+  connection: number;
 }
 
 export interface WireUsage {
@@ -106,6 +113,10 @@ export interface FakeReply {
   tokensPerSecond?: number;
   /** Streamed answers only: the connection is destroyed after this many text chunks. */
   dropAfterTokens?: number;
+  /** Streamed answers only: nothing more is sent after this many text chunks; the connection stays open. */
+  stallAfterTokens?: number;
+  /** Streamed answers only: OpenRouter's error chunk after `afterTokens` text chunks, then the end. */
+  streamError?: { afterTokens: number; error: { code: number | string; message: string } };
 }
 
 export interface FakeHttpError {
@@ -391,6 +402,8 @@ export function streamPieces(text: string): string[] {
 interface StreamPlan {
   tokensPerSecond: number;
   dropAfterTokens?: number;
+  stallAfterTokens?: number;
+  streamError?: FakeReply["streamError"];
   gone: Promise<void>;
   isClosed: () => boolean;
   onChunk: () => void;
@@ -416,6 +429,12 @@ async function streamCompletion(response: ServerResponse, reply: FakeReply, requ
       // What was written reaches the client first, then the connection drops.
       await Promise.race([written, plan.gone]);
       response.destroy();
+      return;
+    }
+    if (plan.stallAfterTokens !== undefined && sent >= plan.stallAfterTokens) return;
+    if (plan.streamError !== undefined && sent >= plan.streamError.afterTokens) {
+      void event({ ...base, provider: "fake", error: plan.streamError.error, choices: [{ index: 0, delta: { content: "" }, finish_reason: "error", logprobs: null }] });
+      response.end();
       return;
     }
     // Paced against the clock from the first chunk, so late timers (a loaded machine) do not slow the rate.
@@ -523,8 +542,8 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
     return queue.shift() ?? fallback(request);
   };
 
-  const answer = async (body: string, headers: IncomingHttpHeaders, response: ServerResponse): Promise<void> => {
-    const request: RecordedRequest = { index: requests.length, body: JSON.parse(body) as FakeChatRequestBody, headers, at: Date.now() };
+  const answer = async (body: string, headers: IncomingHttpHeaders, connection: number, response: ServerResponse): Promise<void> => {
+    const request: RecordedRequest = { index: requests.length, body: JSON.parse(body) as FakeChatRequestBody, headers, at: Date.now(), connection };
     requests.push(request);
     for (const wake of waiters) wake();
     // The client may give up (timeout, abort, a killed worker) while we wait: then stay silent.
@@ -571,6 +590,8 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
       await streamCompletion(response, reply, seen, {
         tokensPerSecond: reply.tokensPerSecond ?? streamRate,
         ...(reply.dropAfterTokens === undefined ? {} : { dropAfterTokens: reply.dropAfterTokens }),
+        ...(reply.stallAfterTokens === undefined ? {} : { stallAfterTokens: reply.stallAfterTokens }),
+        ...(reply.streamError === undefined ? {} : { streamError: reply.streamError }),
         gone,
         tokenRatio,
         isClosed: () => closed,
@@ -579,6 +600,8 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
     } else send(response, 200, completionBody(reply, seen, tokenRatio));
   };
 
+  const connectionIds = new WeakMap<Socket, number>();
+  let connections = 0;
   const server = createServer((incoming, response) => {
     const chunks: Buffer[] = [];
     incoming.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -600,11 +623,12 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
       if (incoming.method !== "POST" || incoming.url !== "/v1/chat/completions") {
         return send(response, 404, { error: { message: `no route ${incoming.method} ${incoming.url}`, type: "invalid_request_error", param: null, code: null } });
       }
-      answer(Buffer.concat(chunks).toString("utf8"), incoming.headers, response).catch((error: unknown) => {
+      answer(Buffer.concat(chunks).toString("utf8"), incoming.headers, connectionIds.get(incoming.socket) ?? 0, response).catch((error: unknown) => {
         if (!response.headersSent) send(response, 500, { error: { message: `fake LLM: ${String(error)}`, type: "server_error", param: null, code: null } });
       });
     });
   });
+  server.on("connection", (socket: Socket) => void connectionIds.set(socket, ++connections));
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
 
