@@ -60,7 +60,6 @@ const server = createServer((request, response) => {
     }
   });
 });
-server.keepAliveTimeout = 60_000;
 server.listen(0, "127.0.0.1", () => {
   const address = server.address();
   if (address === null || typeof address === "string") throw new Error("no port");

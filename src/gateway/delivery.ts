@@ -117,7 +117,8 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
           if (!(error instanceof PermanentError)) throw error;
           log.error({ sessionKey, replyId: reply.replyId, err: error }, "reply-undeliverable");
         }
-        const finish = (): Promise<DeliveryStep> => outbox.finish(sessionKey, token, reply.replyId, leaseMs);
+        // FINISH_REPLY releases the lease when the outbox is empty: no heartbeat may follow it.
+        const finish = (): Promise<DeliveryStep> => lease.paused(() => outbox.finish(sessionKey, token, reply.replyId, leaseMs));
         // The outbox's last reply: settling the session goes out with its finish (one round
         // trip); a reply committed meanwhile, or messages waiting, list the session again.
         if (step.queued === 1) {

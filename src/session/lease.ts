@@ -30,6 +30,7 @@ export class LeaseKeeper {
   readonly #timer: NodeJS.Timeout;
   #inFlight: Promise<void> | undefined;
   #stopped = false;
+  #paused = 0;
 
   constructor(
     private readonly redis: Redis,
@@ -48,7 +49,7 @@ export class LeaseKeeper {
   }
 
   #beat(): void {
-    if (this.#inFlight || this.#stopped) return;
+    if (this.#inFlight || this.#stopped || this.#paused > 0) return;
     const keys = this.lease.abortKey === undefined ? [this.lease.key] : [this.lease.key, this.lease.abortKey];
     this.#inFlight = (runScript(this.redis, HEARTBEAT, keys.length, ...keys, this.lease.token, this.lease.ttlMs) as Promise<string>)
       .then((answer) => {
@@ -57,6 +58,23 @@ export class LeaseKeeper {
       .finally(() => {
         this.#inFlight = undefined;
       });
+  }
+
+  /**
+   * Runs `write` (a script that may release the lease) with no heartbeat in flight and none sent
+   * meanwhile; renewing goes on afterwards unless stopped. A heartbeat sent while the write is
+   * on its way runs after it in Redis, and would take a lease the write released back for a
+   * whole TTL: every later attempt would find it busy, and the sweeper would leave the session
+   * alone, until the TTL ran out.
+   */
+  async paused<T>(write: () => Promise<T>): Promise<T> {
+    this.#paused += 1;
+    try {
+      await this.#inFlight;
+      return await write();
+    } finally {
+      this.#paused -= 1;
+    }
   }
 
   /**
