@@ -21,6 +21,7 @@
  *
  *   npx tsx bench/pipeline.ts [sessions=20] [messages=25] [--rates=100,200,400] [--seconds=20]
  *                             [--mode=both|closed|open] [--cpu-prof=<dir>] [--loop-delay] [--llm=zero|fake]
+ *                             [--worker-node-args="--max-semi-space-size=32 …"]
  *
  * `--llm=zero` (the default) answers from bench/zero-llm.ts, which does the least a server can;
  * `--llm=fake` from the tests' strict fake (test/fakes/fake-llm.ts), which checks every request
@@ -248,6 +249,8 @@ export interface BenchPlan {
   loopDelay: boolean;
   /** The LLM server: zero-latency (bench/zero-llm.ts) or the tests' strict fake. */
   llm: "zero" | "fake";
+  /** `--worker-node-args`: extra Node.js flags for the worker processes (e.g. GC settings). */
+  workerNodeArgs: string[];
 }
 
 async function withLonghaul<T>(redisUrl: string, llmUrl: string, workers: number, plan: BenchPlan, body: (roundTrip: RoundTrip, processes: readonly AppProcess[]) => Promise<T>): Promise<T> {
@@ -256,7 +259,7 @@ async function withLonghaul<T>(redisUrl: string, llmUrl: string, workers: number
     REDIS_URL: redisUrl, REDIS_PREFIX: prefix, LLM_BASE_URL: llmUrl, LLM_API_KEY: "bench", LOG_LEVEL: "info",
     HTTP_PORT: "0", CONSOLE: "off", RATE_LIMIT_PER_MINUTE: "0", WORKER_CONCURRENCY: "16",
   };
-  const nodeArgs = [...(plan.cpuProfileDir ? ["--cpu-prof", `--cpu-prof-dir=${plan.cpuProfileDir}`] : []), ...(plan.loopDelay ? ["--import", LOOP_DELAY_PROBE] : [])];
+  const nodeArgs = [...plan.workerNodeArgs, ...(plan.cpuProfileDir ? ["--cpu-prof", `--cpu-prof-dir=${plan.cpuProfileDir}`] : []), ...(plan.loopDelay ? ["--import", LOOP_DELAY_PROBE] : [])];
   const processes = Array.from({ length: workers }, () => spawnApp({ ...env, LONGHAUL_ROLE: "worker" }, { nodeArgs }));
   await Promise.all(processes.map((worker) => worker.waitForStderr(/longhaul-ready/, 240_000)));
   const adapter = new BenchAdapter();
@@ -372,8 +375,8 @@ async function startLlmProcess(llm: BenchPlan["llm"]): Promise<{ url: string; cl
 
 export function parsePlan(args: readonly string[]): BenchPlan {
   const flags = new Map(args.filter((arg) => arg.startsWith("--")).map((arg) => {
-    const [name, value = ""] = arg.slice(2).split("=");
-    return [name!, value] as const;
+    const at = arg.indexOf("=");
+    return at < 0 ? [arg.slice(2), ""] as const : [arg.slice(2, at), arg.slice(at + 1)] as const;
   }));
   const positional = args.filter((arg) => !arg.startsWith("--"));
   const mode = flags.get("mode") ?? "both";
@@ -390,6 +393,7 @@ export function parsePlan(args: readonly string[]): BenchPlan {
     ...(cpuProfileDir ? { cpuProfileDir } : {}),
     loopDelay: flags.has("loop-delay"),
     llm,
+    workerNodeArgs: (flags.get("worker-node-args") ?? "").split(" ").filter((arg) => arg !== ""),
   };
 }
 
@@ -405,10 +409,10 @@ export function report(plan: BenchPlan, results: readonly RunResult[]): string {
   if (closed.length > 0) {
     const baseline = sorted(baselineOf(closed[0]!)!);
     parts.push(`Closed loop: ${plan.sessions} sessions × ${plan.messages} messages, LLM server: ${plan.llm === "fake" ? "the tests' fake" : "zero latency"}\n\n` + table(
-      ["run", "messages", "turns/s", "p50 ms", "p95 ms", "p99 ms", "p50 / baseline", "p99 / baseline", "gateway CPU ms/turn", "worker CPU ms/turn", "Redis commands / turn", ...loopHeaders],
+      ["run", "messages", "turns/s", "p50 ms", "p95 ms", "p99 ms", "max ms", "p50 / baseline", "p99 / baseline", "gateway CPU ms/turn", "worker CPU ms/turn", "Redis commands / turn", ...loopHeaders],
       closed.map((result) => {
         const latencies = sorted(result);
-        return [result.label, result.messages, result.messages / result.seconds, percentile(latencies, 50), percentile(latencies, 95), percentile(latencies, 99),
+        return [result.label, result.messages, result.messages / result.seconds, percentile(latencies, 50), percentile(latencies, 95), percentile(latencies, 99), latencies[latencies.length - 1]!,
           percentile(latencies, 50) / percentile(baseline, 50), percentile(latencies, 99) / percentile(baseline, 99), cpu(result.gatewayCpuMs), cpu(result.workerCpuMs), cpu(result.redisCommands), ...loop(result)];
       }),
     ));
@@ -416,11 +420,11 @@ export function report(plan: BenchPlan, results: readonly RunResult[]): string {
   const open = results.filter((result) => result.offered !== undefined);
   if (open.length > 0) {
     parts.push(`Open loop: ${plan.seconds} s at each offered rate, latency from arrival, 2 worker processes\n\n` + table(
-      ["run", "offered /s", "achieved /s", "p50 ms", "p95 ms", "p99 ms", "p50 / baseline", "p99 / baseline", "gateway CPU ms/turn", "worker CPU ms/turn", "Redis commands / turn", ...loopHeaders],
+      ["run", "offered /s", "achieved /s", "p50 ms", "p95 ms", "p99 ms", "max ms", "p50 / baseline", "p99 / baseline", "gateway CPU ms/turn", "worker CPU ms/turn", "Redis commands / turn", ...loopHeaders],
       open.map((result) => {
         const latencies = sorted(result);
         const baseline = sorted(baselineOf(result)!);
-        return [result.label, result.offered!, result.messages / result.seconds, percentile(latencies, 50), percentile(latencies, 95), percentile(latencies, 99),
+        return [result.label, result.offered!, result.messages / result.seconds, percentile(latencies, 50), percentile(latencies, 95), percentile(latencies, 99), latencies[latencies.length - 1]!,
           percentile(latencies, 50) / percentile(baseline, 50), percentile(latencies, 99) / percentile(baseline, 99), cpu(result.gatewayCpuMs), cpu(result.workerCpuMs), cpu(result.redisCommands), ...loop(result)];
       }),
     ));
