@@ -8,10 +8,9 @@
  *   npm run bench -- llm-client
  *   npx tsx bench/llm-client.ts --calls=1000 --runs=5
  */
-import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { createLlmClient } from "../src/llm/index.js";
 import type { ChatRequest } from "../src/llm/index.js";
+import { startLlmProcess } from "./pipeline.js";
 import { isMain, median, table } from "./stats.js";
 
 /** A turn's first step in miniature: a system prompt and one short user message. */
@@ -19,27 +18,6 @@ const MESSAGES: ChatRequest["messages"] = [
   { role: "system", content: "You are a helpful assistant in a long conversation. ".repeat(8) },
   { role: "user", content: "What did we decide about the trip?" },
 ];
-
-/** The fake LLM in its own process; its URL is the first line it prints. */
-async function startFakeLlmProcess(): Promise<{ url: string; close(): Promise<void> }> {
-  const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./fake-llm-process.ts", import.meta.url))], { stdio: ["ignore", "pipe", "inherit"] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-      out += chunk;
-      if (out.includes("\n")) resolve(out.split("\n")[0]!.trim());
-    });
-    child.once("exit", (code) => reject(new Error(`fake LLM exited with ${code}`)));
-  });
-  return {
-    url,
-    close: async () => {
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      await exited;
-    },
-  };
-}
 
 /** CPU ms (user + system) of this process per call, over `calls` sequential calls. */
 async function cpuPerCall(calls: number, call: () => Promise<unknown>): Promise<number> {
@@ -53,7 +31,7 @@ export async function main(args: string[] = process.argv.slice(2)): Promise<stri
   const flag = (name: string, fallback: number) => Number(args.find((arg) => arg.startsWith(`--${name}=`))?.split("=")[1] ?? fallback);
   const calls = flag("calls", 1_000);
   const runs = flag("runs", 5);
-  const llm = await startFakeLlmProcess();
+  const llm = await startLlmProcess("fake");
   try {
     const client = createLlmClient({ baseUrl: llm.url, apiKey: "sk-bench-0123456789", model: "gpt-4o-mini", timeoutMs: 30_000, maxRetries: 2 });
     let streamedText = "";

@@ -352,7 +352,7 @@ async function baselineRuns(redisUrl: string, plan: BenchPlan): Promise<RunResul
 }
 
 /** The LLM server in its own process: bench/zero-llm.ts, or the tests' fake (bench/fake-llm-process.ts). */
-async function startLlmProcess(llm: BenchPlan["llm"]): Promise<{ url: string; close(): Promise<void> }> {
+export async function startLlmProcess(llm: BenchPlan["llm"]): Promise<{ url: string; close(): Promise<void> }> {
   const file = llm === "fake" ? "./fake-llm-process.ts" : "./zero-llm.ts";
   const child: ChildProcessWithoutNullStreams = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL(file, import.meta.url))], { stdio: ["pipe", "pipe", "pipe"] });
   const url = await new Promise<string>((resolve, reject) => {

@@ -136,6 +136,7 @@ const backoffMs = (retry: number): number => Math.min(500 * 2 ** (retry - 1), 8_
 /** Waits `ms`; the caller's abort ends the wait at once. */
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new AbortedError("LLM request aborted during a retry wait", { cause: signal.reason }));
     const onAbort = () => {
       clearTimeout(timer);
       reject(new AbortedError("LLM request aborted during a retry wait", { cause: signal?.reason }));
