@@ -28,7 +28,7 @@ function jsTiktoken(encoding: EncodingName): (text: string) => number {
 import { isMain, median, percentile, table } from "./stats.js";
 
 const MiB = 1024 * 1024;
-const PROSE_ROOTS = ["bullmq", "discord.js", "grammy", "ioredis", "luxon", "openai", "pino", "prom-client", "semver", "yaml", "zod"];
+const PROSE_ROOTS = ["bullmq", "discord.js", "grammy", "ioredis", "luxon", "undici", "pino", "prom-client", "semver", "yaml", "zod"];
 const CODE_ROOTS = ["bullmq/dist/esm", "grammy/out", "ioredis/built", "pino/lib", "yaml/dist", "zod/v4/core"];
 
 function filesUnder(directory: string, extensions: readonly string[]): string[] {

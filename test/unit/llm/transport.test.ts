@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AbortedError, PermanentError, RetryableError } from "../../../src/errors.js";
 import { classifyLlmError } from "../../../src/llm/index.js";
 import { httpError, startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
-import { API_KEY, clientFor, rejectionOf, user } from "./helpers.js";
+import { API_KEY, capturingLogger, clientFor, rejectionOf, user } from "./helpers.js";
 
 let fake: FakeLlm;
 beforeEach(async () => {
@@ -98,6 +98,23 @@ describe("retries", () => {
     expect(result.content).toBe("second attempt");
     expect(fake.requests).toHaveLength(2);
     expect(gaps()[0]).toBeGreaterThanOrEqual(280);
+  });
+});
+
+describe("logging", () => {
+  it("logs each failed attempt with its number, then the step's outcome, never the key", async () => {
+    const { logger, lines } = capturingLogger();
+    const client = clientFor(fake, { logger, maxRetries: 2, timeoutMs: 300 });
+    fake.enqueue(httpError.server(500), { hang: true }, { text: "third attempt" }, httpError.unauthorized(`Incorrect API key provided: ${API_KEY}.`));
+
+    await client.complete({ messages: [user("a")], onText: () => undefined });
+    await rejectionOf(client.complete({ messages: [user("b")] }));
+
+    const entries = lines.map((line) => JSON.parse(line) as { msg: string; attempt?: number; status?: number; error?: string; kind?: string });
+    expect(entries.filter((entry) => entry.msg === "llm attempt failed").map((entry) => [entry.attempt, entry.status ?? "no status"])).toEqual([[1, 500], [2, "no status"], [1, 401]]);
+    expect(entries.filter((entry) => entry.msg === "llm step finished")).toHaveLength(1);
+    expect(entries.find((entry) => entry.msg === "llm step failed")).toMatchObject({ kind: "auth" });
+    for (const line of lines) expect(line).not.toContain(API_KEY);
   });
 });
 
