@@ -11,7 +11,7 @@ import { existsSync } from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { isMain } from "./stats.js";
 
-export const BENCHMARKS = ["tokens", "compaction", "pipeline", "turn-bytes", "long-session", "session-memory", "mcp", "telegram-polling", "schedule", "discord-split", "streaming", "budget", "llm-client"] as const;
+export const BENCHMARKS = ["tokens", "compaction", "pipeline", "turn-bytes", "turn-cpu", "long-session", "session-memory", "mcp", "telegram-polling", "schedule", "discord-split", "streaming", "budget", "llm-client"] as const;
 
 interface BenchModule {
   main?: (args?: string[]) => Promise<string | void> | string | void;

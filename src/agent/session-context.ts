@@ -5,7 +5,7 @@
  */
 import {
   applyPromptCaching, autoCompactionAllowed, calibratedCount, compact, defaultHardLimit, getTokenCounter, initialAntiThrash,
-  initialCalibration, needsCompaction, needsHygiene, recordCompactionOutcome, thresholdTokens, toApiMessages, updateCalibration,
+  initialCalibration, needsCompaction, needsHygiene, recordCompactionOutcome, REPLY_PRIMING_TOKENS, thresholdTokens, toApiMessages, updateCalibration,
   type AntiThrashState, type CalibrationState, type ChatMessage, type CompactionReason, type Summarizer, type TokenCounter, type ToolDefinition,
 } from "../context/index.js";
 import type { ContextOverflowError } from "../errors.js";
@@ -39,6 +39,8 @@ export interface ContextManagerOptions {
   retry?: { attempts?: number; baseDelayMs?: number; timeoutMs?: number };
   /** Memory and pins around the engine (src/memory); none: plain compaction. */
   hooks?: ContextHooks;
+  /** The token counter; default the main model's (`getTokenCounter`). Tests count what the engine counts with a spy. */
+  counter?: TokenCounter;
 }
 
 /** What this binding keeps in `state.engine` (JSON, stored with the session). */
@@ -80,11 +82,21 @@ const ESTIMATE_MARGIN = 0.05;
 /** Share of the current context a manual compaction keeps verbatim as the tail. */
 const MANUAL_TAIL_SHARE = 0.25;
 
+/** Tool sets whose count a manager remembers (a turn's, the built-ins, a model switch's). */
+const TOOL_SETS_REMEMBERED = 4;
+
+/** Whether `items` begins with exactly the objects of `prefix`, in order. */
+function startsWith<T>(items: readonly T[], prefix: readonly T[]): boolean {
+  if (prefix.length > items.length) return false;
+  for (let index = 0; index < prefix.length; index++) if (items[index] !== prefix[index]) return false;
+  return true;
+}
+
 export function createContextManager(options: ContextManagerOptions): ContextManager {
   const { llm, settings } = options;
   // Built on first use (or by warmUp, when a worker starts), never at import time: the encoder
   // costs ~1.5 s and ~150 MB, which a process that only runs the gateway should not pay.
-  let cachedCounter: TokenCounter | undefined;
+  let cachedCounter: TokenCounter | undefined = options.counter;
   const counter = () => (cachedCounter ??= getTokenCounter(llm.model));
 
   const contextWindow = (state: SessionState) => Math.min(llm.contextWindow, fields(state).learnedWindow ?? Number.POSITIVE_INFINITY);
@@ -99,8 +111,49 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     if (blockCount?.text !== text) blockCount = { text, tokens: counter().countText(`\n\n${text}`) };
     return blockCount.tokens;
   };
+  /**
+   * The messages a session's context was last summed over (the manager's own copy of the
+   * references) and their tokens, reply priming included: a turn measures its context before
+   * hygiene, before each step, after each step and once more after the commit, and in between it
+   * only appends (its user messages, the answer, tool calls and results). A context that starts
+   * with the same message objects therefore costs the count of what was added; any other (a
+   * compaction, /forget, a repaired pair) is summed again in full. Identity suffices: a message is
+   * never changed in place, and its count is this counter's. Keyed by the turn's state object,
+   * so it lives as long as the turn.
+   */
+  const summed = new WeakMap<SessionState, { messages: ChatMessage[]; tokens: number }>();
+  const messageTokens = (context: readonly ChatMessage[], state: SessionState | undefined) => {
+    const known = state === undefined ? undefined : summed.get(state);
+    if (known !== undefined && startsWith(context, known.messages)) {
+      for (let index = known.messages.length; index < context.length; index++) {
+        const message = context[index]!;
+        known.tokens += counter().countMessage(message);
+        known.messages.push(message);
+      }
+      return known.tokens;
+    }
+    let tokens = REPLY_PRIMING_TOKENS;
+    for (const message of context) tokens += counter().countMessage(message);
+    if (state !== undefined) summed.set(state, { messages: [...context], tokens });
+    return tokens;
+  };
+  /**
+   * Tool sets counted lately, by the definitions' identity: a turn offers the same definition
+   * objects at every step (in a new array each time), and the idle-mark check after the commit
+   * the built-ins; a few sets are remembered so the two do not evict each other.
+   */
+  const toolCounts: Array<{ tools: readonly ToolDefinition[]; tokens: number }> = [];
+  const toolTokens = (tools: readonly ToolDefinition[]) => {
+    const known = toolCounts.find((entry) => entry.tools.length === tools.length && startsWith(tools, entry.tools));
+    if (known) return known.tokens;
+    const tokens = counter().countTools([...tools]);
+    if (toolCounts.length >= TOOL_SETS_REMEMBERED) toolCounts.shift();
+    toolCounts.push({ tools: [...tools], tokens });
+    return tokens;
+  };
+  /** Our estimate of a request with `context`: messages, tool definitions, the memory block. */
   const estimate = (context: readonly ChatMessage[], tools?: readonly ToolDefinition[], state?: SessionState) =>
-    counter().countMessages(context) + counter().countTools([...toolsOf(tools)]) + blockTokens(state);
+    messageTokens(context, state) + toolTokens(toolsOf(tools)) + blockTokens(state);
   /**
    * The context's size in the provider's tokens, the one unit of every decision (issue #11):
    * the last request's real `prompt_tokens` plus the calibrated estimate of what was added since,

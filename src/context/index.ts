@@ -7,7 +7,7 @@
  *   encodingForModel(model: string): "o200k_base" | "cl100k_base"
  *   createTokenCounter(encoding: string, countText: (text: string) => number): TokenCounter
  *   TokenCounter { encoding; countText(text); countMessage(message) (cached in message.tokens);
- *                  countMessages(messages) (+3 reply priming); countTools(tools) }
+ *                  countMessages(messages) (+REPLY_PRIMING_TOKENS, 3); countTools(tools) }
  *   initialCalibration(): CalibrationState                    { ratio: 1, samples: 0 }
  *   updateCalibration(state, { estimatedTokens, reportedPromptTokens })
  *     → { state, observedRatio, suspectedTruncation }         log a warning when suspectedTruncation
@@ -56,6 +56,7 @@ export {
   createTokenCounter,
   encodingForModel,
   getTokenCounter,
+  REPLY_PRIMING_TOKENS,
   type EncodingName,
   type TokenCounter,
 } from "./tokens.js";
