@@ -82,9 +82,6 @@ const ESTIMATE_MARGIN = 0.05;
 /** Share of the current context a manual compaction keeps verbatim as the tail. */
 const MANUAL_TAIL_SHARE = 0.25;
 
-/** Tool sets whose count a manager remembers (a turn's, the built-ins, a model switch's). */
-const TOOL_SETS_REMEMBERED = 4;
-
 /** Whether `items` begins with exactly the objects of `prefix`, in order. */
 function startsWith<T>(items: readonly T[], prefix: readonly T[]): boolean {
   if (prefix.length > items.length) return false;
@@ -137,23 +134,9 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     if (state !== undefined) summed.set(state, { messages: [...context], tokens });
     return tokens;
   };
-  /**
-   * Tool sets counted lately, by the definitions' identity: a turn offers the same definition
-   * objects at every step (in a new array each time), and the idle-mark check after the commit
-   * the built-ins; a few sets are remembered so the two do not evict each other.
-   */
-  const toolCounts: Array<{ tools: readonly ToolDefinition[]; tokens: number }> = [];
-  const toolTokens = (tools: readonly ToolDefinition[]) => {
-    const known = toolCounts.find((entry) => entry.tools.length === tools.length && startsWith(tools, entry.tools));
-    if (known) return known.tokens;
-    const tokens = counter().countTools([...tools]);
-    if (toolCounts.length >= TOOL_SETS_REMEMBERED) toolCounts.shift();
-    toolCounts.push({ tools: [...tools], tokens });
-    return tokens;
-  };
   /** Our estimate of a request with `context`: messages, tool definitions, the memory block. */
   const estimate = (context: readonly ChatMessage[], tools?: readonly ToolDefinition[], state?: SessionState) =>
-    messageTokens(context, state) + toolTokens(toolsOf(tools)) + blockTokens(state);
+    messageTokens(context, state) + counter().countTools(toolsOf(tools)) + blockTokens(state);
   /**
    * The context's size in the provider's tokens, the one unit of every decision (issue #11):
    * the last request's real `prompt_tokens` plus the calibrated estimate of what was added since,
