@@ -14,26 +14,54 @@
  * 600-character answer in one step. CPU is this process's user + system time
  * (process.cpuUsage) around each turn; the table gives the median turn of each run, and the
  * median and range of those over the runs.
+ *
+ * The engine runs from the compiled build (tsc, as the worker processes run it; compiled into
+ * .tmp/ first), not through tsx, whose helpers wrap every closure the engine creates.
  */
+import { spawnSync } from "node:child_process";
+import { existsSync, rmSync } from "node:fs";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { TurnEngine } from "../src/agent/index.js";
-import { runTurnSegments } from "../src/agent/index.js";
-import { shouldScheduleIdleCompaction } from "../src/agent/idle-compaction.js";
-import { createMemoryHooks } from "../src/agent/memory-hooks.js";
-import { createContextManager } from "../src/agent/session-context.js";
-import { loadConfig } from "../config/index.js";
 import type { ChatRequest, ChatResult, LlmClient } from "../src/core/llm.js";
 import type { ChatMessage } from "../src/core/messages.js";
-import { silentLogger } from "../src/logger.js";
-import { createMediaEngine, redisVisionMemory } from "../src/media/index.js";
-import { createMemoryTool, MemoryService, MemoryStore } from "../src/memory/index.js";
-import { createFiringQueue } from "../src/queue/index.js";
-import { createScheduleTool, scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../src/schedule/index.js";
-import { newSessionState, type SessionState } from "../src/session/state.js";
+import type { SessionState } from "../src/session/state.js";
 import type { InboxEntry } from "../src/session/store.js";
-import { createRecallTool, currentTimeTool, ToolCatalog } from "../src/tools/index.js";
-import { inbound } from "../test/helpers/recording-adapter.js";
 import { isMain, median, table } from "./stats.js";
 import { withPrivateRedis, words } from "./store-session.js";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+/** Compiles src/, workers/ and config/ as the worker processes run them, into a directory of this run's own. */
+function build(): { dir: string; remove(): void } {
+  const dir = `${ROOT}.tmp/turn-cpu-${process.pid}`;
+  rmSync(dir, { recursive: true, force: true });
+  // The nearest node_modules up from here (a copy of an older tree under .tmp/ has none of its own).
+  let tsc = `${ROOT}node_modules/typescript/bin/tsc`;
+  for (let up = ROOT; !existsSync(tsc) && up !== "/"; up = dirname(up)) tsc = `${dirname(up)}/node_modules/typescript/bin/tsc`;
+  const result = spawnSync(process.execPath, [tsc, "-p", `${ROOT}tsconfig.build.json`, "--outDir", dir], { cwd: ROOT, encoding: "utf8" });
+  if (!existsSync(`${dir}/src/agent/index.js`)) throw new Error(`build failed:\n${result.stdout}${result.stderr}`);
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** The engine's modules, from the build. */
+async function modules(dir: string) {
+  const load = <T>(path: string): Promise<T> => import(`${dir}/${path}`) as Promise<T>;
+  return {
+    agent: await load<typeof import("../src/agent/index.js")>("src/agent/index.js"),
+    idle: await load<typeof import("../src/agent/idle-compaction.js")>("src/agent/idle-compaction.js"),
+    hooks: await load<typeof import("../src/agent/memory-hooks.js")>("src/agent/memory-hooks.js"),
+    sessionContext: await load<typeof import("../src/agent/session-context.js")>("src/agent/session-context.js"),
+    config: await load<typeof import("../config/index.js")>("config/index.js"),
+    logger: await load<typeof import("../src/logger.js")>("src/logger.js"),
+    media: await load<typeof import("../src/media/index.js")>("src/media/index.js"),
+    memory: await load<typeof import("../src/memory/index.js")>("src/memory/index.js"),
+    queue: await load<typeof import("../src/queue/index.js")>("src/queue/index.js"),
+    schedule: await load<typeof import("../src/schedule/index.js")>("src/schedule/index.js"),
+    state: await load<typeof import("../src/session/state.js")>("src/session/state.js"),
+    tools: await load<typeof import("../src/tools/index.js")>("src/tools/index.js"),
+  };
+}
 
 const DAY = 86_400_000;
 const SESSION_KEY = "tg:1000000001";
@@ -82,7 +110,27 @@ const FOUR_WEEK_PAIRS = 150;
 export async function main(args: string[] = []): Promise<string> {
   const turns = Number(args[0] ?? 300);
   const runs = Number(args[1] ?? 5);
-  const config = loadConfig({ LLM_BASE_URL: "http://127.0.0.1:9/v1", LLM_API_KEY: "bench", LOG_LEVEL: "silent" });
+  const built = build();
+  try {
+    return await measure(await modules(built.dir), turns, runs);
+  } finally {
+    built.remove();
+  }
+}
+
+async function measure(m: Awaited<ReturnType<typeof modules>>, turns: number, runs: number): Promise<string> {
+  const { runTurnSegments } = m.agent;
+  const { shouldScheduleIdleCompaction } = m.idle;
+  const { createMemoryHooks } = m.hooks;
+  const { createContextManager } = m.sessionContext;
+  const { silentLogger } = m.logger;
+  const { createMediaEngine, redisVisionMemory } = m.media;
+  const { createMemoryTool, MemoryService, MemoryStore } = m.memory;
+  const { createFiringQueue } = m.queue;
+  const { createScheduleTool, scheduleSettingsFrom, ScheduleService, ScheduleStore } = m.schedule;
+  const { newSessionState } = m.state;
+  const { createRecallTool, currentTimeTool, ToolCatalog } = m.tools;
+  const config = m.config.loadConfig({ LLM_BASE_URL: "http://127.0.0.1:9/v1", LLM_API_KEY: "bench", LOG_LEVEL: "silent" });
   return withPrivateRedis({}, async (redis) => {
     const prefix = "turncpu";
     const llm = instantLlm(config.LLM_MODEL, 128_000);
@@ -148,8 +196,8 @@ export async function main(args: string[] = []): Promise<string> {
       return JSON.stringify(settled);
     };
     const entry = (index: number): InboxEntry => ({
-      ...inbound({ platform: "telegram", chatId: target.chatId, sessionKey: SESSION_KEY, messageId: String(1_000 + index), text: words(index, 160) }),
-      receivedAt: Date.now(),
+      platform: "telegram", sessionKey: SESSION_KEY, chatId: target.chatId, messageId: String(1_000 + index), userId: "7", userName: "Ada",
+      chatType: "private", text: words(index, 160), sentAt: Date.now(), receivedAt: Date.now(),
     });
 
     const rows: Array<Array<string | number>> = [];
