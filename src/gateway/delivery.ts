@@ -118,7 +118,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
           log.error({ sessionKey, replyId: reply.replyId, err: error }, "reply-undeliverable");
         }
         // FINISH_REPLY releases the lease when the outbox is empty: no heartbeat may follow it.
-        const finish = (): Promise<DeliveryStep> => lease.paused(() => outbox.finish(sessionKey, token, reply.replyId, leaseMs));
+        const finish = (): Promise<DeliveryStep> => lease.paused(() => outbox.finish(sessionKey, token, reply.replyId, leaseMs), (next) => next.status !== "head");
         // The outbox's last reply: settling the session goes out with its finish (one round
         // trip); a reply committed meanwhile, or messages waiting, list the session again.
         if (step.queued === 1) {

@@ -62,16 +62,19 @@ export class LeaseKeeper {
 
   /**
    * Runs `write` (a script that may release the lease) with no heartbeat in flight and none sent
-   * meanwhile; renewing goes on afterwards unless stopped. A heartbeat sent while the write is
-   * on its way runs after it in Redis, and would take a lease the write released back for a
-   * whole TTL: every later attempt would find it busy, and the sweeper would leave the session
-   * alone, until the TTL ran out.
+   * meanwhile. When `released(result)` says the write let the lease go, renewing stops for good
+   * before anything else can run; otherwise it goes on. A heartbeat sent while the write is on
+   * its way, or any time after it released the lease, takes the lease back for a whole TTL:
+   * every later attempt would find it busy, and the sweeper would leave the session alone,
+   * until the TTL ran out.
    */
-  async paused<T>(write: () => Promise<T>): Promise<T> {
+  async paused<T>(write: () => Promise<T>, released: (result: T) => boolean): Promise<T> {
     this.#paused += 1;
     try {
       await this.#inFlight;
-      return await write();
+      const result = await write();
+      if (released(result)) await this.stop();
+      return result;
     } finally {
       this.#paused -= 1;
     }

@@ -112,6 +112,28 @@ describe("turn fencing", () => {
     expect(await redis.exists(keys.lease)).toBe(0);
   });
 
+  it("sends no heartbeat during or after a write that releases the lease; renews again after one that keeps it", async () => {
+    const store = await setup([]);
+    const keys = store.keys("console:f");
+    await redis.set(keys.lease, "A", "PX", 400);
+    // Heartbeats every 50 ms.
+    const keeper = new LeaseKeeper(redis, { key: keys.lease, token: "A", ttlMs: 400 });
+    // A write that keeps the lease (another reply to send): renewing goes on past the TTL.
+    expect(await keeper.paused(async () => "head", (step) => step !== "head")).toBe("head");
+    await sleep(600);
+    expect(await redis.get(keys.lease)).toBe("A");
+    // A write that releases it, taking longer than a heartbeat interval, then time for several more.
+    await keeper.paused(async () => {
+      await redis.del(keys.lease);
+      await sleep(150);
+      return "empty";
+    }, (step) => step !== "head");
+    await sleep(200);
+    // Nobody took it back (a heartbeat takes back a lease nobody holds).
+    expect(await redis.exists(keys.lease)).toBe(0);
+    await keeper.stop();
+  });
+
   it("begun again by its holder (the paste wait) claims what arrived since, keeps a raised abort flag, and commits the whole batch", async () => {
     const store = await setup(["part 1"]);
     const keys = store.keys("console:f");
