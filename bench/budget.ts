@@ -3,11 +3,14 @@
  * a reserve and its settle, with the chat and the user paying (four counters), on a private
  * redis-server. For each configuration: Redis commands per call (INFO commandstats, the commands
  * inside scripts counted), the round trips the caller waits for before the call and after it,
- * and the CPU µs of the process per reserve+settle pair (median over `pairs`). Uses only the
- * meter's public calls, so the same file measures an older build (docs/benchmarks.md).
+ * and the CPU µs of the process per reserve+settle pair (median over `pairs`); then the same
+ * pairs alternately without and with an AsyncLocalStorage that has run (promise hooks on, as the
+ * budget scope had them in every worker). Uses only the meter's public calls, so the same file
+ * measures an older build (docs/benchmarks.md).
  *
  *   npx tsx bench/budget.ts [pairs=2000]
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { Redis } from "ioredis";
 import { BudgetMeter } from "../src/budget/index.js";
 import type { BudgetsSection } from "../config/operator-sections.js";
@@ -26,6 +29,18 @@ async function commandTotal(redis: Redis): Promise<number> {
     if (match[1] !== "info") calls += Number(match[2]);
   }
   return calls;
+}
+
+/** CPU µs of this process per call of `run` (median over `count` calls, one after the other). */
+async function cpuPerPair(count: number, run: () => Promise<unknown>): Promise<number> {
+  const cpu: number[] = [];
+  for (let index = 0; index < count; index++) {
+    const start = process.cpuUsage();
+    await run();
+    const used = process.cpuUsage(start);
+    cpu.push(used.user + used.system);
+  }
+  return median(cpu);
 }
 
 export async function main(args: string[] = []): Promise<string> {
@@ -55,16 +70,24 @@ export async function main(args: string[] = []): Promise<string> {
       rows.push([label, "settle", afterSettle - afterReserve, settleTrips, ""]);
 
       const before = await commandTotal(redis);
-      const cpu: number[] = [];
-      for (let pair = 0; pair < pairs; pair++) {
-        const start = process.cpuUsage();
-        await meter.settle(await meter.reserve(accounts, estimate), actual);
-        const used = process.cpuUsage(start);
-        cpu.push(used.user + used.system);
-      }
+      const cpu = await cpuPerPair(pairs, async () => meter.settle(await meter.reserve(accounts, estimate), actual));
       const perPair = (await commandTotal(redis) - before) / pairs;
-      rows.push([label, `reserve + settle (${pairs} pairs)`, perPair, "", median(cpu)]);
+      rows.push([label, `reserve + settle (${pairs} pairs)`, perPair, "", cpu]);
     }
+    // What promise hooks add to the same pairs (the budget scope's AsyncLocalStorage turned them
+    // on for the whole worker): alternately without and with an AsyncLocalStorage that has run.
+    const meter = new BudgetMeter(redis, "benchhooks", undefined);
+    const call = async () => meter.settle(await meter.reserve({ chat: "tg:1", user: "tg:2" }, { usd: 0.002, tokens: 3_000 }), { usd: 0.001, tokens: 1_500 });
+    const plain: number[] = [];
+    const hooked: number[] = [];
+    for (let round = 0; round < 4; round++) {
+      plain.push(await cpuPerPair(pairs / 4, call));
+      const storage = new AsyncLocalStorage<boolean>();
+      hooked.push(await storage.run(true, () => cpuPerPair(pairs / 4, call)));
+      storage.disable();
+    }
+    rows.push(["no budgets: section, no promise hooks", `reserve + settle (4 × ${pairs / 4} pairs)`, "", "", median(plain)]);
+    rows.push(["no budgets: section, an AsyncLocalStorage has run", `reserve + settle (4 × ${pairs / 4} pairs)`, "", "", median(hooked)]);
     return table(["budgets", "step", "Redis commands", "round trips", "CPU µs per pair (median)"], rows);
   });
 }
