@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Config } from "../../../config/index.js";
+import { BudgetMeter } from "../../../src/budget/index.js";
+import { createRedis } from "../../../src/queue/index.js";
 import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
 import { isSummarizerRequest } from "../../helpers/agent-fixtures.js";
+import { forgetRewriter, isForgetRewrite } from "../../helpers/memory.js";
 import { testConfig, testEnv } from "../../helpers/config.js";
 import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
 import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
@@ -76,5 +80,46 @@ describe("budgets in turns", () => {
     expect(await say("count 11")).toMatch(/^ok \d+$/);
     expect(await say("/budget tg:1 daily off", "2", "2")).toBe("No daily limit for chat tg:1 now.");
     expect(await say("/usage")).toMatch(/^Budgets: no limits set$/m);
+  });
+});
+
+describe("a used-up budget and /forget", () => {
+  let llm: FakeLlm;
+  let pipeline: Pipeline;
+  let config: Config;
+  const adapter = new RecordingAdapter("console");
+  const DM = { chatId: "dm-cy", sessionKey: "console:dm-cy", chatType: "private" as const, userId: "cy", userName: "Cy" };
+  let count = 0;
+  const say = (text: string) => adapter.ask(inbound({ ...DM, text, messageId: `f${++count}` }));
+
+  beforeAll(async () => {
+    llm = await startFakeLlm();
+    llm.route(isForgetRewrite, forgetRewriter);
+    llm.route(isSummarizerRequest, { text: "## Goal\nPlan the trip.\n## Critical Context\nThe code word is PAPAYA." });
+    config = testConfig(testEnv({
+      LLM_BASE_URL: llm.url,
+      PROTECT_LAST_N: "2",
+      LONGHAUL_CONFIG_FILE: writeConfigFile("budgets:\n  chat: { daily: { tokens: 100000000 } }\n"),
+    }));
+    pipeline = await startPipeline(config, [adapter]);
+  });
+  afterAll(async () => {
+    await pipeline.close();
+    await llm.close();
+  });
+
+  it("the summary's rewrite is a paid call of the chat: refused before it reaches the model", async () => {
+    for (let turn = 1; turn <= 4; turn++) await say(`note ${turn}: ${"we talk about trains and the coast ".repeat(40)}`);
+    expect(await say("/compress")).toMatch(/^Compacted: /);
+    // An admin's limit the chat has already passed (as `/budget console:dm-cy daily 1 tokens` writes it).
+    const redis = createRedis(config.REDIS_URL!);
+    try {
+      await new BudgetMeter(redis, config.REDIS_PREFIX, undefined).setLimit("chat", DM.sessionKey, "daily", "tokens", 1);
+    } finally {
+      redis.disconnect();
+    }
+    const reply = await say("/forget papaya");
+    expect(reply).toMatch(/^Forgot "papaya":/);
+    expect(llm.requests.filter(isForgetRewrite)).toHaveLength(0);
   });
 });
