@@ -18,7 +18,6 @@
  *   fake.setHandler(summarizerHandler({ reasoningTokens }))  // behind the HTTP fake LLM
  */
 import type { Summarizer, SummaryRequest, SummaryResponse } from "../../src/context/summarizer.js";
-import { LlmHttpError, toLlmError } from "../../src/llm/errors.js";
 import { overflow, type FakeHandler, type FakeResponse, type RecordedRequest } from "./fake-llm.js";
 
 export interface FakeSummarizerOptions {
@@ -36,6 +35,18 @@ export interface FakeSummarizerOptions {
   alsoWrite?: string;
   /** When the prompt names no length. @defaultValue 400 */
   defaultTargetTokens?: number;
+  /**
+   * What the caller sees of a request over the window: the fake answers as the server does (its
+   * status and body); the client's mapping of that response is the caller's to give
+   * (test/helpers/summarizer-client.ts). @defaultValue a plain Error carrying the response
+   */
+  refused?: (refusal: ServerRefusal) => Error;
+}
+
+/** A server's refusal of a request over its window: the HTTP status and JSON body it sends. */
+export interface ServerRefusal {
+  status: number;
+  body: unknown;
 }
 
 export interface SummaryCall {
@@ -134,10 +145,11 @@ export class FakeSummarizer extends SummaryModel implements Summarizer {
     const user = request.messages.filter((message) => message.role === "user").map((message) => message.content ?? "").join("\n");
     const requested = this.requested(system, user, request.maxTokens);
     if (requested > this.contextWindow) {
-      // What the server answers (OpenAI's context_length_exceeded 400, as the transport reports
-      // that response), through the client's own mapping: the fake never decides what the engine sees.
+      // What the server answers (OpenAI's context_length_exceeded 400); what the engine sees of it
+      // is the client's mapping, given by the caller: the fake never decides it.
       const refusal = overflow.openai({ contextWindow: this.contextWindow, requested });
-      throw toLlmError(new LlmHttpError(refusal.status, new Headers({ "content-type": "application/json" }), JSON.stringify(refusal.body)));
+      const response: ServerRefusal = { status: refusal.status, body: refusal.body };
+      throw this.options.refused ? this.options.refused(response) : Object.assign(new Error(`HTTP ${response.status}`), { response });
     }
     const answer = this.answer(system, user, request.maxTokens);
     return {

@@ -13,6 +13,7 @@ import type { ChatMessage, ToolCall } from "../../../src/core/messages.js";
 import { createTokenCounter } from "../../../src/context/tokens.js";
 import { propertyRuns } from "../../helpers/property-runs.js";
 import { FakeSummarizer } from "../../fakes/fake-summarizer.js";
+import { asClientError } from "../../helpers/summarizer-client.js";
 import { expectToolPairs } from "../../helpers/tool-pairs.js";
 
 const counter = createTokenCounter("test-chars/4", (text) => Math.ceil(text.length / 4));
@@ -68,7 +69,7 @@ describe("folds over damaged histories and small summarizer windows", () => {
         const { messages, newId } = buildHistory(spec.turns);
         const repaired = sanitizeToolPairs(messages, newId).messages;
         expectToolPairs(repaired);
-        const summarizer = new FakeSummarizer({ contextWindow: spec.summarizerWindow, reasoningTokens: spec.reasoningTokens });
+        const summarizer = new FakeSummarizer({ contextWindow: spec.summarizerWindow, reasoningTokens: spec.reasoningTokens, refused: asClientError });
         const result = await compact({
           messages: repaired,
           settings: { contextWindow: 16_000, compactionThreshold: 0.5, targetRatio: 0.2, protectLastN: 6 },

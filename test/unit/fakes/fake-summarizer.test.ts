@@ -3,13 +3,14 @@ import { describe, expect, it } from "vitest";
 import { ContextOverflowError } from "../../../src/errors.js";
 import type { RecordedRequest } from "../../fakes/fake-llm.js";
 import { FakeSummarizer, summarizerHandler } from "../../fakes/fake-summarizer.js";
+import { asClientError } from "../../helpers/summarizer-client.js";
 
 // 3.3 characters per token (the fake's own unit): 3,300 characters are 1,000 of its tokens.
 const turns = (chars: number) => `<turns>\n[m1] ${"x".repeat(chars)}\n</turns>`;
 
 describe("FakeSummarizer's window", () => {
   it("refuses a prompt that with max_tokens exceeds its window, as a server's 400 reaches the engine", async () => {
-    const fake = new FakeSummarizer({ contextWindow: 1_000, defaultTargetTokens: 100 });
+    const fake = new FakeSummarizer({ contextWindow: 1_000, defaultTargetTokens: 100, refused: asClientError });
     const request = (chars: number, maxTokens: number) => fake.summarize({ messages: [{ role: "system", content: "Summarize." }, { role: "user", content: turns(chars) }], maxTokens });
     await expect(request(2_000, 200)).resolves.toMatchObject({ finishReason: "stop" });
     await expect(request(2_000, 500)).rejects.toBeInstanceOf(ContextOverflowError);
