@@ -22,6 +22,7 @@ import { BudgetExhaustedError } from "../errors.js";
 import { globalKeys } from "../session/keys.js";
 import { runScript } from "../session/run-script.js";
 import { scanAll } from "../session/scan.js";
+import { RESERVE, SETTLE } from "./scripts.js";
 
 export type Period = "daily" | "monthly";
 export const PERIODS: readonly Period[] = ["daily", "monthly"];
@@ -76,125 +77,6 @@ export interface SlotStatus {
 const NANO = 1e9;
 const toNano = (usd: number) => Math.ceil(usd * NANO);
 const THRESHOLDS = [50, 75, 90] as const;
-
-/**
- * One round trip before the call: the admin's limits of both accounts are read here, beside the
- * counters (every key shares the `{budget}` hash slot), and merged over the config's, which the
- * worker resolves itself. Only limited counters are read and reserved from; a counter without a
- * limit is only counted (settle). A counter is given its lifetime once, when this creates it.
- *
- * KEYS: the counters (the chat's daily and monthly, then the user's), then each account's limits
- *       hash (`/budget`: `daily.usd` → "5" or "off").
- * ARGV: the estimate (nano-dollars, tokens), then per counter: its account's limits key (index in
- *       KEYS), the period's first field in it (1 daily, 3 monthly), the config's money and token
- *       limits (-1: none), how long a new counter is kept (ms).
- * →     {i} refused by counter i (the first without room), or {0, then per counter its money and
- *       token limits as found (-1: none)}: the settle takes them back.
- */
-const RESERVE = `
-local estCost = tonumber(ARGV[1])
-local estTokens = tonumber(ARGV[2])
-local counters = (#ARGV - 2) / 5
-local admin = {}
-local limits = {}
-local fresh = {}
-local function override(raw, configured, scale)
-  if raw == 'off' then return -1 end
-  local value = raw and tonumber(raw)
-  if not value then return configured end
-  return math.ceil(value * scale)
-end
-for i = 1, counters do
-  local at = 2 + (i - 1) * 5
-  local account = tonumber(ARGV[at + 1])
-  local set = admin[account]
-  if not set then
-    set = redis.call('HMGET', KEYS[account], 'daily.usd', 'daily.tokens', 'monthly.usd', 'monthly.tokens')
-    admin[account] = set
-  end
-  local field = tonumber(ARGV[at + 2])
-  local limitCost = override(set[field], tonumber(ARGV[at + 3]), 1000000000)
-  local limitTokens = override(set[field + 1], tonumber(ARGV[at + 4]), 1)
-  limits[2 * i - 1] = limitCost
-  limits[2 * i] = limitTokens
-  if limitCost >= 0 or limitTokens >= 0 then
-    local v = redis.call('HMGET', KEYS[i], 'uc', 'ut', 'rc', 'rt')
-    local cost = (tonumber(v[1]) or 0) + (tonumber(v[3]) or 0)
-    local tokens = (tonumber(v[2]) or 0) + (tonumber(v[4]) or 0)
-    -- Used up, or no room for this call (an estimate of 0 still needs something left).
-    if (limitCost >= 0 and (cost >= limitCost or cost + estCost > limitCost))
-      or (limitTokens >= 0 and (tokens >= limitTokens or tokens + estTokens > limitTokens)) then
-      return { i }
-    end
-    fresh[i] = not (v[1] or v[2] or v[3] or v[4])
-  end
-end
-for i = 1, counters do
-  local written = false
-  if limits[2 * i - 1] >= 0 and estCost > 0 then
-    redis.call('HINCRBY', KEYS[i], 'rc', estCost)
-    written = true
-  end
-  if limits[2 * i] >= 0 and estTokens > 0 then
-    redis.call('HINCRBY', KEYS[i], 'rt', estTokens)
-    written = true
-  end
-  if written and fresh[i] then redis.call('PEXPIRE', KEYS[i], ARGV[2 + i * 5]) end
-end
-table.insert(limits, 1, 0)
-return limits
-`;
-
-/**
- * After the call: releases what the reserve took (limited counters only), counts the real cost
- * on every counter (nothing for a zero), and records the highest warning threshold newly crossed.
- *
- * KEYS: the counters of the reservation. ARGV: the estimate (nano-dollars, tokens), the real cost
- *       (nano-dollars, tokens), then per counter: the money and token limits the reserve found
- *       (-1: none), how long a new counter is kept (ms).
- * →     per counter the threshold newly crossed (50/75/90), else 0.
- */
-const SETTLE = `
-local estCost = tonumber(ARGV[1])
-local estTokens = tonumber(ARGV[2])
-local cost = tonumber(ARGV[3])
-local tokens = tonumber(ARGV[4])
--- Per counter: nil nothing written yet, true every field written was absent (the counter may be
--- new: it needs its lifetime), false one was there.
-local fresh
-local function add(key, field, by)
-  if by == 0 then return nil end
-  local value = redis.call('HINCRBY', key, field, by)
-  if value ~= by then fresh = false elseif fresh == nil then fresh = true end
-  return value
-end
-local crossed = {}
-for i, key in ipairs(KEYS) do
-  local at = 4 + (i - 1) * 3
-  local limitCost = tonumber(ARGV[at + 1])
-  local limitTokens = tonumber(ARGV[at + 2])
-  fresh = nil
-  if limitCost >= 0 then add(key, 'rc', 0 - estCost) end
-  if limitTokens >= 0 then add(key, 'rt', 0 - estTokens) end
-  local usedCost = add(key, 'uc', cost)
-  local usedTokens = add(key, 'ut', tokens)
-  if fresh then redis.call('PEXPIRE', key, ARGV[at + 3]) end
-  local share = 0
-  if limitCost > 0 and usedCost then share = usedCost * 100 / limitCost end
-  if limitTokens > 0 and usedTokens then share = math.max(share, usedTokens * 100 / limitTokens) end
-  crossed[i] = 0
-  if share >= 50 then
-    local reached = 50
-    if share >= 90 then reached = 90 elseif share >= 75 then reached = 75 end
-    local warned = tonumber(redis.call('HGET', key, 'w') or '0')
-    if reached > warned then
-      redis.call('HSET', key, 'w', reached)
-      crossed[i] = reached
-    end
-  end
-end
-return crossed
-`;
 
 /** How long a period's counters are kept after it began (a day's for /usage of yesterday). */
 const KEEP_MS: Record<Period, number> = { daily: 3 * 86_400_000, monthly: 63 * 86_400_000 };
