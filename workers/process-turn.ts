@@ -197,7 +197,10 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
  * trip): on the store's connection it runs right after END_TURN in Redis, so the gateway can
  * only find it once the replies are in the outbox. A commit that turns out lost or in conflict
  * leaves a delivery job that finds nothing of this turn's (it delivers what the outbox holds, or
- * settles an empty one): rare, and cheaper than a second round trip on every turn. → undefined
+ * settles an empty one): rare, and cheaper than a second round trip on every turn. The first
+ * END_TURN after a script flush (a restarted Redis) is re-sent as EVAL after its NOSCRIPT, so the
+ * job may run before the commit: it finds an empty outbox, the session stays listed (its claimed
+ * messages are still pending), and the sweeper enqueues the delivery within its interval. → undefined
  * when there is nothing to deliver or the producers use another connection (order would not hold
  * there: `handOn` enqueues after the commit). The call → the platform enqueued, or undefined
  * when the add failed (`handOn` then enqueues again).
