@@ -59,7 +59,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   // The model catalogue (LLM_* alone is a catalogue of one): each model's client, summarizer
   // and context binding, built on first use. Every client is metered: each call reserves its
   // estimate from the turn's budgets first (the summarizer and the memory flush included).
-  const budget = new BudgetMeter(redis, prefix, config.budgets);
+  // On the store's connection: a settle nobody waits for still runs before the turn's commit.
+  const budget = new BudgetMeter(redis, prefix, config.budgets, Date.now, { logger });
   const models = createModelRouter({
     config, logger, metrics, tools: () => tools.builtinDefinitions(),
     wrap: (client, prices) => meteredClient(client, prices, config.LLM_MAX_OUTPUT_TOKENS),

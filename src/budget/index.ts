@@ -1,6 +1,6 @@
 /** Budgets (issue #17): the meter (Redis counters, reserve → settle), the turn's scope (handed down with each call), the metered client. */
 export {
-  BudgetMeter, exhaustedNotice, periodEnd, periodId, resetText, warningText, PERIODS,
-  type BudgetAccounts, type Cost, type Limit, type Limits, type Period, type Reservation, type SlotStatus,
+  BudgetMeter, exhaustedNotice, unlimited, periodEnd, periodId, resetText, warningText, PERIODS,
+  type BudgetAccounts, type BudgetMeterOptions, type Cost, type Limit, type Limits, type Period, type Reservation, type SlotStatus,
 } from "./meter.js";
 export { BudgetScope, costOfUsage, estimateCost, meteredClient, transcriptionCost, transcriptionEstimate } from "./scope.js";

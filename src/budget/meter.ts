@@ -19,6 +19,7 @@ import type { Redis } from "ioredis";
 import type { CallCost } from "../core/llm.js";
 import type { BudgetsSection } from "../../config/operator-sections.js";
 import { BudgetExhaustedError } from "../errors.js";
+import { silentLogger, type Logger } from "../logger.js";
 import { globalKeys } from "../session/keys.js";
 import { runScript } from "../session/run-script.js";
 import { scanAll } from "../session/scan.js";
@@ -122,17 +123,27 @@ function ownersOf(accounts: BudgetAccounts): Array<["chat" | "user", string]> {
 /** A limit the config or an admin set, `null` for "no limit here" (an admin's `off`). */
 type LimitOverride = Partial<Record<`${Period}.${"usd" | "tokens"}`, number | null>>;
 
+/** Whether a reservation found no limit on any of its counters: its settle can only count. */
+export const unlimited = (reservation: Reservation) => reservation.limits.every((limit) => limit < 0);
+
+export interface BudgetMeterOptions {
+  /** Where a settle nobody waits for reports its failure (`settleUnawaited`). Default: silent. */
+  logger?: Logger;
+}
+
 export class BudgetMeter {
   readonly #redis: Redis;
   readonly #prefix: string;
   readonly #config: BudgetsSection | undefined;
   readonly #now: () => number;
+  readonly #logger: Logger;
 
-  constructor(redis: Redis, prefix: string, config: BudgetsSection | undefined, now: () => number = Date.now) {
+  constructor(redis: Redis, prefix: string, config: BudgetsSection | undefined, now: () => number = Date.now, options: BudgetMeterOptions = {}) {
     this.#redis = redis;
     this.#prefix = prefix;
     this.#config = config;
     this.#now = now;
+    this.#logger = options.logger ?? silentLogger;
   }
 
   /** The limits of one account: config defaults, then the config's per-account entry, then an admin's /budget. */
@@ -242,6 +253,28 @@ export class BudgetMeter {
       if (percent > 0) warnings.push(warningText(slot.kind, slot.period, percent));
     });
     return warnings;
+  }
+
+  /**
+   * Books the real cost of a call whose reservation found no limit (`unlimited`), without
+   * waiting: such a settle only adds to `used` and cannot cross a warning threshold (SETTLE warns
+   * only on a counter with a limit), so there is nothing to wait for. A zero cost (a failed call)
+   * sends nothing: with nothing reserved, that settle would write nothing.
+   *
+   * Ordering: the settle is written to this meter's connection now, before anything the caller
+   * sends on it afterwards. The worker gives the meter the connection its session store commits
+   * on (workers/worker-role.ts), so Redis runs a call's settle before the turn's END_TURN, and a
+   * reply is delivered only after its usage is counted. One exception, as for the early delivery
+   * job (workers/process-turn.ts): the first run of the script after a SCRIPT FLUSH (a restarted
+   * Redis on the same socket) is answered NOSCRIPT and re-sent as EVAL, possibly after the commit;
+   * the usage is then counted a moment later. A failure is logged, never thrown: the turn goes on
+   * and this call's cost is not counted.
+   */
+  settleUnawaited(reservation: Reservation, actual: Cost): void {
+    if (actual.usd === 0 && actual.tokens === 0) return;
+    this.settle(reservation, actual).catch((error: unknown) => {
+      this.#logger.warn({ err: error, accounts: reservation.slots.map((slot) => slot.key) }, "budget-settle-failed");
+    });
   }
 
   /** Whether the accounts could pay for a call now (used by fired tasks before they enter the chat). */

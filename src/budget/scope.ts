@@ -9,7 +9,7 @@
 import type { CallBudget, ChatRequest, ChatResult, LlmClient, TokenUsage } from "../core/llm.js";
 import { imageTokens } from "../context/image-tokens.js";
 import type { Prices } from "../models/catalogue.js";
-import type { BudgetAccounts, BudgetMeter, Cost } from "./meter.js";
+import { unlimited, type BudgetAccounts, type BudgetMeter, type Cost } from "./meter.js";
 
 export class BudgetScope implements CallBudget {
   readonly meter: BudgetMeter;
@@ -36,21 +36,26 @@ export class BudgetScope implements CallBudget {
   /**
    * Runs one paid call: reserves `estimate` (throwing BudgetExhaustedError when it does not fit,
    * before anything is spent), runs `call`, settles what `actual` says it cost (nothing when the
-   * call failed).
+   * call failed). Where the reservation found no limit at all (most deployments), the settle is
+   * sent and not waited for: it can only count (`BudgetMeter.settleUnawaited`).
    */
   async pay<T>(estimate: Cost, call: () => Promise<T>, actual: (result: T) => Cost): Promise<T> {
     const reservation = await this.meter.reserve(this.accounts, estimate);
+    const limited = !unlimited(reservation);
     let result: T;
     try {
       result = await call();
     } catch (error) {
-      await this.meter.settle(reservation, { usd: 0, tokens: 0 });
+      if (limited) await this.meter.settle(reservation, NOTHING);
       throw error;
     }
-    this.warnings.push(...(await this.meter.settle(reservation, actual(result))));
+    if (!limited) this.meter.settleUnawaited(reservation, actual(result));
+    else this.warnings.push(...(await this.meter.settle(reservation, actual(result))));
     return result;
   }
 }
+
+const NOTHING: Cost = { usd: 0, tokens: 0 };
 
 /**
  * Deliberately high: ~3 characters a token over the request's text (its framing, tool calls

@@ -3,9 +3,7 @@
  * round trip, and one whole turn (ingress → worker → delivery) sends a bounded number of
  * commands on the roles' own connections. Counts, not timings: they hold on a loaded machine.
  */
-import { createHash } from "node:crypto";
 import { connect, type Socket } from "node:net";
-import type { Command } from "ioredis";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AccessControl, accessListsFrom } from "../../../src/gateway/access.js";
@@ -19,37 +17,8 @@ import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
 import { testConfig } from "../../helpers/config.js";
 import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
 import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
-import { countRoundTrips } from "../../helpers/round-trips.js";
+import { countRoundTrips, runs, sha, traceNamedConnections } from "../../helpers/round-trips.js";
 import { settled } from "../../helpers/settled.js";
-
-/**
- * `countRoundTrips` for every connection created from now on whose CLIENT SETNAME is one of
- * `names` (the roles build their connections themselves): commands per connection name, each
- * with the answers that connection had received when it was sent.
- */
-function traceNamedConnections(names: readonly string[]) {
-  const original = Redis.prototype.sendCommand;
-  const answered = new WeakMap<Redis, number>();
-  const sent = new Map<string, Array<{ name: string; args: string[]; answeredBefore: number }>>();
-  Redis.prototype.sendCommand = function (this: Redis, command: Command, stream?: unknown) {
-    const name = this.options.connectionName;
-    if (name !== undefined && names.includes(name)) {
-      const list = sent.get(name) ?? [];
-      sent.set(name, list);
-      list.push({ name: command.name, args: command.args.map(String), answeredBefore: answered.get(this) ?? 0 });
-      const done = () => answered.set(this, (answered.get(this) ?? 0) + 1);
-      command.promise.then(done, done);
-    }
-    return original.call(this, command, stream as never);
-  } as Redis["sendCommand"];
-  return {
-    sent: (name: string) => sent.get(name) ?? [],
-    reset: () => sent.clear(),
-    restore: () => {
-      Redis.prototype.sendCommand = original;
-    },
-  };
-}
 
 /**
  * MONITOR on a plain socket (ioredis's monitor mode can take the first lines of a busy server
@@ -83,11 +52,6 @@ async function watchCommands(url: string, sockets: Socket[], onCommand: (source:
 const ESCAPES: Record<string, string> = { n: "\n", r: "\r", t: "\t", a: "\x07", b: "\b" };
 const unquote = (quoted: string) =>
   quoted.replace(/\\(x[0-9a-f]{2}|.)/g, (_, code: string) => (code.length === 3 ? String.fromCharCode(parseInt(code.slice(1), 16)) : ESCAPES[code] ?? code));
-
-const sha = (lua: string) => createHash("sha1").update(lua).digest("hex");
-/** The script a traced EVALSHA (or its first-time EVAL) runs. */
-const runs = (entry: { name: string; args: string[] }, lua: string) =>
-  (entry.name === "evalsha" && entry.args[0] === sha(lua)) || (entry.name === "eval" && entry.args[0] === lua);
 
 describe("Redis round trips", () => {
   let llm: FakeLlm | undefined;
