@@ -141,7 +141,7 @@ class BenchAdapter implements ChannelAdapter {
       this.#waiting.get(id)?.();
       this.#waiting.delete(id);
     }
-    await options.onPartSent(0);
+    await options.onPartSent(0, { last: true });
   }
   answered(messageId: string) {
     return new Promise<void>((resolve) => this.#waiting.set(messageId, resolve));

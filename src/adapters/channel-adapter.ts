@@ -20,7 +20,9 @@ export interface ChannelAdapter {
   start(ingress: IngressPort): Promise<void>;
   /**
    * Sends a reply. `fromPart` resumes a partially sent reply (parts already delivered are
-   * skipped); `onPartSent` is called after each part so the sender can record progress.
+   * skipped); `onPartSent` is awaited after each part so the sender can record progress (and
+   * stop a superseded delivery before the next part). `last`: nothing more of this reply goes
+   * out in this call, so the sender need not record it (the finish that follows does).
    */
   send(reply: OutboundReply, options: SendOptions): Promise<void>;
   /** Live previews (docs/streaming.md); absent: the platform shows none, replies go out as before. */
@@ -35,7 +37,11 @@ export interface ChannelAdapter {
 
 export interface SendOptions {
   fromPart: number;
-  onPartSent(partIndex: number): Promise<void>;
+  /**
+   * `sent.last` must be true only when this call sends nothing after this part (a wrong `true`
+   * on an earlier part widens a crash's re-send to that part; a missed `true` costs a round trip).
+   */
+  onPartSent(partIndex: number, sent: PartSent): Promise<void>;
   /**
    * The live preview this reply takes over (only with `fromPart` 0): part 1 is edited into
    * `messageId` ("not modified" counts as done), the other parts are sent. When the platform
@@ -43,6 +49,11 @@ export interface SendOptions {
    * new message instead, unless `only`: then nothing is sent.
    */
   preview?: { messageId: string; only: boolean; onRefused(): Promise<void> };
+}
+
+export interface PartSent {
+  /** No further part of the reply follows in this `send` call. */
+  last: boolean;
 }
 
 /**

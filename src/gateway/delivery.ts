@@ -32,7 +32,8 @@ export interface DeliveryWorkerOptions {
  * time, enforced in Redis by a delivery lease (BullMQ's job lock alone is not enough: a stalled
  * job runs twice). Progress is recorded per reply id and part, each record fenced by the lease
  * and checked against the outbox head, so a crash mid-reply resumes after the last part that
- * went out, and a stale record can never skip a part of another reply.
+ * went out, and a stale record can never skip a part of another reply. A reply's last part is
+ * not recorded: FINISH_REPLY, sent right after it, pops the reply.
  */
 export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): Promise<void> } {
   const gatewayId = randomUUID().slice(0, 8);
@@ -92,7 +93,9 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
           if (!skip) {
             await adapter.send(reply, {
               fromPart,
-              onPartSent: (partIndex) => outbox.recordPart(sessionKey, token, reply.replyId, partIndex, leaseMs),
+              // The last part is recorded by the finish that follows at once (fenced by the same
+              // lease; a crash before either re-sends that part alike): one round trip less.
+              onPartSent: (partIndex, { last }) => (last ? Promise.resolve() : outbox.recordPart(sessionKey, token, reply.replyId, partIndex, leaseMs)),
               ...(preview ? { preview } : {}),
             });
           }

@@ -35,7 +35,7 @@ export class RecordingAdapter implements ChannelAdapter {
   async send(reply: OutboundReply, options: SendOptions): Promise<void> {
     if (options.fromPart === 0) {
       this.sent.push({ reply, at: Date.now() });
-      await options.onPartSent(0);
+      await options.onPartSent(0, { last: true });
     }
     for (const wake of this.#waiters.splice(0)) wake();
   }

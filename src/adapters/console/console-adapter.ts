@@ -87,18 +87,19 @@ export class ConsoleAdapter implements ChannelAdapter {
   async send(reply: OutboundReply, options: SendOptions): Promise<void> {
     // The reply replaces the live preview: the preview goes, the reply is printed whole.
     if (options.preview) this.#options.io.clearPreview?.();
+    const documents = reply.documents ?? [];
     if (options.fromPart === 0) {
       const [yes, no] = reply.actions ?? [];
       if (yes && no) this.#actions = { yes: yes.id, no: no.id };
       this.#options.io.reply(yes && no ? `${reply.text}\n(y = ${yes.label}, n = ${no.label})` : reply.text);
-      await options.onPartSent(0);
+      await options.onPartSent(0, { last: documents.length === 0 });
     }
     // Files (`/export`): written to the export directory, one part each after the text.
-    for (const [index, document] of (reply.documents ?? []).entries()) {
+    for (const [index, document] of documents.entries()) {
       if (index + 1 < options.fromPart) continue;
       const path = await writeDocument(this.#options.exportDir ?? DEFAULT_EXPORT_DIR, document);
       this.#options.io.reply(`📎 ${document.filename} saved to ${path}`);
-      await options.onPartSent(index + 1);
+      await options.onPartSent(index + 1, { last: index === documents.length - 1 });
     }
     for (const id of reply.inReplyTo) this.#outstanding.delete(id);
     this.#checkDrained();

@@ -180,8 +180,9 @@ export class DiscordAdapter implements ChannelAdapter {
       // The final takes the live preview over: part 1 is edited into it, the rest is sent.
       const components = reply.actions?.length && parts.length === 1 ? buttonRow(reply.actions) : undefined;
       if (await editFinal(channel, reply, options.preview.messageId, parts[0] ?? "", components ? { components } : {})) {
-        await options.onPartSent(0);
-        if (options.preview.only || parts.length === 1) {
+        const done = options.preview.only || parts.length === 1;
+        await options.onPartSent(0, { last: done });
+        if (done) {
           this.typing.stop(reply.sessionKey);
           return;
         }
@@ -191,7 +192,7 @@ export class DiscordAdapter implements ChannelAdapter {
       if (options.preview.only) return;
     }
     if (reply.replaces !== undefined && options.fromPart === 0 && (await replaceMessage(channel, reply, 2_000))) {
-      await options.onPartSent(0);
+      await options.onPartSent(0, { last: true });
       return;
     }
     const documents = reply.documents ?? [];
@@ -201,9 +202,11 @@ export class DiscordAdapter implements ChannelAdapter {
         replyToMessageId: reply.target.replyToMessageId ?? reply.inReplyTo.at(-1),
         pingRepliedUser: this.pingsIn(channel),
         fromPart: options.fromPart,
-        onPartSent: (partIndex) => {
-          if (partIndex === parts.length - 1 && documents.length === 0) this.typing.stop(reply.sessionKey);
-          return options.onPartSent(partIndex);
+        // The files go out after the text: its last part is the reply's last only without them.
+        onPartSent: (partIndex, sent) => {
+          const last = sent.last && documents.length === 0;
+          if (last) this.typing.stop(reply.sessionKey);
+          return options.onPartSent(partIndex, { last });
         },
         nonceKey: reply.replyId,
       });

@@ -4,7 +4,7 @@
  * own, so a resumed or retried delivery neither skips nor repeats a file.
  */
 import type { SendableChannels } from "discord.js";
-import type { ReplyDocument } from "../channel-adapter.js";
+import type { PartSent, ReplyDocument } from "../channel-adapter.js";
 import { NO_MENTIONS, partNonce, toSendError } from "./send-reply.js";
 
 export interface SendDocumentsOptions {
@@ -12,7 +12,7 @@ export interface SendDocumentsOptions {
   firstPart: number;
   /** Parts below this index were delivered before and are skipped. */
   fromPart: number;
-  onPartSent(partIndex: number): Promise<void>;
+  onPartSent(partIndex: number, sent: PartSent): Promise<void>;
   /** Stable id of the reply: seeds each part's nonce. */
   nonceKey: string;
 }
@@ -31,6 +31,6 @@ export async function sendDocuments(channel: SendableChannels, documents: readon
     } catch (error) {
       throw toSendError(error, `send file ${document.filename} to channel ${channel.id}`);
     }
-    await options.onPartSent(part);
+    await options.onPartSent(part, { last: index === documents.length - 1 });
   }
 }

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { DiscordAPIError, DiscordjsError, HTTPError, type MessageCreateOptions, type SendableChannels } from "discord.js";
 import { PermanentError, RetryableError, errorMessage } from "../../errors.js";
+import type { PartSent } from "../channel-adapter.js";
 
 /**
  * Sends the parts of one reply to a channel, in order. Rate limits are @discordjs/rest's job:
@@ -20,8 +21,8 @@ export interface SendPartsOptions {
   pingRepliedUser?: boolean | undefined;
   /** Parts before this index were delivered earlier and are skipped. */
   fromPart: number;
-  /** Called after each part is delivered, with its index. */
-  onPartSent?: ((partIndex: number) => Promise<void>) | undefined;
+  /** Called after each part is delivered, with its index; `last`: the last of `parts`. */
+  onPartSent?: ((partIndex: number, sent: PartSent) => Promise<void>) | undefined;
   /** Stable id of what is being sent (the reply id); seeds each part's nonce. */
   nonceKey: string;
   /** Extra options of the last part (buttons). */
@@ -49,7 +50,7 @@ export async function sendParts(channel: SendableChannels, parts: readonly strin
     } catch (error) {
       throw toSendError(error, `send part ${index + 1}/${parts.length} to channel ${channel.id}`);
     }
-    await options.onPartSent?.(index);
+    await options.onPartSent?.(index, { last: index === parts.length - 1 });
   }
 }
 

@@ -4,7 +4,7 @@
  * resumed delivery skips the files that went out.
  */
 import { InputFile, type Api } from "grammy";
-import type { ReplyDocument, ReplyTarget } from "../channel-adapter.js";
+import type { PartSent, ReplyDocument, ReplyTarget } from "../channel-adapter.js";
 import { toApiSignal, toTelegramError } from "./send-reply.js";
 
 export interface SendDocumentsOptions {
@@ -12,7 +12,7 @@ export interface SendDocumentsOptions {
   firstPart: number;
   /** Parts below this index were delivered before and are skipped. */
   fromPart: number;
-  onPartSent(partIndex: number): Promise<void>;
+  onPartSent(partIndex: number, sent: PartSent): Promise<void>;
   signal?: AbortSignal;
 }
 
@@ -28,6 +28,6 @@ export async function sendDocuments(api: Api, target: ReplyTarget, documents: re
     } catch (error) {
       throw toTelegramError(error);
     }
-    await options.onPartSent(part);
+    await options.onPartSent(part, { last: index === documents.length - 1 });
   }
 }

@@ -4,7 +4,7 @@
  * that call) holds up only that chat's reply.
  */
 import { GrammyError, HttpError, type Api } from "grammy";
-import type { ReplyTarget } from "../channel-adapter.js";
+import type { PartSent, ReplyTarget } from "../channel-adapter.js";
 import { PermanentError, RetryableError } from "../../errors.js";
 import type { Logger } from "../../logger.js";
 import { htmlToPlainText, renderMarkdown } from "./render.js";
@@ -17,8 +17,8 @@ export const toApiSignal = (signal: AbortSignal | undefined) => signal as ApiSig
 export interface SendReplyOptions {
   /** Parts below this index were delivered before (a resumed reply) and are skipped. @defaultValue 0 */
   fromPart?: number;
-  /** Called after each part is delivered (or skipped as blank), before the next is sent. */
-  onPartSent?: (partIndex: number) => Promise<void>;
+  /** Called after each part is delivered (or skipped as blank), before the next is sent; `last`: the text's last part. */
+  onPartSent?: (partIndex: number, sent: PartSent) => Promise<void>;
   /** Longest part, in UTF-16 units after parsing. @defaultValue 4096 */
   maxPartLength?: number;
   /** Off: `link_preview_options: { is_disabled: true }` on every part. @defaultValue false */
@@ -91,7 +91,7 @@ export async function sendReply(api: Api, target: ReplyTarget, markdown: string,
         }
       }
     }
-    await options.onPartSent?.(index);
+    await options.onPartSent?.(index, { last: index === parts.length - 1 });
   }
   return { parts: parts.length };
 }

@@ -141,8 +141,9 @@ export class TelegramAdapter implements ChannelAdapter {
       const parts = replyParts(reply.text, this.options.maxPartLength ?? DEFAULT_PART_LENGTH);
       const keyboard = reply.actions?.length && parts.length === 1 ? { reply_markup: inlineKeyboard(reply.actions) } : {};
       if (await editFinal(this.bot.api, reply.target, options.preview.messageId, parts[0] ?? "", keyboard, this.logger)) {
-        await options.onPartSent(0);
-        if (options.preview.only || parts.length === 1) {
+        const done = options.preview.only || parts.length === 1;
+        await options.onPartSent(0, { last: done });
+        if (done) {
           if (reply.kind === "answer") this.typing.stop(reply.sessionKey);
           return;
         }
@@ -152,11 +153,13 @@ export class TelegramAdapter implements ChannelAdapter {
       if (options.preview.only) return;
     }
     if (reply.replaces !== undefined && options.fromPart === 0 && (await replaceMessage(this.bot.api, reply, this.logger))) {
-      return options.onPartSent(0);
+      return options.onPartSent(0, { last: true });
     }
+    const documents = reply.documents?.length ?? 0;
     const { parts } = await sendReply(this.bot.api, reply.target, reply.text, {
       fromPart: options.fromPart,
-      onPartSent: options.onPartSent,
+      // The files go out after the text: its last part is the reply's last only without them.
+      onPartSent: (partIndex, sent) => options.onPartSent(partIndex, { last: sent.last && documents === 0 }),
       maxPartLength: this.options.maxPartLength ?? DEFAULT_PART_LENGTH,
       linkPreviews: this.options.linkPreviews ?? false,
       // The reply came from the old chat's session: once that session moved, the moved outbox
@@ -168,7 +171,7 @@ export class TelegramAdapter implements ChannelAdapter {
       logger: this.logger,
       ...(reply.actions?.length ? { lastPart: { reply_markup: inlineKeyboard(reply.actions) } } : {}),
     });
-    if (reply.documents?.length) await sendDocuments(this.bot.api, reply.target, reply.documents, { firstPart: parts, fromPart: options.fromPart, onPartSent: options.onPartSent });
+    if (reply.documents && documents > 0) await sendDocuments(this.bot.api, reply.target, reply.documents, { firstPart: parts, fromPart: options.fromPart, onPartSent: options.onPartSent });
     // The answer is out: Telegram clears "typing…" when our message arrives; keep it cleared.
     if (reply.kind === "answer" && parts > 0) this.typing.stop(reply.sessionKey);
   }

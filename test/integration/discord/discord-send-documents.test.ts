@@ -17,8 +17,11 @@ describe("DiscordAdapter: files of a reply", () => {
   it("sends the text, then each file as a message of its own, reporting parts 0, 1, 2", async () => {
     const adapter = await h.startAdapter();
     const parts: number[] = [];
-    await adapter.send(withFiles(), { fromPart: 0, onPartSent: async (index) => void parts.push(index) });
+    const lastFlags: boolean[] = [];
+    await adapter.send(withFiles(), { fromPart: 0, onPartSent: async (index, { last }) => void (parts.push(index), lastFlags.push(last)) });
     expect(parts).toEqual([0, 1, 2]);
+    // The text's only part is not the reply's last: the files follow it.
+    expect(lastFlags).toEqual([false, false, true]);
     expect(h.fake.uploads.map((upload) => [upload.filename, upload.bytes.toString("utf8")])).toEqual([["a.md", "# markdown ✓"], ["a.json", "{\"json\":true}"]]);
     expect(String(h.fake.sentMessages[0]?.content)).toBe("Your export: two files.");
   });

@@ -22,11 +22,14 @@ describe("DiscordAdapter against the fake Discord: replies and typing", () => {
     expect(text.length).toBeGreaterThan(5_000);
 
     const sentParts: number[] = [];
-    await adapter.send(reply(text), { fromPart: 0, onPartSent: async (index) => void sentParts.push(index) });
+    const lastFlags: boolean[] = [];
+    await adapter.send(reply(text), { fromPart: 0, onPartSent: async (index, { last }) => void (sentParts.push(index), lastFlags.push(last)) });
 
     const bodies = h.fake.sentMessages;
     expect(bodies.length).toBeGreaterThanOrEqual(3);
     expect(sentParts).toEqual(bodies.map((_, index) => index));
+    // Only the last part says so: the delivery records every other one.
+    expect(lastFlags).toEqual(bodies.map((_, index) => index === bodies.length - 1));
     for (const [index, body] of bodies.entries()) {
       const content = String(body.content);
       expect(content.length).toBeLessThanOrEqual(2000);
@@ -45,8 +48,10 @@ describe("DiscordAdapter against the fake Discord: replies and typing", () => {
     const adapter = await h.startAdapter();
     const text = Array.from({ length: 3 }, (_, i) => `Part ${i}: ${"word ".repeat(360)}`).join("\n\n");
     const sentParts: number[] = [];
-    await adapter.send(reply(text), { fromPart: 1, onPartSent: async (index) => void sentParts.push(index) });
+    const lastFlags: boolean[] = [];
+    await adapter.send(reply(text), { fromPart: 1, onPartSent: async (index, { last }) => void (sentParts.push(index), lastFlags.push(last)) });
     expect(sentParts).toEqual([1, 2]);
+    expect(lastFlags).toEqual([false, true]);
     expect(h.fake.sentMessages.map((body) => String(body.content).slice(0, 6))).toEqual(["Part 1", "Part 2"]);
     // The reply reference belongs to the first part only, which was sent before.
     expect(h.fake.sentMessages[0]?.message_reference).toBeUndefined();

@@ -29,7 +29,7 @@ class FreezingAdapter implements ChannelAdapter {
   constructor(private readonly freeze: () => void) {}
   async start(_ingress: IngressPort) {}
   async send(reply: OutboundReply, options: SendOptions) {
-    await options.onPartSent(0);
+    await options.onPartSent(0, { last: true });
     this.sent.push(reply.replyId);
     // The reply is out; the delivery's next write (FINISH_REPLY) meets a frozen Redis.
     this.freeze();

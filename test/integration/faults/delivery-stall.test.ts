@@ -32,7 +32,7 @@ class SlowPlatform implements ChannelAdapter {
     for (let index = options.fromPart; index < parts.length; index++) {
       await sleep(250);
       this.accepted.push(parts[index]!);
-      await options.onPartSent(index);
+      await options.onPartSent(index, { last: index === parts.length - 1 });
     }
   }
   async stop(): Promise<void> {}

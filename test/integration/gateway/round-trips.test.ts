@@ -11,7 +11,7 @@ import { Ingress } from "../../../src/gateway/ingress.js";
 import { silentLogger } from "../../../src/logger.js";
 import { CONNECTION_NAMES, createProducers, createRedis, deliveryQueueName, TURN_QUEUE } from "../../../src/queue/index.js";
 import { globalKeys } from "../../../src/session/keys.js";
-import { END_TURN, FINISH_REPLY, HEARTBEAT, SESSION_WORK } from "../../../src/session/scripts.js";
+import { END_TURN, FINISH_REPLY, HEARTBEAT, RECORD_PART, SESSION_WORK } from "../../../src/session/scripts.js";
 import { SessionStore } from "../../../src/session/store.js";
 import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
 import { testConfig } from "../../helpers/config.js";
@@ -198,16 +198,18 @@ describe("Redis round trips", () => {
     expect(jobAdds, report).toHaveLength(2);
     // Counted on this code: ingress 3 (one round trip, above), worker 7 (begin, two typing
     // events, budget reserve (it reads the accounts' limits itself), settle, commit, delivery
-    // job; the vision flag only for a turn with pictures), delivery 4 (begin, part, the work
-    // list's SREM with the finish). A new command on the turn path has to be worth it: raise the
-    // bound only with a reason.
-    expect(lines.length, report).toBeLessThanOrEqual(14);
+    // job; the vision flag only for a turn with pictures), delivery 3 (begin, the work list's
+    // SREM with the finish: a reply's last part is recorded by its finish, so a one-part reply
+    // records none). A new command on the turn path has to be worth it: raise the bound only
+    // with a reason.
+    expect(lines.length, report).toBeLessThanOrEqual(13);
     // The budget's limits are read inside its reserve script, not before it.
     expect(lines.filter((line) => / hgetall .*\{budget\}:limits:/.test(line)), report).toEqual([]);
     // The session's settling rides on the last finish: no separate look at its work.
     expect(lines.filter((line) => / srem /.test(`${line} `)), report).toHaveLength(1);
-    // Ingress: the append and the turn job; delivery: begin, part, finish.
-    expect(lines.filter((line) => line.startsWith(`${CONNECTION_NAMES.gateway} `) && / evalsha /.test(line)), report).toHaveLength(5);
+    // Ingress: the append and the turn job; delivery: begin, finish (no part record).
+    expect(lines.filter((line) => line.startsWith(`${CONNECTION_NAMES.gateway} `) && / evalsha /.test(line)), report).toHaveLength(4);
+    expect(lines.filter((line) => line.includes(sha(RECORD_PART))), report).toEqual([]);
     expect(lines.filter((line) => line.includes(":vision:")), report).toEqual([]);
   });
   it("the worker sends the delivery job with the commit, and the gateway settles the session with the last finish, each in one round trip", async () => {

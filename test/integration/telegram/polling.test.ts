@@ -152,15 +152,18 @@ describe("telegram adapter, long polling", () => {
     const markdown = blocks.map((code, index) => `### Part ${index}\n\n${"Some **explanation** of <this> & that. ".repeat(16)}\n\n\`\`\`rust\n${code}\n\`\`\``).join("\n\n");
     expect(markdown.length).toBeGreaterThan(10_000);
     const progress: number[] = [];
+    const lastFlags: boolean[] = [];
 
     await started.send(reply(markdown, { platform: "telegram", chatId: "5012345678", replyToMessageId: "77" }), {
       fromPart: 0,
-      onPartSent: async (index) => void progress.push(index),
+      onPartSent: async (index, { last }) => void (progress.push(index), lastFlags.push(last)),
     });
 
     const sent = fake.delivered();
     expect(sent.length).toBeGreaterThanOrEqual(3);
     expect(progress).toEqual(sent.map((_, index) => index));
+    // Only the last part says so: the delivery records every other one.
+    expect(lastFlags).toEqual(sent.map((_, index) => index === sent.length - 1));
     for (const [index, call] of sent.entries()) {
       expect(call.payload.parse_mode).toBe("HTML");
       const seen = parseTelegramHtml(textOf(call));

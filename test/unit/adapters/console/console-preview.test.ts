@@ -32,11 +32,11 @@ describe("console: live preview in a terminal", () => {
     const signal = new AbortController().signal;
     const id = await port.create(reply.target, "the wh", signal);
     await port.edit(reply.target, id, "the whole ans", signal);
-    const parts: number[] = [];
-    await adapter.send(reply, { fromPart: 0, onPartSent: async (part) => void parts.push(part), preview: { messageId: id, only: false, onRefused: async () => undefined } });
+    const parts: Array<[number, boolean]> = [];
+    await adapter.send(reply, { fromPart: 0, onPartSent: async (part, { last }) => void parts.push([part, last]), preview: { messageId: id, only: false, onRefused: async () => undefined } });
 
     expect(io.seen).toEqual(["preview:the wh", "preview:the whole ans", "clear", "reply:the whole answer"]);
-    expect(parts).toEqual([0]);
+    expect(parts).toEqual([[0, true]]);
   });
 
   it("piped output has no previews: replies are printed as before", () => {
