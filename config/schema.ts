@@ -111,6 +111,7 @@ export const configSchema = z.object({
   BUSY_MODE: z.enum(["collect", "queue", "interrupt"]).default("collect").describe("Messages during a turn: answered together next (collect), one turn each (queue), or restart the turn (interrupt)"),
   STREAMING: z.enum(["off", "progress", "partial"]).default("progress").describe("While a turn runs: nothing but typing (off), one status message edited as the agent works and then into the answer (progress), or the answer as it is written too (partial)"),
   STREAMING_DELAY_MS: z.coerce.number().int().min(0).default(1_000).describe("How long a turn runs before its live preview (STREAMING progress or partial) appears; a quicker answer arrives as one message, with no status message edited into it"),
+  TYPING_DELAY_MS: z.coerce.number().int().min(0).default(500).describe("How long a turn runs before the chat shows \"typing…\"; a quicker answer arrives without it (no typing call against the platform's limits); 0 shows it as soon as the turn begins"),
   IDLE_RESET_HOURS: z.coerce.number().min(0).default(0).describe("Archive a session idle this long and start fresh; 0 never"),
   MESSAGE_TIMESTAMPS: flag(true, "Start each user message the model reads with when it was sent, in the chat's time zone (TZ or the chat's own), written once so the prompt cache holds: [Tue 2026-12-01 10:44 Europe/Berlin · 3 days after the previous message]"),
   ARCHIVE_RETENTION_DAYS: z.coerce.number().min(0).default(90).describe("How long an archived conversation (/new, idle reset) is kept; 0 forever"),

@@ -4,6 +4,7 @@
  */
 import type { OutboundReply, Platform, PreviewUpdate, ReplyTarget, StreamingMode, TurnActivity } from "../src/core/channel.js";
 import { PREVIEW_STATUS, TurnPreview } from "../src/agent/preview.js";
+import { TurnTyping } from "../src/agent/typing.js";
 import {
   BatchFailedError, batchFailureCause, failureNotice, pasteWaitMs, runTurnSegments, settleWithoutAnswer,
   type AbortReason, type SegmentsResult, type TurnEngine,
@@ -25,7 +26,10 @@ export interface TurnDeps {
   busyMode: "collect" | "queue" | "interrupt";
   /** Lease TTL: a stall (Redis paused, event loop blocked) shorter than this never loses the session. */
   leaseMs: number;
+  /** Publishes a typing event (lossy). */
   publishActivity(activity: TurnActivity): Promise<void>;
+  /** TYPING_DELAY_MS: no typing event for a turn quicker than this; absent: typing at once. */
+  typingDelayMs?: number;
   /** STREAMING for a platform (docs/streaming.md); absent: off. */
   streaming?(platform: Platform): StreamingMode;
   /** STREAMING_DELAY_MS: nothing is previewed before a turn has run this long. */
@@ -86,6 +90,7 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
   const lease = new LeaseKeeper(store.redis, { key: store.keys(sessionKey).lease, token: attempt.token, ttlMs: deps.leaseMs, abortKey: store.keys(sessionKey).abort }, attempt.signal);
   let target: ReplyTarget | undefined;
   let preview: TurnPreview | undefined;
+  let typing: TurnTyping | undefined;
   // END_TURN releases the lease with the commit: no second round trip for it then.
   let committed = false;
   try {
@@ -106,8 +111,7 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
       return { status: "idle" };
     }
     target = batch.length > 0 ? targetOf(batch) : timedOut!.target;
-    // Typing indicators are lossy: not waited for, the publish goes out ahead of the turn's next command.
-    void deps.publishActivity({ type: "turn-started", sessionKey, target }).catch(() => undefined);
+    typing = new TurnTyping({ sessionKey, target, publish: deps.publishActivity, delayMs: deps.typingDelayMs ?? 0 });
     deps.hooks?.at("turn-begun", batch);
     const startedAt = performance.now();
     let outcome: "answered" | "stopped" | "failed" = "answered";
@@ -186,9 +190,9 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
     return { status: "answered", version: ended.version, messages: batch.length, replies: result.replies.length };
   } finally {
     preview?.close();
+    // Before the wait for the lease: a timer due meanwhile would start typing for a turn that is over.
+    typing?.finish();
     await (committed ? lease.stop() : lease.release()).catch((error: unknown) => log.warn({ err: error }, "lease-release-failed"));
-    // Lossy like turn-started, and not waited for: the job completes without another round trip.
-    if (target) void deps.publishActivity({ type: "turn-finished", sessionKey, target }).catch(() => undefined);
   }
 }
 

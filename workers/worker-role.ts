@@ -205,6 +205,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       publishActivity: async (activity) => {
         await redis.publish(activityChannel, JSON.stringify(activity));
       },
+      typingDelayMs: config.TYPING_DELAY_MS,
       streaming: (platform) => streamingModeFor(config, platform),
       previewDelayMs: config.STREAMING_DELAY_MS,
       publishPreview: async (update) => {

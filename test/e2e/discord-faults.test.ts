@@ -26,7 +26,8 @@ describe("Discord refusals through the whole pipeline", E2E_TIMEOUT, () => {
   }
 
   it("in a channel where it may no longer post (50013): drops the reply with a log line, stops typing at once, keeps serving", async () => {
-    e2e = await DiscordE2E.start();
+    // Typing as soon as the turn begins: the wait below is then well past the first post.
+    e2e = await DiscordE2E.start({ TYPING_DELAY_MS: "0" });
     await e2e.startPipeline({ adapter: { typingIntervalMs: 100 } });
     e2e.fake.setPermissions(IDS.textChannel, { send: false });
     gate = e2e.llm.hold();

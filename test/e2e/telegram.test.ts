@@ -96,7 +96,8 @@ describe("telegram end to end: conversations", () => {
   });
 
   it("answers a forum-topic message in its topic", async () => {
-    e2e = await startTelegramE2e({ env: { ALLOWED_TELEGRAM_CHATS: String(FORUM.id) } });
+    // Typing at once: the echo answers before the default delay would show it.
+    e2e = await startTelegramE2e({ env: { ALLOWED_TELEGRAM_CHATS: String(FORUM.id), TYPING_DELAY_MS: "0" } });
     const { telegram, llm } = e2e;
     const text = "@longhaul_test_bot draft the release notes";
     const topicRoot = { message_id: 2040, message_thread_id: 2040, date: 1764400000, chat: FORUM, from: GRACE, forum_topic_created: { name: "Release planning", icon_color: 7322096 }, is_topic_message: true };
