@@ -45,11 +45,16 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
   /**
    * The preview a reply takes over, from the durable record: waits while a preview write is in
    * flight (at most PREVIEW_REQUEST_MS), so no interim edit lands over the final. `skip`: a
-   * preview-only reply whose preview never appeared.
+   * preview-only reply whose preview never appeared. No record (`previewRecorded` false: the
+   * outbox script closed it): nothing to ask.
    */
-  const previewFor = async (reply: OutboundReply, fromPart: number, adapter: ChannelAdapter): Promise<{ preview?: SendOptions["preview"]; skip: boolean }> => {
+  const previewFor = async (reply: OutboundReply, fromPart: number, previewRecorded: boolean, adapter: ChannelAdapter): Promise<{ preview?: SendOptions["preview"]; skip: boolean }> => {
     if (reply.preview === undefined || fromPart > 0 || !adapter.previews) return { skip: reply.previewOnly === true };
     const previewId = reply.preview;
+    if (!previewRecorded) {
+      options.onPreviewTaken?.(previewId);
+      return { skip: reply.previewOnly === true };
+    }
     for (;;) {
       const taken = await previews.take(reply.sessionKey, previewId);
       if (taken.status === "busy") {
@@ -81,7 +86,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
     let settled = false;
     try {
       while (step.status === "head") {
-        const { reply, fromPart } = step;
+        const { reply, fromPart, previewRecorded } = step;
         const adapter = options.adapters.get(reply.target.platform);
         if (!adapter) {
           // Not ours to send: hand it to the queue of its platform.
@@ -89,7 +94,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
           return;
         }
         try {
-          const { preview, skip } = await previewFor(reply, fromPart, adapter);
+          const { preview, skip } = await previewFor(reply, fromPart, previewRecorded, adapter);
           if (!skip) {
             await adapter.send(reply, {
               fromPart,

@@ -12,8 +12,12 @@ export type DeliveryStep =
    * session's inbox and pending batch at that moment (0: the session was idle).
    */
   | { status: "empty"; waiting?: number }
-  /** Send `reply` from part `fromPart` on; `queued` replies are in the outbox, this one included. */
-  | { status: "head"; reply: OutboundReply; fromPart: number; queued: number }
+  /**
+   * Send `reply` from part `fromPart` on; `queued` replies are in the outbox, this one included.
+   * `previewRecorded` (a reply with `preview`, from part 0): its preview has a record to take
+   * over (PreviewRecords.take); false: no preview was ever shown, and none can be now.
+   */
+  | { status: "head"; reply: OutboundReply; fromPart: number; queued: number; previewRecorded: boolean }
   /** Another delivery took the lease: stop, it carries on. */
   | { status: "lost" };
 
@@ -34,14 +38,19 @@ export class Outbox {
     return [keys.deliveryLease, keys.outbox, keys.outboxProgress];
   }
 
-  #finishKeys(sessionKey: string): [string, string, string, string, string] {
+  #beginKeys(sessionKey: string): [string, string, string, string] {
     const keys = sessionKeys(this.prefix, sessionKey);
-    return [keys.deliveryLease, keys.outbox, keys.outboxProgress, keys.inbox, keys.pending];
+    return [keys.deliveryLease, keys.outbox, keys.outboxProgress, keys.previews];
+  }
+
+  #finishKeys(sessionKey: string): [string, string, string, string, string, string] {
+    const keys = sessionKeys(this.prefix, sessionKey);
+    return [keys.deliveryLease, keys.outbox, keys.outboxProgress, keys.inbox, keys.pending, keys.previews];
   }
 
   /** Takes the delivery lease and returns the head to send. */
   async begin(sessionKey: string, token: string, leaseMs: number): Promise<DeliveryStep> {
-    return toStep((await runScript(this.redis, BEGIN_DELIVERY, 3, ...this.#keys(sessionKey), token, leaseMs)) as unknown[]);
+    return toStep((await runScript(this.redis, BEGIN_DELIVERY, 4, ...this.#beginKeys(sessionKey), token, leaseMs)) as unknown[]);
   }
 
   /** Records part `partIndex` of `replyId` as sent; throws DeliveryFencedError when this delivery may no longer write. */
@@ -53,7 +62,7 @@ export class Outbox {
 
   /** Pops `replyId` (sent, or refused for good) and returns the next head. */
   async finish(sessionKey: string, token: string, replyId: string, leaseMs: number): Promise<DeliveryStep> {
-    return toStep((await runScript(this.redis, FINISH_REPLY, 5, ...this.#finishKeys(sessionKey), token, replyId, leaseMs)) as unknown[]);
+    return toStep((await runScript(this.redis, FINISH_REPLY, 6, ...this.#finishKeys(sessionKey), token, replyId, leaseMs)) as unknown[]);
   }
 }
 
@@ -66,6 +75,6 @@ function toStep(reply: unknown[]): DeliveryStep {
     case "lost":
       return { status: "lost" };
     default:
-      return { status: "head", reply: JSON.parse(String(reply[1])) as OutboundReply, fromPart: Number(reply[2]), queued: Number(reply[3]) };
+      return { status: "head", reply: JSON.parse(String(reply[1])) as OutboundReply, fromPart: Number(reply[2]), queued: Number(reply[3]), previewRecorded: Number(reply[4]) === 1 };
   }
 }

@@ -37,6 +37,28 @@ local function save(rec)
   redis.call('PEXPIRE', KEYS[1], ${RECORD_TTL_MS})
 end`;
 
+/**
+ * Lua, for the delivery scripts that hand out the outbox head (scripts.ts): whether the final's
+ * preview has a record that `take` must look at (1), or none — then it is closed at once, as
+ * TAKE closes it, so no preview can appear after its final (0). A turn quicker than
+ * STREAMING_DELAY_MS published nothing, so none of its attempts can have shown a preview: its
+ * final costs no TAKE round trip. A preview being created has its record (`creating`) before
+ * the platform sees it; one whose update is still on its way is refused by the closed record.
+ */
+export const PREVIEW_RECORDED = `
+local function previewRecorded(key, previewId)
+  local raw = redis.call('HGET', key, previewId)
+  if raw then
+    local ok, rec = pcall(cjson.decode, raw)
+    if ok and type(rec) == 'table' and (rec.s == 'closed' or rec.s == 'gone') then return 0 end
+    return 1
+  end
+  local t = redis.call('TIME')
+  redis.call('HSET', key, previewId, cjson.encode({s = 'closed', t = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)}))
+  redis.call('PEXPIRE', key, ${RECORD_TTL_MS})
+  return 0
+end`;
+
 /** ARGV: preview id, owner, hold ms. → {'create'} | {'edit', message id} | {'busy'} | {'closed'} */
 const CLAIM = `${COMMON}
 local rec = load()
@@ -87,7 +109,7 @@ return 1`;
  * The final takes the preview. ARGV: preview id.
  * → {'edit', message id} | {'none'} | {'busy', ms to wait}
  */
-const TAKE = `${COMMON}
+export const TAKE = `${COMMON}
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   local ok, other = pcall(cjson.decode, all[i + 1])

@@ -10,6 +10,8 @@
  * back). Any other holder means the attempt was superseded and writes nothing.
  */
 
+import { PREVIEW_RECORDED } from "./previews.js";
+
 /** KEYS: seen, inbox. ARGV: entry JSON, dedupe TTL s. → 1 stored, 0 duplicate. */
 export const APPEND_INBOX = `
 if redis.call('SET', KEYS[1], '1', 'NX', 'EX', tonumber(ARGV[2])) then
@@ -167,33 +169,44 @@ end
 return 0`;
 
 /**
- * Shared by the delivery scripts: the outbox head, the part to resume from, and the outbox's
- * length (the head included). Progress is `<replyId>:<next part>` and counts only for the reply
- * it names, so a stale value left by another reply can never skip a part of this one.
+ * Shared by the delivery scripts: the outbox head, the part to resume from, the outbox's length
+ * (the head included), and for a head with a live preview to take over (from part 0) whether
+ * that preview has a record (PREVIEW_RECORDED: 0 closes it). Progress is `<replyId>:<next part>`
+ * and counts only for the reply it names, so a stale value left by another reply can never skip
+ * a part of this one.
  */
-const OUTBOX_HEAD = `
-local function headWithProgress(outboxKey, progressKey)
+const OUTBOX_HEAD = `${PREVIEW_RECORDED}
+local function headWithProgress(outboxKey, progressKey, previewsKey)
   local head = redis.call('LINDEX', outboxKey, 0)
   if not head then return nil end
+  local reply = nil
   local fromPart = 0
   local progress = redis.call('GET', progressKey)
   if progress then
     local replyId, part = string.match(progress, '^(.*):(%d+)$')
-    if replyId ~= nil and replyId == cjson.decode(head).replyId then fromPart = tonumber(part) end
+    if replyId ~= nil then
+      reply = cjson.decode(head)
+      if replyId == reply.replyId then fromPart = tonumber(part) end
+    end
   end
-  return {'head', head, fromPart, redis.call('LLEN', outboxKey)}
+  local recorded = 0
+  if fromPart == 0 and string.find(head, '"preview":', 1, true) then
+    reply = reply or cjson.decode(head)
+    if type(reply.preview) == 'string' then recorded = previewRecorded(previewsKey, reply.preview) end
+  end
+  return {'head', head, fromPart, redis.call('LLEN', outboxKey), recorded}
 end`;
 
 /**
  * Begins a delivery: takes the session's delivery lease and returns the outbox head with the
  * part to resume from. Empty outbox: the lease is not taken.
- * KEYS: delivery lease, outbox, progress. ARGV: token, TTL ms.
- * → {'busy', lease PTTL} | {'empty'} | {'head', reply JSON, from part, outbox length}
+ * KEYS: delivery lease, outbox, progress, previews. ARGV: token, TTL ms.
+ * → {'busy', lease PTTL} | {'empty'} | {'head', reply JSON, from part, outbox length, preview recorded 1|0}
  */
 export const BEGIN_DELIVERY = `${OUTBOX_HEAD}
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= ARGV[1] then return {'busy', redis.call('PTTL', KEYS[1])} end
-local head = headWithProgress(KEYS[2], KEYS[3])
+local head = headWithProgress(KEYS[2], KEYS[3], KEYS[4])
 if not head then
   if holder then redis.call('DEL', KEYS[1]) end
   return {'empty'}
@@ -220,8 +233,8 @@ return 1`;
  * Pops the outbox head once the reply `ARGV[2]` is done (sent, or refused for good), then
  * returns the next head like BEGIN_DELIVERY; an empty outbox releases the lease and reports
  * whether messages wait (the session is idle, for settling it in the same round trip).
- * KEYS: delivery lease, outbox, progress, inbox, pending. ARGV: token, reply id, TTL ms.
- * → {'lost'} | {'empty', inbox length + pending length} | {'head', reply JSON, from part, outbox length}
+ * KEYS: delivery lease, outbox, progress, inbox, pending, previews. ARGV: token, reply id, TTL ms.
+ * → {'lost'} | {'empty', inbox length + pending length} | {'head', reply JSON, from part, outbox length, preview recorded 1|0}
  */
 export const FINISH_REPLY = `${OUTBOX_HEAD}
 local holder = redis.call('GET', KEYS[1])
@@ -231,7 +244,7 @@ if head and cjson.decode(head).replyId == ARGV[2] then
   redis.call('LPOP', KEYS[2])
   redis.call('DEL', KEYS[3])
 end
-local next = headWithProgress(KEYS[2], KEYS[3])
+local next = headWithProgress(KEYS[2], KEYS[3], KEYS[6])
 if not next then
   redis.call('DEL', KEYS[1])
   return {'empty', redis.call('LLEN', KEYS[4]) + redis.call('LLEN', KEYS[5])}

@@ -89,6 +89,10 @@ export function traceNamedConnections(names: readonly string[]) {
 }
 
 export const sha = (lua: string) => createHash("sha1").update(lua).digest("hex");
-/** The script a traced EVALSHA (or its first-time EVAL) runs. */
-export const runs = (entry: { name: string; args: string[] }, lua: string) =>
-  (entry.name === "evalsha" && entry.args[0] === sha(lua)) || (entry.name === "eval" && entry.args[0] === lua);
+/**
+ * Whether a traced command runs `lua`: EVALSHA with its SHA, or a connection's first call of the
+ * script, which ioredis's custom command hands to sendCommand as `evalsha` with the script's
+ * text (EVAL after a NOSCRIPT).
+ */
+export const runs = (entry: { name: string; args: readonly unknown[] }, lua: string) =>
+  (entry.name === "evalsha" || entry.name === "eval") && (entry.args[0] === sha(lua) || entry.args[0] === lua);

@@ -3,7 +3,6 @@
  * next part goes out (a crash then resumes after it); the last part is recorded by the
  * reply's finish alone, so a one-part reply costs BEGIN_DELIVERY and FINISH_REPLY only.
  */
-import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { ChannelAdapter, IngressPort, OutboundReply, SendOptions } from "../../../src/adapters/channel-adapter.js";
 import { startDeliveryWorker } from "../../../src/gateway/delivery.js";
@@ -12,14 +11,10 @@ import { createProducers, createRedis, type Redis } from "../../../src/queue/ind
 import { FINISH_REPLY, RECORD_PART } from "../../../src/session/scripts.js";
 import { SessionStore } from "../../../src/session/store.js";
 import { uniquePrefix } from "../../helpers/config.js";
-import { countRoundTrips } from "../../helpers/round-trips.js";
+import { countRoundTrips, runs } from "../../helpers/round-trips.js";
 import { sleep } from "../../helpers/stall-run.js";
 
 const SESSION = "console:progress";
-const sha = (lua: string) => createHash("sha1").update(lua).digest("hex");
-/** The script a traced command runs (a connection's first call of a script carries its text, later ones its SHA). */
-const runs = (entry: { name: string; args: unknown[] }, lua: string) =>
-  (entry.name === "evalsha" || entry.name === "eval") && (entry.args[0] === sha(lua) || entry.args[0] === lua);
 
 /** Sends a reply's paragraphs as its parts, and notes the recorded progress after each. */
 class PartsAdapter implements ChannelAdapter {

@@ -7,6 +7,7 @@ import { inject } from "vitest";
 import type { OutboundReply } from "../../../src/adapters/channel-adapter.js";
 import { createRedis, type Redis } from "../../../src/queue/index.js";
 import { DeliveryFencedError, Outbox } from "../../../src/session/outbox.js";
+import { PreviewRecords } from "../../../src/session/previews.js";
 import { SessionStore } from "../../../src/session/store.js";
 import { uniquePrefix } from "../../helpers/config.js";
 import { sleep } from "../../helpers/stall-run.js";
@@ -75,5 +76,29 @@ describe("outbox delivery fencing", () => {
     // Finishing a reply that is no longer the head pops nothing and returns the head.
     expect(await outbox.finish(SESSION, "A", "r0", 10_000)).toMatchObject({ status: "head", fromPart: 1, reply: { replyId: "r1" } });
     expect(await redis.llen(keys.outbox)).toBe(2);
+  });
+
+  it("tells whether the head's preview has a record, and closes a missing one so that no preview can appear after the final", async () => {
+    const withPreview = (replyId: string, preview: string): OutboundReply => ({ ...reply(replyId), preview });
+    const store = new SessionStore(redis, uniquePrefix());
+    const keys = store.keys(SESSION);
+    const previews = new PreviewRecords(redis, store.prefix);
+    for (const entry of [withPreview("r1", "p1"), withPreview("r2", "p2"), withPreview("r3", "p3"), reply("r4")]) await redis.rpush(keys.outbox, JSON.stringify(entry));
+    const outbox = new Outbox(redis, store.prefix);
+    // p1: a gateway is showing it (any attempt of the turn may have published it).
+    expect(await previews.claim(SESSION, "p1", "g", 1_000)).toEqual({ status: "create" });
+    expect(await previews.opened(SESSION, "p1", "g", "m1")).toBe(true);
+    // p3: the final found none before (a resumed delivery): closed already.
+    expect(await previews.take(SESSION, "p3")).toEqual({ status: "none" });
+
+    expect(await outbox.begin(SESSION, "A", 10_000)).toMatchObject({ status: "head", reply: { replyId: "r1" }, previewRecorded: true });
+    // p2 was never published: no record, so the head says so and the record is closed now.
+    expect(await outbox.finish(SESSION, "A", "r1", 10_000)).toMatchObject({ status: "head", reply: { replyId: "r2" }, previewRecorded: false });
+    expect(JSON.parse((await redis.hget(keys.previews, "p2"))!)).toMatchObject({ s: "closed" });
+    expect(await previews.claim(SESSION, "p2", "g", 1_000)).toEqual({ status: "closed" });
+    expect(await outbox.finish(SESSION, "A", "r2", 10_000)).toMatchObject({ status: "head", reply: { replyId: "r3" }, previewRecorded: false });
+    expect(await outbox.finish(SESSION, "A", "r3", 10_000)).toMatchObject({ status: "head", reply: { replyId: "r4" }, previewRecorded: false });
+    expect(await redis.hkeys(keys.previews)).toEqual(expect.arrayContaining(["p1", "p2", "p3"]));
+    expect(await redis.hlen(keys.previews)).toBe(3);
   });
 });

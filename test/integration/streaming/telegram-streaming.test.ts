@@ -6,6 +6,10 @@
  */
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { RecordedCall } from "../../fakes/fake-telegram.js";
+import { CONNECTION_NAMES, createRedis } from "../../../src/queue/index.js";
+import { sessionKeys } from "../../../src/session/keys.js";
+import { TAKE } from "../../../src/session/previews.js";
+import { runs, traceNamedConnections } from "../../helpers/round-trips.js";
 import { longAnswer } from "../../helpers/streaming.js";
 import { ADA, closeChecked, DM, sleep, startTelegramE2e, waitUntil, warmUpTokenizer, type TelegramE2e } from "../../helpers/telegram-pipeline.js";
 
@@ -83,10 +87,29 @@ describe("telegram streaming: the chat ends with exactly the committed answer", 
   });
 
   it("STREAMING_DELAY_MS: a turn quicker than the delay sends its answer alone; a slower one shows its preview only after the delay", async () => {
-    e2e = await startTelegramE2e({ env: { STREAMING: "progress", STREAMING_DELAY_MS: "1500" } });
+    const trace = traceNamedConnections([CONNECTION_NAMES.gateway]);
+    e2e = await startTelegramE2e({ env: { STREAMING: "progress", STREAMING_DELAY_MS: "1500" } }).catch((error: unknown) => {
+      trace.restore();
+      throw error;
+    });
     const { telegram, llm } = e2e;
-    telegram.pushMessage({ chat: DM, from: ADA, text: "hi" });
-    await finalView(e2e, "echo: hi", 1);
+    const takes = () => trace.sent(CONNECTION_NAMES.gateway).filter((entry) => runs(entry, TAKE));
+    try {
+      telegram.pushMessage({ chat: DM, from: ADA, text: "hi" });
+      await finalView(e2e, "echo: hi", 1);
+      // The quick turn published nothing, so its final asked for no preview: the outbox
+      // script found no record and closed it (no preview can appear after the answer).
+      expect(takes()).toHaveLength(0);
+    } finally {
+      trace.restore();
+    }
+    const redis = createRedis(e2e.config.REDIS_URL!);
+    try {
+      const records = await redis.hgetall(sessionKeys(e2e.config.REDIS_PREFIX, `tg:${DM.id}`).previews);
+      expect(Object.values(records).map((raw) => (JSON.parse(raw) as { s: string }).s)).toEqual(["closed"]);
+    } finally {
+      redis.disconnect();
+    }
     // One message, the answer itself: no status message was sent or edited.
     expect(telegram.callsOf("sendMessage").filter((call) => call.visible).map(bodyText)).toEqual(["echo: hi"]);
     expect(telegram.callsOf("editMessageText")).toHaveLength(0);
