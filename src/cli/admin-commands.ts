@@ -3,7 +3,8 @@
  * thin shell around them; tests call them against a real Redis):
  *
  *   sessions              every session: messages in context and in the transcript, stored size,
- *                         age, last activity, compactions, model
+ *                         age, last activity, compactions, model; a session whose state cannot
+ *                         be read is listed as unreadable (exit code 1), the others still are
  *   show <session>        one session: the same, plus the live context, newest last
  *   export <session>      the state and the whole transcript as JSON
  *   reset <session>       archives the conversation and starts fresh, through the session's inbox
@@ -17,6 +18,7 @@ import type { Config } from "../../config/index.js";
 import { BudgetMeter, type SlotStatus } from "../budget/index.js";
 import type { InboundMessage, Platform } from "../core/channel.js";
 import type { ChatMessage } from "../core/messages.js";
+import { errorMessage } from "../errors.js";
 import { deleteUserData, exportUserData, parseUserRef } from "../memory/index.js";
 import { createFiringQueue, createProducers } from "../queue/index.js";
 import { scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../schedule/index.js";
@@ -81,12 +83,23 @@ const ago = (ms: number) => {
 };
 const size = (bytes: number) => (bytes >= 1_048_576 ? `${(bytes / 1_048_576).toFixed(1)}MB` : `${Math.ceil(bytes / 1_024)}KB`);
 
+/** Longest error text shown for an unreadable session (a JSON error quotes the stored text). */
+const REASON_MAX_CHARS = 120;
+
 export async function sessionsCommand(context: AdminContext): Promise<number> {
   const prefix = context.config.REDIS_PREFIX;
-  const summaries = (await Promise.all((await listSessionKeys(context.redis, prefix)).map((key) => summarize(context.redis, prefix, key))))
+  const unreadable: Array<{ sessionKey: string; reason: string }> = [];
+  // One broken state (corrupt JSON, a key of the wrong type, a shape this version cannot read)
+  // must not hide every other session: it is listed with its reason, the rest as usual.
+  const summaries = (await Promise.all((await listSessionKeys(context.redis, prefix)).map((key) =>
+    summarize(context.redis, prefix, key).catch((error: unknown) => {
+      const reason = errorMessage(error);
+      unreadable.push({ sessionKey: key, reason: reason.length > REASON_MAX_CHARS ? `${reason.slice(0, REASON_MAX_CHARS)}…` : reason });
+      return undefined;
+    }))))
     .filter((summary): summary is SessionSummary => summary !== undefined)
     .sort((a, b) => b.updatedAt - a.updatedAt);
-  if (summaries.length === 0) {
+  if (summaries.length === 0 && unreadable.length === 0) {
     context.write("No sessions.\n");
     return 0;
   }
@@ -97,8 +110,11 @@ export async function sessionsCommand(context: AdminContext): Promise<number> {
       ago(context.now - summary.createdAt), `${ago(context.now - summary.updatedAt)} ago`, String(summary.compactions), summary.model ?? "default",
     ]);
   }
+  unreadable.sort((a, b) => a.sessionKey.localeCompare(b.sessionKey));
+  for (const { sessionKey } of unreadable) rows.push([sessionKey, "unreadable", "-", "-", "-", "-", "-", "-"]);
   context.write(table(rows));
-  return 0;
+  for (const { sessionKey, reason } of unreadable) context.write(`${sessionKey}: state unreadable: ${reason}\n`);
+  return unreadable.length > 0 ? 1 : 0;
 }
 
 function table(rows: string[][]): string {

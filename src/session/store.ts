@@ -222,9 +222,13 @@ export class SessionStore {
 
   async load(sessionKey: string, now = Date.now()): Promise<SessionState> {
     const keys = this.keys(sessionKey);
-    const [[, state], [, version], [, live]] = (await this.#redis.multi().get(keys.state).get(keys.version).lrange(keys.live, 0, -1).exec()) as [
+    const replies = (await this.#redis.multi().get(keys.state).get(keys.version).lrange(keys.live, 0, -1).exec()) as [
       [Error | null, string | null], [Error | null, string | null], [Error | null, string[]],
     ];
+    // A key of the wrong type answers WRONGTYPE inside EXEC: never read that as a new session.
+    const failed = replies.find(([error]) => error !== null);
+    if (failed) throw failed[0]!;
+    const [[, state], [, version], [, live]] = replies;
     return readState(state ?? "", live, Number(version ?? 0), now);
   }
 

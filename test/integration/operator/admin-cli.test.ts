@@ -111,4 +111,24 @@ describe("npm run admin against a real Redis", () => {
     expect(await wrong.exited()).toBe(2);
     expect(wrong.stderr()).toContain("unknown command: frobnicate");
   });
+
+  it("sessions lists a session whose state cannot be read as unreadable, with its key, and the others as usual", async () => {
+    const broken = { "tg:901": "{\"live\": [", "tg:902": "42" };
+    for (const [sessionKey, raw] of Object.entries(broken)) await redis.set(sessionKeys(config.REDIS_PREFIX, sessionKey).state, raw);
+    // A key of the wrong type: never shown as an empty session.
+    await redis.hset(sessionKeys(config.REDIS_PREFIX, "tg:903").state, "live", "[]");
+    try {
+      const { code, output } = await admin("sessions");
+      expect(code).toBe(1);
+      expect(output).toMatch(/^tg:-100\s+\d+ msgs\s+\d+ msgs\s+\d+KB/m);
+      for (const sessionKey of ["tg:901", "tg:902", "tg:903"]) {
+        expect(output).toMatch(new RegExp(`^${sessionKey}\\s+unreadable\\s+-`, "m"));
+        expect(output).toMatch(new RegExp(`^${sessionKey}: state unreadable: \\S`, "m"));
+      }
+      expect(output).toMatch(/^tg:903: state unreadable: WRONGTYPE/m);
+    } finally {
+      await redis.del(...["tg:901", "tg:902", "tg:903"].map((sessionKey) => sessionKeys(config.REDIS_PREFIX, sessionKey).state));
+    }
+    expect((await admin("sessions")).code).toBe(0);
+  });
 });
