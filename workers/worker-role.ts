@@ -8,7 +8,7 @@ import type { TurnEngine } from "../src/agent/index.js";
 import { createMemoryHooks } from "../src/agent/memory-hooks.js";
 import { createMemoryTool, exportUserData, MemoryService, MemoryStore } from "../src/memory/index.js";
 import { createModelRouter } from "../src/models/router.js";
-import { BudgetMeter, meteredClient, transcriptionCost, transcriptionEstimate } from "../src/budget/index.js";
+import { BudgetMeter, LimitsCache, meteredClient, transcriptionCost, transcriptionEstimate } from "../src/budget/index.js";
 import { budgetAccounts } from "../src/agent/segment-switch.js";
 import { createRecallTool, currentTimeTool, McpManager, ToolCatalog, type Tool } from "../src/tools/index.js";
 import { MB } from "../src/core/attachments.js";
@@ -60,7 +60,12 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   // and context binding, built on first use. Every client is metered: each call reserves its
   // estimate from the turn's budgets first (the summarizer and the memory flush included).
   // On the store's connection: a settle nobody waits for still runs before the turn's commit.
-  const budget = new BudgetMeter(redis, prefix, config.budgets, Date.now, { logger });
+  // Accounts known to have no limit are not reserved from; an admin's /budget is heard on the
+  // subscriber (src/budget/limits-cache.ts).
+  const subscriber = createRedis(options.redisUrl, { connectionName: CONNECTION_NAMES.workerEvents, autoResubscribe: false });
+  subscriber.on("error", (error) => logger.warn({ err: error }, "redis-subscriber-error"));
+  const limits = new LimitsCache({ subscriber, channel: globalKeys(prefix).budgetLimitsChannel, logger });
+  const budget = new BudgetMeter(redis, prefix, config.budgets, Date.now, { logger, limits });
   const models = createModelRouter({
     config, logger, metrics, tools: () => tools.builtinDefinitions(),
     wrap: (client, prices) => meteredClient(client, prices, config.LLM_MAX_OUTPUT_TOKENS),
@@ -255,6 +260,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
         await firingQueue.close();
         await idleQueue.close();
         await producers.close();
+        limits.close();
+        subscriber.disconnect();
         await redis.quit().catch(() => redis.disconnect());
       })();
       return closing;

@@ -23,6 +23,7 @@ import { silentLogger, type Logger } from "../logger.js";
 import { globalKeys } from "../session/keys.js";
 import { runScript } from "../session/run-script.js";
 import { scanAll } from "../session/scan.js";
+import type { LimitsCache } from "./limits-cache.js";
 import { RESERVE, SETTLE } from "./scripts.js";
 
 export type Period = "daily" | "monthly";
@@ -129,6 +130,8 @@ export const unlimited = (reservation: Reservation) => reservation.limits.every(
 export interface BudgetMeterOptions {
   /** Where a settle nobody waits for reports its failure (`settleUnawaited`). Default: silent. */
   logger?: Logger;
+  /** Accounts known to have no limit: a call paid by them only is not reserved (limits-cache.ts). */
+  limits?: LimitsCache;
 }
 
 export class BudgetMeter {
@@ -137,6 +140,7 @@ export class BudgetMeter {
   readonly #config: BudgetsSection | undefined;
   readonly #now: () => number;
   readonly #logger: Logger;
+  readonly #limits: LimitsCache | undefined;
 
   constructor(redis: Redis, prefix: string, config: BudgetsSection | undefined, now: () => number = Date.now, options: BudgetMeterOptions = {}) {
     this.#redis = redis;
@@ -144,6 +148,7 @@ export class BudgetMeter {
     this.#config = config;
     this.#now = now;
     this.#logger = options.logger ?? silentLogger;
+    this.#limits = options.limits;
   }
 
   /** The limits of one account: config defaults, then the config's per-account entry, then an admin's /budget. */
@@ -188,9 +193,15 @@ export class BudgetMeter {
 
   /** An admin's limit for an account: a number, or `off` (no limit, whatever the config says), or `default` (the config's). */
   async setLimit(kind: "chat" | "user", id: string, period: Period, unit: "usd" | "tokens", value: number | "off" | "default"): Promise<void> {
-    const key = globalKeys(this.#prefix).budgetLimits(`${kind}:${id}`);
-    if (value === "default") await this.#redis.hdel(key, `${period}.${unit}`);
-    else await this.#redis.hset(key, `${period}.${unit}`, String(value));
+    const keys = globalKeys(this.#prefix);
+    const account = `${kind}:${id}`;
+    const write = this.#redis.multi();
+    if (value === "default") write.hdel(keys.budgetLimits(account), `${period}.${unit}`);
+    else write.hset(keys.budgetLimits(account), `${period}.${unit}`, String(value));
+    // In the same transaction, after the write: every worker forgets what it knew of the account
+    // (limits-cache.ts), and a reserve it sends from then on reads the new limit.
+    write.publish(keys.budgetLimitsChannel, account);
+    await write.exec();
   }
 
   async #slots(accounts: BudgetAccounts): Promise<Slot[]> {
@@ -210,12 +221,19 @@ export class BudgetMeter {
 
   /**
    * Takes `estimate` from every limited counter of the accounts, or throws BudgetExhaustedError
-   * naming the first that has no room: one script, one round trip (RESERVE).
+   * naming the first that has no room: one script, one round trip (RESERVE). Accounts the limits
+   * cache knows to have no limit are not asked: their reservation holds nothing and says so.
    */
   async reserve(accounts: BudgetAccounts, estimate: Cost): Promise<Reservation> {
     const now = this.#now();
     const keys = globalKeys(this.#prefix);
     const owners = ownersOf(accounts);
+    const names = owners.map(([kind, id]) => `${kind}:${id}`);
+    if (this.#limits?.unlimited(names)) {
+      const slots = owners.flatMap(([kind, id]) => PERIODS.map((period) => ({ kind, period, key: keys.budget(`${kind}:${id}`, periodId(period, now)) })));
+      return { slots, estimate, limits: slots.flatMap(() => [-1, -1]) };
+    }
+    const mark = this.#limits?.mark();
     const counters: string[] = [];
     const slots: ReservedSlot[] = [];
     const args: Array<string | number> = [toNano(estimate.usd), Math.ceil(estimate.tokens)];
@@ -230,14 +248,18 @@ export class BudgetMeter {
         args.push(owners.length * PERIODS.length + index + 1, period === "daily" ? 1 : 3, usd === undefined || usd === null ? -1 : toNano(usd), tokens ?? -1, KEEP_MS[period]);
       }
     }
-    const limitKeys = owners.map(([kind, id]) => keys.budgetLimits(`${kind}:${id}`));
+    const limitKeys = names.map((name) => keys.budgetLimits(name));
     const reply = (await runScript(this.#redis, RESERVE, counters.length + limitKeys.length, ...counters, ...limitKeys, ...args)) as number[];
     const refused = reply[0]!;
     if (refused > 0) {
       const slot = slots[refused - 1]!;
       throw new BudgetExhaustedError(exhaustedNotice(slot.kind, slot.period, now));
     }
-    return { slots, estimate, limits: reply.slice(1) };
+    const limits = reply.slice(1);
+    // Per account, its counters' money and token limits: the day's, then the month's.
+    const width = PERIODS.length * 2;
+    names.forEach((name, index) => this.#limits?.learn(mark, name, limits.slice(index * width, (index + 1) * width).every((limit) => limit < 0)));
+    return { slots, estimate, limits };
   }
 
   /** Books the real cost of a reserved call. → warnings newly due (50/75/90%, once each). */

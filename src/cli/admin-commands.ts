@@ -223,7 +223,9 @@ export async function deleteUserCommand(context: AdminContext, who: string): Pro
   let budgetDeleted = 0;
   for (const owner of [`user:${account}`, ...report.sessions.map((session) => `chat:${session}`)]) {
     budgetDeleted += await deleteMatching(redis, `${globEscape(globalKeys(prefix).budget(owner, ""))}*`);
-    budgetDeleted += await redis.unlink(globalKeys(prefix).budgetLimits(owner));
+    const limits = await redis.unlink(globalKeys(prefix).budgetLimits(owner));
+    if (limits > 0) await redis.publish(globalKeys(prefix).budgetLimitsChannel, owner);
+    budgetDeleted += limits;
   }
   context.write(`Deleted ${who}: ${report.sessions.length} private conversation(s) (${report.sessions.join(", ") || "none"}), ${report.keysDeleted} key(s), ${report.scheduledItems} reminder(s) or task(s).\nBudget counters and limits: ${budgetDeleted} key(s).\n`);
   return 0;

@@ -117,6 +117,8 @@ export async function deleteUserData(redis: Redis, prefix: string, user: UserRef
   let keysDeleted = 0;
   const list = [...doomed];
   for (let index = 0; index < list.length; index += 500) keysDeleted += await redis.del(...list.slice(index, index + 500));
+  // The limits an admin set for these accounts are gone: workers forget what they knew (src/budget/limits-cache.ts).
+  for (const account of accounts) await redis.publish(global.budgetLimitsChannel, account);
   const scheduledItems = schedule ? await schedule.removeUserItems(user.platform, user.userId) : 0;
   return { sessions, keysDeleted, scheduledItems };
 }

@@ -25,6 +25,8 @@ export const CONNECTION_NAMES = {
   gateway: "longhaul-gateway",
   gatewayEvents: "longhaul-gateway-events",
   worker: "longhaul-worker",
+  /** The worker's subscriber: budget limit changes (src/budget/limits-cache.ts). */
+  workerEvents: "longhaul-worker-events",
 } as const;
 
 /**

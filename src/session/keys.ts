@@ -89,6 +89,8 @@ export const globalKeys = (prefix: string) => ({
   budget: (account: string, period: string) => `${prefix}:{budget}:${account}:${period}`,
   /** Hash: limits an admin set with /budget for one account (`daily.usd` → "5", or "off"). */
   budgetLimits: (account: string) => `${prefix}:{budget}:limits:${account}`,
+  /** Every write of a `budgetLimits` hash publishes its account here (workers' limits caches forget it). */
+  budgetLimitsChannel: `${prefix}:budget-limits`,
   /** Says this Redis (under this prefix) is longhaul's: src/doctor/redis.ts. */
   marker: `${prefix}:longhaul`,
   /** Which key layout this deployment's data is in (absent: wave 1, `2`: hash-tagged). */

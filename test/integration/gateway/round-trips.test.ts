@@ -196,13 +196,13 @@ describe("Redis round trips", () => {
     const report = `\n${lines.join("\n")}`;
     // One turn job (ingress), one delivery job (worker).
     expect(jobAdds, report).toHaveLength(2);
-    // Counted on this code: ingress 3 (one round trip, above), worker 5 (begin, budget reserve
-    // (it reads the accounts' limits itself), settle, commit, delivery job; the vision flag only
-    // for a turn with pictures; no typing events for a turn quicker than TYPING_DELAY_MS),
-    // delivery 3 (begin, the work list's SREM with the finish: a reply's last part is recorded
-    // by its finish, so a one-part reply records none). A new command on the turn path has to be
-    // worth it: raise the bound only with a reason.
-    expect(lines.length, report).toBeLessThanOrEqual(11);
+    // Counted on this code: ingress 3 (one round trip, above), worker 4 (begin, budget settle,
+    // commit, delivery job; no reserve: the worker knows these accounts have no limit,
+    // src/budget/limits-cache.ts; the vision flag only for a turn with pictures; no typing events
+    // for a turn quicker than TYPING_DELAY_MS), delivery 3 (begin, the work list's SREM with the
+    // finish: a reply's last part is recorded by its finish, so a one-part reply records none). A
+    // new command on the turn path has to be worth it: raise the bound only with a reason.
+    expect(lines.length, report).toBeLessThanOrEqual(10);
     expect(lines.filter((line) => / publish /.test(`${line} `)), report).toEqual([]);
     // The budget's limits are read inside its reserve script, not before it.
     expect(lines.filter((line) => / hgetall .*\{budget\}:limits:/.test(line)), report).toEqual([]);

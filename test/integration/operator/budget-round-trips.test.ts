@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { BudgetMeter, unlimited } from "../../../src/budget/index.js";
 import { CONNECTION_NAMES, createRedis, type Redis } from "../../../src/queue/index.js";
-import { SETTLE } from "../../../src/budget/scripts.js";
+import { RESERVE, SETTLE } from "../../../src/budget/scripts.js";
 import { END_TURN } from "../../../src/session/scripts.js";
 import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
 import { writeConfigFile } from "../../helpers/config-file.js";
@@ -56,17 +56,20 @@ describe("the budget on a turn's path", () => {
     return { settle: worker[settle]!, commit: worker[commit]!, report };
   };
 
-  it("without limits the commit is sent before the settle's answer, and the usage is counted when the reply arrives", async () => {
+  it("without limits no reserve is sent, the commit goes out before the settle's answer, and the usage is counted when the reply arrives", async () => {
     const { ask, meter, sessionKey } = await startChat();
+    // The first turn's reserve finds no limit for the chat and the user: the worker learns it.
+    await ask();
     await ask();
     trace!.reset();
-    expect(await ask()).toBe("answer 1");
+    expect(await ask()).toBe("answer 2");
     const { settle, commit, report } = settleAndCommit();
+    expect(trace!.sent(CONNECTION_NAMES.worker).filter((entry) => runs(entry, RESERVE)), report).toEqual([]);
     // Sent before the settle's answer came back: the turn did not wait for it.
     expect(settle.sentBeforeAnswer, report).toBeGreaterThan(commit.sentBefore);
-    // Redis ran the settle before the commit, so both calls are counted by the time the reply is here.
+    // Redis ran the settle before the commit, so every call is counted by the time the reply is here.
     const [daily] = await meter.status({ chat: sessionKey });
-    expect(daily!.used.tokens).toBe(2 * 1_010);
+    expect(daily!.used.tokens).toBe(3 * 1_010);
   });
 
   it("with a limit the settle is waited for, and its warning reaches the reply", async () => {
@@ -76,9 +79,29 @@ describe("the budget on a turn's path", () => {
     // 2,020 of 3,000 tokens: past 50%.
     expect(await ask()).toBe("⚠️ This chat has used 50% of today's budget.\n\nanswer 1");
     const { settle, commit, report } = settleAndCommit();
+    expect(trace!.sent(CONNECTION_NAMES.worker).filter((entry) => runs(entry, RESERVE)), report).toHaveLength(1);
     expect(settle.sentBeforeAnswer, report).toBeLessThanOrEqual(commit.sentBefore);
     const [daily] = await meter.status({ chat: sessionKey });
     expect(daily!.used.tokens).toBe(2 * 1_010);
+  });
+
+  it("a limit an admin sets with /budget while the worker knows the chat has none refuses the chat's next turn", async () => {
+    trace = traceNamedConnections([CONNECTION_NAMES.worker]);
+    llm = await startFakeLlm();
+    llm.setHandler((request) => ({ text: `answer ${request.index}`, usage: { prompt_tokens: 1_000, completion_tokens: 10 } }));
+    const adapter = new RecordingAdapter("telegram");
+    pipeline = await startPipeline(testConfig(testEnv({ LLM_BASE_URL: llm.url, ALLOWED_TELEGRAM_USERS: "1,2", ADMIN_TELEGRAM_USERS: "2" })), [adapter]);
+    let count = 0;
+    const say = (text: string, userId: string, chatId: string) =>
+      adapter.ask(inbound({ platform: "telegram", chatId, sessionKey: `tg:${chatId}`, userId, userName: `user${userId}`, text, messageId: `l${++count}` }));
+    await say("hello", "1", "1");
+    trace.reset();
+    expect(await say("again", "1", "1")).toBe("answer 1");
+    // Warm: that turn's call was not reserved.
+    expect(trace.sent(CONNECTION_NAMES.worker).filter((entry) => runs(entry, RESERVE))).toEqual([]);
+    expect(await say("/budget tg:1 daily 1 tokens", "2", "2")).toBe("The daily budget of chat tg:1 is now 1 tokens.");
+    expect(await say("and now?", "1", "1")).toBe("Today's budget for this chat is used up; it resets at 00:00 UTC. Your message is saved.");
+    expect(llm.requests).toHaveLength(2);
   });
 });
 
