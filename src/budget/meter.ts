@@ -130,7 +130,10 @@ export const unlimited = (reservation: Reservation) => reservation.limits.every(
 export interface BudgetMeterOptions {
   /** Where a settle nobody waits for reports its failure (`settleUnawaited`). Default: silent. */
   logger?: Logger;
-  /** Accounts known to have no limit: a call paid by them only is not reserved (limits-cache.ts). */
+  /**
+   * Accounts known to have no limit: a call paid by them only is not reserved (limits-cache.ts).
+   * One cache per meter: what it knows holds for this prefix and this config only.
+   */
   limits?: LimitsCache;
 }
 
