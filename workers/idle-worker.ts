@@ -30,6 +30,7 @@ export function startIdleWorker(options: IdleWorkerOptions): { close(): Promise<
       const outcome = await runIdleCompaction(deps, {
         sessionKey: job.data.sessionKey,
         version: job.data.version,
+        ...(job.data.updatedAt === undefined ? {} : { updatedAt: job.data.updatedAt }),
         // The process id lets a person (and the fault tests) tell which process holds the session.
         token: attemptToken(`idle:${process.pid}:${workerId}:${job.id}:${job.attemptsMade}`),
         ...(signal ? { signal } : {}),
@@ -38,6 +39,14 @@ export function startIdleWorker(options: IdleWorkerOptions): { close(): Promise<
         // A turn (or a stalled run of this job) holds the session: come back when its lease may
         // be free. A turn that commits meanwhile makes this job stale.
         await job.moveToDelayed(Date.now() + Math.min(2_000, Math.max(250, outcome.retryInMs)), token);
+        throw new DelayedError();
+      }
+      if (outcome.status === "later") {
+        // A turn committed since the job was scheduled (and did not reschedule it): the same job
+        // now follows the newest version, due the TTL after that turn.
+        await job.updateData({ ...job.data, version: outcome.version, updatedAt: outcome.updatedAt });
+        await job.moveToDelayed(outcome.at, token);
+        log.debug({ jobId: job.id, sessionKey: job.data.sessionKey, version: outcome.version, at: outcome.at }, "idle-compaction-job-later");
         throw new DelayedError();
       }
       // One line per job (each session has at most one per CACHE_TTL_S): what it did and why not.

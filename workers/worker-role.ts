@@ -221,7 +221,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       now: () => Date.now(),
       onArchived: (sessionKey, sessionId) => toolOutputs.expireArchived(sessionKey, sessionId, config.ARCHIVE_RETENTION_DAYS * 86_400_000),
       afterCommit: async (sessionKey, version, state) => {
-        if (shouldScheduleIdleCompaction(engine, idle, state)) await idleQueue.schedule(sessionKey, version, idle.cacheTtlMs);
+        // Most commits of a busy session add nothing: the job this process added follows the session.
+        if (shouldScheduleIdleCompaction(engine, idle, state)) await idleQueue.keepScheduled(sessionKey, version, state.updatedAt, idle.cacheTtlMs);
       },
       ...(options.testHooks ? { hooks: createTestHooks() } : {}),
     },

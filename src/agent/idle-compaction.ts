@@ -42,8 +42,13 @@ export interface IdleCompactionDeps {
 
 export interface IdleCompactionJob {
   sessionKey: string;
-  /** The version the session had when the job was scheduled: any later commit makes it stale. */
+  /**
+   * The version the job follows. A later commit of a turn (`updatedAt` moved) is followed: the
+   * job takes the newest version and its time; any other commit (an idle compaction) makes it stale.
+   */
   version: number;
+  /** That version's `updatedAt`; absent (a job added by hand): any later commit makes it stale. */
+  updatedAt?: number;
   /** Unique per attempt (attemptToken): the lease token its commit is fenced by. */
   token: string;
   /** Aborted on worker shutdown. */
@@ -52,8 +57,13 @@ export interface IdleCompactionJob {
 
 export type IdleCompactionOutcome =
   | { status: "compacted"; version: number; folded: number }
-  /** Another attempt (a turn) holds the lease: come back later; a commit meanwhile makes the job stale. */
+  /** Another attempt (a turn) holds the lease: come back later. */
   | { status: "busy"; retryInMs: number }
+  /**
+   * Past the mark, but a turn ran less than the TTL ago (one committed after the job was
+   * scheduled): the job moves itself to `at` (that turn + the TTL), following `version`.
+   */
+  | { status: "later"; at: number; version: number; updatedAt: number }
   | { status: "skipped"; why: "off" | "stale" | "moved" | "message-waiting" | "not-idle" | "under-mark" | "not-compacted" }
   /** A message arrived (or the lease was lost, or the worker stops) during the compaction: nothing written. */
   | { status: "dropped"; why: string };
@@ -79,8 +89,9 @@ export async function runIdleCompaction(deps: IdleCompactionDeps, job: IdleCompa
   const log = deps.logger.child({ sessionKey, idleCompaction: job.version });
   if (deps.settings.cacheTtlMs <= 0) return { status: "skipped", why: "off" };
 
-  // A cheap look first (the version key alone): a job may find the session changed since.
-  if (Number((await store.redis.get(store.keys(sessionKey).version)) ?? 0) !== job.version) return { status: "skipped", why: "stale" };
+  // A cheap look first (the version key alone): a job added by hand finds a moved session stale
+  // here; one that follows the session needs the state to tell a turn from an idle compaction.
+  if (job.updatedAt === undefined && Number((await store.redis.get(store.keys(sessionKey).version)) ?? 0) !== job.version) return { status: "skipped", why: "stale" };
 
   // 'one' claims what a turn in any busy mode would claim first (at most one message, only when
   // nothing is pending); a claim means a message waits, and the job lets go at once.
@@ -138,8 +149,13 @@ async function compactHeld({ deps, job, log, state, batch, claim, lease, signal 
   const { sessionKey } = job;
   // A message waits: it is answered by a turn on the session as it is.
   if (batch.length > 0) return { status: "skipped", why: "message-waiting" };
-  if (state.version !== job.version) return { status: "skipped", why: "stale" };
+  // Turns set `updatedAt`, an idle compaction keeps it: a moved version with the same time was
+  // not a turn (an idle compaction committed it, e.g. by a copy of this job), nothing to follow.
+  if (state.version !== job.version && (job.updatedAt === undefined || state.updatedAt === job.updatedAt)) return { status: "skipped", why: "stale" };
   const due = idleCompactionDue(deps.engine, deps.settings, state, deps.now());
+  // Commits within the TTL did not reschedule the job (src/queue/idle.ts): it moves itself to the
+  // newest turn's time + the TTL. (Same version: it ran early, e.g. promoted by hand.)
+  if (due === "not-idle") return { status: "later", at: state.updatedAt + deps.settings.cacheTtlMs, version: state.version, updatedAt: state.updatedAt };
   if (due !== "due") return { status: "skipped", why: due };
 
   const engine = activeEngine(deps.engine, state);

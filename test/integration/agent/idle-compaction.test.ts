@@ -7,11 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Job } from "bullmq";
 import { startFakeLlm, textOf, withoutStamp, type FakeLlm, type RecordedRequest } from "../../fakes/fake-llm.js";
 import { isFlushRequest, isSummarizerRequest } from "../../helpers/agent-fixtures.js";
-import { testConfig } from "../../helpers/config.js";
 import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
 import { RecordingAdapter } from "../../helpers/recording-adapter.js";
 import { idleChat, idleJobOf, idleModel, LONG_TEXT, privateChat, summarizerCalls, summarizerGate, waitUntil, type SummarizerGate } from "../../helpers/idle-compaction.js";
 import { createIdleQueue, createRedis, type IdleQueue, type Redis } from "../../../src/queue/index.js";
+import { IDLE_SCHEDULE_MARGIN_MS } from "../../../src/queue/idle.js";
+import { countRoundTrips } from "../../helpers/round-trips.js";
+import { testConfig, uniquePrefix } from "../../helpers/config.js";
 import { SessionStore } from "../../../src/session/store.js";
 import { BudgetMeter } from "../../../src/budget/index.js";
 import type { Config } from "../../../config/index.js";
@@ -173,7 +175,7 @@ describe("idle-time compaction waits for the TTL (CACHE_TTL_S=600)", () => {
     await harness.close();
   });
 
-  it("the job is delayed by the TTL, and a job that runs early finds the session not idle long enough", async () => {
+  it("the job is delayed by the TTL; later commits leave it alone, and when it runs it follows the newest version", async () => {
     const where = dm("di");
     const { say, talkPastMark } = chat(harness, where);
     await say("hello");
@@ -181,19 +183,36 @@ describe("idle-time compaction waits for the TTL (CACHE_TTL_S=600)", () => {
     const job = (await idleJobOf(harness.idle, where.sessionKey))!;
     expect(job.opts.delay).toBe(600_000);
     expect(await job.getState()).toBe("delayed");
-    // Each commit replaces the waiting job: still one, for the newest version.
+    const scheduledFor = job.data.version;
+    // A commit within the TTL adds nothing (the worker's job is not due yet): the same job, still
+    // naming the version that scheduled it.
     await say(`more: ${LONG}`);
     const jobs = (await harness.idle.queue.getJobs(["delayed", "wait"])).filter((candidate) => candidate.data.sessionKey === where.sessionKey);
-    expect(jobs).toHaveLength(1);
+    expect(jobs.map((candidate) => [candidate.id, candidate.data.version])).toEqual([[job.id, scheduledFor]]);
     const state = await harness.store.load(where.sessionKey);
-    expect(jobs[0]!.data.version).toBe(state.version);
-    expect(summarizerCalls(harness.llm)).toBe(0);
+    expect(state.version).toBe(scheduledFor + 1);
+    const summaries = summarizerCalls(harness.llm);
 
+    // Run early (as if due): a turn committed since, less than the TTL ago, so the job moves
+    // itself to that turn + the TTL and follows its version; it does not compact, nor end.
     await jobs[0]!.promote();
-    await waitUntil(async () => (await Job.fromId(harness.idle.queue, jobs[0]!.id!))?.finishedOn !== undefined, 30_000, "the promoted job to finish");
-    expect((await Job.fromId(harness.idle.queue, jobs[0]!.id!))!.returnvalue).toEqual({ status: "skipped", why: "not-idle" });
-    expect(summarizerCalls(harness.llm)).toBe(0);
+    await waitUntil(async () => (await Job.fromId(harness.idle.queue, job.id!))?.data.version === state.version, 30_000, "the job to follow the newest version");
+    const followed = (await Job.fromId(harness.idle.queue, job.id!))!;
+    expect(await followed.getState()).toBe("delayed");
+    expect(followed.data.updatedAt).toBe(state.updatedAt);
+    expect(followed.finishedOn).toBeUndefined();
+    expect(summarizerCalls(harness.llm)).toBe(summaries);
     expect((await harness.store.load(where.sessionKey)).version).toBe(state.version);
+
+    // Once the session has been idle for the TTL (its last turn 601 s ago, as far as it knows),
+    // the same job compacts the newest version.
+    const stateKey = harness.store.keys(where.sessionKey).state;
+    const stored = JSON.parse((await harness.redis.get(stateKey))!) as { updatedAt: number };
+    await harness.redis.set(stateKey, JSON.stringify({ ...stored, updatedAt: stored.updatedAt - 601_000 }));
+    await followed.promote();
+    await waitUntil(async () => (await Job.fromId(harness.idle.queue, job.id!))?.finishedOn !== undefined, 30_000, "the job to finish");
+    expect((await Job.fromId(harness.idle.queue, job.id!))!.returnvalue).toMatchObject({ status: "compacted", version: state.version + 1 });
+    expect(summarizerCalls(harness.llm)).toBe(summaries + 1);
   }, 120_000);
 
   it("budgets apply: with the chat's budget used up the idle summarizer is never called and nothing changes; with room, it compacts", async () => {
@@ -209,6 +228,8 @@ describe("idle-time compaction waits for the TTL (CACHE_TTL_S=600)", () => {
     const meter = new BudgetMeter(harness.redis, harness.config.REDIS_PREFIX, undefined);
     await meter.setLimit("chat", where.sessionKey, "daily", "tokens", 1);
     const requests = harness.llm.requests.length;
+    // The fake LLM is shared by this describe's tests: count from here.
+    const summariesBefore = summarizerCalls(harness.llm);
 
     const refused = await harness.idle.schedule(where.sessionKey, state.version, 0);
     await waitUntil(async () => (await Job.fromId(harness.idle.queue, refused!))?.finishedOn !== undefined, 30_000, "the job to finish");
@@ -221,6 +242,40 @@ describe("idle-time compaction waits for the TTL (CACHE_TTL_S=600)", () => {
     const allowed = await harness.idle.schedule(where.sessionKey, state.version, 0);
     await waitUntil(async () => (await Job.fromId(harness.idle.queue, allowed!))?.finishedOn !== undefined, 30_000, "the second job to finish");
     expect((await Job.fromId(harness.idle.queue, allowed!))!.returnvalue).toMatchObject({ status: "compacted", version: state.version + 1 });
-    expect(summarizerCalls(harness.llm)).toBe(1);
+    expect(summarizerCalls(harness.llm)).toBe(summariesBefore + 1);
   }, 120_000);
+});
+
+describe("idle-compaction scheduling costs a commit nothing while its job is not due", () => {
+  it("adds the job once, then nothing until the job this process added is nearly due; another session is its own", async () => {
+    const redis = createRedis(testConfig().REDIS_URL!);
+    let clock = 1_000_000;
+    const idle = createIdleQueue(redis, uniquePrefix(), { now: () => clock });
+    try {
+      // The first add of a queue reads its settings once: warm it up on another session.
+      await idle.keepScheduled("console:warm", 1, clock, 600_000);
+      const trips = countRoundTrips(redis);
+      expect(await idle.keepScheduled("console:a", 7, clock, 600_000)).toBe(true);
+      expect(trips.sent).toHaveLength(1);
+      trips.reset();
+      // Commits within the TTL (the job follows the session by itself): no command at all.
+      for (const [version, at] of [[8, 1_000], [9, 300_000], [10, 600_000 - IDLE_SCHEDULE_MARGIN_MS - 1]] as const) {
+        clock = 1_000_000 + at;
+        expect(await idle.keepScheduled("console:a", version, clock, 600_000)).toBe(false);
+      }
+      expect(trips.sent).toHaveLength(0);
+      expect(await idle.keepScheduled("console:b", 3, clock, 600_000)).toBe(true);
+      // Nearly due (within the margin for clocks a little apart): the next commit adds again.
+      clock = 1_000_000 + 600_000 - IDLE_SCHEDULE_MARGIN_MS;
+      expect(await idle.keepScheduled("console:a", 11, clock, 600_000)).toBe(true);
+      expect(trips.sent.map((entry) => entry.name)).toEqual(["evalsha", "evalsha"]);
+      trips.restore();
+      const jobs = (await idle.queue.getJobs(["delayed"])).map((job) => [job.data.sessionKey, job.data.version, job.data.updatedAt]);
+      expect(jobs).toEqual(expect.arrayContaining([["console:a", 11, clock], ["console:b", 3, 1_000_000 + 600_000 - IDLE_SCHEDULE_MARGIN_MS - 1]]));
+      expect(jobs.filter(([sessionKey]) => sessionKey === "console:a")).toHaveLength(1);
+    } finally {
+      await idle.close();
+      redis.disconnect();
+    }
+  });
 });

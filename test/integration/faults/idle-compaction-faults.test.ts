@@ -98,11 +98,14 @@ describe("idle-time compaction with several worker processes", () => {
       const chat = idleChat(adapter, idle, where);
       await chat.say("hello", 60_000);
       const turns = await chat.talkPastMark();
-      const version = (await store.load(where.sessionKey)).version;
+      const { version, updatedAt } = await store.load(where.sessionKey);
       const calls = summarizerCalls(llm);
+      // Copies as added by hand (no time: a moved version is stale) and as a worker adds them
+      // (following the session: the compaction moved the version, not a turn, so stale too).
       for (const copy of ["a", "b"]) await idle.queue.add("idle-compaction", { v: PAYLOAD_VERSION, sessionKey: where.sessionKey, version }, { jobId: `dup-${copy}`, delay: 1_000 });
+      for (const copy of ["c", "d"]) await idle.queue.add("idle-compaction", { v: PAYLOAD_VERSION, sessionKey: where.sessionKey, version, updatedAt }, { jobId: `dup-${copy}`, delay: 1_000 });
       await waitUntil(async () => (await store.load(where.sessionKey)).stats.compactions === 1, 60_000, "the compaction");
-      // Every copy of the job finished (the scheduled one and both duplicates)...
+      // Every copy of the job finished (the scheduled one and the duplicates)...
       await waitUntil(async () => (await idle!.queue.getJobs(["delayed", "wait", "active"])).length === 0, 60_000, "every job to finish");
       // ...and only one of them asked the summarizer.
       expect(summarizerCalls(llm)).toBe(calls + 1);
