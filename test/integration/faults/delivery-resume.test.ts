@@ -7,21 +7,14 @@
  * promise (docs/architecture.md, delivery).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { spawnApp, type AppProcess } from "../../helpers/app-process.js";
-import { testEnv, TEST_TELEGRAM_TOKEN } from "../../helpers/config.js";
+import { startTelegramApps, type TelegramApps } from "../../helpers/telegram-apps.js";
 import { ADA, DM, sleep, textOf, waitUntil } from "../../helpers/telegram-pipeline.js";
-import { FakeTelegram } from "../../fakes/fake-telegram.js";
-import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
 
-let telegram: FakeTelegram | undefined;
-let llm: FakeLlm | undefined;
-const apps: AppProcess[] = [];
+let run: TelegramApps | undefined;
 
 afterEach(async () => {
-  for (const app of apps.splice(0)) await app.kill("SIGKILL");
-  await telegram?.close();
-  await llm?.close();
-  telegram = llm = undefined;
+  await run?.close();
+  run = undefined;
 });
 
 /** Three paragraphs of 3,900 characters: three messages under Telegram's 4,096; the last word marks the last part. */
@@ -31,18 +24,9 @@ const squash = (text: string) => text.replace(/\s+/g, "");
 describe("a gateway killed mid-reply", () => {
   for (const applied of [false, true]) {
     it(`${applied ? "after the last part reached the chat: sends only the last part again" : "while the last part is on its way: resumes at it, never re-sends parts 1–2"}`, { timeout: 240_000 }, async () => {
-      telegram = await FakeTelegram.start({ token: TEST_TELEGRAM_TOKEN });
-      llm = await startFakeLlm();
+      run = await startTelegramApps();
+      const { telegram, llm, start } = run;
       llm.enqueue({ text: ANSWER });
-      const env = testEnv({
-        LLM_BASE_URL: llm.url, TELEGRAM_BOT_TOKEN: TEST_TELEGRAM_TOKEN, TELEGRAM_API_ROOT: telegram.apiRoot,
-        ALLOWED_TELEGRAM_USERS: String(ADA.id), LOG_LEVEL: "info",
-      });
-      const start = (role: "gateway" | "worker") => {
-        const app = spawnApp({ ...env, LONGHAUL_ROLE: role });
-        apps.push(app);
-        return app;
-      };
       // The last part's answer never comes back: the gateway dies waiting for it.
       telegram.loseAnswer("sendMessage", { applied, hang: true, predicate: (call) => textOf(call).endsWith("omega") });
       const gateway = start("gateway");
@@ -59,7 +43,7 @@ describe("a gateway killed mid-reply", () => {
       await restarted.waitForStderr(/telegram long polling started/, 90_000);
 
       const last = before[2]!;
-      await waitUntil(() => telegram!.delivered(DM.id).filter((call) => textOf(call) === last).length === (applied ? 2 : 1), "the last part from the restarted gateway", 90_000);
+      await waitUntil(() => telegram.delivered(DM.id).filter((call) => textOf(call) === last).length === (applied ? 2 : 1), "the last part from the restarted gateway", 90_000);
       await sleep(1_500);
       const delivered = telegram.delivered(DM.id).map(textOf);
       // Parts 1 and 2 once each (the first gateway's), part 3 from the restarted one (and once

@@ -5,42 +5,20 @@
  * gateway finishes it from the durable record: it edits the preview again, never sends it anew).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { spawnApp, type AppProcess } from "../../helpers/app-process.js";
-import { testEnv, TEST_TELEGRAM_TOKEN } from "../../helpers/config.js";
+import { startTelegramApps, type TelegramApps } from "../../helpers/telegram-apps.js";
 import { ADA, DM, sleep, waitUntil } from "../../helpers/telegram-pipeline.js";
-import { FakeTelegram } from "../../fakes/fake-telegram.js";
-import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
 import { longAnswer } from "../../helpers/streaming.js";
 
-let telegram: FakeTelegram | undefined;
-let llm: FakeLlm | undefined;
-const apps: AppProcess[] = [];
+let run: TelegramApps | undefined;
 
 afterEach(async () => {
-  for (const app of apps.splice(0)) await app.kill("SIGKILL");
-  await telegram?.close();
-  await llm?.close();
-  telegram = undefined;
-  llm = undefined;
+  await run?.close();
+  run = undefined;
 });
 
 async function setUp() {
-  telegram = await FakeTelegram.start({ token: TEST_TELEGRAM_TOKEN });
-  llm = await startFakeLlm();
-  const env = testEnv({
-    LLM_BASE_URL: llm.url,
-    TELEGRAM_BOT_TOKEN: TEST_TELEGRAM_TOKEN,
-    TELEGRAM_API_ROOT: telegram.apiRoot,
-    ALLOWED_TELEGRAM_USERS: String(ADA.id),
-    STREAMING: "partial",
-    LOG_LEVEL: "info",
-  });
-  const start = (role: "gateway" | "worker") => {
-    const app = spawnApp({ ...env, LONGHAUL_ROLE: role });
-    apps.push(app);
-    return app;
-  };
-  return { telegram, llm, start };
+  run = await startTelegramApps({ STREAMING: "partial" });
+  return run;
 }
 
 const squash = (text: string) => text.replace(/\s+/g, "");
