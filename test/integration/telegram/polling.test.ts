@@ -185,6 +185,25 @@ describe("telegram adapter, long polling", () => {
     expect(resumed.every((call) => call.payload.reply_parameters === undefined)).toBe(true);
   });
 
+  it("reports the reply's last part as its last file when it has files, else as its last text part", async () => {
+    fake = await FakeTelegram.start();
+    const started = await startAdapter(new RecordingIngress());
+    const target = { platform: "telegram" as const, chatId: "5012345678" };
+    const file = (filename: string) => ({ filename, mime: "text/plain", base64: Buffer.from(`${filename} body`).toString("base64") });
+    const flags: Array<[number, boolean]> = [];
+    await started.send({ ...reply("Your export: two files.", target), documents: [file("a.md"), file("b.json")] }, {
+      fromPart: 0,
+      onPartSent: async (index, { last }) => void flags.push([index, last]),
+    });
+    // The text's only part is not the reply's last: the files follow it.
+    expect(flags).toEqual([[0, false], [1, false], [2, true]]);
+    expect(fake.callsOf("sendDocument")).toHaveLength(2);
+
+    flags.length = 0;
+    await started.send(reply("no files", target), { fromPart: 0, onPartSent: async (index, { last }) => void flags.push([index, last]) });
+    expect(flags).toEqual([[0, true]]);
+  });
+
   it("resends as plain text when Telegram cannot parse the entities", async () => {
     fake = await FakeTelegram.start();
     const started = await startAdapter(new RecordingIngress());
