@@ -61,7 +61,9 @@ export class LimitsCache {
     this.#subscriber.on("close", () => {
       this.#connection++;
       this.#subscribed = false;
+      // A stall was the old connection's: the new one is judged by its own pings.
       this.#pingOut = false;
+      this.#stalled = false;
       this.#drop();
     });
     if (this.#subscriber.status === "ready") this.#subscribe();
