@@ -21,7 +21,7 @@
  *
  *   npx tsx bench/pipeline.ts [sessions=20] [messages=25] [--rates=100,200,400] [--seconds=20]
  *                             [--mode=both|closed|open] [--cpu-prof=<dir>] [--loop-delay] [--llm=zero|fake]
- *                             [--worker-node-args="--max-semi-space-size=32 …"]
+ *                             [--worker-node-args="--max-semi-space-size=32 …"] [--stages]
  *
  * `--llm=zero` (the default) answers from bench/zero-llm.ts, which does the least a server can;
  * `--llm=fake` from the tests' strict fake (test/fakes/fake-llm.ts), which checks every request
@@ -30,6 +30,9 @@
  * `--cpu-prof=<dir>` writes V8 CPU profiles of the worker processes there (run this process
  * itself with `node --cpu-prof --import tsx` to profile the gateway). `--loop-delay` adds the
  * event-loop delay (p99 and max) of this process and of the worst worker over each phase.
+ *
+ * `--stages` adds, per offered rate of the open loop, where a message's time goes: the time
+ * between the points it passes (ingress, enqueued, picked, begun, …, sending; src/core/stages.ts).
  *
  * Latency ends when the reply reaches the adapter's `send` (what a platform would show); the
  * fenced record of the sent part follows it, as it does after a real platform's answer.
@@ -48,6 +51,7 @@ import { createRedis } from "../src/queue/index.js";
 import { spawnApp, type AppProcess } from "../test/helpers/app-process.js";
 import { startRedisServer } from "../test/helpers/redis-server.js";
 import { buildForChildProcesses } from "../test/helpers/test-build.js";
+import { recordStages, stageProbe, stageTable, turnsOf } from "./stages.js";
 import { isMain, percentile, table } from "./stats.js";
 
 /** Event-loop delay over a measured phase (monitorEventLoopDelay), ms. */
@@ -126,6 +130,8 @@ export interface RunResult {
   workerLoopDelay?: LoopDelay;
   /** Commands Redis executed per message over the phase (scripts' inner commands included). */
   redisCommands?: number;
+  /** `--stages`: the table of where the time went. */
+  stages?: string;
 }
 
 class BenchAdapter implements ChannelAdapter {
@@ -251,15 +257,17 @@ export interface BenchPlan {
   llm: "zero" | "fake";
   /** `--worker-node-args`: extra Node.js flags for the worker processes (e.g. GC settings). */
   workerNodeArgs: string[];
+  /** `--stages`: where a message's time goes, per offered rate (bench/stages.ts). */
+  stages: boolean;
 }
 
-async function withLonghaul<T>(redisUrl: string, llmUrl: string, workers: number, plan: BenchPlan, body: (roundTrip: RoundTrip, processes: readonly AppProcess[]) => Promise<T>): Promise<T> {
+async function withLonghaul<T>(redisUrl: string, llmUrl: string, workers: number, plan: BenchPlan, body: (roundTrip: RoundTrip, processes: readonly AppProcess[]) => Promise<T>, extraNodeArgs: string[] = []): Promise<T> {
   const prefix = `bench${workers}${Date.now().toString(36)}`;
   const env: Record<string, string> = {
     REDIS_URL: redisUrl, REDIS_PREFIX: prefix, LLM_BASE_URL: llmUrl, LLM_API_KEY: "bench", LOG_LEVEL: "info",
     HTTP_PORT: "0", CONSOLE: "off", RATE_LIMIT_PER_MINUTE: "0", WORKER_CONCURRENCY: "16",
   };
-  const nodeArgs = [...plan.workerNodeArgs, ...(plan.cpuProfileDir ? ["--cpu-prof", `--cpu-prof-dir=${plan.cpuProfileDir}`] : []), ...(plan.loopDelay ? ["--import", LOOP_DELAY_PROBE] : [])];
+  const nodeArgs = [...plan.workerNodeArgs, ...extraNodeArgs, ...(plan.cpuProfileDir ? ["--cpu-prof", `--cpu-prof-dir=${plan.cpuProfileDir}`] : []), ...(plan.loopDelay ? ["--import", LOOP_DELAY_PROBE] : [])];
   const processes = Array.from({ length: workers }, () => spawnApp({ ...env, LONGHAUL_ROLE: "worker" }, { nodeArgs }));
   await Promise.all(processes.map((worker) => worker.waitForStderr(/longhaul-ready/, 240_000)));
   const adapter = new BenchAdapter();
@@ -293,7 +301,8 @@ async function longhaulRuns(redisUrl: string, llmUrl: string, plan: BenchPlan): 
     }
   }
   if (plan.mode !== "closed") {
-    results.push(...await withLonghaul(redisUrl, llmUrl, 2, plan, async (roundTrip, processes) => {
+    const stages = plan.stages ? recordStages() : undefined;
+    const open = await withLonghaul(redisUrl, llmUrl, 2, plan, async (roundTrip, processes) => {
       const open: RunResult[] = [];
       for (const [runIndex, rate] of plan.rates.entries()) {
         // Each rate talks to sessions of its own.
@@ -302,7 +311,16 @@ async function longhaulRuns(redisUrl: string, llmUrl: string, plan: BenchPlan): 
         open.push({ label: `longhaul, 2 worker processes, ${rate}/s offered`, messages: result.latencies.length, offered: rate, ...result });
       }
       return open;
-    }));
+    }, stages ? ["--import", stageProbe(stages.file)] : []);
+    if (stages) {
+      // The workers have exited: their marks are all written. Each rate's sessions are its own.
+      const turns = turnsOf(stages.stop());
+      const runOf = (sessionKey: string) => Math.floor(Number(sessionKey.slice("console:s".length)) / 100_000);
+      for (const [runIndex, result] of open.entries()) {
+        result.stages = stageTable(`Where the time goes at ${result.offered}/s offered`, turns.filter((turn) => runOf(turn.sessionKey) === runIndex));
+      }
+    }
+    results.push(...open);
   }
   return results;
 }
@@ -394,6 +412,7 @@ export function parsePlan(args: readonly string[]): BenchPlan {
     loopDelay: flags.has("loop-delay"),
     llm,
     workerNodeArgs: (flags.get("worker-node-args") ?? "").split(" ").filter((arg) => arg !== ""),
+    stages: flags.has("stages"),
   };
 }
 
@@ -428,6 +447,7 @@ export function report(plan: BenchPlan, results: readonly RunResult[]): string {
           percentile(latencies, 50) / percentile(baseline, 50), percentile(latencies, 99) / percentile(baseline, 99), cpu(result.gatewayCpuMs), cpu(result.workerCpuMs), cpu(result.redisCommands), ...loop(result)];
       }),
     ));
+    for (const result of open) if (result.stages) parts.push(result.stages);
   }
   return parts.join("\n\n");
 }

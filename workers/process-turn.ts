@@ -18,6 +18,7 @@ import { LeaseKeeper } from "../src/session/lease.js";
 import type { BeginTurnResult, InboxEntry, SessionStore, WorkLeft } from "../src/session/store.js";
 import type { SessionState } from "../src/session/state.js";
 import type { TurnHooks } from "./test-hooks.js";
+import { markStage } from "../src/core/stages.js";
 
 export interface TurnDeps {
   store: SessionStore;
@@ -78,6 +79,7 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
   // An approval's timeout job has no message of its own: it takes the lease even when idle.
   const hold = attempt.approvalTimeout !== undefined;
   const first = await store.beginTurn(sessionKey, attempt.token, { leaseMs: deps.leaseMs, mode: deps.busyMode === "queue" ? "one" : "all", hold, now: deps.now() });
+  markStage("begun", sessionKey);
   if (first.status === "busy") return first;
   if (first.status === "moved") return forwardMoved(deps, sessionKey, log);
   // A reply committed by an earlier attempt that died before handing it over.
@@ -170,6 +172,7 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
 
     deps.hooks?.at("before-commit", batch);
     // No heartbeat may land after the commit: it would take the released lease again.
+    markStage("commit", sessionKey);
     await lease.stop();
     const early = earlyDelivery(deps, sessionKey, result.replies, log);
     let delivering: Promise<Platform | undefined> | undefined;
@@ -181,6 +184,7 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
     }, early && (() => (delivering = early())));
     if (ended.status === "lost" || ended.status === "conflict") return superseded(deps, sessionKey, log, ended.status);
     committed = true;
+    markStage("committed", sessionKey);
     log.info({ version: ended.version, messages: batch.length, replies: result.replies.length, resent: ended.status === "done" }, "turn-committed");
     deps.metrics.turns.inc({ outcome });
     deps.metrics.turnSeconds.observe((performance.now() - startedAt) / 1_000);

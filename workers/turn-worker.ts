@@ -11,6 +11,7 @@ import { attemptToken } from "../src/session/lease.js";
 import { hasLegacyWork, migrateSession } from "../src/session/migrate.js";
 import type { SessionStore } from "../src/session/store.js";
 import { processTurn, type TurnDeps, type TurnOutcome } from "./process-turn.js";
+import { markStage } from "../src/core/stages.js";
 
 export interface TurnWorkerOptions {
   redisUrl: string;
@@ -42,6 +43,7 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   const worker = new Worker<TurnJobData, TurnOutcome>(
     TURN_QUEUE,
     async (job: Job<TurnJobData, TurnOutcome>, token?: string, signal?: AbortSignal) => {
+      markStage("picked", job.data.sessionKey);
       if (job.data.v !== PAYLOAD_VERSION) throw new UnrecoverableError(`unknown turn payload version ${String(job.data.v)}`);
       const attempts = job.opts.attempts ?? 1;
       const outcome = await processTurn(

@@ -11,6 +11,7 @@ import type { CompactionScope } from "./context-manager.js";
 import { answering, replyIdOf } from "./replies.js";
 import { finishLoop, runLoop } from "./tool-loop.js";
 import { stampFor, toUserMessages } from "./user-messages.js";
+import { markStage } from "../core/stages.js";
 
 /** The tool access of a turn answering `entries` (access.tools looks at the chat and the speakers). */
 export function toolScopeOf(sessionKey: string, entries: readonly InboundMessage[], target: ReplyTarget): ToolScope {
@@ -51,7 +52,9 @@ export async function runChatSegment(run: TurnRun, entries: readonly InboxEntry[
   const hygiene = await engine.context.hygiene(run.state, context, toolsScope);
   context = hygiene.context;
   const origin = last ? messageOrigin(last) : undefined;
+  markStage("loop", input.sessionKey);
   const result = await runLoop(run, context, tools, toolsScope, 0, origin);
+  markStage("loop-done", input.sessionKey);
   finishLoop(run, result, {
     answers: answering(run, entries),
     requestedBy: { platform: input.target.platform, userId: last?.userId ?? "", userName: last?.userName ?? "" },

@@ -9,6 +9,7 @@ import { attemptToken, LeaseKeeper } from "../session/lease.js";
 import { DeliveryFencedError, Outbox, type DeliveryStep } from "../session/outbox.js";
 import { PreviewRecords } from "../session/previews.js";
 import type { SessionStore } from "../session/store.js";
+import { markStage } from "../core/stages.js";
 
 export interface DeliveryWorkerOptions {
   redisUrl: string;
@@ -73,9 +74,11 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
   const deliver = async (job: Job<DeliveryJobData>, jobToken?: string) => {
     if (job.data.v !== PAYLOAD_VERSION) throw new UnrecoverableError(`unknown delivery payload version ${String(job.data.v)}`);
     const { sessionKey } = job.data;
+    markStage("delivery-picked", sessionKey);
     const token = attemptToken(`${gatewayId}:${job.id}`);
     const { leaseMs } = options;
     let step: DeliveryStep = await outbox.begin(sessionKey, token, leaseMs);
+    markStage("delivery-begun", sessionKey);
     if (step.status === "busy") {
       // A stalled run of this job (or another gateway) is still sending: wait for it without
       // spending an attempt.
@@ -96,6 +99,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
         try {
           const { preview, skip } = await previewFor(reply, fromPart, previewRecorded, adapter);
           if (!skip) {
+            markStage("sending", sessionKey);
             await adapter.send(reply, {
               fromPart,
               // The last part is recorded by the finish that follows at once (fenced by the same

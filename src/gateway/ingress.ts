@@ -6,6 +6,7 @@ import { globalKeys } from "../session/keys.js";
 import { moveSession } from "../session/move-session.js";
 import type { SessionStore } from "../session/store.js";
 import type { AccessControl } from "./access.js";
+import { markStage } from "../core/stages.js";
 
 export interface IngressOptions {
   store: SessionStore;
@@ -40,6 +41,7 @@ export class Ingress implements IngressPort {
 
   async submit(message: InboundMessage): Promise<SubmitResult> {
     const { store, producers, access, logger } = this.#options;
+    markStage("ingress", message.sessionKey);
     const now = this.#options.now?.() ?? Date.now();
     // Built only when something is logged: an accepted message logs nothing at info.
     const log = () => logger.child({ sessionKey: message.sessionKey, messageId: message.messageId });
@@ -68,6 +70,7 @@ export class Ingress implements IngressPort {
       log().info("message-duplicate");
       return { status: "duplicate" };
     }
+    markStage("enqueued", message.sessionKey);
     if (logger.isLevelEnabled("debug")) log().debug({ chars: normalized.text.length }, "message-accepted");
     await this.#options.onAccepted?.(normalized);
     return { status: "accepted" };

@@ -1,0 +1,108 @@
+/**
+ * `bench/pipeline.ts --stages`: where a turn's time goes. Every process of the pipeline marks
+ * the points a message passes (src/core/stages.ts, a diagnostics channel); the workers write
+ * theirs to a file through a preloaded probe, the gateway (this process) keeps its own. After
+ * the run, the marks of each message are put in order and the time between consecutive points
+ * is reported per offered rate: p50 / p90 / mean in ms.
+ */
+import { appendFileSync, readFileSync, rmSync } from "node:fs";
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { StageMark, TurnStage } from "../src/core/stages.js";
+import { percentile, table } from "./stats.js";
+
+const CHANNEL = "longhaul:turn-stage";
+
+/** The path of one message, in the order a turn passes it (what `sending` waits on). */
+const PATH: readonly TurnStage[] = [
+  "ingress", "enqueued", "picked", "begun", "loop", "reserved", "answered", "settled", "loop-done", "commit", "delivery-picked", "delivery-begun", "sending",
+];
+
+/**
+ * A worker's probe, given as a preloaded module: it keeps the marks in memory and appends them to
+ * `file` twice a second and when the process exits (SIGTERM ends a worker through exit).
+ */
+export function stageProbe(file: string): string {
+  return `data:text/javascript,${encodeURIComponent(`
+import { subscribe } from "node:diagnostics_channel";
+import { appendFileSync } from "node:fs";
+const lines = [];
+subscribe(${JSON.stringify(CHANNEL)}, (mark) => { lines.push(mark.stage + " " + mark.sessionKey + " " + mark.at.toFixed(3)); });
+const flush = () => { if (lines.length > 0) appendFileSync(${JSON.stringify(file)}, lines.splice(0).join("\\n") + "\\n"); };
+setInterval(flush, 500).unref();
+process.on("exit", flush);`)}`;
+}
+
+export interface StageRecorder {
+  /** Where the workers' probes write. */
+  file: string;
+  /** Stops recording; → every mark of every process. */
+  stop(): StageMark[];
+}
+
+/** Records this process's marks and gives the workers' probe file. */
+export function recordStages(): StageRecorder {
+  const file = join(tmpdir(), `longhaul-stages-${process.pid}-${Date.now()}.txt`);
+  appendFileSync(file, "");
+  const own: StageMark[] = [];
+  const onMark = (mark: unknown) => own.push(mark as StageMark);
+  subscribe(CHANNEL, onMark);
+  return {
+    file,
+    stop() {
+      unsubscribe(CHANNEL, onMark);
+      const theirs = readFileSync(file, "utf8").split("\n").filter((line) => line !== "").map((line): StageMark => {
+        const [stage, sessionKey, at] = line.split(" ");
+        return { stage: stage as TurnStage, sessionKey: sessionKey!, at: Number(at) };
+      });
+      rmSync(file, { force: true });
+      return [...own, ...theirs];
+    },
+  };
+}
+
+/** One message's way: when it first passed each point. */
+export interface TurnMarks {
+  sessionKey: string;
+  at: Map<TurnStage, number>;
+}
+
+/**
+ * Each message's first mark of each point, from its `ingress` on (a session answers one message
+ * at a time in the bench: its marks until the next `ingress` are that message's); only messages
+ * that reached `sending`.
+ */
+export function turnsOf(marks: readonly StageMark[]): TurnMarks[] {
+  const turns: TurnMarks[] = [];
+  const open = new Map<string, TurnMarks>();
+  for (const mark of [...marks].sort((a, b) => a.at - b.at)) {
+    if (mark.stage === "ingress") {
+      const turn: TurnMarks = { sessionKey: mark.sessionKey, at: new Map() };
+      open.set(mark.sessionKey, turn);
+      turns.push(turn);
+    }
+    const turn = open.get(mark.sessionKey);
+    if (turn && !turn.at.has(mark.stage)) turn.at.set(mark.stage, mark.at);
+  }
+  return turns.filter((turn) => turn.at.has("sending"));
+}
+
+/**
+ * Time between consecutive points of PATH, and over the whole path: the points at least 90% of
+ * the messages passed (a point a turn can skip, like the budget's when no budget is kept, drops
+ * out), over the messages that passed all of them (under overload a session's next message can
+ * arrive before its last was answered, and their marks mix).
+ */
+export function stageTable(title: string, all: readonly TurnMarks[]): string {
+  const path = PATH.filter((stage) => all.filter((turn) => turn.at.has(stage)).length >= 0.9 * all.length);
+  const turns = all.filter((turn) => path.every((stage) => turn.at.has(stage)));
+  const rows: Array<Array<string | number>> = [];
+  const row = (label: string, from: TurnStage, to: TurnStage) => {
+    const spans = turns.map((turn) => turn.at.get(to)! - turn.at.get(from)!).sort((a, b) => a - b);
+    rows.push([label, percentile(spans, 50), percentile(spans, 90), spans.reduce((sum, span) => sum + span, 0) / spans.length]);
+  };
+  for (let index = 1; index < path.length; index++) row(`${path[index - 1]} → ${path[index]}`, path[index - 1]!, path[index]!);
+  if (path.length > 1) row(`whole path: ${path[0]} → ${path[path.length - 1]}`, path[0]!, path[path.length - 1]!);
+  return `${title} (${turns.length} of ${all.length} messages answered)\n\n${table(["stage", "p50 ms", "p90 ms", "mean ms"], rows)}`;
+}
