@@ -9,6 +9,7 @@
 import type { CallBudget, ChatRequest, ChatResult, LlmClient, TokenUsage } from "../core/llm.js";
 import { imageTokens } from "../context/image-tokens.js";
 import type { Prices } from "../models/catalogue.js";
+import { markStage } from "../core/stages.js";
 import { unlimited, type BudgetAccounts, type BudgetMeter, type Cost } from "./meter.js";
 
 export class BudgetScope implements CallBudget {
@@ -41,16 +42,19 @@ export class BudgetScope implements CallBudget {
    */
   async pay<T>(estimate: Cost, call: () => Promise<T>, actual: (result: T) => Cost): Promise<T> {
     const reservation = await this.meter.reserve(this.accounts, estimate);
+    markStage("reserved", this.accounts.chat);
     const limited = !unlimited(reservation);
     let result: T;
     try {
       result = await call();
+      markStage("answered", this.accounts.chat);
     } catch (error) {
       if (limited) await this.meter.settle(reservation, NOTHING);
       throw error;
     }
     if (!limited) this.meter.settleUnawaited(reservation, actual(result));
     else this.warnings.push(...(await this.meter.settle(reservation, actual(result))));
+    markStage("settled", this.accounts.chat);
     return result;
   }
 }
