@@ -23,6 +23,22 @@ const SETTLED_KEEP_MS = 60 * 60 * 1000;
 /** A gateway that rendered a preview keeps rendering it this long after its last edit; then anyone may. */
 const OWNER_STICKY_MS = 10_000;
 
+/** A closed record written without a TAKE prunes the settled ones from this many fields on. */
+const PRUNE_FROM_FIELDS = 16;
+
+/** Lua: drops the settled records (final, closed, gone) of `key` older than SETTLED_KEEP_MS, but `keep`'s. */
+const PRUNE_SETTLED = `
+local function pruneSettled(key, keep, now)
+  local all = redis.call('HGETALL', key)
+  for i = 1, #all, 2 do
+    local ok, other = pcall(cjson.decode, all[i + 1])
+    if all[i] ~= keep and ok and type(other) == 'table' and (other.s == 'final' or other.s == 'closed' or other.s == 'gone')
+      and type(other.t) == 'number' and other.t < now - ${SETTLED_KEEP_MS} then
+      redis.call('HDEL', key, all[i])
+    end
+  end
+end`;
+
 const COMMON = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -45,7 +61,7 @@ end`;
  * final costs no TAKE round trip. A preview being created has its record (`creating`) before
  * the platform sees it; one whose update is still on its way is refused by the closed record.
  */
-export const PREVIEW_RECORDED = `
+export const PREVIEW_RECORDED = `${PRUNE_SETTLED}
 local function previewRecorded(key, previewId)
   local raw = redis.call('HGET', key, previewId)
   if raw then
@@ -54,7 +70,11 @@ local function previewRecorded(key, previewId)
     return 1
   end
   local t = redis.call('TIME')
-  redis.call('HSET', key, previewId, cjson.encode({s = 'closed', t = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)}))
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  -- No TAKE prunes a session whose finals all come quick: the closed records are pruned here,
+  -- once there are more than a few (one per such final otherwise, for as long as the session lives).
+  if redis.call('HLEN', key) >= ${PRUNE_FROM_FIELDS} then pruneSettled(key, previewId, now) end
+  redis.call('HSET', key, previewId, cjson.encode({s = 'closed', t = now}))
   redis.call('PEXPIRE', key, ${RECORD_TTL_MS})
   return 0
 end`;
@@ -109,14 +129,8 @@ return 1`;
  * The final takes the preview. ARGV: preview id.
  * → {'edit', message id} | {'none'} | {'busy', ms to wait}
  */
-export const TAKE = `${COMMON}
-local all = redis.call('HGETALL', KEYS[1])
-for i = 1, #all, 2 do
-  local ok, other = pcall(cjson.decode, all[i + 1])
-  if all[i] ~= ARGV[1] and ok and (other.s == 'final' or other.s == 'closed' or other.s == 'gone') and other.t < now - ${SETTLED_KEEP_MS} then
-    redis.call('HDEL', KEYS[1], all[i])
-  end
-end
+export const TAKE = `${COMMON}${PRUNE_SETTLED}
+pruneSettled(KEYS[1], ARGV[1], now)
 local rec = load()
 if not rec then
   save({s = 'closed'})

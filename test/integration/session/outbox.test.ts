@@ -102,3 +102,33 @@ describe("outbox delivery fencing", () => {
     expect(await redis.hlen(keys.previews)).toBe(3);
   });
 });
+
+describe("preview records of quick finals", () => {
+  let redis: Redis;
+  beforeAll(() => {
+    redis = createRedis(inject("redisUrl"));
+  });
+  afterAll(() => redis.disconnect());
+
+  it("are pruned an hour after they settled, also when no final ever takes a preview (a session of quick streamed answers)", async () => {
+    const store = new SessionStore(redis, uniquePrefix());
+    const keys = store.keys(SESSION);
+    const outbox = new Outbox(redis, store.prefix);
+    const finals = 40;
+    // Quick streamed answers: each final names its preview, none was ever published.
+    for (let index = 0; index < finals; index++) await redis.rpush(keys.outbox, JSON.stringify({ ...reply(`r${index}`), preview: `r${index}` }));
+    let step = await outbox.begin(SESSION, "A", 10_000);
+    for (let index = 0; index < finals; index++) {
+      expect(step).toMatchObject({ status: "head", previewRecorded: false });
+      step = await outbox.finish(SESSION, "A", `r${index}`, 10_000);
+    }
+    expect(step).toMatchObject({ status: "empty" });
+    expect(await redis.hlen(keys.previews)).toBe(finals);
+    // Two hours pass (the hash's TTL is renewed by every final of a busy session).
+    const aged = Object.entries(await redis.hgetall(keys.previews)).flatMap(([field, raw]) => [field, JSON.stringify({ ...JSON.parse(raw), t: Date.now() - 2 * 3_600_000 })]);
+    await redis.hset(keys.previews, ...aged);
+    await redis.rpush(keys.outbox, JSON.stringify({ ...reply("next"), preview: "next" }));
+    expect(await outbox.begin(SESSION, "B", 10_000)).toMatchObject({ status: "head", previewRecorded: false });
+    expect(await redis.hkeys(keys.previews)).toEqual(["next"]);
+  });
+});
