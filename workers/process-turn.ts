@@ -173,6 +173,8 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
     deps.hooks?.at("before-commit", batch);
     // No heartbeat may land after the commit: it would take the released lease again.
     markStage("commit", sessionKey);
+    // From here the answer may reach the chat at any moment: typing not started yet never starts.
+    typing.committing();
     await lease.stop();
     const early = earlyDelivery(deps, sessionKey, result.replies, log);
     let delivering: Promise<Platform | undefined> | undefined;

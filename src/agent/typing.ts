@@ -4,7 +4,7 @@
  * A quicker turn publishes nothing: its answer is already there, and on Telegram a typing call
  * would only count against the bot's limits. Both are lossy (not waited for; a failed publish
  * is forgotten) and go out on one connection in the order they are called, so the gateway
- * never hears `turn-started` after `turn-finished`.
+ * never hears `turn-started` after `turn-finished`, nor after the turn's commit (`committing`).
  */
 import type { ReplyTarget, TurnActivity } from "../core/channel.js";
 
@@ -26,6 +26,17 @@ export class TurnTyping {
     this.#timer = setTimeout(() => this.#start(), options.delayMs);
     // `finish` clears it; should a turn never get there, the timer alone keeps no process alive.
     this.#timer.unref();
+  }
+
+  /**
+   * The turn's commit goes out now: a `turn-started` not yet published never will be. Published
+   * after the commit, it could reach the chat after the answer (Telegram then shows "typing…" for
+   * seconds under it); published before, it stays ordered before the outbox write.
+   */
+  committing(): void {
+    if (this.#state !== "waiting") return;
+    clearTimeout(this.#timer);
+    this.#state = "finished";
   }
 
   /** The turn ended (committed, failed, superseded, interrupted, thrown); idempotent. */

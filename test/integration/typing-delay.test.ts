@@ -10,12 +10,24 @@ import { httpError, startFakeLlm, type FakeLlm } from "../fakes/fake-llm.js";
 import { testConfig } from "../helpers/config.js";
 import { startPipeline, type Pipeline } from "../helpers/pipeline.js";
 import { inbound, RecordingAdapter } from "../helpers/recording-adapter.js";
+import { sleep } from "../helpers/stall-run.js";
+import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
+import { createMetrics } from "../../src/metrics.js";
+import { startWorkerRole, type WorkerRole } from "../../workers/worker-role.js";
 
 describe("TYPING_DELAY_MS: typing only for turns that take a while", () => {
   let llm: FakeLlm | undefined;
   let pipeline: Pipeline | undefined;
+  let worker: WorkerRole | undefined;
+  let proxy: TcpProxy | undefined;
   afterEach(async () => {
+    proxy?.resume();
+    await pipeline?.gateway.stopIntake();
+    await worker?.close();
     await pipeline?.close();
+    await proxy?.close();
+    worker = undefined;
+    proxy = undefined;
     await llm?.close();
     pipeline = undefined;
     llm = undefined;
@@ -89,5 +101,34 @@ describe("TYPING_DELAY_MS: typing only for turns that take a while", () => {
     await adapter.ask(inbound({ text: "quick", messageId: "z1" }));
     await adapter.ask(inbound({ text: "quick again", messageId: "z2" }));
     await until(() => expect(seen(adapter)).toEqual(["turn-started z1", "turn-finished z1", "turn-started z2", "turn-finished z2"]));
+  });
+
+  it("a quick turn whose commit is held past the delay publishes no turn-started after its answer went out", async () => {
+    const fake = await startFakeLlm();
+    llm = fake;
+    const adapter = new RecordingAdapter("console");
+    const config = testConfig({ LLM_BASE_URL: fake.url, TYPING_DELAY_MS: "400" });
+    pipeline = await startPipeline(config, [adapter], { worker: false });
+    // The worker's own connections go through a proxy: pausing it holds Redis's answers to the
+    // worker (its commands still run), so its commit is written but not yet answered.
+    proxy = await startTcpProxy(config.REDIS_URL!);
+    worker = await startWorkerRole({ config, redisUrl: proxy.url, logger: pipeline.logs.logger, metrics: createMetrics() });
+    await adapter.ask(inbound({ text: "warm up", messageId: "w0" }));
+    const gate = fake.hold();
+    await adapter.submit(inbound({ text: "quick", messageId: "c1" }));
+    await fake.waitForRequests(2);
+    // The turn has run for a moment only; its answer comes at once, and its commit waits.
+    proxy.pause();
+    gate.release();
+    // The gateway (not behind the proxy) delivers the committed answer while the worker waits.
+    await adapter.waitFor((sent) => sent.some((entry) => entry.reply.text === "echo: quick"));
+    // Well past TYPING_DELAY_MS since the turn began, still waiting for the commit's answer.
+    await sleep(1_000);
+    proxy.resume();
+    await adapter.ask(inbound({ text: "next", messageId: "c2" }));
+    // What c1 published went out on the worker's connection before c2's turn began; a moment
+    // for the gateway's subscriber to hand it on.
+    await sleep(200);
+    expect(seen(adapter).filter((event) => event.endsWith(" c1"))).toEqual([]);
   });
 });

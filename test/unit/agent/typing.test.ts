@@ -48,4 +48,18 @@ describe("TurnTyping", () => {
     expect(activeTimers()).toBe(before);
     typing.finish();
   });
+
+  it("once the commit goes out, a start still waiting never comes; one already out still gets its finished", async () => {
+    const quick = recorder();
+    const waiting = new TurnTyping({ sessionKey: "s", target, publish: quick.publish, delayMs: 5 });
+    waiting.committing();
+    await sleep(30);
+    waiting.finish();
+    expect(quick.published).toEqual([]);
+    const slow = recorder();
+    const started = new TurnTyping({ sessionKey: "s", target, publish: slow.publish, delayMs: 0 });
+    started.committing();
+    started.finish();
+    expect(slow.published).toEqual(["turn-started", "turn-finished"]);
+  });
 });
