@@ -23,8 +23,8 @@ const SETTLED_KEEP_MS = 60 * 60 * 1000;
 /** A gateway that rendered a preview keeps rendering it this long after its last edit; then anyone may. */
 const OWNER_STICKY_MS = 10_000;
 
-/** A closed record written without a TAKE prunes the settled ones from this many fields on. */
-const PRUNE_FROM_FIELDS = 16;
+/** A closed record written without a TAKE prunes the settled ones when the hash holds a multiple of this many fields. */
+const PRUNE_EVERY_FIELDS = 16;
 
 /** Lua: drops the settled records (final, closed, gone) of `key` older than SETTLED_KEEP_MS, but `keep`'s. */
 const PRUNE_SETTLED = `
@@ -71,9 +71,11 @@ local function previewRecorded(key, previewId)
   end
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  -- No TAKE prunes a session whose finals all come quick: the closed records are pruned here,
-  -- once there are more than a few (one per such final otherwise, for as long as the session lives).
-  if redis.call('HLEN', key) >= ${PRUNE_FROM_FIELDS} then pruneSettled(key, previewId, now) end
+  -- No TAKE prunes a session whose finals all come quick: the closed records are pruned here
+  -- (one per such final otherwise, for as long as the session lives), once per PRUNE_EVERY_FIELDS
+  -- fields, so that a busy session's final does not read the whole hash each time.
+  local fields = redis.call('HLEN', key)
+  if fields > 0 and fields % ${PRUNE_EVERY_FIELDS} == 0 then pruneSettled(key, previewId, now) end
   redis.call('HSET', key, previewId, cjson.encode({s = 'closed', t = now}))
   redis.call('PEXPIRE', key, ${RECORD_TTL_MS})
   return 0

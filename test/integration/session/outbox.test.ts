@@ -127,8 +127,14 @@ describe("preview records of quick finals", () => {
     // Two hours pass (the hash's TTL is renewed by every final of a busy session).
     const aged = Object.entries(await redis.hgetall(keys.previews)).flatMap(([field, raw]) => [field, JSON.stringify({ ...JSON.parse(raw), t: Date.now() - 2 * 3_600_000 })]);
     await redis.hset(keys.previews, ...aged);
-    await redis.rpush(keys.outbox, JSON.stringify({ ...reply("next"), preview: "next" }));
-    expect(await outbox.begin(SESSION, "B", 10_000)).toMatchObject({ status: "head", previewRecorded: false });
-    expect(await redis.hkeys(keys.previews)).toEqual(["next"]);
+    const later = Array.from({ length: 16 }, (_, index) => `n${index}`);
+    for (const id of later) await redis.rpush(keys.outbox, JSON.stringify({ ...reply(id), preview: id }));
+    step = await outbox.begin(SESSION, "B", 10_000);
+    for (const id of later) {
+      expect(step).toMatchObject({ status: "head", reply: { replyId: id }, previewRecorded: false });
+      step = await outbox.finish(SESSION, "B", id, 10_000);
+    }
+    // The hour-old records are gone; the new ones stay (a late renderer's claim is still refused).
+    expect((await redis.hkeys(keys.previews)).sort()).toEqual([...later].sort());
   });
 });
