@@ -29,10 +29,12 @@ export const idleDedupId = (sessionKey: string) => `idle/${sessionKey}`;
 
 /**
  * How long before its due time a job this process added stops counting for `keepScheduled`: a
- * job is due on the clock of the worker that runs it, so clocks a little apart must not let a job
- * end (it ends only once due) while a commit here still counts on it.
+ * job is due on the clock of the worker that runs it, so clocks apart by up to this much must not
+ * let a job end (it ends only once due) while a commit here still counts on it. 30 s covers hosts
+ * whose clocks drift unsynchronised for a while, and costs an add about every TTL − 30 s instead
+ * of every TTL (default 300 s); with a TTL under 30 s every commit adds, as before.
  */
-export const IDLE_SCHEDULE_MARGIN_MS = 1_000;
+export const IDLE_SCHEDULE_MARGIN_MS = 30_000;
 /** Sessions `keepScheduled` remembers at most; forgetting one only costs an add. */
 const REMEMBERED_MAX = 10_000;
 
