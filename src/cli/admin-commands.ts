@@ -223,8 +223,9 @@ export async function deleteUserCommand(context: AdminContext, who: string): Pro
   let budgetDeleted = 0;
   for (const owner of [`user:${account}`, ...report.sessions.map((session) => `chat:${session}`)]) {
     budgetDeleted += await deleteMatching(redis, `${globEscape(globalKeys(prefix).budget(owner, ""))}*`);
-    const limits = await redis.unlink(globalKeys(prefix).budgetLimits(owner));
-    if (limits > 0) await redis.publish(globalKeys(prefix).budgetLimitsChannel, owner);
+    // With its publish in one transaction: no worker keeps what it knew of the account's limits.
+    const [[error, limits]] = (await redis.multi().unlink(globalKeys(prefix).budgetLimits(owner)).publish(globalKeys(prefix).budgetLimitsChannel, owner).exec()) as [[Error | null, number], unknown];
+    if (error) throw error;
     budgetDeleted += limits;
   }
   context.write(`Deleted ${who}: ${report.sessions.length} private conversation(s) (${report.sessions.join(", ") || "none"}), ${report.keysDeleted} key(s), ${report.scheduledItems} reminder(s) or task(s).\nBudget counters and limits: ${budgetDeleted} key(s).\n`);

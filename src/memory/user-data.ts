@@ -105,7 +105,6 @@ export async function deleteUserData(redis: Redis, prefix: string, user: UserRef
   const short = user.platform === "telegram" ? "tg" : user.platform === "discord" ? "dc" : user.platform;
   const accounts = [...new Set([`user:${user.platform}:${user.userId}`, `user:${short}:${user.userId}`, ...sessions.map((sessionKey) => `chat:${sessionKey}`)])];
   for (const account of accounts) {
-    doomed.add(global.budgetLimits(account));
     for (const key of await scanAll(redis, `${globEscape(global.budget(account, ""))}*`)) doomed.add(key);
   }
   for (const sessionKey of sessions) {
@@ -115,10 +114,15 @@ export async function deleteUserData(redis: Redis, prefix: string, user: UserRef
     await redis.srem(global.workSet, sessionKey);
   }
   let keysDeleted = 0;
+  // The limits an admin set for these accounts go with a publish in the same transaction, so no
+  // worker can keep what it knew of them (src/budget/limits-cache.ts), even if this process dies here.
+  for (const account of accounts) {
+    const [[error, deleted]] = (await redis.multi().del(global.budgetLimits(account)).publish(global.budgetLimitsChannel, account).exec()) as [[Error | null, number], unknown];
+    if (error) throw error;
+    keysDeleted += deleted;
+  }
   const list = [...doomed];
   for (let index = 0; index < list.length; index += 500) keysDeleted += await redis.del(...list.slice(index, index + 500));
-  // The limits an admin set for these accounts are gone: workers forget what they knew (src/budget/limits-cache.ts).
-  for (const account of accounts) await redis.publish(global.budgetLimitsChannel, account);
   const scheduledItems = schedule ? await schedule.removeUserItems(user.platform, user.userId) : 0;
   return { sessions, keysDeleted, scheduledItems };
 }

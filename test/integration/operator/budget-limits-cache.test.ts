@@ -107,7 +107,16 @@ describe("the limits cache", () => {
     await new BudgetMeter(admin, prefix, config).setLimit("user", accounts.user, "daily", "tokens", "off");
     await subscriber.ping();
     await learn();
+    const deletion = countRoundTrips(admin);
     await deleteUserData(admin, prefix, { platform: "telegram", userId: "2" });
+    deletion.restore();
+    // Each account's limits go with their publish in one transaction: a deletion that dies half-way
+    // can delete limits nobody hears of.
+    const user = globalKeys(prefix).budgetLimits("user:tg:2");
+    const at = deletion.sent.findIndex((entry) => entry.name === "del" && entry.args.includes(user));
+    expect(deletion.sent.slice(at - 1, at + 3).map((entry) => [entry.name, String(entry.args[entry.name === "publish" ? 1 : 0] ?? "")]), JSON.stringify(deletion.sent.map((entry) => entry.name))).toEqual([
+      ["multi", ""], ["del", user], ["publish", "user:tg:2"], ["exec", ""],
+    ]);
     await subscriber.ping();
     await expect(worker.reserve(accounts, estimate)).rejects.toThrow("Today's budget for you is used up");
   });
