@@ -2,11 +2,11 @@
  * Helpers of the idle-compaction tests: a gate the fake summarizer's answers wait behind, and a
  * chat that talks a session past the idle mark (until a commit scheduled its idle job).
  */
-import type { Job } from "bullmq";
+import { Queue, type Job } from "bullmq";
 import type { FakeLlm } from "../fakes/fake-llm.js";
 import { isFlushRequest, isSummarizerRequest } from "./agent-fixtures.js";
 import { inbound, type RecordingAdapter } from "./recording-adapter.js";
-import type { IdleQueue } from "../../src/queue/index.js";
+import { TURN_QUEUE, type IdleQueue } from "../../src/queue/index.js";
 import type { InboundMessage } from "../../src/core/channel.js";
 
 export const IDLE_SUMMARY = "## Goal\nA long talk about the gym (idle summary).";
@@ -48,6 +48,26 @@ export async function waitUntil(probe: () => Promise<boolean> | boolean, timeout
   }
 }
 
+/**
+ * Resolves once no turn job of the session waits or runs. A reply reaches the adapter before the
+ * turn job that sent it ends: the job schedules the idle compaction after its commit (the
+ * worker's afterCommit, after the delivery job went out), so only then does idleJobOf answer for
+ * that commit.
+ */
+export async function turnsSettled(idle: IdleQueue, sessionKey: string, timeoutMs = 60_000): Promise<void> {
+  const { connection, prefix } = idle.queue.opts;
+  const turns = new Queue(TURN_QUEUE, { connection, ...(prefix === undefined ? {} : { prefix }) });
+  turns.on("error", () => undefined);
+  try {
+    await waitUntil(async () => {
+      const jobs = await turns.getJobs(["active", "wait", "prioritized", "delayed"]);
+      return !jobs.some((job) => job.data.sessionKey === sessionKey && job.data.approvalId === undefined);
+    }, timeoutMs, `the turn jobs of ${sessionKey} to end`);
+  } finally {
+    await turns.close();
+  }
+}
+
 /** The idle job waiting or running for a session, if any (deduplicated: at most one). */
 export async function idleJobOf(idle: IdleQueue, sessionKey: string): Promise<Job | undefined> {
   const jobs = await idle.queue.getJobs(["delayed", "wait", "active"]);
@@ -64,10 +84,16 @@ export function idleChat(adapter: RecordingAdapter, idle: IdleQueue, where: Part
     await adapter.waitFor((sent) => sent.length > before, timeoutMs);
     return adapter.sent[before]!.reply.text;
   };
-  /** Talks until a commit scheduled an idle compaction (the session passed the mark). → the turns it took. */
+  /**
+   * Talks until a commit scheduled an idle compaction (the session passed the mark). → the turns it took.
+   * Each reply's turn job must end before the look: a look that came before the schedule would go
+   * on talking, and a session talked past the in-loop threshold compacts within the turn (behind
+   * a closed summarizerGate, that turn is never answered).
+   */
   const talkPastMark = async () => {
     for (let turn = 1; turn <= 12; turn++) {
       await say(`topic ${turn}: ${LONG_TEXT}`, 60_000);
+      await turnsSettled(idle, where.sessionKey);
       if (await idleJobOf(idle, where.sessionKey)) return turn;
     }
     throw new Error("the session never passed the idle mark");

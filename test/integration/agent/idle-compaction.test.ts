@@ -3,14 +3,14 @@
  * delayed jobs on a private Redis, the fake LLM over HTTP. A short CACHE_TTL_S stands in for the
  * provider's five minutes.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Job } from "bullmq";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { Job, Queue } from "bullmq";
 import { startFakeLlm, textOf, withoutStamp, type FakeLlm, type RecordedRequest } from "../../fakes/fake-llm.js";
 import { isFlushRequest, isSummarizerRequest } from "../../helpers/agent-fixtures.js";
 import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
 import { RecordingAdapter } from "../../helpers/recording-adapter.js";
 import { idleChat, idleJobOf, idleModel, LONG_TEXT, privateChat, summarizerCalls, summarizerGate, waitUntil, type SummarizerGate } from "../../helpers/idle-compaction.js";
-import { createIdleQueue, createRedis, type IdleQueue, type Redis } from "../../../src/queue/index.js";
+import { IDLE_QUEUE, createIdleQueue, createRedis, type IdleQueue, type Redis } from "../../../src/queue/index.js";
 import { IDLE_SCHEDULE_MARGIN_MS } from "../../../src/queue/idle.js";
 import { countRoundTrips } from "../../helpers/round-trips.js";
 import { testConfig, uniquePrefix } from "../../helpers/config.js";
@@ -109,6 +109,31 @@ describe("idle-time compaction (CACHE_TTL_S=1)", () => {
     const ids = transcript.map((message) => message.id);
     expect(new Set(ids).size).toBe(ids.length);
     for (let turn = 1; turn <= turns; turn++) expect(transcript.filter((message) => message.role === "user" && withoutStamp(textOf(message.content)).startsWith(`topic ${turn}:`))).toHaveLength(1);
+  }, 120_000);
+
+  it("talkPastMark (the fault tests' helper) stops at the turn whose commit scheduled the job, even when the worker schedules it after the reply went out", async () => {
+    const early = dm("early-schedule");
+    const plain = await chat(harness, early).talkPastMark();
+    // The worker's idle job is added a while after its commit (as on a loaded machine, where the
+    // reply reaches the adapter first): talking on past the mark would take the session into the
+    // in-loop compaction, whose summarizer call a closed gate holds, so that turn is never answered.
+    const late = dm("late-schedule");
+    const add = Queue.prototype.add;
+    const slowAdd = vi.spyOn(Queue.prototype, "add").mockImplementation(async function (this: Queue, ...args: Parameters<Queue["add"]>) {
+      if (this.name === IDLE_QUEUE) await new Promise((resolve) => setTimeout(resolve, 300));
+      return add.apply(this, args);
+    });
+    try {
+      const turns = await chat(harness, late).talkPastMark();
+      expect(slowAdd.mock.contexts.some((queue) => (queue as Queue).name === IDLE_QUEUE)).toBe(true);
+      expect(turns).toBe(plain);
+    } finally {
+      slowAdd.mockRestore();
+    }
+    // Both compact in the background (the tests after this one hold the summarizer and share the idle worker).
+    for (const { sessionKey } of [early, late]) {
+      await waitUntil(async () => (await harness.store.load(sessionKey)).stats.compactions === 1, 30_000, `the idle compaction of ${sessionKey}`);
+    }
   }, 120_000);
 
   it("does not run under the mark: no job is scheduled, and a job run anyway skips it", async () => {
