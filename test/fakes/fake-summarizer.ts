@@ -17,7 +17,6 @@
  *   new FakeSummarizer({ contextWindow: 32_000 })           // engine-side Summarizer
  *   fake.setHandler(summarizerHandler({ reasoningTokens }))  // behind the HTTP fake LLM
  */
-import type { Summarizer, SummaryRequest, SummaryResponse } from "../../src/context/summarizer.js";
 import { overflow, type FakeHandler, type FakeResponse, type RecordedRequest } from "./fake-llm.js";
 
 export interface FakeSummarizerOptions {
@@ -130,8 +129,25 @@ export class SummaryModel {
   }
 }
 
-/** The engine-side `Summarizer` over a `SummaryModel`. */
-export class FakeSummarizer extends SummaryModel implements Summarizer {
+/**
+ * What a summarizer call carries, as the fake reads it: chat messages and max_tokens, the shape
+ * of an OpenAI-compatible request (the engine's `SummaryRequest` fits it; the fake imports none
+ * of the engine's modules).
+ */
+export interface FakeSummaryRequest {
+  messages: ReadonlyArray<{ role: string; content?: unknown }>;
+  maxTokens: number;
+}
+
+/** What it answers: the text, the finish reason and the usage, as a server reports them. */
+export interface FakeSummaryResponse {
+  text: string;
+  finishReason: "stop" | "length";
+  usage: { promptTokens: number; completionTokens: number; cachedTokens: number };
+}
+
+/** An engine-side summarizer (it fits the engine's `Summarizer` port) over a `SummaryModel`. */
+export class FakeSummarizer extends SummaryModel {
   readonly model: string;
   readonly contextWindow: number;
   constructor(options: FakeSummarizerOptions = {}) {
@@ -140,9 +156,9 @@ export class FakeSummarizer extends SummaryModel implements Summarizer {
     this.contextWindow = options.contextWindow ?? 128_000;
   }
 
-  async summarize(request: SummaryRequest): Promise<SummaryResponse> {
-    const system = request.messages.filter((message) => message.role === "system").map((message) => message.content ?? "").join("\n");
-    const user = request.messages.filter((message) => message.role === "user").map((message) => message.content ?? "").join("\n");
+  async summarize(request: FakeSummaryRequest): Promise<FakeSummaryResponse> {
+    const system = request.messages.filter((message) => message.role === "system").map((message) => textOfContent(message.content)).join("\n");
+    const user = request.messages.filter((message) => message.role === "user").map((message) => textOfContent(message.content)).join("\n");
     const requested = this.requested(system, user, request.maxTokens);
     if (requested > this.contextWindow) {
       // What the server answers (OpenAI's context_length_exceeded 400); what the engine sees of it
@@ -160,8 +176,10 @@ export class FakeSummarizer extends SummaryModel implements Summarizer {
   }
 }
 
-const textOfContent = (content: unknown): string =>
-  typeof content === "string" ? content : Array.isArray(content) ? content.map((part: { text?: unknown }) => (typeof part?.text === "string" ? part.text : "")).join("") : "";
+/** A message's text: a string, or the text parts of a content array. */
+function textOfContent(content: unknown): string {
+  return typeof content === "string" ? content : Array.isArray(content) ? content.map((part: { text?: unknown }) => (typeof part?.text === "string" ? part.text : "")).join("") : "";
+}
 
 /**
  * The same model behind the HTTP fake LLM. A reasoning model's thinking comes inline as
