@@ -3,5 +3,5 @@ export {
   BudgetMeter, exhaustedNotice, unlimited, periodEnd, periodId, resetText, warningText, PERIODS,
   type BudgetAccounts, type BudgetMeterOptions, type Cost, type Limit, type Limits, type Period, type Reservation, type SlotStatus,
 } from "./meter.js";
-export { LimitsCache, type LimitsCacheOptions } from "./limits-cache.js";
+export { deleteLimits, LimitsCache, type LimitsCacheOptions } from "./limits-cache.js";
 export { BudgetScope, costOfUsage, estimateCost, meteredClient, transcriptionCost, transcriptionEstimate } from "./scope.js";

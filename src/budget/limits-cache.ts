@@ -19,6 +19,18 @@
  */
 import type { Redis } from "ioredis";
 import type { Logger } from "../logger.js";
+import { globalKeys } from "../session/keys.js";
+
+/**
+ * Deletes an account's admin limits with their publish in one transaction, so no worker keeps
+ * what it knew of them, even if the caller dies right after. → keys deleted (0 or 1).
+ */
+export async function deleteLimits(redis: Redis, prefix: string, account: string): Promise<number> {
+  const keys = globalKeys(prefix);
+  const [[error, deleted]] = (await redis.multi().del(keys.budgetLimits(account)).publish(keys.budgetLimitsChannel, account).exec()) as [[Error | null, number], unknown];
+  if (error) throw error;
+  return deleted;
+}
 
 /** Beyond this many accounts the oldest learnt is forgotten (a few MB at most). */
 const MAX_ACCOUNTS = 100_000;

@@ -15,7 +15,7 @@
  */
 import type { Redis } from "ioredis";
 import type { Config } from "../../config/index.js";
-import { BudgetMeter, type SlotStatus } from "../budget/index.js";
+import { BudgetMeter, deleteLimits, type SlotStatus } from "../budget/index.js";
 import type { InboundMessage, Platform } from "../core/channel.js";
 import type { ChatMessage } from "../core/messages.js";
 import { errorMessage } from "../errors.js";
@@ -223,10 +223,7 @@ export async function deleteUserCommand(context: AdminContext, who: string): Pro
   let budgetDeleted = 0;
   for (const owner of [`user:${account}`, ...report.sessions.map((session) => `chat:${session}`)]) {
     budgetDeleted += await deleteMatching(redis, `${globEscape(globalKeys(prefix).budget(owner, ""))}*`);
-    // With its publish in one transaction: no worker keeps what it knew of the account's limits.
-    const [[error, limits]] = (await redis.multi().unlink(globalKeys(prefix).budgetLimits(owner)).publish(globalKeys(prefix).budgetLimitsChannel, owner).exec()) as [[Error | null, number], unknown];
-    if (error) throw error;
-    budgetDeleted += limits;
+    budgetDeleted += await deleteLimits(redis, prefix, owner);
   }
   context.write(`Deleted ${who}: ${report.sessions.length} private conversation(s) (${report.sessions.join(", ") || "none"}), ${report.keysDeleted} key(s), ${report.scheduledItems} reminder(s) or task(s).\nBudget counters and limits: ${budgetDeleted} key(s).\n`);
   return 0;

@@ -10,6 +10,7 @@
 import type { Redis } from "ioredis";
 import type { Platform } from "../core/channel.js";
 import type { ChatMessage } from "../core/messages.js";
+import { deleteLimits } from "../budget/limits-cache.js";
 import { globalKeys, sessionKeys } from "../session/keys.js";
 import { runScript } from "../session/run-script.js";
 import { globEscape, scanAll } from "../session/scan.js";
@@ -114,13 +115,8 @@ export async function deleteUserData(redis: Redis, prefix: string, user: UserRef
     await redis.srem(global.workSet, sessionKey);
   }
   let keysDeleted = 0;
-  // The limits an admin set for these accounts go with a publish in the same transaction, so no
-  // worker can keep what it knew of them (src/budget/limits-cache.ts), even if this process dies here.
-  for (const account of accounts) {
-    const [[error, deleted]] = (await redis.multi().del(global.budgetLimits(account)).publish(global.budgetLimitsChannel, account).exec()) as [[Error | null, number], unknown];
-    if (error) throw error;
-    keysDeleted += deleted;
-  }
+  // The limits an admin set for these accounts, each with its publish (src/budget/limits-cache.ts).
+  for (const account of accounts) keysDeleted += await deleteLimits(redis, prefix, account);
   const list = [...doomed];
   for (let index = 0; index < list.length; index += 500) keysDeleted += await redis.del(...list.slice(index, index + 500));
   const scheduledItems = schedule ? await schedule.removeUserItems(user.platform, user.userId) : 0;
