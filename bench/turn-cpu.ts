@@ -50,8 +50,8 @@ async function modules(dir: string) {
   return {
     agent: await load<typeof import("../src/agent/index.js")>("src/agent/index.js"),
     idle: await load<typeof import("../src/agent/idle-compaction.js")>("src/agent/idle-compaction.js"),
-    hooks: await load<typeof import("../src/agent/memory-hooks.js")>("src/agent/memory-hooks.js"),
-    sessionContext: await load<typeof import("../src/agent/session-context.js")>("src/agent/session-context.js"),
+    hooks: await load<typeof import("../src/memory/context-hooks.js")>("src/memory/context-hooks.js"),
+    sessionContext: await load<typeof import("../src/session-context/session-context.js")>("src/session-context/session-context.js"),
     config: await load<typeof import("../config/index.js")>("config/index.js"),
     logger: await load<typeof import("../src/logger.js")>("src/logger.js"),
     media: await load<typeof import("../src/media/index.js")>("src/media/index.js"),

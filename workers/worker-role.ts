@@ -5,11 +5,9 @@
 import type { Config } from "../config/index.js";
 import { mainApiKey, streamingModeFor } from "../config/index.js";
 import type { TurnEngine } from "../src/agent/index.js";
-import { createMemoryHooks } from "../src/agent/memory-hooks.js";
-import { createMemoryTool, exportUserData, MemoryService, MemoryStore } from "../src/memory/index.js";
+import { createMemoryHooks, createMemoryTool, exportUserData, MemoryService, MemoryStore } from "../src/memory/index.js";
 import { createModelRouter } from "../src/models/router.js";
-import { BudgetMeter, LimitsCache, meteredClient, transcriptionCost, transcriptionEstimate } from "../src/budget/index.js";
-import { budgetAccounts } from "../src/agent/segment-switch.js";
+import { BudgetMeter, budgetAccounts, LimitsCache, meteredClient, transcriptionCost, transcriptionEstimate } from "../src/budget/index.js";
 import { createRecallTool, currentTimeTool, McpManager, ToolCatalog, type Tool } from "../src/tools/index.js";
 import { MB } from "../src/core/attachments.js";
 import { createMediaEngine, redisVisionMemory } from "../src/media/index.js";

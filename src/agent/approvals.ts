@@ -7,63 +7,23 @@
  * turns them into "not run" results) and goes on with the tool loop. A restart loses nothing:
  * all of it is in Redis.
  */
-import type { OutboundReply } from "../core/channel.js";
 import type { ChatMessage, ToolMessage } from "../core/messages.js";
 import type { PendingApproval } from "../core/tools.js";
-import type { BudgetScope } from "../budget/index.js";
-import type { SessionState } from "../session/state.js";
-import type { InboxEntry } from "../session/store.js";
-import { mayAnswer, notRunResult, outcomeText, parseApprovalAction, type ApprovalOutcome } from "../tools/index.js";
-import { runCalls } from "./run-turn.js";
-import { finishLoop, runLoop, toolPlumbing } from "./tool-loop.js";
-import { addReply, answering, replyIdOf } from "./replies.js";
-import { compactionScope } from "./segment-switch.js";
-import type { ApprovalTimeout, SegmentsInput, TurnEngine } from "./turn-engine.js";
 import { messageIdAllocator } from "../session/state.js";
-
-/** One turn in progress: the engine, its input, and what it has produced so far. */
-export interface TurnRun {
-  engine: TurnEngine;
-  input: SegmentsInput;
-  state: SessionState;
-  transcript: ChatMessage[];
-  replies: OutboundReply[];
-  approvalTimeouts: ApprovalTimeout[];
-  /** The model the endpoint named in its latest answer (confirms a /model switch). */
-  reportedModel?: string;
-  /** Who pays for the batch's calls (absent without budgets): handed to each call, compaction and transcription. */
-  budget?: BudgetScope;
-}
+import { notRunResult, outcomeText, type ApprovalOutcome } from "../tools/index.js";
+import { compactionScope } from "./compaction-scope.js";
+import type { ChatPorts } from "./ports.js";
+import { addReply, replyIdOf } from "./replies.js";
+import { runCalls } from "./run-turn.js";
+import { finishLoop, runLoop, toolPlumbing } from "./session-loop.js";
+import type { TurnRun } from "./turn-types.js";
 
 /** Denies a pending approval whose time is up (its timeout job fired, or a later turn found it late). */
-export async function expireApproval(run: TurnRun): Promise<void> {
+export async function expireApproval(run: TurnRun<ChatPorts>): Promise<void> {
   const pending = run.state.pendingApproval;
   if (!pending) return;
   if (run.input.approvalTimeout !== pending.id && run.engine.now() < pending.expiresAt) return;
   await resolveApproval(run, "expired", { continueLoop: true });
-}
-
-/** A button press: resolves the pending approval it names, if the presser may answer it. */
-export async function answerApproval(run: TurnRun, entry: InboxEntry): Promise<void> {
-  const pressed = entry.action ? parseApprovalAction(entry.action.id) : undefined;
-  const pending = run.state.pendingApproval;
-  const sourceMessageId = entry.action?.sourceMessageId;
-  if (!pressed || !pending || pending.id !== pressed.approvalId) {
-    // Answered already, expired, or superseded: the buttons go, nothing runs.
-    addReply(run, "This request is no longer waiting for an answer.", "notice", answering(run, [entry]), sourceMessageId ? { replaces: sourceMessageId } : {});
-    return;
-  }
-  if (!mayAnswer(pending, entry, run.engine.approval.admins)) {
-    run.input.log.info({ approvalId: pending.id, userId: entry.userId }, "tool-approval-refused-not-the-requester");
-    addReply(run, `Only ${pending.requestedBy.userName}, who asked, or an admin can answer this request.`, "notice", answering(run, [entry]));
-    return;
-  }
-  await resolveApproval(run, pressed.approve ? "approved" : "denied", {
-    by: entry.userName,
-    pressId: entry.messageId,
-    continueLoop: true,
-    ...(sourceMessageId ? { sourceMessageId } : {}),
-  });
 }
 
 export interface ResolveOptions {
@@ -82,7 +42,7 @@ export interface ResolveOptions {
  * model reads; the whole step (the call and every result, in the call's order) joins the
  * context and the transcript; then the loop goes on from the step it paused at.
  */
-export async function resolveApproval(run: TurnRun, outcome: ApprovalOutcome, options: ResolveOptions): Promise<void> {
+export async function resolveApproval(run: TurnRun<ChatPorts>, outcome: ApprovalOutcome, options: ResolveOptions): Promise<void> {
   const pending = run.state.pendingApproval;
   if (!pending) return;
   delete run.state.pendingApproval;

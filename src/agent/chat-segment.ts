@@ -2,30 +2,21 @@
  * A chat segment: the agent turn that answers consecutive chat messages (or a fired task) —
  * tools for this chat, hygiene, the tool loop, and what the model said about pictures.
  */
-import { messageOrigin, type InboundMessage, type ReplyTarget } from "../core/channel.js";
+import { messageOrigin } from "../core/channel.js";
 import type { ChatMessage, UserMessage } from "../core/messages.js";
-import type { InboxEntry } from "../session/store.js";
-import { ToolRegistry, type ToolScope } from "../tools/index.js";
-import { resolveApproval, type TurnRun } from "./approvals.js";
-import type { CompactionScope } from "./context-manager.js";
-import { answering, replyIdOf } from "./replies.js";
-import { finishLoop, runLoop } from "./tool-loop.js";
-import { stampFor, toUserMessages } from "./user-messages.js";
 import { markStage } from "../core/stages.js";
+import type { InboxEntry } from "../session/store.js";
+import type { CompactionScope } from "../session-context/index.js";
+import { ToolRegistry } from "../tools/index.js";
+import { resolveApproval } from "./approvals.js";
+import type { ChatPorts } from "./ports.js";
+import { answering, replyIdOf } from "./replies.js";
+import { finishLoop, runLoop } from "./session-loop.js";
+import { toolScopeOf } from "./tool-scope.js";
+import type { TurnRun } from "./turn-types.js";
+import { stampFor, toUserMessages } from "./user-messages.js";
 
-/** The tool access of a turn answering `entries` (access.tools looks at the chat and the speakers). */
-export function toolScopeOf(sessionKey: string, entries: readonly InboundMessage[], target: ReplyTarget): ToolScope {
-  const last = entries[entries.length - 1];
-  return {
-    sessionKey,
-    platform: target.platform,
-    chatId: last?.chatId ?? target.chatId,
-    ...(last?.parentChatId ? { parentChatId: last.parentChatId } : {}),
-    userIds: entries.map((entry) => entry.userId),
-  };
-}
-
-export async function runChatSegment(run: TurnRun, entries: readonly InboxEntry[], newId: () => string, scope: CompactionScope): Promise<void> {
+export async function runChatSegment(run: TurnRun<ChatPorts>, entries: readonly InboxEntry[], newId: () => string, scope: CompactionScope): Promise<void> {
   const { engine, input } = run;
   // A new message while a tool call waits for approval: the call is not run, and the
   // conversation goes on with what the user wrote (docs/tools.md). A fired task is nobody

@@ -1,16 +1,19 @@
 /** A command segment: /stop while a tool call waits for approval, or any command of commands/. */
 import type { InboxEntry } from "../session/store.js";
+import type { CompactionScope } from "../session-context/index.js";
 import { describeTools } from "../tools/index.js";
-import { resolveApproval, type TurnRun } from "./approvals.js";
+import { resolveApproval } from "./approvals.js";
+import type { CommandContext } from "./commands/command-context.js";
 import type { ParsedCommand } from "./commands/parse.js";
-import { runCommand, type CommandContext } from "./commands/run-command.js";
-import type { CompactionScope } from "./context-manager.js";
-import { toolScopeOf } from "./chat-segment.js";
+import { runCommand } from "./commands/run-command.js";
+import type { ChatPorts, CommandPorts } from "./ports.js";
 import { addReply, answering } from "./replies.js";
+import { toolScopeOf } from "./tool-scope.js";
+import type { TurnRun } from "./turn-types.js";
 import { chatTimeZone } from "./user-messages.js";
 
 /** Runs `command`; → the session id it archived (`/new`), if any. */
-export async function runCommandSegment(run: TurnRun, command: ParsedCommand, entry: InboxEntry, scope: CompactionScope): Promise<string | undefined> {
+export async function runCommandSegment(run: TurnRun<CommandPorts & ChatPorts>, command: ParsedCommand, entry: InboxEntry, scope: CompactionScope): Promise<string | undefined> {
   const { engine, input } = run;
   if (command.name === "stop" && run.state.pendingApproval) {
     await resolveApproval(run, "stopped", { continueLoop: false });

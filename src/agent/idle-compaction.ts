@@ -11,16 +11,19 @@
  * the compaction is either committed before the turn begins or dropped, never both.
  */
 import type { Logger } from "../logger.js";
-import { BudgetScope } from "../budget/index.js";
-import { activeEngine } from "../models/router.js";
+import { BudgetScope, budgetAccounts } from "../budget/index.js";
 import { heartbeatMs, LeaseKeeper } from "../session/lease.js";
 import { messageIdAllocator, type SessionState } from "../session/state.js";
 import type { SessionStore, TurnClaim } from "../session/store.js";
 import type { ChatMessage } from "../core/messages.js";
-import type { CompactionScope } from "./context-manager.js";
-import { budgetAccounts } from "./segment-switch.js";
-import { workingCopy, type TurnEngine } from "./turn-engine.js";
+import type { CompactionScope } from "../session-context/index.js";
+import { activeEngine } from "./active-model.js";
+import type { Clock, RoutingPorts } from "./ports.js";
 import { chatTimeZone } from "./user-messages.js";
+import { workingCopy } from "./working-copy.js";
+
+/** What idle compaction uses of a worker's engine: the session's model and its payer. */
+export type IdleEngine = RoutingPorts & Pick<Clock, "timeZone">;
 
 export interface IdleCompactionSettings {
   /** CACHE_TTL_S in ms: idle this long before the job runs; 0 turns idle compaction off. */
@@ -31,7 +34,7 @@ export interface IdleCompactionSettings {
 
 export interface IdleCompactionDeps {
   store: SessionStore;
-  engine: TurnEngine;
+  engine: IdleEngine;
   settings: IdleCompactionSettings;
   /** The lease TTL turns use (leaseTtlMs of the job lock). */
   leaseMs: number;
@@ -69,7 +72,7 @@ export type IdleCompactionOutcome =
   | { status: "dropped"; why: string };
 
 /** Whether the session, as stored, is due an idle compaction now. */
-export function idleCompactionDue(engine: TurnEngine, settings: IdleCompactionSettings, state: SessionState, now: number): "due" | "off" | "not-idle" | "under-mark" {
+export function idleCompactionDue(engine: IdleEngine, settings: IdleCompactionSettings, state: SessionState, now: number): "due" | "off" | "not-idle" | "under-mark" {
   if (settings.cacheTtlMs <= 0) return "off";
   if (!activeEngine(engine, state).context.pastIdleMark(state, state.live, settings.mark)) return "under-mark";
   return now - state.updatedAt < settings.cacheTtlMs ? "not-idle" : "due";
@@ -79,7 +82,7 @@ export function idleCompactionDue(engine: TurnEngine, settings: IdleCompactionSe
  * Whether a job should be scheduled after a commit that left `state`: the session is past the
  * mark now (the idle time is the job's delay).
  */
-export function shouldScheduleIdleCompaction(engine: TurnEngine, settings: IdleCompactionSettings, state: SessionState): boolean {
+export function shouldScheduleIdleCompaction(engine: IdleEngine, settings: IdleCompactionSettings, state: SessionState): boolean {
   return settings.cacheTtlMs > 0 && state.live.length > 0 && activeEngine(engine, state).context.pastIdleMark(state, state.live, settings.mark);
 }
 

@@ -2,16 +2,9 @@
  * The replies a turn produces: where each goes, which messages it answers, and its id (which
  * names the version the turn commits, so a retried turn produces the same ids).
  */
-import type { OutboundReply, ReplyTarget } from "../core/channel.js";
+import type { OutboundReply } from "../core/channel.js";
 import type { InboxEntry } from "../session/store.js";
-import type { TurnRun } from "./approvals.js";
-import type { SettleInput } from "./turn-engine.js";
-
-/** Where a reply goes and which messages it answers. */
-export interface Answering {
-  target: ReplyTarget;
-  inReplyTo: string[];
-}
+import type { Answering, SettleInput, TurnRun } from "./turn-types.js";
 
 type ReplyExtra = Pick<OutboundReply, "actions" | "replaces" | "preview" | "previewOnly" | "documents">;
 
@@ -34,7 +27,7 @@ export function answering(run: { input: Pick<SettleInput, "target"> }, entries: 
  * Reply `index` of this turn. Its id names the version the turn commits, so a retried turn
  * produces the same ids.
  */
-export function addReply(run: Pick<TurnRun, "input" | "replies">, text: string, kind: OutboundReply["kind"], to: Answering, extra: ReplyExtra = {}): void {
+export function addReply(run: Pick<TurnRun<unknown>, "input" | "replies">, text: string, kind: OutboundReply["kind"], to: Answering, extra: ReplyExtra = {}): void {
   run.replies.push(buildReply(run.input, run.replies.length, text, kind, to, extra));
 }
 

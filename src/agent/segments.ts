@@ -3,14 +3,10 @@
  * reminders one by one, consecutive chat messages together as one agent turn.
  */
 import type { InboxEntry } from "../session/store.js";
-import { parseCommand, type ParsedCommand } from "./commands/parse.js";
+import { parseCommand } from "./commands/parse.js";
 import { joinPasteParts } from "./paste-parts.js";
+import type { Segment } from "./turn-types.js";
 
-export type Segment =
-  | { kind: "command"; command: ParsedCommand; entry: InboxEntry }
-  | { kind: "action"; entry: InboxEntry }
-  | { kind: "reminder"; entry: InboxEntry }
-  | { kind: "chat"; entries: InboxEntry[] };
 
 /**
  * Commands and button presses are handled one by one, in order; consecutive chat messages form

@@ -7,10 +7,11 @@ import type { ChatMessage } from "../core/messages.js";
 import { AbortedError, BudgetExhaustedError, ContextOverflowError, PermanentError, errorMessage } from "../errors.js";
 import { messageIdAllocator, type SessionState } from "../session/state.js";
 import type { InboxEntry } from "../session/store.js";
+import type { Clock } from "./ports.js";
 import { answering, buildReply } from "./replies.js";
 import { segmentBatch } from "./segments.js";
-import type { SegmentsResult, SettleInput, TurnEngine } from "./turn-engine.js";
-import { ensureSystemPrompt } from "./turn-start.js";
+import { ensureSystemPrompt } from "./system-prompt.js";
+import type { SegmentsResult, SettleInput } from "./turn-types.js";
 import { reminderMessage, stampFor, toUserMessages } from "./user-messages.js";
 
 /**
@@ -32,7 +33,7 @@ export const batchFailureCause = (error: unknown): unknown => (error instanceof 
  * earlier segments of the batch did (BatchFailedError), kept under the settled rest.
  */
 export function settleWithoutAnswer(
-  engine: Pick<TurnEngine, "now" | "systemPrompt"> & Partial<Pick<TurnEngine, "timeZone" | "messageTimeStamps">>,
+  engine: Pick<Clock, "now"> & { systemPrompt: string } & Partial<Pick<Clock, "timeZone" | "messageTimeStamps">>,
   input: SettleInput,
   text: string | undefined,
   mark?: (state: SessionState) => void,

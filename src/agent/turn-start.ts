@@ -3,11 +3,13 @@
  * the system prompt heads the context, an approval whose time is up is denied, and attachments
  * are resolved (voice notes become text, so a spoken command is a command).
  */
-import { freshSessionAfter, messageIdAllocator, type SessionState } from "../session/state.js";
+import { freshSessionAfter, messageIdAllocator } from "../session/state.js";
 import type { InboxEntry } from "../session/store.js";
-import { withPersona } from "../models/persona.js";
-import { expireApproval, type TurnRun } from "./approvals.js";
+import { expireApproval } from "./approvals.js";
+import type { ChatPorts, StartPorts } from "./ports.js";
 import { addReply, answering } from "./replies.js";
+import { ensureSystemPrompt } from "./system-prompt.js";
+import type { TurnRun } from "./turn-types.js";
 
 export interface TurnStart {
   /** The batch with its attachments resolved. */
@@ -16,7 +18,7 @@ export interface TurnStart {
   archivedSessionId?: string;
 }
 
-export async function startTurn(run: TurnRun): Promise<TurnStart> {
+export async function startTurn(run: TurnRun<StartPorts & ChatPorts>): Promise<TurnStart> {
   const { engine, input } = run;
   let archivedSessionId: string | undefined;
   // Optional idle reset (off by default: users of long-running chats hated nightly wipes).
@@ -34,7 +36,7 @@ export async function startTurn(run: TurnRun): Promise<TurnStart> {
 }
 
 /** Voice notes become text, files text, pictures references; what failed is told as a notice. */
-async function resolveMedia(run: TurnRun): Promise<readonly InboxEntry[]> {
+async function resolveMedia(run: TurnRun<StartPorts>): Promise<readonly InboxEntry[]> {
   const { engine, input } = run;
   if (!engine.media) return input.batch;
   const sessionId = run.state.sessionId;
@@ -46,22 +48,4 @@ async function resolveMedia(run: TurnRun): Promise<readonly InboxEntry[]> {
   });
   for (const notice of resolved.notices) addReply(run, notice.text, "notice", answering(run, [notice.entry]));
   return resolved.entries;
-}
-
-/**
- * The system prompt heads the live context. It is written once and stays byte-stable (prompt
- * caching); when the operator changes it, it is replaced once, keeping the compaction note.
- */
-export function ensureSystemPrompt(state: SessionState, basePrompt: string, newId: () => string, now: number): void {
-  // The chat's persona is part of the system prompt, so it stays in the cache-stable prefix.
-  const systemPrompt = withPersona(basePrompt, state);
-  const first = state.live[0];
-  if (first?.role === "system") {
-    if (state.engine.systemPromptBase === systemPrompt) return;
-    const note = typeof state.engine.systemPromptNote === "string" ? state.engine.systemPromptNote : "";
-    state.live[0] = { ...first, content: systemPrompt + note, tokens: undefined };
-  } else {
-    state.live.unshift({ id: newId(), at: now, role: "system", content: systemPrompt });
-  }
-  state.engine.systemPromptBase = systemPrompt;
 }

@@ -8,7 +8,7 @@ import type { ChatMessage, UserMessage } from "../core/messages.js";
 import { describeGap, formatStamp } from "../core/time-stamp.js";
 import type { SessionState } from "../session/state.js";
 import type { InboxEntry } from "../session/store.js";
-import type { TurnEngine } from "./turn-engine.js";
+import type { Clock } from "./ports.js";
 
 /** The chat's time zone: its own (/timezone) when set, else the deployment's TZ. */
 export function chatTimeZone(state: SessionState, fallback: string): string {
@@ -43,7 +43,7 @@ export function toUserMessages(entries: readonly InboxEntry[], newId: () => stri
 }
 
 /** The stamp settings of a turn: the chat's zone and the time of the last message before it. */
-export function stampFor(engine: Partial<Pick<TurnEngine, "messageTimeStamps" | "timeZone">>, state: SessionState): { timeZone: string; previousAt?: number } | undefined {
+export function stampFor(engine: Partial<Pick<Clock, "messageTimeStamps" | "timeZone">>, state: SessionState): { timeZone: string; previousAt?: number } | undefined {
   if (!engine.messageTimeStamps) return undefined;
   const previousAt = state.live.findLast((message) => message.role !== "system" && message.at !== undefined)?.at;
   return { timeZone: chatTimeZone(state, engine.timeZone ?? "UTC"), ...(previousAt === undefined ? {} : { previousAt }) };

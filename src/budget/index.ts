@@ -5,3 +5,4 @@ export {
 } from "./meter.js";
 export { deleteLimits, LimitsCache, type LimitsCacheOptions } from "./limits-cache.js";
 export { BudgetScope, costOfUsage, estimateCost, meteredClient, transcriptionCost, transcriptionEstimate } from "./scope.js";
+export { budgetAccounts } from "./accounts.js";

@@ -8,6 +8,9 @@ import type { Attachment } from "./attachments.js";
 
 export type Platform = "telegram" | "discord" | "console";
 
+/** The short name of a platform in ids that cross platforms (`tg:42`, budget and access keys). */
+export const platformPrefix = (platform: Platform): string => (platform === "telegram" ? "tg" : platform === "discord" ? "dc" : "console");
+
 /** Where a reply goes back to: enough for the gateway to send without any other lookup. */
 export interface ReplyTarget {
   platform: Platform;

@@ -10,3 +10,4 @@ export { createMemoryTool, runMemoryAction, MEMORY_TOOL_DEFINITION } from "./too
 export { flushMemory, FLUSH_MARKER, FLUSH_INSTRUCTION } from "./flush.js";
 export { renderSnapshot, renderPins, systemBlock, systemBlockText, MEMORY_HEADER, PINS_HEADER } from "./snapshot.js";
 export { deleteUserData, exportUserData, userSessions, directSessionKeys, type UserRef, type UserExport, type DeleteUserReport } from "./user-data.js";
+export { createMemoryHooks, type MemoryHooksOptions } from "./context-hooks.js";

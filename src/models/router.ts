@@ -1,21 +1,16 @@
 /**
  * One worker's clients for the catalogue: each model gets its LLM client, its summarizer and its
  * context-engine binding on first use, so the compaction thresholds follow the active model's
- * window from the very next request. `activeEngine` gives a turn the engine of the session's
- * chosen model.
+ * window from the very next request (the agent's `activeEngine` picks a session's).
  */
 import type { Config } from "../../config/index.js";
 import { mainApiKey } from "../../config/index.js";
-import type { ContextManager } from "../agent/context-manager.js";
-import type { ContextHooks } from "../agent/context-manager.js";
-import { createContextManager, type ContextSettings } from "../agent/session-context.js";
-import type { TurnEngine } from "../agent/turn-engine.js";
+import { createContextManager, type ContextHooks, type ContextManager, type ContextSettings } from "../session-context/index.js";
 import type { LlmClient } from "../core/llm.js";
 import type { ToolDefinition } from "../core/messages.js";
 import { createLlmClient, createSummarizer, type OpenAiLlmClient, type Summarizer } from "../llm/index.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import type { SessionState } from "../session/state.js";
 import { catalogueFromConfig, type CatalogueModel, type ModelCatalogue, type Prices } from "./catalogue.js";
 
 export interface BoundModel {
@@ -155,12 +150,4 @@ export function createModelRouter(options: ModelRouterOptions): ModelRouter {
       return result;
     },
   };
-}
-
-/** The engine of the session's chosen model (the default when it chose none, or its choice is gone). */
-export function activeEngine(engine: TurnEngine, state: SessionState): TurnEngine {
-  if (!engine.models) return engine;
-  const { llm, context, model } = engine.models.bind(engine.models.catalogue.active(state.chat?.model));
-  if (llm === engine.llm) return engine;
-  return { ...engine, llm, context, prices: model.prices };
 }

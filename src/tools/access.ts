@@ -10,7 +10,7 @@
  * whose message the turn answers has it: in a group, one member's grant must not act for another.
  */
 import type { ToolAccessConfig } from "../../config/tool-sections.js";
-import type { Platform } from "../core/channel.js";
+import { platformPrefix, type Platform } from "../core/channel.js";
 
 export interface ToolScope {
   sessionKey: string;
@@ -22,7 +22,7 @@ export interface ToolScope {
   userIds: readonly string[];
 }
 
-export const platformPrefix = (platform: Platform): string => (platform === "telegram" ? "tg" : platform === "discord" ? "dc" : "console");
+export { platformPrefix };
 
 export function allowedServers(servers: readonly string[], access: ToolAccessConfig | undefined, scope: ToolScope): string[] {
   if (!access) return [...servers];

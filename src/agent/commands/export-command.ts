@@ -4,7 +4,7 @@
  * see it.
  */
 import { UPLOAD_MAX_BYTES, type ReplyDocument } from "../../core/channel.js";
-import type { CommandContext } from "./run-command.js";
+import type { CommandContext } from "./command-context.js";
 import { exportFiles } from "./export-files.js";
 
 export const EXPORT_IN_GROUP_TEXT = "Your export holds your private conversations and what I remember about you, so I only send it in a private chat: write to me directly and send /export there.";

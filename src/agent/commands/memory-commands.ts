@@ -5,8 +5,8 @@
 import { messageOrigin } from "../../core/channel.js";
 import type { ChatMessage, ToolDefinition } from "../../core/messages.js";
 import { memoryOf, systemBlock, type MemoryService } from "../../memory/index.js";
-import type { CommandContext } from "./run-command.js";
-import { compactNumber, contextMeter } from "./format.js";
+import type { CommandContext } from "./command-context.js";
+import { compactNumber, contextMeter } from "../../core/format.js";
 
 /** What `/forget` puts where the forgotten text was in live messages. */
 export const FORGOTTEN = "[forgotten]";

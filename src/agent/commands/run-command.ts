@@ -1,42 +1,15 @@
-import type { InboundMessage, ReplyDocument } from "../../core/channel.js";
-import { exportCommand } from "./export-command.js";
-import { remindersCommand, requesterOf } from "../../schedule/index.js";
-import { freshSessionAfter, type SessionState } from "../../session/state.js";
-import type { CompactionScope } from "../context-manager.js";
-import type { TurnEngine } from "../turn-engine.js";
-import { compactNumber, contextMeter, duration, usd } from "./format.js";
-import type { ParsedCommand } from "./parse.js";
-import type { ToolDefinition } from "../../core/messages.js";
-import { contextCommand, forgetCommand, memoryCommand, pinCommand } from "./memory-commands.js";
-import { isAdmin, modelCommand, personaCommand, timeZoneCommand } from "../../models/commands.js";
+import { compactNumber, contextMeter, duration, usd } from "../../core/format.js";
+import { budgetAccounts } from "../../budget/accounts.js";
 import { budgetCommand } from "../../budget/command.js";
 import { budgetLines } from "../../budget/usage.js";
-import { budgetAccounts } from "../segment-switch.js";
-
-export interface CommandContext {
-  engine: TurnEngine;
-  state: SessionState;
-  sessionKey: string;
-  scope: CompactionScope;
-  now: number;
-  /** `/tools`: what this chat can use (the chat's access decides). */
-  describeTools(): Promise<string>;
-  /** `/context`: the tool definitions this chat's requests carry. */
-  toolDefinitions(): Promise<ToolDefinition[]>;
-  /** The message that carried the command: who asks, from which chat. */
-  entry: InboundMessage;
-  /** The chat's time zone (the session's own, else TZ). */
-  timeZone: string;
-}
-
-export interface CommandOutcome {
-  state: SessionState;
-  text: string;
-  /** `/new`: the old session's transcript is archived. */
-  archive?: boolean;
-  /** Files sent with the answer (`/export`). */
-  documents?: ReplyDocument[];
-}
+import { isAdmin, modelCommand, personaCommand, timeZoneCommand } from "../../models/commands.js";
+import type { Prices } from "../../models/catalogue.js";
+import { remindersCommand, requesterOf } from "../../schedule/index.js";
+import { freshSessionAfter, type SessionState } from "../../session/state.js";
+import type { CommandContext, CommandOutcome } from "./command-context.js";
+import { exportCommand } from "./export-command.js";
+import { contextCommand, forgetCommand, memoryCommand, pinCommand } from "./memory-commands.js";
+import type { ParsedCommand } from "./parse.js";
 
 export const HELP_TEXT = [
   "I'm longhaul, an assistant built for long conversations: I compact old parts of our chat instead of forgetting them, and can recall details on request.",
@@ -159,7 +132,7 @@ async function statusText({ engine, state, sessionKey, now }: CommandContext): P
   ].join("\n");
 }
 
-export function usageText(state: SessionState, prices: TurnEngine["prices"]): string {
+export function usageText(state: SessionState, prices: Prices): string {
   const stats = state.stats;
   const uncached = Math.max(0, stats.promptTokens - stats.cachedTokens);
   const cost = (uncached * prices.input + stats.cachedTokens * prices.cachedInput + stats.completionTokens * prices.output) / 1_000_000;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseCommand } from "../../../src/agent/index.js";
-import { compactNumber, contextMeter, duration, usd } from "../../../src/agent/commands/format.js";
+import { compactNumber, contextMeter, duration, usd } from "../../../src/core/format.js";
 
 describe("command parsing", () => {
   it("recognises the product's commands, with @bot suffixes and arguments", () => {

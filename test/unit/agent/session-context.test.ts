@@ -6,7 +6,7 @@
  */
 import { countTokens as providerCount } from "gpt-tokenizer/encoding/cl100k_base";
 import { describe, expect, it } from "vitest";
-import { createContextManager } from "../../../src/agent/session-context.js";
+import { createContextManager } from "../../../src/session-context/session-context.js";
 import { renderPins, renderSnapshot } from "../../../src/memory/index.js";
 import type { ChatMessage, Summarizer, ToolDefinition } from "../../../src/context/index.js";
 import type { Logger } from "../../../src/logger.js";

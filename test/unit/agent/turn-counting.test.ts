@@ -10,7 +10,7 @@
 import { describe, expect, it } from "vitest";
 import { runTurnSegments, type TurnEngine } from "../../../src/agent/index.js";
 import { shouldScheduleIdleCompaction } from "../../../src/agent/idle-compaction.js";
-import { createContextManager } from "../../../src/agent/session-context.js";
+import { createContextManager } from "../../../src/session-context/session-context.js";
 import { createTokenCounter, type ChatMessage, type TokenCounter } from "../../../src/context/index.js";
 import type { ChatRequest, ChatResult, LlmClient } from "../../../src/core/llm.js";
 import { silentLogger } from "../../../src/logger.js";

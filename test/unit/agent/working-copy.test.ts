@@ -1,10 +1,10 @@
 /**
- * The turn's working copy of the state (turn-engine.ts): everything but the live messages copied
+ * The turn's working copy of the state (working-copy.ts): everything but the live messages copied
  * deeply by `copyPlain` (it replaced structuredClone, ~5× the cost), so a failed segment leaves
  * the loaded state as it was; the live messages shared, as they are only ever replaced.
  */
 import { describe, expect, it } from "vitest";
-import { copyPlain, workingCopy } from "../../../src/agent/turn-engine.js";
+import { copyPlain, workingCopy } from "../../../src/agent/working-copy.js";
 import { newSessionState } from "../../../src/session/state.js";
 
 describe("workingCopy", () => {

@@ -12,7 +12,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { createContextManager } from "../../../src/agent/session-context.js";
+import { createContextManager } from "../../../src/session-context/session-context.js";
 import { runTurn } from "../../../src/agent/run-turn.js";
 import { stampFor, toUserMessages } from "../../../src/agent/user-messages.js";
 import type { ChatMessage } from "../../../src/core/messages.js";

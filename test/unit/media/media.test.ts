@@ -5,7 +5,7 @@ import { attachmentPlaceholder, type Attachment } from "../../../src/core/attach
 import type { ChatMessage } from "../../../src/core/messages.js";
 import { imageTokens, attachmentTokens } from "../../../src/context/image-tokens.js";
 import { createTokenCounter } from "../../../src/context/tokens.js";
-import { dropAnsweredImages } from "../../../src/agent/session-context.js";
+import { dropAnsweredImages } from "../../../src/session-context/session-context.js";
 import { joinPasteParts } from "../../../src/agent/paste-parts.js";
 import type { InboxEntry } from "../../../src/session/store.js";
 import { CorruptFileError, documentType, extractText } from "../../../src/media/extract.js";

@@ -6,8 +6,10 @@
 import type { FoldRecord } from "../core/memory.js";
 import type { LlmClient } from "../core/llm.js";
 import { AbortedError } from "../errors.js";
-import { flushMemory, memoryOf, systemBlockText, type MemoryService } from "../memory/index.js";
-import type { ContextHooks } from "./context-manager.js";
+import { flushMemory } from "./flush.js";
+import { memoryOf, type MemoryService } from "./service.js";
+import { systemBlockText } from "./snapshot.js";
+import type { ContextHooks } from "../session-context/index.js";
 
 export interface MemoryHooksOptions {
   service: MemoryService;

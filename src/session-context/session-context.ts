@@ -14,7 +14,7 @@ import type { LlmClient } from "../core/llm.js";
 import type { Metrics } from "../metrics.js";
 import type { SessionState } from "../session/state.js";
 import type { CompactionScope, ContextHooks, ContextManager } from "./context-manager.js";
-import { compactNumber } from "./commands/format.js";
+import { compactNumber } from "../core/format.js";
 import { createContextMeasure, fields } from "./context-measure.js";
 
 export interface ContextSettings {

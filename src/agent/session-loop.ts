@@ -8,17 +8,18 @@ import type { ChatMessage } from "../core/messages.js";
 import type { PendingApproval } from "../core/tools.js";
 import { approvalActions, approvalRequestText, outputCapChars, type ToolRegistry } from "../tools/index.js";
 import type { ContextOverflowError } from "../errors.js";
-import type { TurnRun } from "./approvals.js";
-import type { CompactionScope } from "./context-manager.js";
+import type { CompactionScope } from "../session-context/index.js";
+import type { ChatPorts } from "./ports.js";
+import { addReply } from "./replies.js";
 import { runTurn, type RunTurnInput, type RunTurnResult } from "./run-turn.js";
-import { addReply, type Answering } from "./replies.js";
+import type { Answering, TurnRun } from "./turn-types.js";
 import { chatTimeZone } from "./user-messages.js";
 
 /**
  * The parts of runTurn's input that tie tools to this session: context, caps, stores, and the
  * message the loop answers (`origin`: who asks, in which chat, for tools that act on the chat).
  */
-export function toolPlumbing(run: TurnRun, tools: ToolRegistry, newId: () => string, origin?: MessageOrigin): Pick<RunTurnInput, "tools" | "toolContext" | "outputCap" | "toolOutputs" | "newId" | "now" | "keepToolImages"> {
+export function toolPlumbing(run: TurnRun<ChatPorts>, tools: ToolRegistry, newId: () => string, origin?: MessageOrigin): Pick<RunTurnInput, "tools" | "toolContext" | "outputCap" | "toolOutputs" | "newId" | "now" | "keepToolImages"> {
   const { engine, input } = run;
   const state = run.state;
   const { sessionId } = state;
@@ -41,7 +42,7 @@ export function toolPlumbing(run: TurnRun, tools: ToolRegistry, newId: () => str
   };
 }
 
-export function runLoop(run: TurnRun, context: ChatMessage[], tools: ToolRegistry, scope: CompactionScope, stepsTaken: number, origin?: MessageOrigin): Promise<RunTurnResult> {
+export function runLoop(run: TurnRun<ChatPorts>, context: ChatMessage[], tools: ToolRegistry, scope: CompactionScope, stepsTaken: number, origin?: MessageOrigin): Promise<RunTurnResult> {
   const { engine, input } = run;
   const state = run.state;
   const definitions = tools.definitions();
@@ -86,7 +87,7 @@ export interface LoopOrigin {
  * or (a step paused for approval) the pending approval in the state, the request with its
  * buttons, and a timeout to schedule once the turn is committed.
  */
-export function finishLoop(run: TurnRun, result: RunTurnResult, origin: LoopOrigin): void {
+export function finishLoop(run: TurnRun<ChatPorts>, result: RunTurnResult, origin: LoopOrigin): void {
   const { engine, state } = run;
   run.transcript.push(...result.transcript);
   state.live = result.context;
