@@ -13,6 +13,7 @@ import type { ChatPorts } from "./ports.js";
 import { answering, replyIdOf } from "./replies.js";
 import { finishLoop, runLoop } from "./session-loop.js";
 import { toolScopeOf } from "./tool-scope.js";
+import { FailedAfterCompaction } from "./turn-failure.js";
 import type { TurnRun } from "./turn-types.js";
 import { stampFor, toUserMessages } from "./user-messages.js";
 
@@ -27,36 +28,65 @@ export async function runChatSegment(run: TurnRun<ChatPorts>, entries: readonly 
   // The answer's reply id names its preview, so a retried turn continues the same preview.
   input.preview?.begin(replyIdOf(input, run.replies.length));
   const userMessages = toUserMessages(entries, newId, stampFor(engine, run.state));
+  // The transcript keeps every message whole; the context holds a paste over a quarter of the
+  // window as its head and tail with its recall id (issue #31), and the user is told once.
   run.transcript.push(...userMessages);
-  let context: ChatMessage[] = [...run.state.live, ...userMessages];
   run.state.lastTarget = input.target;
 
   const toolScope = toolScopeOf(input.sessionKey, entries, input.target);
   let { tools } = await engine.tools.forTurn(toolScope, input.log);
+  const admitted = engine.context.admitUserMessages(run.state, userMessages);
+  // `recall` reads the original at once (the transcript is stored only with the commit), paged
+  // like a capped tool output.
+  for (const message of userMessages) {
+    if (admitted.cutIds.includes(message.id)) await engine.toolOutputs.save(input.sessionKey, run.state.sessionId, message.id, message.content);
+  }
+  let context: ChatMessage[] = [...run.state.live, ...admitted.messages];
   // One step waits for approval at a time: a task that runs meanwhile goes without the tools
   // that would ask again.
   if (run.state.pendingApproval) tools = new ToolRegistry(tools.list().filter((tool) => !tool.needsApproval));
-  const toolsScope: CompactionScope = { ...scope, tools: tools.definitions() };
+  // A compaction paid for before the turn's first step (hygiene, or the in-loop check or an
+  // overflow before the first answer) is kept if the turn then fails: its context ends with
+  // this segment's user messages, so it holds nothing the transcript lacks.
+  let compacted: readonly ChatMessage[] | undefined;
+  const lastUserId = admitted.messages.at(-1)?.id;
+  const onCompacted = (result: readonly ChatMessage[]) => {
+    if (lastUserId !== undefined && result.at(-1)?.id === lastUserId) compacted = result;
+  };
+  const toolsScope: CompactionScope = { ...scope, tools: tools.definitions(), onCompacted };
   const last = entries[entries.length - 1];
   // Whose memory this conversation reads; at session start, its snapshot.
   if (engine.memory && last) await engine.memory.prepareTurn(run.state, last);
-  const hygiene = await engine.context.hygiene(run.state, context, toolsScope);
-  context = hygiene.context;
+  let result: Awaited<ReturnType<typeof runLoop>>;
+  let hygiene: Awaited<ReturnType<typeof engine.context.hygiene>>;
   const origin = last ? messageOrigin(last) : undefined;
-  markStage("loop", input.sessionKey);
-  const result = await runLoop(run, context, tools, toolsScope, 0, origin);
+  try {
+    hygiene = await engine.context.hygiene(run.state, context, toolsScope);
+    context = hygiene.context;
+    markStage("loop", input.sessionKey);
+    result = await runLoop(run, context, tools, toolsScope, 0, origin);
+  } catch (error) {
+    throw compacted === undefined ? error : new FailedAfterCompaction(compacted, error);
+  }
   markStage("loop-done", input.sessionKey);
+  const notices = [...(admitted.cutIds.length > 0 ? [pasteNotice(admitted.cutIds)] : []), ...(hygiene.notice ? [hygiene.notice] : [])];
   finishLoop(run, result, {
     answers: answering(run, entries),
     requestedBy: { platform: input.target.platform, userId: last?.userId ?? "", userName: last?.userName ?? "" },
     scope: { chatId: toolScope.chatId, ...(toolScope.parentChatId ? { parentChatId: toolScope.parentChatId } : {}), userIds: [...toolScope.userIds] },
     ...(origin ? { origin } : {}),
-    ...(hygiene.notice ? { notices: [hygiene.notice] } : {}),
+    ...(notices.length > 0 ? { notices } : {}),
   });
   // What the model said about the pictures it was shown: kept with them for summaries and recall.
   // The vision flag is a Redis read: asked only when there are pictures (not on every turn).
   const pictures = shownPictures(userMessages);
   if (engine.media && pictures.length > 0 && result.stoppedBy !== "approval" && (await engine.media.vision.enabled(engine.llm.model))) describePictures(pictures, result.reply);
+}
+
+/** Told once, with the answer to the message that was cut. */
+function pasteNotice(cutIds: readonly string[]): string {
+  const which = cutIds.length === 1 ? "Your message was" : "Your messages were";
+  return `${which} too long to keep whole in my context, so I see the beginning and the end; the full text is saved and I can read any part of it (recall ${cutIds.map((id) => `"${id}"`).join(", ")}).`;
 }
 
 /** Longest description kept with a picture (the model's answer when it was shown). */

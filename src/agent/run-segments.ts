@@ -13,7 +13,7 @@ import type { TurnEngine } from "./ports.js";
 import { runReminderSegment } from "./reminder-segment.js";
 import { batchBudget, enterSegment } from "./segment-switch.js";
 import { entriesOf, segmentBatch } from "./segments.js";
-import { BatchFailedError } from "./turn-failure.js";
+import { BatchFailedError, FailedAfterCompaction } from "./turn-failure.js";
 import { startTurn } from "./turn-start.js";
 import type { SegmentsInput, SegmentsResult, TurnRun } from "./turn-types.js";
 import { copyPlain, workingCopy } from "./working-copy.js";
@@ -60,7 +60,17 @@ async function runSegments(base: TurnEngine, input: SegmentsInput, progress: Seg
         archivedSessionId = (await runCommandSegment(run, segment.command, segment.entry, scope)) ?? archivedSessionId;
         break;
       case "chat":
-        await runChatSegment(run, segment.entries, newId, scope);
+        try {
+          await runChatSegment(run, segment.entries, newId, scope);
+        } catch (error) {
+          if (!(error instanceof FailedAfterCompaction)) throw error;
+          // The compaction stays (its summary is in the transcript with the user messages):
+          // the batch fails from the next segment on, this one's messages already in the context.
+          run.state.live = [...error.context];
+          progress.done = resultOf(run, archivedSessionId, true);
+          progress.rest = entriesOf(segments.slice(index + 1));
+          throw error.cause;
+        }
         break;
     }
   }

@@ -25,6 +25,18 @@ export class BatchFailedError extends Error {
   }
 }
 
+/**
+ * A chat segment failed after a compaction that ran before its first step (paid for: the
+ * summarizer's calls). `context` is what that compaction left, ending with the segment's user
+ * messages; the orchestrator keeps it as the session's context instead of throwing it away.
+ */
+export class FailedAfterCompaction extends Error {
+  override readonly name = "FailedAfterCompaction";
+  constructor(readonly context: readonly ChatMessage[], cause: unknown) {
+    super(errorMessage(cause), { cause });
+  }
+}
+
 /** The error behind a failed batch (the model's, or the abort's). */
 export const batchFailureCause = (error: unknown): unknown => (error instanceof BatchFailedError ? error.cause : error);
 

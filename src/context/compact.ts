@@ -14,6 +14,7 @@ import { DEFAULT_RETRY_POLICY, summarizeWithFallback, type RetryPolicy, type Sum
 import type { Summarizer } from "./summarizer.js";
 import { summaryBudget } from "./summary-prompt.js";
 import type { TokenCounter } from "./tokens.js";
+import { cutOversizedUserMessages, userTextCapTokens } from "./user-text.js";
 
 /**
  * Dropping turns stops this far under the threshold: stopping just under it would make the very
@@ -50,6 +51,12 @@ export interface CompactionSettings {
    * every count is scaled by this before it is compared (issue #11: one unit). @defaultValue 1
    */
   tokenRatio?: number;
+  /**
+   * The most one user message outside the folded middle may take, in the provider's tokens; a
+   * larger one (stored before the cap, or a window that shrank) is cut to it, head and tail
+   * with a recall id. @defaultValue `USER_TEXT_WINDOW_SHARE` (25%) of the window
+   */
+  userTextMaxTokens?: number;
 }
 
 /** One compaction, for logs, metrics and /usage. */
@@ -138,9 +145,11 @@ export async function compact(input: CompactInput): Promise<CompactResult> {
   const boundaries = findBoundaries(messages, { counter, tailBudgetTokens: tailBudget, protectLastN: settings.protectLastN });
   const { headEnd, keptStart } = boundaries;
   const pruned = pruneToolResults(messages, { from: headEnd, to: boundaries.protectedStart }, counter);
-  const working = cutNewestGroup(pruned.messages, boundaries, PROTECT_LAST_N_BUDGET_FACTOR * tailBudget, counter);
-  const prunedMessages = pruned.prunedMessages + working.cutMessages;
-  const prunedTokens = pruned.prunedTokens + working.cutTokens;
+  const cutTools = cutNewestGroup(pruned.messages, boundaries, PROTECT_LAST_N_BUDGET_FACTOR * tailBudget, counter);
+  const userCap = settings.userTextMaxTokens === undefined ? userTextCapTokens(settings.contextWindow, ratio) : toCounterUnits(settings.userTextMaxTokens);
+  const working = cutOversizedUserMessages(cutTools.messages, { from: headEnd, to: keptStart }, userCap, counter);
+  const prunedMessages = pruned.prunedMessages + cutTools.cutMessages + working.cutMessages;
+  const prunedTokens = pruned.prunedTokens + cutTools.cutTokens + working.cutTokens;
 
   const stats: SummarizeStats = { calls: 0, promptTokens: 0, completionTokens: 0 };
   const finish = (status: CompactionStatus, result: ChatMessage[], details: Partial<CompactionRecord> = {}, error?: unknown): CompactResult => {

@@ -24,7 +24,7 @@
  *
  * Compaction (compact.ts)
  *   compact({ messages, tools?, extraTokens?, settings: { contextWindow, compactionThreshold, targetRatio,
- *             protectLastN, hardLimitTokens?, tokenRatio? }, reason, focus?, summarizer, fallbackSummarizer?,
+ *             protectLastN, hardLimitTokens?, tokenRatio?, userTextMaxTokens? }, reason, focus?, summarizer, fallbackSummarizer?,
  *             counter, newId, retry?: { attempts?, baseDelayMs?, timeoutMs? }, signal?, now? })
  *     → Promise<{ status: "compacted" | "failed" | "dropped" | "skipped"; messages; record; error? }>
  *   The input is never mutated (only token counts are cached on messages). New messages (the
@@ -42,6 +42,12 @@
  *   repairToolPairs(messages, newId) → { messages; droppedResults; movedResults; stubbedCalls; stubs }
  *     every call answered once, right after it (results moved back, stubs for lost ones,
  *     orphans dropped); run before every request. Store `stubs` in the transcript.
+ *
+ * User text (user-text.ts)
+ *   capUserMessages(messages: UserMessage[], maxTokens, counter) → { messages; cutIds }
+ *     a batch's user messages fitted into maxTokens (counter units): large ones cut to head + tail
+ *     with recall("id"); the transcript keeps the originals
+ *   userTextCapTokens(contextWindow, tokenRatio?, share?) → USER_TEXT_WINDOW_SHARE (0.25) × window, in counter units
  *
  * Recall helpers
  *   extractRecallId(content): string | undefined     the id in a placeholder's `recall("…")`
@@ -96,6 +102,7 @@ export type { Summarizer, SummaryRequest, SummaryResponse } from "./summarizer.j
 export { SummarizerFailedError, SummarizerTimeoutError, SummarizerWindowError, type RetryPolicy } from "./summarize.js";
 export { COMPACTION_NOTE, SUMMARY_END_MARKER, SUMMARY_HEADER, sanitizeToolPairs as repairToolPairs, type SanitizeResult as ToolPairRepair } from "./assemble.js";
 export { extractRecallId, recallIdOf } from "./prune.js";
+export { capUserMessages, userTextCapTokens, USER_TEXT_WINDOW_SHARE, type CappedUserMessages } from "./user-text.js";
 
 export { applyPromptCaching, isAnthropicFamily, type CachedRequest, type PromptCachingOptions } from "./caching.js";
 export { detectContextOverflow, type OverflowVerdict, type ProviderErrorShape } from "./overflow.js";

@@ -3,7 +3,7 @@
  * nothing else: the message keeps its id and its place, so the call/result pair stays valid,
  * and the transcript still holds the original under that id for the `recall` tool.
  */
-import type { ChatMessage, ToolCall, ToolMessage } from "../core/messages.js";
+import type { ChatMessage, ToolCall, ToolMessage, UserMessage } from "../core/messages.js";
 import { toolCallsById } from "./message-groups.js";
 import type { TokenCounter } from "./tokens.js";
 
@@ -132,17 +132,29 @@ export interface CutResult {
   cutMessages: number;
 }
 
+/** Messages whose text a cut may shorten: tool results, and (user text capped like everything else, issue #31) user messages. */
+export type CuttableRole = "tool" | "user";
+
+const TOOL_RESULTS: ReadonlySet<CuttableRole> = new Set(["tool"]);
+
+/** The note a cut leaves: how much is shown, and the id `recall` reads the whole original under. */
+export function cutNote(role: CuttableRole, id: string, totalChars: number): (shownChars: number) => string {
+  const what = role === "user" ? "the whole message" : "the full output";
+  return (shown) => `[… cut to fit the context: ${formatCount(shown)} of ${formatCount(totalChars)} chars shown · recall("${id}") for ${what} …]`;
+}
+
 /**
  * The newest group is always kept, even when it alone exceeds what the tail may hold (a huge
- * tool result just came back). Its tool results are then cut so the group fits `maxTokens`:
- * small results stay whole and the rest share what remains equally (water-filling).
+ * tool result just came back). Its tool results (and, with `roles`, its user messages) are then
+ * cut so the group fits `maxTokens`: small ones stay whole and the rest share what remains
+ * equally (water-filling).
  */
-export function cutGroupToFit(group: readonly ChatMessage[], maxTokens: number, counter: TokenCounter): CutResult {
+export function cutGroupToFit(group: readonly ChatMessage[], maxTokens: number, counter: TokenCounter, roles: ReadonlySet<CuttableRole> = TOOL_RESULTS): CutResult {
   const total = group.reduce((sum, message) => sum + counter.countMessage(message), 0);
   if (total <= maxTokens) return { messages: [...group], cutMessages: 0 };
   const results = group
     .map((message, index) => ({ message, index, tokens: counter.countText(message.content ?? "") }))
-    .filter((entry) => entry.message.role === "tool")
+    .filter((entry) => (entry.message.role === "tool" || entry.message.role === "user") && roles.has(entry.message.role))
     .sort((a, b) => a.tokens - b.tokens);
   if (results.length === 0) return { messages: [...group], cutMessages: 0 };
 
@@ -153,14 +165,10 @@ export function cutGroupToFit(group: readonly ChatMessage[], maxTokens: number, 
     const share = Math.max(MIN_CUT_TOKENS, Math.floor(available / (results.length - position)));
     available -= Math.min(entry.tokens, share);
     if (entry.tokens <= share) return;
-    const message = entry.message as ToolMessage;
+    const message = entry.message as ToolMessage | UserMessage;
     const id = recallIdOf(message);
-    const content = cutTextToTokens(
-      message.content,
-      share,
-      counter,
-      (shown) => `[… cut to fit the context: ${formatCount(shown)} of ${formatCount(message.content.length)} chars shown · recall("${id}") for the full output …]`,
-    );
+    // A message cut before is cut again from what it shows; the note still names the original's id.
+    const content = cutTextToTokens(message.content, share, counter, cutNote(message.role, id, message.content.length));
     output[entry.index] = { ...withoutTokens(message), content, kind: "truncated", originalId: id };
     cutMessages += 1;
   });

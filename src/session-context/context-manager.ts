@@ -1,4 +1,4 @@
-import type { ChatMessage, ToolDefinition } from "../core/messages.js";
+import type { ChatMessage, ToolDefinition, UserMessage } from "../core/messages.js";
 import type { CompactionRecord, CompactionReason, CompactionStatus, TokenCounter } from "../context/index.js";
 import type { ContextOverflowError } from "../errors.js";
 import type { Logger } from "../logger.js";
@@ -11,6 +11,12 @@ export interface ContextManager {
   contextWindow(state: SessionState): number;
   /** Estimated tokens of the context as the next request would send it (with `tools`; default the built-ins). */
   countContext(state: SessionState, context: readonly ChatMessage[], tools?: readonly ToolDefinition[]): number;
+  /**
+   * A turn's new user messages as the context keeps them: together at most
+   * `USER_TEXT_WINDOW_SHARE` (25%) of the window, a larger paste cut to head and tail with its
+   * recall id (`cutIds`). The caller stores the originals in the transcript.
+   */
+  admitUserMessages(state: SessionState, messages: readonly UserMessage[]): { messages: UserMessage[]; cutIds: string[] };
   /** Pre-turn hygiene. `notice` is set when the user must be told something. */
   hygiene(state: SessionState, context: ChatMessage[], scope: CompactionScope): Promise<{ context: ChatMessage[]; notice?: string }>;
   /** In-loop compaction between steps. */
@@ -43,6 +49,8 @@ export interface CompactionScope {
   newId: () => string;
   /** New messages a compaction made (the summary, stub results) join the transcript. */
   addToTranscript(messages: readonly ChatMessage[]): void;
+  /** A compaction changed the context (`compacted` or `dropped`): the context it left. */
+  onCompacted?: (context: readonly ChatMessage[]) => void;
   /** A compaction starts (the live preview shows one status line; the summary itself never streams). */
   onCompacting?: () => void;
   /** The tools this turn offers (they count in the budgets); unset: the built-ins. */

@@ -5,7 +5,7 @@
  * context is (counter, window, estimate, calibration, hard limit) is measured in context-measure.ts.
  */
 import {
-  applyPromptCaching, autoCompactionAllowed, compact, initialAntiThrash,
+  applyPromptCaching, autoCompactionAllowed, capUserMessages, compact, initialAntiThrash, userTextCapTokens,
   needsCompaction, needsHygiene, recordCompactionOutcome, thresholdTokens, toApiMessages, updateCalibration,
   type ChatMessage, type CompactionReason, type Summarizer, type TokenCounter, type ToolDefinition,
 } from "../context/index.js";
@@ -144,6 +144,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       const kept = new Set(result.messages.map((message) => message.id));
       const folded = context.filter((message) => !kept.has(message.id) && message.role !== "system" && message.kind !== "summary");
       await hooks.afterCompaction?.(state, { reason, status: result.status, folded, record }, scope);
+      scope.onCompacted?.(result.messages);
     }
     if (result.status === "failed") {
       // Once per streak of failures: the user needs to know, not to hear it every turn.
@@ -160,6 +161,11 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
   return {
     contextWindow,
     countContext,
+
+    admitUserMessages(state, messages) {
+      const cap = userTextCapTokens(contextWindow(state), calibrationOf(state).ratio);
+      return capUserMessages(messages, cap, counter());
+    },
 
     async hygiene(state, context, scope) {
       const tokens = countContext(state, context, scope.tools);

@@ -1,0 +1,75 @@
+/**
+ * User text is capped like every other input (issue #31): documents and tool outputs are, and a
+ * paste joined from many parts, or a session whose window shrank, could otherwise hold one user
+ * message larger than the window, which no compaction can fold (the latest user message is
+ * always kept). Over the cap, a message enters the context as its head and tail with a note that
+ * names its id; the transcript keeps the whole original under that id for `recall`.
+ */
+import type { ChatMessage, UserMessage } from "../core/messages.js";
+import { isSummary } from "./message-groups.js";
+import { cutGroupToFit } from "./prune.js";
+import { MESSAGE_OVERHEAD_TOKENS, type TokenCounter } from "./tokens.js";
+
+/**
+ * Share of the window the user messages of one batch may fill together. With the default
+ * compaction threshold (0.5) it leaves the summary, the tools and the rest of the tail room
+ * under the threshold; `bench/long-session` (huge-paste scenario) measures it.
+ */
+export const USER_TEXT_WINDOW_SHARE = 0.25;
+
+const USER_MESSAGES: ReadonlySet<"user"> = new Set(["user"]);
+
+/** The cap in the counter's units: `share` × the window (provider tokens) ÷ the provider's tokens per counter token. */
+export function userTextCapTokens(contextWindow: number, tokenRatio = 1, share = USER_TEXT_WINDOW_SHARE): number {
+  return Math.floor(Math.floor(contextWindow * share) / Math.max(tokenRatio, Number.EPSILON));
+}
+
+export interface CappedUserMessages {
+  /** The messages as the context keeps them: untouched ones are the same objects. */
+  messages: UserMessage[];
+  /** The ids of the messages that were cut (the transcript keeps their originals). */
+  cutIds: string[];
+}
+
+/**
+ * A batch's user messages fitted into `maxTokens` together: small ones stay whole, the large
+ * ones share what is left (water-filling, as a tool group's results are cut), each cut to its
+ * first two thirds and last third with `[… cut to fit the context: … recall("m17") for the whole message …]`.
+ */
+export function capUserMessages(messages: readonly UserMessage[], maxTokens: number, counter: TokenCounter): CappedUserMessages {
+  // Most batches are a line or two: no token is shorter than one UTF-8 byte (byte-level BPE, and
+  // the chars/4 fallback), and a UTF-16 unit is at most 3 bytes, so a batch this short fits
+  // without being counted here (the turn counts each message once, issue #18).
+  const bound = messages.reduce((sum, message) => sum + 3 * message.content.length + MESSAGE_OVERHEAD_TOKENS, 0);
+  if (bound <= maxTokens) return { messages: [...messages], cutIds: [] };
+  const cut = cutGroupToFit(messages, maxTokens, counter, USER_MESSAGES);
+  const capped = cut.messages as UserMessage[];
+  return { messages: capped, cutIds: capped.filter((message, index) => message !== messages[index]).map((message) => message.id) };
+}
+
+/**
+ * The last resort inside a compaction: every user message outside `[from, to)` (the middle,
+ * which the summary replaces) that alone exceeds `maxTokens` is cut to it. The latest user
+ * message is never folded, so without this a paste bigger than the window ends every
+ * compaction over the window.
+ */
+export function cutOversizedUserMessages(
+  messages: readonly ChatMessage[],
+  middle: { from: number; to: number },
+  maxTokens: number,
+  counter: TokenCounter,
+): { messages: ChatMessage[]; cutMessages: number; cutTokens: number } {
+  const output = [...messages];
+  let cutMessages = 0;
+  let cutTokens = 0;
+  messages.forEach((message, index) => {
+    if (message.role !== "user" || isSummary(message) || (index >= middle.from && index < middle.to)) return;
+    const before = counter.countMessage(message);
+    if (before <= maxTokens) return;
+    const [cut] = cutGroupToFit([message], maxTokens, counter, USER_MESSAGES).messages;
+    output[index] = cut!;
+    cutMessages += 1;
+    cutTokens += before - counter.countMessage(cut!);
+  });
+  return { messages: output, cutMessages, cutTokens };
+}

@@ -1,0 +1,134 @@
+/**
+ * Issue #31 item 1: user text is capped like everything else. A batch's user messages take at
+ * most a quarter of the window together (large ones cut to head and tail with their recall id),
+ * and a compaction cuts a user message outside the folded middle that alone is over the cap, so
+ * a paste three times the window (stored before the cap, or a window that shrank) ends under the
+ * window whether the summarizer works or not.
+ */
+import { describe, expect, it } from "vitest";
+import { compact, type CompactInput } from "../../../src/context/compact.js";
+import { extractRecallId } from "../../../src/context/prune.js";
+import type { Summarizer } from "../../../src/context/summarizer.js";
+import { createTokenCounter } from "../../../src/context/tokens.js";
+import { capUserMessages, USER_TEXT_WINDOW_SHARE, userTextCapTokens } from "../../../src/context/user-text.js";
+import type { ChatMessage, UserMessage } from "../../../src/core/messages.js";
+
+const counter = createTokenCounter("test-chars/4", (text) => Math.ceil(text.length / 4));
+const WINDOW = 16_000;
+
+/** Numbered lines, so the head and the tail of a cut can be told apart from its middle. */
+const paste = (lines: number, tag = "line") => Array.from({ length: lines }, (_, index) => `${tag} ${index + 1}: the quarterly figures for region ${index % 17}`).join("\n");
+const user = (id: string, content: string): UserMessage => ({ id, role: "user", content });
+
+describe("capUserMessages: a batch's user text within its share of the window", () => {
+  it("keeps small messages as they are (same objects) and cuts the large ones to head + tail with their recall id", () => {
+    const cap = userTextCapTokens(WINDOW);
+    expect(cap).toBe(WINDOW * USER_TEXT_WINDOW_SHARE);
+    const small = user("m2", "Here is the report, please check the totals:");
+    const huge = user("m3", paste(3_000));
+    const second = user("m4", paste(800, "row"));
+    const result = capUserMessages([small, huge, second], cap, counter);
+    expect(result.messages[0]).toBe(small);
+    expect(result.cutIds).toEqual(["m3", "m4"]);
+    const total = result.messages.reduce((sum, message) => sum + counter.countMessage(message), 0);
+    expect(total).toBeLessThanOrEqual(cap);
+    for (const [index, original] of [huge, second].entries()) {
+      const cut = result.messages[index + 1]!;
+      expect(cut.id).toBe(original.id);
+      expect(cut.kind).toBe("truncated");
+      expect(cut.originalId).toBe(original.id);
+      expect(extractRecallId(cut.content)).toBe(original.id);
+      expect(cut.content).toContain("for the whole message");
+      // Head and tail: the first and the last line survive, the middle does not.
+      expect(cut.content.startsWith(original.content.split("\n")[0]!)).toBe(true);
+      expect(cut.content.endsWith(original.content.split("\n").at(-1)!)).toBe(true);
+      expect(cut.content.length).toBeLessThan(original.content.length);
+    }
+    // The originals are untouched (the caller stores them in the transcript).
+    expect(huge.content).toBe(paste(3_000));
+    expect(huge.kind).toBeUndefined();
+  });
+
+  it("leaves a batch under the cap alone", () => {
+    const messages = [user("m2", "hello"), user("m3", paste(100))];
+    const result = capUserMessages(messages, userTextCapTokens(WINDOW), counter);
+    expect(result.cutIds).toEqual([]);
+    expect(result.messages[1]).toBe(messages[1]);
+  });
+
+  it("counts the cap in the counter's units: a provider counting 2× ours halves it", () => {
+    expect(userTextCapTokens(WINDOW, 2)).toBe(WINDOW * USER_TEXT_WINDOW_SHARE / 2);
+    expect(userTextCapTokens(WINDOW, 0.5)).toBe(WINDOW * USER_TEXT_WINDOW_SHARE * 2);
+  });
+});
+
+const summarizer = (fails: boolean): Summarizer & { calls: number } => ({
+  model: "aux",
+  contextWindow: 128_000,
+  calls: 0,
+  async summarize() {
+    this.calls++;
+    if (fails) throw new Error("502 bad gateway");
+    return { text: "## Goal\nread the report" };
+  },
+});
+
+function pastedSession(): { messages: ChatMessage[]; newId: () => string } {
+  let seq = 0;
+  const newId = () => `m${++seq}`;
+  const messages: ChatMessage[] = [{ id: newId(), role: "system", content: "You are longhaul." }];
+  for (let turn = 0; turn < 6; turn++) {
+    messages.push({ id: newId(), role: "user", content: `question ${turn}: ${"about the ledger ".repeat(40)}` });
+    messages.push({ id: newId(), role: "assistant", content: `answer ${turn}: ${"the ledger balances ".repeat(40)}` });
+  }
+  // Three windows of text in one message: stored before the cap existed.
+  messages.push({ id: newId(), role: "user", content: paste(Math.ceil((3 * WINDOW * 4) / 45)) });
+  return { messages, newId };
+}
+
+const settings = { contextWindow: WINDOW, compactionThreshold: 0.5, targetRatio: 0.2, protectLastN: 20 };
+
+function input(overrides: Partial<CompactInput>): CompactInput {
+  const { messages, newId } = pastedSession();
+  return { messages, settings, reason: "hygiene", summarizer: summarizer(false), counter, newId, retry: { attempts: 1, baseDelayMs: 0, timeoutMs: 1_000 }, ...overrides };
+}
+
+describe("a compaction with a paste larger than the window in its kept tail", () => {
+  it("summarizes the rest and cuts the paste to the cap: the result fits the window", async () => {
+    const base = input({});
+    const pasteMessage = base.messages.at(-1)!;
+    expect(counter.countMessages(base.messages)).toBeGreaterThan(3 * WINDOW);
+    const result = await compact(base);
+    expect(result.status).toBe("compacted");
+    expect(result.record.tokensAfter).toBeLessThan(WINDOW / 2);
+    const last = result.messages.at(-1)!;
+    expect(last.id).toBe(pasteMessage.id);
+    expect(last.kind).toBe("truncated");
+    expect(extractRecallId(last.content ?? "")).toBe(pasteMessage.id);
+    expect(counter.countMessage(last)).toBeLessThanOrEqual(WINDOW * USER_TEXT_WINDOW_SHARE);
+    expect(result.record.prunedMessages).toBeGreaterThanOrEqual(1);
+    expect(result.messages.some((message) => message.kind === "summary")).toBe(true);
+  });
+
+  it("with the summarizer down and over the hard limit, drops old turns and still cuts the paste under the window", async () => {
+    const result = await compact(input({ summarizer: summarizer(true) }));
+    expect(result.status).toBe("dropped");
+    expect(result.record.tokensAfter).toBeLessThan(WINDOW);
+    expect(result.messages.at(-1)!.kind).toBe("truncated");
+  });
+
+  it("when the paste is all there is (nothing to fold), the cut alone is the compaction", async () => {
+    const { messages, newId } = pastedSession();
+    const only = [messages[0]!, messages.at(-1)!];
+    const result = await compact({ ...input({}), messages: only, newId });
+    expect(result.status).toBe("compacted");
+    expect(result.record.summarizerCalls).toBe(0);
+    expect(result.record.tokensAfter).toBeLessThanOrEqual(WINDOW * USER_TEXT_WINDOW_SHARE + 50);
+    expect(result.messages[1]!.kind).toBe("truncated");
+  });
+
+  it("obeys a cap the caller sets, in the provider's tokens", async () => {
+    const result = await compact(input({ settings: { ...settings, userTextMaxTokens: 1_000, tokenRatio: 2 } }));
+    expect(counter.countMessage(result.messages.at(-1)!)).toBeLessThanOrEqual(500);
+  });
+});
