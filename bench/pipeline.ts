@@ -165,7 +165,7 @@ async function withLonghaul<T>(redisUrl: string, llmUrl: string, workers: number
   const processes = Array.from({ length: workers }, () => spawnApp({ ...env, LONGHAUL_ROLE: "worker" }, { nodeArgs }));
   await Promise.all(processes.map((worker) => worker.waitForStderr(/longhaul-ready/, 240_000)));
   const adapter = new BenchAdapter();
-  const gateway = await startGateway({ config: loadConfig({ ...env, LONGHAUL_ROLE: "gateway" }), redisUrl, adapters: [adapter], logger: silentLogger, metrics: createMetrics() });
+  const gateway = await startGateway({ config: loadConfig({ ...env, LONGHAUL_ROLE: "gateway" }), redisAddress: redisUrl, adapters: [adapter], logger: silentLogger, metrics: createMetrics() });
   const roundTrip: RoundTrip = async (session, index) => {
     const messageId = `b-${session}-${index}`;
     const answered = adapter.answered(messageId);

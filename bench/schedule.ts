@@ -77,7 +77,7 @@ export async function main(args: string[] = process.argv.slice(2)): Promise<stri
       if (!result.ok) throw new Error(result.text);
       due.push(who.sessionKey);
     }
-    const worker = startScheduleWorker({ redisUrl: server.url, prefix, lockMs: 30_000, deps: liveDeps, service: live, logger: silentLogger, rearmIntervalMs: 3_600_000 });
+    const worker = startScheduleWorker({ redisAddress: server.url, prefix, lockMs: 30_000, deps: liveDeps, service: live, logger: silentLogger, rearmIntervalMs: 3_600_000 });
     const lateness: number[] = [];
     const deadline = Date.now() + 30_000;
     while (lateness.length < alarms && Date.now() < deadline) {

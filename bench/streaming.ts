@@ -39,8 +39,8 @@ async function runMode(mode: (typeof MODES)[number], redisUrl: string, llm: Fake
     STREAMING: mode, HTTP_PORT: "0", CONSOLE: "off", LOG_LEVEL: "silent", RATE_LIMIT_PER_MINUTE: "0",
   });
   const adapter = createTelegramAdapter(config, silentLogger, { pollingTimeoutSeconds: 1 })!;
-  const worker = await startWorkerRole({ config, redisUrl, logger: silentLogger, metrics: createMetrics() });
-  const gateway = await startGateway({ config, redisUrl, adapters: [adapter], logger: silentLogger, metrics: createMetrics() });
+  const worker = await startWorkerRole({ config, redisAddress: redisUrl, logger: silentLogger, metrics: createMetrics() });
+  const gateway = await startGateway({ config, redisAddress: redisUrl, adapters: [adapter], logger: silentLogger, metrics: createMetrics() });
   try {
     const pushedAt = new Map<number, number>();
     for (const chatId of chatIds) {

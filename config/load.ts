@@ -37,6 +37,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (flat.TELEGRAM_WEBHOOK_URL && !flat.TELEGRAM_WEBHOOK_SECRET) {
     throw new ConfigError("Invalid configuration:\n  TELEGRAM_WEBHOOK_SECRET: required when TELEGRAM_WEBHOOK_URL is set");
   }
+  if (flat.REDIS_SENTINELS && !flat.REDIS_SENTINEL_MASTER) {
+    throw new ConfigError("Invalid configuration:\n  REDIS_SENTINEL_MASTER: required when REDIS_SENTINELS is set (the name in the sentinels' `sentinel monitor NAME host port quorum`)");
+  }
   const config: Config = Object.freeze({ ...flat, ...parseSections(file.sections, file.path) });
   interpolatedSecrets.set(config, file.secrets);
   return config;
@@ -44,7 +47,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
 /** Every secret the configuration holds (API keys, bot tokens, `${VAR}` values), for log masking. */
 export function configSecrets(config: Config): string[] {
-  const secrets = [mainApiKey(config), config.SUMMARY_API_KEY, config.TELEGRAM_BOT_TOKEN, config.DISCORD_BOT_TOKEN, config.TELEGRAM_WEBHOOK_SECRET, ...(interpolatedSecrets.get(config) ?? [])];
+  const secrets = [mainApiKey(config), config.SUMMARY_API_KEY, config.TELEGRAM_BOT_TOKEN, config.DISCORD_BOT_TOKEN, config.TELEGRAM_WEBHOOK_SECRET, config.REDIS_SENTINEL_PASSWORD, ...(interpolatedSecrets.get(config) ?? [])];
   return [...new Set(secrets.filter((secret): secret is string => typeof secret === "string" && secret.length > 0))];
 }
 

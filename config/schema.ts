@@ -45,6 +45,9 @@ const onOff = (fallback: boolean, description: string) =>
     .transform((value) => value === "on" || value === "true" || value === "1" || value === "yes")
     .describe(description);
 
+/** host:port,host:port,… (IPv6 hosts in brackets). */
+const hostPortList = /^\s*(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):\d{1,5}\s*(,\s*(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):\d{1,5}\s*)*$/;
+
 /** An IANA zone this Node's Intl knows (Node ships full ICU). */
 const isTimeZone = (zone: string) => {
   try {
@@ -59,6 +62,10 @@ export const configSchema = z.object({
   // Process and storage
   LONGHAUL_ROLE: z.enum(["all", "gateway", "worker"]).default("all").describe("What this process runs: gateway + workers (all), or one of them"),
   REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional().describe("Redis for queue and sessions; unset: 127.0.0.1:6379, or a private redis-server under DATA_DIR when nothing listens there"),
+  REDIS_SENTINELS: z.string().regex(hostPortList, "host:port,host:port,…").optional().describe("Redis Sentinel addresses (host:port,…): connect to the master they name instead of REDIS_URL's host, and follow it through failovers (REDIS_URL may still give the password)"),
+  REDIS_SENTINEL_MASTER: z.string().min(1).optional().describe("Name of the master the sentinels watch (sentinel monitor NAME …); required with REDIS_SENTINELS"),
+  REDIS_SENTINEL_PASSWORD: optionalText("Password of the sentinels themselves (their requirepass), when they have one"),
+  REDIS_MIN_REPLICAS_ACK: z.coerce.number().int().min(0).optional().describe("Replicas that must hold a message (WAIT) before it is acknowledged to its platform; unset: 1 with REDIS_SENTINELS, else 0"),
   REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+$/).default("lh").describe("Prefix of every Redis key and queue, so deployments can share one Redis"),
   DATA_DIR: z.string().min(1).default("./data").describe("Where the private redis-server keeps its AOF and dump files"),
   HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(8080).describe("Port of /healthz, /metrics and the Telegram webhook; 0 disables the HTTP server"),

@@ -3,6 +3,7 @@ import { mkdirSync } from "node:fs";
 import { connect } from "node:net";
 import { resolve } from "node:path";
 import type { Logger } from "./logger.js";
+import { describeRedisAddress, parseHostPorts, type RedisAddress, type SentinelAddress } from "./queue/redis.js";
 
 export async function isListening(host: string, port: number, timeoutMs = 500): Promise<boolean> {
   return new Promise((done) => {
@@ -18,6 +19,9 @@ export async function isListening(host: string, port: number, timeoutMs = 500): 
 }
 
 export interface ResolvedRedis {
+  /** What connections are made to (`createRedis`). */
+  address: RedisAddress;
+  /** The address for messages: a URL for one server, the sentinels and master name otherwise. */
   url: string;
   /** REDIS_URL named this Redis: the operator chose it, so an unmarked one may be used (doctor/redis.ts). */
   explicit: boolean;
@@ -27,7 +31,7 @@ export interface ResolvedRedis {
 
 /** Where `resolveRedis` would find Redis, without starting anything (for the doctor). */
 export type RedisLocation =
-  | { kind: "configured"; url: string }
+  | { kind: "configured"; url: string; address: RedisAddress }
   | { kind: "default"; url: string }
   | { kind: "private-running"; url: string }
   | { kind: "private-startable"; port: number; dir: string }
@@ -35,6 +39,8 @@ export type RedisLocation =
 
 export interface RedisLookup {
   redisUrl?: string;
+  /** REDIS_SENTINELS and friends: the master they name wins over REDIS_URL's host. */
+  sentinel?: SentinelAddress;
   dataDir: string;
   /** The default Redis port probed when REDIS_URL is unset (tests move it). */
   defaultPort?: number;
@@ -47,7 +53,8 @@ export interface RedisLookup {
  * private redis-server (AOF on, data under DATA_DIR/redis) on loopback port 6399.
  */
 export async function locateRedis(lookup: RedisLookup): Promise<RedisLocation> {
-  if (lookup.redisUrl) return { kind: "configured", url: lookup.redisUrl };
+  if (lookup.sentinel) return { kind: "configured", url: describeRedisAddress(lookup.sentinel), address: lookup.sentinel };
+  if (lookup.redisUrl) return { kind: "configured", url: lookup.redisUrl, address: lookup.redisUrl };
   const defaultPort = lookup.defaultPort ?? 6379;
   if (await isListening("127.0.0.1", defaultPort)) return { kind: "default", url: `redis://127.0.0.1:${defaultPort}` };
   const port = lookup.embeddedPort ?? 6399;
@@ -56,6 +63,37 @@ export async function locateRedis(lookup: RedisLookup): Promise<RedisLocation> {
   const probe = spawnSync("redis-server", ["--version"], { encoding: "utf8" });
   if (probe.error || probe.status !== 0) return { kind: "none" };
   return { kind: "private-startable", port, dir: resolve(lookup.dataDir, "redis") };
+}
+
+/** The Redis settings of a configuration, as `locateRedis` reads them. */
+export interface RedisSettings {
+  REDIS_URL?: string | undefined;
+  REDIS_SENTINELS?: string | undefined;
+  REDIS_SENTINEL_MASTER?: string | undefined;
+  REDIS_SENTINEL_PASSWORD?: string | undefined;
+  DATA_DIR: string;
+}
+
+/**
+ * REDIS_SENTINELS (with REDIS_SENTINEL_MASTER, REDIS_SENTINEL_PASSWORD, and REDIS_URL's
+ * user and password for the data nodes), else REDIS_URL, else nothing: look for one.
+ */
+export function redisLookupOf(config: RedisSettings): RedisLookup {
+  const lookup: RedisLookup = { dataDir: config.DATA_DIR, ...(config.REDIS_URL ? { redisUrl: config.REDIS_URL } : {}) };
+  if (!config.REDIS_SENTINELS) return lookup;
+  if (!config.REDIS_SENTINEL_MASTER) throw new Error("REDIS_SENTINEL_MASTER is required with REDIS_SENTINELS");
+  const auth = config.REDIS_URL ? new URL(config.REDIS_URL) : undefined;
+  return {
+    ...lookup,
+    sentinel: {
+      kind: "sentinel",
+      sentinels: parseHostPorts(config.REDIS_SENTINELS),
+      master: config.REDIS_SENTINEL_MASTER,
+      ...(config.REDIS_SENTINEL_PASSWORD ? { sentinelPassword: config.REDIS_SENTINEL_PASSWORD } : {}),
+      ...(auth?.username ? { username: decodeURIComponent(auth.username) } : {}),
+      ...(auth?.password ? { password: decodeURIComponent(auth.password) } : {}),
+    },
+  };
 }
 
 export const NO_REDIS_FIX = "set REDIS_URL, start Redis on 127.0.0.1:6379, or install redis-server (apt-get install redis-server) so longhaul can run a private one";
@@ -69,12 +107,12 @@ export async function resolveRedis(options: RedisLookup & { logger: Logger }): P
   const keep = { stop: async () => undefined };
   switch (location.kind) {
     case "configured":
-      return { url: location.url, explicit: true, ...keep };
+      return { address: location.address, url: location.url, explicit: true, ...keep };
     case "default":
-      return { url: location.url, explicit: false, ...keep };
+      return { address: location.url, url: location.url, explicit: false, ...keep };
     case "private-running":
       options.logger.info({ url: location.url }, "embedded-redis-reused");
-      return { url: location.url, explicit: false, ...keep };
+      return { address: location.url, url: location.url, explicit: false, ...keep };
     case "none":
       throw new Error(`No Redis: ${NO_REDIS_FIX}.`);
     case "private-startable":
@@ -97,6 +135,7 @@ async function startPrivateRedis(port: number, dir: string, logger: Logger): Pro
   }
   logger.info({ port, dir }, "embedded-redis-started");
   return {
+    address: `redis://127.0.0.1:${port}`,
     url: `redis://127.0.0.1:${port}`,
     explicit: false,
     stop: () => new Promise<void>((done) => {

@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   // The rest is loaded once the settings are known to be usable, so a refusal comes at once
   // (`npm start` compiles every module it loads).
   const [
-    { startWorkerRole }, { createAdapters }, { checkBeforeStart }, { resolveRedis },
+    { startWorkerRole }, { createAdapters }, { checkBeforeStart }, { redisLookupOf, resolveRedis },
     { startGateway }, { startHttpServer }, { createMetrics }, { createProcessIo },
   ] = await Promise.all([
     import("../workers/worker-role.js"), import("./adapters/index.js"), import("./doctor/startup.js"), import("./embedded-redis.js"),
@@ -33,7 +33,7 @@ async function main(): Promise<void> {
   ]);
   const { logger, terminal } = createProcessIo(config);
   const metrics = createMetrics();
-  const redis = await resolveRedis({ ...(config.REDIS_URL ? { redisUrl: config.REDIS_URL } : {}), dataDir: config.DATA_DIR, logger });
+  const redis = await resolveRedis({ ...redisLookupOf(config), logger });
   await checkBeforeStart({ config, redis, logger });
   logger.info({ role: config.LONGHAUL_ROLE, model: config.LLM_MODEL, busyMode: config.BUSY_MODE }, "longhaul-starting");
 
@@ -87,7 +87,7 @@ async function main(): Promise<void> {
 
   // Test-only faults for the fault tests; never set in a deployment.
   const testHooks = process.env.LONGHAUL_TEST_HOOKS === "1";
-  if (config.LONGHAUL_ROLE !== "gateway") worker = await startWorkerRole({ config, redisUrl: redis.url, logger, metrics, testHooks });
+  if (config.LONGHAUL_ROLE !== "gateway") worker = await startWorkerRole({ config, redisAddress: redis.address, logger, metrics, testHooks });
   if (config.LONGHAUL_ROLE !== "worker") {
     const adapters = createAdapters(config, logger, {
       onConsoleDrained: () => void shutdown("console-input-ended"),
@@ -97,7 +97,7 @@ async function main(): Promise<void> {
       // supervisor (compose `restart:`) starts a fresh gateway.
       onFatal: (platform, error) => void shutdown(`${platform}-intake-failed: ${error.message}`, 1),
     });
-    gateway = await startGateway({ config, redisUrl: redis.url, adapters, logger, metrics });
+    gateway = await startGateway({ config, redisAddress: redis.address, adapters, logger, metrics });
     for (const [path, handler] of gateway.routes) routes.set(path, handler);
   }
   logger.info({ httpPort: http?.port, httpHost: http ? config.HTTP_HOST : undefined }, "longhaul-ready");

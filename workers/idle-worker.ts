@@ -7,11 +7,11 @@ import { randomUUID } from "node:crypto";
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import { runIdleCompaction, type IdleCompactionDeps, type IdleCompactionOutcome } from "../src/agent/idle-compaction.js";
 import type { Logger } from "../src/logger.js";
-import { IDLE_QUEUE, PAYLOAD_VERSION, createRedis, type IdleJobData } from "../src/queue/index.js";
+import { IDLE_QUEUE, PAYLOAD_VERSION, createRedis, type IdleJobData, type RedisAddress } from "../src/queue/index.js";
 import { attemptToken } from "../src/session/lease.js";
 
 export interface IdleWorkerOptions {
-  redisUrl: string;
+  redisAddress: RedisAddress;
   prefix: string;
   lockMs: number;
   deps: IdleCompactionDeps;
@@ -20,7 +20,7 @@ export interface IdleWorkerOptions {
 
 export function startIdleWorker(options: IdleWorkerOptions): { close(): Promise<void> } {
   const workerId = randomUUID().slice(0, 8);
-  const connection = createRedis(options.redisUrl);
+  const connection = createRedis(options.redisAddress);
   const log = options.logger.child({ role: "worker", component: "idle-compaction", workerId });
   const deps: IdleCompactionDeps = { ...options.deps, logger: log };
   const worker = new Worker<IdleJobData, IdleCompactionOutcome>(

@@ -7,11 +7,11 @@
 import { randomUUID } from "node:crypto";
 import { UnrecoverableError, Worker, type Job } from "bullmq";
 import type { Logger } from "../src/logger.js";
-import { PAYLOAD_VERSION, SCHEDULE_QUEUE, createRedis, type FiringJobData } from "../src/queue/index.js";
+import { PAYLOAD_VERSION, SCHEDULE_QUEUE, createRedis, type FiringJobData, type RedisAddress } from "../src/queue/index.js";
 import { fireOccurrence, type FiringDeps, type FiringOutcome, type ScheduleService } from "../src/schedule/index.js";
 
 export interface ScheduleWorkerOptions {
-  redisUrl: string;
+  redisAddress: RedisAddress;
   prefix: string;
   lockMs: number;
   deps: FiringDeps;
@@ -22,7 +22,7 @@ export interface ScheduleWorkerOptions {
 }
 
 export function startScheduleWorker(options: ScheduleWorkerOptions): { close(): Promise<void> } {
-  const connection = createRedis(options.redisUrl);
+  const connection = createRedis(options.redisAddress);
   const log = options.logger.child({ role: "worker", component: "schedule", workerId: randomUUID().slice(0, 8) });
   const worker = new Worker<FiringJobData, FiringOutcome>(
     SCHEDULE_QUEUE,

@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import type { Logger } from "../src/logger.js";
-import { PAYLOAD_VERSION, TURN_QUEUE, createRedis, type Producers, type TurnJobData } from "../src/queue/index.js";
+import { PAYLOAD_VERSION, TURN_QUEUE, createRedis, type Producers, type TurnJobData, type RedisAddress } from "../src/queue/index.js";
 import { attemptToken } from "../src/session/lease.js";
 import { hasLegacyWork, migrateSession } from "../src/session/migrate.js";
 import type { SessionStore } from "../src/session/store.js";
@@ -14,7 +14,7 @@ import { processTurn, type TurnDeps, type TurnOutcome } from "./process-turn.js"
 import { markStage } from "../src/core/stages.js";
 
 export interface TurnWorkerOptions {
-  redisUrl: string;
+  redisAddress: RedisAddress;
   prefix: string;
   concurrency: number;
   lockMs: number;
@@ -36,7 +36,7 @@ export interface TurnWorker {
 
 export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
   const workerId = randomUUID().slice(0, 8);
-  const connection = createRedis(options.redisUrl);
+  const connection = createRedis(options.redisAddress);
   const log = options.logger.child({ role: "worker", workerId });
   const deps: TurnDeps = { ...options.deps, logger: log };
 

@@ -14,7 +14,7 @@ import { createMediaEngine, redisVisionMemory } from "../src/media/index.js";
 import type { Logger } from "../src/logger.js";
 import type { Metrics } from "../src/metrics.js";
 import { AccessControl, accessListsFrom } from "../src/gateway/access.js";
-import { CONNECTION_NAMES, createFiringQueue, createIdleQueue, createProducers, createRedis, pingWithin } from "../src/queue/index.js";
+import { CONNECTION_NAMES, createFiringQueue, createIdleQueue, createProducers, createRedis, pingWithin, type RedisAddress } from "../src/queue/index.js";
 import { createScheduleTool, scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../src/schedule/index.js";
 import { globalKeys } from "../src/session/keys.js";
 import { leaseTtlMs } from "../src/session/lease.js";
@@ -35,7 +35,7 @@ export interface WorkerRole {
 
 export interface WorkerRoleOptions {
   config: Config;
-  redisUrl: string;
+  redisAddress: RedisAddress;
   logger: Logger;
   metrics: Metrics;
   /** Tools beyond the built-ins and the configured MCP servers (tests add their own). */
@@ -48,7 +48,7 @@ export interface WorkerRoleOptions {
 export async function startWorkerRole(options: WorkerRoleOptions): Promise<WorkerRole> {
   const { config, logger, metrics } = options;
   const prefix = config.REDIS_PREFIX;
-  const redis = createRedis(options.redisUrl, { connectionName: CONNECTION_NAMES.worker });
+  const redis = createRedis(options.redisAddress, { connectionName: CONNECTION_NAMES.worker });
   redis.on("error", (error) => logger.warn({ err: error }, "redis-error"));
   const store = new SessionStore(redis, prefix, { archiveRetentionMs: config.ARCHIVE_RETENTION_DAYS * 86_400_000 });
   const producers = createProducers(redis, prefix);
@@ -60,7 +60,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   // On the store's connection: a settle nobody waits for still runs before the turn's commit.
   // Accounts known to have no limit are not reserved from; an admin's /budget is heard on the
   // subscriber (src/budget/limits-cache.ts).
-  const subscriber = createRedis(options.redisUrl, { connectionName: CONNECTION_NAMES.workerEvents, autoResubscribe: false });
+  const subscriber = createRedis(options.redisAddress, { connectionName: CONNECTION_NAMES.workerEvents, autoResubscribe: false });
   subscriber.on("error", (error) => logger.warn({ err: error }, "redis-subscriber-error"));
   const limits = new LimitsCache({ subscriber, channel: globalKeys(prefix).budgetLimitsChannel, logger });
   const budget = new BudgetMeter(redis, prefix, config.budgets, Date.now, { logger, limits });
@@ -181,7 +181,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   const idle: IdleCompactionSettings = { cacheTtlMs: config.CACHE_TTL_S * 1_000, mark: config.IDLE_COMPACTION_MARK };
   const idleQueue = createIdleQueue(redis, prefix);
   const idleWorker = startIdleWorker({
-    redisUrl: options.redisUrl,
+    redisAddress: options.redisAddress,
     prefix,
     lockMs: config.JOB_LOCK_MS,
     logger,
@@ -193,7 +193,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     },
   });
   const worker: TurnWorker = startTurnWorker({
-    redisUrl: options.redisUrl,
+    redisAddress: options.redisAddress,
     prefix,
     concurrency: config.WORKER_CONCURRENCY,
     lockMs: config.JOB_LOCK_MS,
@@ -227,7 +227,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   });
 
   const scheduleWorker = startScheduleWorker({
-    redisUrl: options.redisUrl,
+    redisAddress: options.redisAddress,
     prefix,
     lockMs: config.JOB_LOCK_MS,
     service: schedule,

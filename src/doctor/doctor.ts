@@ -3,7 +3,7 @@
  * starts no Redis and writes no marker (start-up does that).
  */
 import type { Config } from "../../config/index.js";
-import { locateRedis, NO_REDIS_FIX, type RedisLookup } from "../embedded-redis.js";
+import { locateRedis, NO_REDIS_FIX, redisLookupOf, type RedisLookup } from "../embedded-redis.js";
 import { CHECK_GROUPS, fail, ok, skip, type CheckResult, type DoctorCheck } from "./check.js";
 import { llmResults } from "./llm.js";
 import { discordResults, telegramResults } from "./platforms.js";
@@ -38,7 +38,7 @@ export async function runDoctor(config: Config, options: DoctorOptions = {}): Pr
 }
 
 export async function redisResults(config: Config, timeoutMs: number, lookup: DoctorOptions["redisLookup"] = {}): Promise<CheckResult[]> {
-  const location = await locateRedis({ ...lookup, ...(config.REDIS_URL ? { redisUrl: config.REDIS_URL } : {}), dataDir: config.DATA_DIR });
+  const location = await locateRedis({ ...lookup, ...redisLookupOf(config) });
   if (location.kind === "none") {
     return [fail("redis", "no Redis: REDIS_URL is unset, nothing listens on 127.0.0.1:6379, and redis-server is not installed", NO_REDIS_FIX)];
   }
@@ -49,15 +49,15 @@ export async function redisResults(config: Config, timeoutMs: number, lookup: Do
   const source = explicit ? "REDIS_URL" : location.kind === "default" ? "found listening, REDIS_URL unset" : "longhaul's private redis-server";
   let redis;
   try {
-    redis = await connectForChecks(location.url, Math.min(timeoutMs, 5_000));
+    redis = await connectForChecks(location.kind === "configured" ? location.address : location.url, Math.min(timeoutMs, 5_000));
   } catch (error) {
-    return [unreachableResult(location.url, error, explicit)];
+    return [unreachableResult(location.kind === "configured" ? location.address : location.url, error, explicit)];
   }
   try {
     const facts = await readRedisFacts(redis, config.REDIS_PREFIX);
     return [
       ok("redis", `reachable: Redis ${facts.version ?? "(version unknown)"} (${source})`),
-      ownershipResult(facts, { url: location.url, explicit, prefix: config.REDIS_PREFIX }),
+      ownershipResult(facts, { url: location.kind === "configured" ? location.address : location.url, explicit, prefix: config.REDIS_PREFIX }),
       ...durabilityResults(facts),
     ];
   } catch (error) {

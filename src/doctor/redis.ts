@@ -3,9 +3,9 @@
  * it acknowledged (AOF, fsync) and never evicts keys. docs/architecture.md ("Redis: whose it
  * is, and what it keeps") states the rules.
  */
-import { createRedis, type Redis } from "../queue/index.js";
+import { createRedis, describeRedisAddress, type Redis, type RedisAddress } from "../queue/index.js";
 import { globalKeys } from "../session/keys.js";
-import { describeNetworkError, fail, hostOf, ok, warn, type CheckResult } from "./check.js";
+import { describeNetworkError, fail, ok, warn, type CheckResult } from "./check.js";
 
 export interface RedisFacts {
   version: string | undefined;
@@ -26,8 +26,8 @@ export interface RedisFacts {
  * A connection that fails instead of waiting: the pipeline's connections wait for Redis to
  * come back (queue/redis.ts), which is right for turns and wrong for a check.
  */
-export async function connectForChecks(url: string, timeoutMs: number): Promise<Redis> {
-  const redis = createRedis(url, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: timeoutMs, enableOfflineQueue: false });
+export async function connectForChecks(address: RedisAddress, timeoutMs: number): Promise<Redis> {
+  const redis = createRedis(address, { lazyConnect: true, retryStrategy: () => null, sentinelRetryStrategy: () => null, failoverDetector: false, maxRetriesPerRequest: 0, connectTimeout: timeoutMs, enableOfflineQueue: false });
   // ioredis rejects connect() with "Connection is closed."; the reason comes as an error event.
   let reason: unknown;
   redis.on("error", (error) => (reason ??= error));
@@ -41,10 +41,10 @@ export async function connectForChecks(url: string, timeoutMs: number): Promise<
   }
 }
 
-export function unreachableResult(url: string, error: unknown, explicit: boolean): CheckResult {
+export function unreachableResult(address: RedisAddress, error: unknown, explicit: boolean): CheckResult {
   const reason = describeRedisError(error);
   const auth = /NOAUTH|WRONGPASS|invalid password|invalid username/i.test(reason);
-  return fail("redis", `Redis at ${hostOf(url)} ${auth ? "refused the credentials" : "is unreachable"} (${reason})`,
+  return fail("redis", `Redis at ${describeRedisAddress(address)} ${auth ? "refused the credentials" : "is unreachable"} (${reason})`,
     auth ? "put the right password in REDIS_URL (redis://:PASSWORD@host:port, or redis://USER:PASSWORD@… with ACLs)"
     : explicit ? "start Redis there, or point REDIS_URL at a running Redis"
     : "start Redis, or set REDIS_URL to a running one");
@@ -103,8 +103,8 @@ export function ownershipOf(facts: RedisFacts): Ownership {
   return facts.keys === 0 ? "empty" : "foreign";
 }
 
-export function ownershipResult(facts: RedisFacts, options: { url: string; explicit: boolean; prefix: string }): CheckResult {
-  const where = `Redis at ${hostOf(options.url)}`;
+export function ownershipResult(facts: RedisFacts, options: { url: RedisAddress; explicit: boolean; prefix: string }): CheckResult {
+  const where = `Redis at ${describeRedisAddress(options.url)}`;
   const marker = globalKeys(options.prefix).marker;
   switch (ownershipOf(facts)) {
     case "ours":
@@ -114,7 +114,7 @@ export function ownershipResult(facts: RedisFacts, options: { url: string; expli
     case "foreign":
       if (options.explicit) return ok("redis", `${where} holds ${facts.keys} keys and no longhaul marker under "${options.prefix}": used because REDIS_URL names it; longhaul marks it at start`);
       return fail("redis", `${where} holds ${facts.keys} keys and no longhaul marker (${marker}): it may be another app's`,
-        `to use it anyway set REDIS_URL=${options.url} (and a REDIS_PREFIX of its own); or stop it, so longhaul runs its private Redis under DATA_DIR`);
+        `to use it anyway set REDIS_URL=${typeof options.url === "string" ? options.url : "redis://HOST:PORT"} (and a REDIS_PREFIX of its own); or stop it, so longhaul runs its private Redis under DATA_DIR`);
   }
 }
 

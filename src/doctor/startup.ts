@@ -52,10 +52,10 @@ async function redisAtStart(options: StartupCheckOptions): Promise<CheckResult[]
   const deadline = Date.now() + (options.redisWaitMs ?? 5_000);
   while (!redis) {
     try {
-      redis = await connectForChecks(target.url, 1_000);
+      redis = await connectForChecks(target.address, 1_000);
     } catch (error) {
       lastError = error;
-      if (Date.now() >= deadline) return [unreachableResult(target.url, lastError, target.explicit)];
+      if (Date.now() >= deadline) return [unreachableResult(target.address, lastError, target.explicit)];
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
   }

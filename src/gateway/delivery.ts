@@ -4,7 +4,7 @@ import type { ChannelAdapter, SendOptions } from "../adapters/channel-adapter.js
 import type { OutboundReply, Platform } from "../core/channel.js";
 import { PermanentError, RetryableError } from "../errors.js";
 import type { Logger } from "../logger.js";
-import { PAYLOAD_VERSION, createRedis, deliveryQueueName, type DeliveryJobData, type Producers } from "../queue/index.js";
+import { PAYLOAD_VERSION, createRedis, deliveryQueueName, type DeliveryJobData, type Producers, type RedisAddress } from "../queue/index.js";
 import { attemptToken, LeaseKeeper } from "../session/lease.js";
 import { DeliveryFencedError, Outbox, type DeliveryStep } from "../session/outbox.js";
 import { PreviewRecords } from "../session/previews.js";
@@ -12,7 +12,7 @@ import type { SessionStore } from "../session/store.js";
 import { markStage } from "../core/stages.js";
 
 export interface DeliveryWorkerOptions {
-  redisUrl: string;
+  redisAddress: RedisAddress;
   prefix: string;
   store: SessionStore;
   producers: Producers;
@@ -38,7 +38,7 @@ export interface DeliveryWorkerOptions {
  */
 export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): Promise<void> } {
   const gatewayId = randomUUID().slice(0, 8);
-  const connection = createRedis(options.redisUrl);
+  const connection = createRedis(options.redisAddress);
   const log = options.logger.child({ component: "delivery", gatewayId });
   const outbox = new Outbox(options.store.redis, options.store.prefix);
   const previews = new PreviewRecords(options.store.redis, options.store.prefix);

@@ -4,7 +4,7 @@ import type { InboundMessage, IngressPort, Platform, PreviewUpdate, TurnActivity
 import type { Config } from "../../config/index.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import { CONNECTION_NAMES, createFiringQueue, createProducers, createRedis, pingWithin } from "../queue/index.js";
+import { CONNECTION_NAMES, createFiringQueue, createProducers, createRedis, pingWithin, type RedisAddress } from "../queue/index.js";
 import { scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../schedule/index.js";
 import { globalKeys } from "../session/keys.js";
 import { leaseTtlMs } from "../session/lease.js";
@@ -21,7 +21,7 @@ import { Ingress } from "./ingress.js";
 
 export interface GatewayOptions {
   config: Config;
-  redisUrl: string;
+  redisAddress: RedisAddress;
   adapters: readonly ChannelAdapter[];
   logger: Logger;
   metrics: Metrics;
@@ -54,8 +54,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const log = logger.child({ role: "gateway" });
   const prefix = config.REDIS_PREFIX;
   // Named for CLIENT LIST (and the round-trip test): who is who on a shared Redis.
-  const redis = createRedis(options.redisUrl, { connectionName: CONNECTION_NAMES.gateway });
-  const subscriber = createRedis(options.redisUrl, { connectionName: CONNECTION_NAMES.gatewayEvents });
+  const redis = createRedis(options.redisAddress, { connectionName: CONNECTION_NAMES.gateway });
+  const subscriber = createRedis(options.redisAddress, { connectionName: CONNECTION_NAMES.gatewayEvents });
   redis.on("error", (error) => log.warn({ err: error }, "redis-error"));
   subscriber.on("error", (error) => log.warn({ err: error }, "redis-subscriber-error"));
 
@@ -79,6 +79,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     store, producers, access, redis, prefix,
     maxMessageChars: config.MAX_MESSAGE_CHARS,
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+    minReplicasAck: config.REDIS_MIN_REPLICAS_ACK ?? (config.REDIS_SENTINELS ? 1 : 0),
     logger: log,
     onAccepted: async (message: InboundMessage) => {
       const command = parseCommand(message.text);
@@ -92,7 +93,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const previews = new PreviewRenderer({ records: new PreviewRecords(redis, prefix), ports: previewPorts, logger: log });
 
   const delivery = startDeliveryWorker({
-    redisUrl: options.redisUrl, prefix, store, producers, adapters,
+    redisAddress: options.redisAddress, prefix, store, producers, adapters,
     concurrency: 32, lockMs: config.JOB_LOCK_MS, leaseMs: leaseTtlMs(config.JOB_LOCK_MS), logger: log,
     onDelivered: (platform) => metrics.repliesDelivered.inc({ platform }),
     onPreviewTaken: (previewId) => previews.finished(previewId),

@@ -17,10 +17,25 @@ export interface IngressOptions {
   maxMessageChars: number;
   /** Messages one user may send per minute; 0 = unlimited. */
   rateLimitPerMinute: number;
+  /**
+   * Replicas that must confirm (WAIT) they hold a message before `submit` resolves, so a
+   * failover cannot lose what the platform was told is stored; 0: the master's word suffices.
+   */
+  minReplicasAck?: number;
+  /** How long one WAIT may take before `submit` fails instead (the adapter retries). @defaultValue 3000 */
+  replicaAckTimeoutMs?: number;
   /** Called once a message is durable, e.g. to interrupt a running turn (busy mode interrupt, /stop). */
   onAccepted?: (message: InboundMessage) => Promise<void>;
   logger: Logger;
   now?: () => number;
+}
+
+/** Fewer replicas confirmed a message than REDIS_MIN_REPLICAS_ACK asks: it is not acknowledged. */
+export class ReplicasBehindError extends Error {
+  override readonly name = "ReplicasBehindError";
+  constructor(sessionKey: string, wanted: number, acked: number, timeoutMs: number) {
+    super(`${acked} of ${wanted} Redis replicas confirmed the message for ${sessionKey} within ${timeoutMs} ms: not acknowledged, retry`);
+  }
 }
 
 /**
@@ -66,6 +81,8 @@ export class Ingress implements IngressPort {
     const added = producers.connection === store.redis
       ? await store.appendInbox(normalized, now, enqueue)
       : await store.appendInbox(normalized, now).then(async (stored) => (await enqueue(), stored));
+    // A duplicate waits too: its first copy may be the one the replicas have not seen yet.
+    await this.#replicated(message);
     if (!added) {
       log().info("message-duplicate");
       return { status: "duplicate" };
@@ -92,6 +109,19 @@ export class Ingress implements IngressPort {
       if (work.outbox > 0) await producers.enqueueDelivery(move.toSessionKey, move.platform);
     }
     return result;
+  }
+
+  /**
+   * WAIT counts this connection's writes so far, so it covers the append, the work-set entry
+   * and (on the same connection) the enqueue. Too few replicas: a failure, so the adapter does
+   * not acknowledge the platform, retries, and the dedupe record makes the retry harmless.
+   */
+  async #replicated(message: InboundMessage): Promise<void> {
+    const wanted = this.#options.minReplicasAck ?? 0;
+    if (wanted === 0) return;
+    const timeoutMs = this.#options.replicaAckTimeoutMs ?? 3_000;
+    const acked = await this.#options.store.redis.wait(wanted, timeoutMs);
+    if (acked < wanted) throw new ReplicasBehindError(message.sessionKey, wanted, acked, timeoutMs);
   }
 
   #truncate(message: InboundMessage): InboundMessage {

@@ -1,16 +1,82 @@
 import { Redis, type RedisOptions } from "ioredis";
 
+/** One sentinel or node address. */
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
 /**
- * One ioredis connection. `maxRetriesPerRequest: null` makes commands wait for a reconnect
- * instead of failing while Redis restarts (BullMQ workers require it anyway), so a Redis
- * restart delays turns and ingress but loses nothing.
+ * A Redis master found through Redis Sentinel: connections ask the sentinels for the master's
+ * address, and reconnect to the new one when the sentinels fail over (`failoverDetector`).
  */
-export function createRedis(url: string, options: RedisOptions = {}): Redis {
-  return new Redis(url, {
+export interface SentinelAddress {
+  kind: "sentinel";
+  sentinels: readonly HostPort[];
+  /** The name in the sentinels' `sentinel monitor NAME host port quorum`. */
+  master: string;
+  /** The sentinels' own requirepass. */
+  sentinelPassword?: string;
+  /** The data nodes' AUTH (from REDIS_URL's userinfo when it is set beside the sentinels). */
+  username?: string;
+  password?: string;
+}
+
+/** Where Redis is: a `redis://` or `rediss://` URL, or a Sentinel-managed master. */
+export type RedisAddress = string | SentinelAddress;
+
+/** Parses `host:port,host:port,…` (IPv6 hosts in brackets). */
+export function parseHostPorts(list: string): HostPort[] {
+  return list.split(",").map((item) => item.trim()).filter((item) => item.length > 0).map((item) => {
+    const at = item.lastIndexOf(":");
+    const host = item.slice(0, at).replace(/^\[(.*)\]$/, "$1");
+    const port = Number(item.slice(at + 1));
+    if (at <= 0 || !Number.isInteger(port) || port <= 0 || port > 65_535) throw new Error(`not a host:port: ${item}`);
+    return { host, port };
+  });
+}
+
+/** Where an address points, for messages and logs: never a password. */
+export function describeRedisAddress(address: RedisAddress): string {
+  if (typeof address !== "string") return `sentinel master "${address.master}" via ${address.sentinels.map(({ host, port }) => `${host.includes(":") ? `[${host}]` : host}:${port}`).join(",")}`;
+  try {
+    return new URL(address).host;
+  } catch {
+    return "(invalid URL)";
+  }
+}
+
+/**
+ * One ioredis connection: the one place connections are made (BullMQ's own are duplicates of
+ * these, so they follow a Sentinel failover too). `maxRetriesPerRequest: null` makes commands
+ * wait for a reconnect instead of failing while Redis restarts or fails over (BullMQ workers
+ * require it anyway), so a Redis restart delays turns and ingress but loses nothing.
+ */
+export function createRedis(address: RedisAddress, options: RedisOptions = {}): Redis {
+  const common: RedisOptions = {
     maxRetriesPerRequest: null,
     enableReadyCheck: true,
     // Reconnect quickly at first, then every 2 s while Redis is down.
     retryStrategy: (attempt) => Math.min(100 * attempt, 2_000),
+  };
+  if (typeof address === "string") return new Redis(address, { ...common, ...options });
+  return new Redis({
+    ...common,
+    sentinels: address.sentinels.map(({ host, port }) => ({ host, port })),
+    name: address.master,
+    role: "master",
+    ...(address.sentinelPassword ? { sentinelPassword: address.sentinelPassword } : {}),
+    ...(address.username ? { username: address.username } : {}),
+    ...(address.password ? { password: address.password } : {}),
+    // All sentinels unreachable: ask again, as the retry strategy does for one server.
+    sentinelRetryStrategy: (attempt) => Math.min(100 * attempt, 2_000),
+    // A frozen master (SIGSTOP, a hung host) keeps its TCP connections open: without this the
+    // connection would wait on it forever after the sentinels elected another master.
+    failoverDetector: true,
+    // …by closing the socket; a frozen master never answers the close, so it is destroyed at
+    // once rather than after ioredis' 2 s, before the old master can wake and run what was
+    // queued to it (writes a stale master takes are lost when it becomes a replica).
+    disconnectTimeout: 100,
     ...options,
   });
 }

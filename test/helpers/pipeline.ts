@@ -10,6 +10,8 @@ import { createMetrics } from "../../src/metrics.js";
 import { startWorkerRole, type WorkerRole } from "../../workers/worker-role.js";
 import type { ChannelAdapter } from "../../src/adapters/channel-adapter.js";
 import type { Tool } from "../../src/tools/index.js";
+import { redisLookupOf } from "../../src/embedded-redis.js";
+import type { RedisAddress } from "../../src/queue/index.js";
 
 export interface LogCapture {
   lines: string[];
@@ -35,6 +37,14 @@ export interface Pipeline {
   close(): Promise<void>;
 }
 
+/** The Redis a test's configuration names, composed as main.ts composes it (REDIS_SENTINELS or REDIS_URL). */
+export function testRedisAddress(config: Config): RedisAddress {
+  const lookup = redisLookupOf(config);
+  const address = lookup.sentinel ?? lookup.redisUrl;
+  if (!address) throw new Error("tests must set REDIS_URL or REDIS_SENTINELS");
+  return address;
+}
+
 export async function startPipeline(
   config: Config,
   adapters: ChannelAdapter[],
@@ -42,10 +52,9 @@ export async function startPipeline(
 ): Promise<Pipeline> {
   const logs = options.logs ?? captureLogs("warn");
   const metrics = createMetrics();
-  const redisUrl = config.REDIS_URL;
-  if (!redisUrl) throw new Error("tests must set REDIS_URL");
-  const worker = options.worker === false ? undefined : await startWorkerRole({ config, redisUrl, logger: logs.logger, metrics, ...(options.tools ? { extraTools: options.tools } : {}) });
-  const gateway = await startGateway({ config, redisUrl, adapters, logger: logs.logger, metrics });
+  const redisAddress = testRedisAddress(config);
+  const worker = options.worker === false ? undefined : await startWorkerRole({ config, redisAddress, logger: logs.logger, metrics, ...(options.tools ? { extraTools: options.tools } : {}) });
+  const gateway = await startGateway({ config, redisAddress, adapters, logger: logs.logger, metrics });
   return {
     gateway,
     ...(worker ? { worker } : {}),

@@ -15,7 +15,7 @@ import { TEST_TELEGRAM_TOKEN, testConfig, uniquePrefix } from "../helpers/config
 import { freePort, startRedisServer, type RedisServerHandle } from "../helpers/redis-server.js";
 
 function target(url: string, explicit: boolean): ResolvedRedis & { stops: number } {
-  const handle = { url, explicit, stops: 0, stop: async () => void handle.stops++ };
+  const handle = { address: url, url, explicit, stops: 0, stop: async () => void handle.stops++ };
   return handle;
 }
 

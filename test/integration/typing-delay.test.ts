@@ -112,7 +112,7 @@ describe("TYPING_DELAY_MS: typing only for turns that take a while", () => {
     // The worker's own connections go through a proxy: pausing it holds Redis's answers to the
     // worker (its commands still run), so its commit is written but not yet answered.
     proxy = await startTcpProxy(config.REDIS_URL!);
-    worker = await startWorkerRole({ config, redisUrl: proxy.url, logger: pipeline.logs.logger, metrics: createMetrics() });
+    worker = await startWorkerRole({ config, redisAddress: proxy.url, logger: pipeline.logs.logger, metrics: createMetrics() });
     await adapter.ask(inbound({ text: "warm up", messageId: "w0" }));
     const gate = fake.hold();
     await adapter.submit(inbound({ text: "quick", messageId: "c1" }));

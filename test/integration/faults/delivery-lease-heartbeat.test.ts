@@ -62,7 +62,7 @@ describe("delivery lease: no heartbeat after the releasing write", () => {
       setTimeout(() => process.kill(pid, "SIGCONT"), FROZEN_MS);
     });
     const delivery = startDeliveryWorker({
-      redisUrl: server.url, prefix, store, producers, adapters: new Map([["console", adapter]]),
+      redisAddress: server.url, prefix, store, producers, adapters: new Map([["console", adapter]]),
       concurrency: 1, lockMs: 30_000, leaseMs: LEASE_MS, logger: silentLogger,
     });
     try {

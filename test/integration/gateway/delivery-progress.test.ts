@@ -54,7 +54,7 @@ describe("delivery progress", () => {
     for (const reply of replies) await redis.rpush(keys.outbox, JSON.stringify(reply));
     const trips = countRoundTrips(redis);
     const delivery = startDeliveryWorker({
-      redisUrl: inject("redisUrl"), prefix: store.prefix, store, producers, adapters: new Map([["console", adapter]]),
+      redisAddress: inject("redisUrl"), prefix: store.prefix, store, producers, adapters: new Map([["console", adapter]]),
       concurrency: 1, lockMs: 30_000, leaseMs: 30_000, logger: silentLogger,
     });
     try {

@@ -117,7 +117,7 @@ describe("concurrent and stale alarms", () => {
     // finds the item paused, and BullMQ keeps the completed job under the alarm's id.
     await h.alarms.arm(item.id, item.nextRunAt);
     const worker = startScheduleWorker({
-      redisUrl: inject("redisUrl"), prefix: h.prefix, lockMs: 5_000, deps: h.firingDeps(), service: h.service, logger: silentLogger,
+      redisAddress: inject("redisUrl"), prefix: h.prefix, lockMs: 5_000, deps: h.firingDeps(), service: h.service, logger: silentLogger,
     });
     try {
       await vi.waitFor(async () => expect(await h.alarmState(item.id, item.nextRunAt)).toBe("completed"), { timeout: 20_000 });

@@ -1,0 +1,41 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../../config/index.js";
+import { redisLookupOf } from "../../src/embedded-redis.js";
+import { describeRedisAddress, parseHostPorts } from "../../src/queue/index.js";
+
+describe("Redis topology settings", () => {
+  it("reads REDIS_SENTINELS as host:port pairs, IPv6 in brackets", () => {
+    expect(parseHostPorts("10.0.0.1:26379, sentinel-b:26380,[::1]:26381")).toEqual([
+      { host: "10.0.0.1", port: 26379 }, { host: "sentinel-b", port: 26380 }, { host: "::1", port: 26381 },
+    ]);
+    expect(() => parseHostPorts("10.0.0.1")).toThrow(/host:port/);
+    expect(() => parseHostPorts("h:70000")).toThrow(/host:port/);
+  });
+
+  it("refuses REDIS_SENTINELS without REDIS_SENTINEL_MASTER, and a malformed list", () => {
+    expect(() => loadConfig({ REDIS_SENTINELS: "127.0.0.1:26379" })).toThrow(ConfigError);
+    expect(() => loadConfig({ REDIS_SENTINELS: "127.0.0.1:26379" })).toThrow(/REDIS_SENTINEL_MASTER/);
+    expect(() => loadConfig({ REDIS_SENTINELS: "nohostport", REDIS_SENTINEL_MASTER: "m" })).toThrow(/REDIS_SENTINELS/);
+  });
+
+  it("the sentinels win over REDIS_URL's host; REDIS_URL's credentials go to the data nodes", () => {
+    const config = loadConfig({
+      REDIS_URL: "redis://app:s%40cret@ignored:6379", REDIS_SENTINELS: "10.0.0.1:26379,10.0.0.2:26379",
+      REDIS_SENTINEL_MASTER: "main", REDIS_SENTINEL_PASSWORD: "sentinel-pass",
+    });
+    const lookup = redisLookupOf(config);
+    expect(lookup.sentinel).toEqual({
+      kind: "sentinel", master: "main", sentinelPassword: "sentinel-pass", username: "app", password: "s@cret",
+      sentinels: [{ host: "10.0.0.1", port: 26379 }, { host: "10.0.0.2", port: 26379 }],
+    });
+    // Messages name the master and sentinels, never a password.
+    const described = describeRedisAddress(lookup.sentinel!);
+    expect(described).toBe('sentinel master "main" via 10.0.0.1:26379,10.0.0.2:26379');
+    expect(described).not.toContain("s@cret");
+  });
+
+  it("without sentinels the lookup is REDIS_URL as before", () => {
+    expect(redisLookupOf(loadConfig({ REDIS_URL: "redis://10.0.0.9:6380" }))).toEqual({ dataDir: "./data", redisUrl: "redis://10.0.0.9:6380" });
+    expect(redisLookupOf(loadConfig({}))).toEqual({ dataDir: "./data" });
+  });
+});
