@@ -142,7 +142,7 @@ async function measure(m: Awaited<ReturnType<typeof modules>>, turns: number, ru
     const tools = new ToolCatalog({ builtins: [currentTimeTool, createRecallTool(), createScheduleTool(schedule), createMemoryTool(memory)], logger: silentLogger });
     const media = createMediaEngine({
       sources: {},
-      limits: { maxAudioBytes: 1, maxFileBytes: 1, timeoutMs: 1_000, maxMessageChars: config.MAX_MESSAGE_CHARS },
+      limits: { maxAudioBytes: 1, maxFileBytes: 1, timeoutMs: 1_000, maxMessageChars: config.MAX_MESSAGE_CHARS, extract: { memoryMb: 1, timeoutMs: 1, maxPages: 1, maxChars: 1 } },
       vision: { mode: config.LLM_VISION, detail: config.VISION_DETAIL, model: config.LLM_MODEL, memory: redisVisionMemory(redis, prefix) },
       log: silentLogger,
     });

@@ -143,6 +143,10 @@ export const configSchema = z.object({
   MAX_AUDIO_MB: positiveInt(25, "Voice notes and audio files larger than this (MB) are refused before download"),
   MAX_FILE_MB: positiveInt(20, "Pictures and documents larger than this (MB) are refused before download (Telegram lets bots fetch at most 20)"),
   MEDIA_TIMEOUT_MS: positiveInt(60_000, "Timeout of one file download, and of one transcription"),
+  EXTRACT_MEMORY_MB: positiveInt(256, "Memory one document's text extraction may add to a worker (MB: its thread's heap limit and a resident-memory watch); past it the file is refused"),
+  EXTRACT_TIMEOUT_MS: positiveInt(30_000, "Deadline of one document's text extraction (ms); past it the file is refused"),
+  EXTRACT_MAX_PAGES: positiveInt(500, "PDF pages read at most; later pages are left out and the model is told"),
+  MAX_DOCUMENT_CHARS: positiveInt(400_000, "Characters kept at most from one document (the model's view plus the original stored for recall); the rest is left out and the model is told"),
 
   // Telegram
   TELEGRAM_BOT_TOKEN: optionalText("Enables the Telegram adapter"),

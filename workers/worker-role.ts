@@ -10,7 +10,7 @@ import { createModelRouter } from "../src/models/router.js";
 import { BudgetMeter, budgetAccounts, LimitsCache, meteredClient, transcriptionCost, transcriptionEstimate } from "../src/budget/index.js";
 import { createRecallTool, currentTimeTool, McpManager, ToolCatalog, type Tool } from "../src/tools/index.js";
 import { MB } from "../src/core/attachments.js";
-import { createMediaEngine, redisVisionMemory } from "../src/media/index.js";
+import { createMediaEngine, redisExtractionMemory, redisVisionMemory } from "../src/media/index.js";
 import type { Logger } from "../src/logger.js";
 import type { Metrics } from "../src/metrics.js";
 import { AccessControl, accessListsFrom } from "../src/gateway/access.js";
@@ -113,7 +113,9 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       model: config.TRANSCRIBE_MODEL,
       timeoutMs: config.MEDIA_TIMEOUT_MS,
     },
-    limits: { maxAudioBytes: config.MAX_AUDIO_MB * MB, maxFileBytes: config.MAX_FILE_MB * MB, timeoutMs: config.MEDIA_TIMEOUT_MS, maxMessageChars: config.MAX_MESSAGE_CHARS },
+    limits: { maxAudioBytes: config.MAX_AUDIO_MB * MB, maxFileBytes: config.MAX_FILE_MB * MB, timeoutMs: config.MEDIA_TIMEOUT_MS, maxMessageChars: config.MAX_MESSAGE_CHARS,
+      extract: { memoryMb: config.EXTRACT_MEMORY_MB, timeoutMs: config.EXTRACT_TIMEOUT_MS, maxPages: config.EXTRACT_MAX_PAGES, maxChars: config.MAX_DOCUMENT_CHARS } },
+    extractions: redisExtractionMemory(redis, prefix),
     // A catalogue model's `vision` flag gates pictures for it; unset, LLM_VISION decides.
     vision: { mode: config.LLM_VISION, detail: config.VISION_DETAIL, model: config.LLM_MODEL, memory: redisVisionMemory(redis, prefix), declared: (id) => models.catalogue.visionOf(id) },
     // A transcription is refused like any call when a budget is used up; it costs its minutes at

@@ -6,6 +6,7 @@ import type { CallBudget, WireMessage } from "../core/llm.js";
 import type { ChatMessage } from "../core/messages.js";
 import type { InboundMessage } from "../core/channel.js";
 import type { Logger } from "../logger.js";
+import type { ExtractionMemory } from "./extraction-memory.js";
 import { ImageCache, ToolImageStore, withImageParts } from "./images.js";
 import { createMediaResolver, type MediaLimits, type Resolved, type ResolveScope } from "./resolve.js";
 import { createMediaFetcher, type MediaSourceOptions } from "./sources.js";
@@ -16,6 +17,7 @@ export { createMediaFetcher, type MediaFetcher } from "./sources.js";
 export { download, type Download, type DownloadLimits } from "./download.js";
 export { createTranscriber, TranscriptionError } from "./transcribe.js";
 export { isVisionRefusal, redisVisionMemory, type VisionMemory } from "./vision.js";
+export { redisExtractionMemory, type ExtractionMemory } from "./extraction-memory.js";
 export { imageFormat, ImageCache } from "./images.js";
 export type { ResolveScope, Resolved } from "./resolve.js";
 
@@ -38,6 +40,8 @@ export interface MediaEngineOptions {
   sources: MediaSourceOptions;
   transcription?: TranscriberOptions;
   limits: MediaLimits;
+  /** Refused documents remembered across retries and workers (Redis, `<prefix>:extract:<file>`). */
+  extractions?: ExtractionMemory;
   /** `declared`: the catalogue's `vision` flag of a model id (src/models). */
   vision: { mode: VisionMode; detail: "auto" | "low" | "high"; model: string; memory: VisionMemory; declared?: (model: string) => boolean | undefined };
   /** Runs each transcription call, paid by `budget` (the turn's, from the resolve scope); default: as is. */
@@ -54,6 +58,7 @@ export function createMediaEngine(options: MediaEngineOptions): MediaEngine {
     ...(options.transcription ? { transcriber: metered(createTranscriber(options.transcription), options.meter) } : {}),
     limits: options.limits,
     images,
+    ...(options.extractions ? { extractions: options.extractions } : {}),
   });
   const vision = createVisionGate({
     mode: options.vision.mode, model: options.vision.model, memory: options.vision.memory, log: options.log,

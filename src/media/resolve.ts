@@ -11,7 +11,8 @@ import { attachmentPlaceholder, formatBytes, type Attachment } from "../core/att
 import type { InboundMessage } from "../core/channel.js";
 import type { CallBudget } from "../core/llm.js";
 import type { Logger } from "../logger.js";
-import { CorruptFileError, documentType, extractText } from "./extract.js";
+import { CorruptFileError, documentType, ExtractionLimitError, extractText, type ExtractLimits } from "./extract.js";
+import { fileKey, type ExtractionMemory } from "./extraction-memory.js";
 import { imageFormat, ImageCache } from "./images.js";
 import type { MediaFetcher } from "./sources.js";
 import type { Transcriber } from "./transcribe.js";
@@ -22,6 +23,8 @@ export interface MediaLimits {
   timeoutMs: number;
   /** Extracted text beyond this stays out of the message; `recall` pages through it. */
   maxMessageChars: number;
+  /** One document's extraction: memory, deadline, pages and characters kept (extract.ts). */
+  extract: ExtractLimits;
 }
 
 export interface MediaResolverOptions {
@@ -30,6 +33,8 @@ export interface MediaResolverOptions {
   transcriber?: Transcriber;
   limits: MediaLimits;
   images: ImageCache;
+  /** Refused documents remembered across retries (extraction-memory.ts); absent: not remembered. */
+  extractions?: ExtractionMemory;
 }
 
 export interface ResolveScope {
@@ -81,26 +86,47 @@ export function createMediaResolver(options: MediaResolverOptions): MediaResolve
     if (type === "unsupported") {
       return { attachment: { ...attachment, problem: "unsupported" }, problem: { name: attachment.name, why: "I can't open this type of file (I read text, code, CSV, JSON, logs and PDF)" } };
     }
+    // A file refused before (or whose extraction never answered) is not fetched or parsed again.
+    const file = fileKey(attachment);
+    const remembered = await options.extractions?.get(file);
+    if (remembered !== undefined) {
+      scope.log.warn({ attachment: attachment.name, remembered: remembered === "started" ? "unfinished" : "refused" }, "media-extract-skipped");
+      const why = remembered === "started" ? "reading it did not finish when I tried, so I won't try again" : remembered.refused;
+      return { attachment: { ...attachment, problem: "failed" }, problem: { name: attachment.name, why } };
+    }
     const fetched = await options.fetcher(attachment, { maxBytes: limits.maxFileBytes, timeoutMs: limits.timeoutMs, ...signalOf(scope) });
     if (!fetched.ok) return notDownloaded(attachment, attachment.name, fetched, scope, `${mb(limits.maxFileBytes)}, the most I read`);
     const sha256 = hash(fetched.bytes);
     let text: string;
+    let truncated: string | undefined;
+    await options.extractions?.set(file, "started");
     try {
-      text = (await extractText(type, fetched.bytes)).trim();
+      const extracted = await extractText(type, fetched.bytes, limits.extract, scope.signal);
+      text = extracted.text.trim();
+      truncated = extracted.truncated;
+      await options.extractions?.clear(file);
     } catch (error) {
-      const why = error instanceof CorruptFileError ? "it seems damaged or is not what its name says" : "I couldn't read it";
+      // The turn was stopped: nothing is marked, the stop ends the turn.
+      if (scope.signal?.aborted) {
+        await options.extractions?.clear(file);
+        throw error;
+      }
       scope.log.warn({ attachment: attachment.name, err: error instanceof Error ? error.message : String(error) }, "media-extract-failed");
+      const why = extractionFailure(error, limits.extract);
+      await options.extractions?.set(file, { refused: why });
       return { attachment: { ...attachment, sha256, problem: "failed" }, problem: { name: attachment.name, why } };
     }
+    if (truncated !== undefined) scope.log.info({ attachment: attachment.name, kept: truncated }, "media-extract-truncated");
     if (text === "") return { attachment: { ...attachment, sha256, extractedChars: 0 }, problem: { name: attachment.name, why: "it contains no text I can read (a scan?)" } };
     const read: Attachment = { ...attachment, sha256, extractedChars: text.length };
-    if (text.length <= limits.maxMessageChars) return { attachment: read, text };
+    const omitted = truncated === undefined ? "" : `\n[only ${truncated} of ${attachment.name} were read; the rest is not available]`;
+    if (text.length <= limits.maxMessageChars) return { attachment: read, text: text + omitted };
     const outputId = `file-${sha256.slice(0, 12)}`;
     await scope.saveText(outputId, text);
     const shown = cut(text, limits.maxMessageChars);
     return {
       attachment: { ...read, outputId },
-      text: `${shown}\n[… ${text.length - shown.length} more characters of ${attachment.name}: recall with id "${outputId}" and offset ${shown.length}]`,
+      text: `${shown}\n[… ${text.length - shown.length} more characters of ${attachment.name}: recall with id "${outputId}" and offset ${shown.length}]${omitted}`,
     };
   }
 
@@ -185,6 +211,14 @@ export function createMediaResolver(options: MediaResolverOptions): MediaResolve
       return { entries: resolved, notices };
     },
   };
+}
+
+/** Why a document was refused, in words for the user. */
+function extractionFailure(error: unknown, limits: ExtractLimits): string {
+  if (error instanceof CorruptFileError) return "it seems damaged or is not what its name says";
+  if (error instanceof ExtractionLimitError && error.limit === "memory") return `reading it would take more than the ${limits.memoryMb} MB of memory I allow one file`;
+  if (error instanceof ExtractionLimitError && error.limit === "time") return `reading it took longer than the ${Math.round(limits.timeoutMs / 1000)} s I allow one file`;
+  return "I couldn't read it";
 }
 
 export function noticeText(problems: readonly Problem[]): string {

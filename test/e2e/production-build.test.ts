@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeLlm, type FakeLlm } from "../fakes/fake-llm.js";
 import { testEnv } from "../helpers/config.js";
+import { makePdf } from "../helpers/media-files.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -36,6 +37,15 @@ describe("production build (the Dockerfile's steps)", () => {
   it("has no dev dependency in the runtime install", () => {
     const installed = JSON.parse(readFileSync(join(image, "node_modules/.package-lock.json"), "utf8")) as { packages: Record<string, unknown> };
     for (const dev of ["tsx", "vitest", "typescript", "fast-check"]) expect(Object.keys(installed.packages)).not.toContain(`node_modules/${dev}`);
+  });
+
+  it("reads a PDF in the built extraction worker thread (dist/src/media/extract-worker.js, no tsx)", () => {
+    const script = `import { extractText } from "./dist/src/media/extract.js";
+      const { text } = await extractText("pdf", Buffer.from(process.argv[1], "base64"), { memoryMb: 128, timeoutMs: 20000, maxPages: 10, maxChars: 1000 });
+      process.stdout.write(text);`;
+    const pdf = makePdf(["read by the built worker"]).toString("base64");
+    const out = execFileSync(process.execPath, ["--input-type=module", "-e", script, pdf], { cwd: image, encoding: "utf8" });
+    expect(out).toBe("read by the built worker");
   });
 
   it("starts the built entry point as gateway and worker and answers a console message", async () => {

@@ -67,7 +67,7 @@ function engineWith(llm: LlmClient, counter: TokenCounter): TurnEngine {
   const tools = new ToolCatalog({ builtins: [currentTimeTool, createRecallTool()], logger: silentLogger });
   const media = createMediaEngine({
     sources: {},
-    limits: { maxAudioBytes: 1, maxFileBytes: 1, timeoutMs: 1_000, maxMessageChars: 10_000 },
+    limits: { maxAudioBytes: 1, maxFileBytes: 1, timeoutMs: 1_000, maxMessageChars: 10_000, extract: { memoryMb: 256, timeoutMs: 30_000, maxPages: 500, maxChars: 400_000 } },
     vision: { mode: "auto", detail: "auto", model: llm.model, memory: { get: async () => undefined, set: async () => undefined } },
     log: silentLogger,
   });

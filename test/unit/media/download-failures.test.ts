@@ -15,7 +15,7 @@ async function noticeFor(failure: "too-large" | "failed", attachments: Attachmen
   const resolver = createMediaResolver({
     fetcher: async () => ({ ok: false, failure, detail: "refused by the test" }),
     transcriber: async () => "never reached",
-    limits: { maxAudioBytes: 1_048_576, maxFileBytes: 2_097_152, timeoutMs: 1_000, maxMessageChars: 1_000 },
+    limits: { maxAudioBytes: 1_048_576, maxFileBytes: 2_097_152, timeoutMs: 1_000, maxMessageChars: 1_000, extract: { memoryMb: 256, timeoutMs: 30_000, maxPages: 500, maxChars: 400_000 } },
     images: new ImageCache(),
   });
   const resolved = await resolver.resolve([inbound({ text: "", attachments })], { log: silentLogger, saveText: async () => undefined });

@@ -15,6 +15,23 @@ import { silentLogger } from "../../../src/logger.js";
 import { createMediaFetcher } from "../../../src/media/sources.js";
 import { isVisionRefusal } from "../../../src/media/vision.js";
 import { makePdf, makePng } from "../../helpers/media-files.js";
+import { assemblePdf } from "../../helpers/hostile-files.js";
+
+/** A PDF with one line of text on each page. */
+function manyPagesPdf(texts: readonly string[]): Buffer {
+  const first = 4;
+  const objects: string[] = [
+    "<< /Type /Catalog /Pages 2 0 R >>",
+    `<< /Type /Pages /Kids [${texts.map((_, index) => `${first + index * 2} 0 R`).join(" ")}] /Count ${texts.length} >>`,
+    "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+  ];
+  texts.forEach((text, index) => {
+    objects.push(`<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${first + index * 2 + 1} 0 R /Resources << /Font << /F1 3 0 R >> >> >>`);
+    const stream = `BT /F1 12 Tf 72 720 Td (${text}) Tj ET`;
+    objects.push(`<< /Length ${stream.length} >>\nstream\n${stream}\nendstream`);
+  });
+  return assemblePdf(objects);
+}
 
 const image = (fields: Partial<Attachment> = {}): Attachment => ({
   kind: "image", label: "photo", name: "p.jpg", source: { platform: "url", url: "http://x/p" }, inline: true, ...fields,
@@ -88,16 +105,43 @@ describe("documents", () => {
     expect(documentType("movie.mp4", "video/mp4")).toBe("unsupported");
   });
 
+  const limits = { memoryMb: 256, timeoutMs: 30_000, maxPages: 500, maxChars: 400_000 };
+  const text = async (bytes: Uint8Array, overrides: Partial<typeof limits> = {}) => (await extractText("text", bytes, { ...limits, ...overrides })).text;
+
   it("extracts a PDF's text and refuses a damaged one", async () => {
-    expect(await extractText("pdf", makePdf(["First line (with parens)", "Zweite Zeile"]))).toMatch(/First line \(with parens\)\s+Zweite Zeile/);
-    await expect(extractText("pdf", Buffer.from("%PDF-1.4 garbage"))).rejects.toBeInstanceOf(CorruptFileError);
+    expect((await extractText("pdf", makePdf(["First line (with parens)", "Zweite Zeile"]), limits)).text).toMatch(/First line \(with parens\)\s+Zweite Zeile/);
+    await expect(extractText("pdf", Buffer.from("%PDF-1.4 garbage"), limits)).rejects.toBeInstanceOf(CorruptFileError);
   });
 
   it("decodes UTF-8 (emoji, long runs without spaces), falls back to Latin-1, refuses binary", async () => {
-    const text = `🇫🇷 naïve ${"x".repeat(5000)}`;
-    expect(await extractText("text", Buffer.from(`\uFEFF${text}`))).toBe(text);
-    expect(await extractText("text", Buffer.from([0x63, 0x61, 0x66, 0xe9]))).toBe("café");
-    await expect(extractText("text", Buffer.from([0x41, 0x00, 0x42]))).rejects.toBeInstanceOf(CorruptFileError);
+    const sample = `🇫🇷 naïve ${"x".repeat(5000)}`;
+    expect(await text(Buffer.from(`\uFEFF${sample}`))).toBe(sample);
+    expect(await text(Buffer.from([0x63, 0x61, 0x66, 0xe9]))).toBe("café");
+    await expect(text(Buffer.from([0x41, 0x00, 0x42]))).rejects.toBeInstanceOf(CorruptFileError);
+  });
+
+  it("refuses random bytes without NUL as binary, keeps ANSI-coloured logs", async () => {
+    const random = Buffer.alloc(1 << 20);
+    for (let index = 0; index < random.length; index++) random[index] = 1 + Math.floor(Math.random() * 255);
+    await expect(text(random)).rejects.toThrow(/binary-looking/);
+    const log = "\u001b[32mINFO\u001b[0m started\r\n".repeat(2000);
+    expect(await text(Buffer.from(log))).toBe(log);
+  });
+
+  it("keeps at most maxChars of a text file and says what was kept", async () => {
+    const extracted = await extractText("text", Buffer.from("a".repeat(5000)), { ...limits, maxChars: 1000 });
+    expect(extracted.text).toBe("a".repeat(1000));
+    expect(extracted.truncated).toBe("the file's first 1000 characters of 5000");
+  });
+
+  it("reads at most maxPages pages of a PDF", async () => {
+    const pages = await manyPagesPdf(["one", "two", "three"]);
+    const all = await extractText("pdf", pages, limits);
+    expect(all.text).toBe("one\n\ntwo\n\nthree");
+    expect(all.truncated).toBeUndefined();
+    const first = await extractText("pdf", pages, { ...limits, maxPages: 2 });
+    expect(first.text).toBe("one\n\ntwo");
+    expect(first.truncated).toBe("the first 2 pages of 3");
   });
 });
 
