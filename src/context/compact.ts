@@ -22,6 +22,13 @@ import { cutOversizedUserMessages, userTextCapTokens } from "./user-text.js";
  */
 export const DROP_TARGET_RATIO = 0.75;
 
+/** The tail budget never falls under this share of `threshold × targetRatio`, however large the fixed overhead. */
+export const MIN_TAIL_SHARE = 0.25;
+
+/** The protected tail's budget (provider tokens): `targetRatio` of what the fixed overhead leaves under the threshold. */
+export const tailBudgetTokens = (threshold: number, targetRatio: number, fixedTokens: number): number =>
+  Math.floor(Math.max(threshold * MIN_TAIL_SHARE, threshold - fixedTokens) * targetRatio);
+
 /** `idle`: in the background, while nobody waits (src/agent/idle-compaction.ts). */
 export type CompactionReason = "hygiene" | "in-loop" | "overflow" | "manual" | "idle";
 
@@ -138,7 +145,11 @@ export async function compact(input: CompactInput): Promise<CompactResult> {
   const toCounterUnits = (tokens: number) => Math.floor(tokens / ratio);
   const tokensBefore = measure(messages);
   const threshold = thresholdTokens(settings.contextWindow, settings.compactionThreshold);
-  const tailBudget = toCounterUnits(Math.floor(threshold * settings.targetRatio));
+  // The tail's share is of what the fixed overhead (tools, system block) leaves under the
+  // threshold: with 10K of tools in a 16K threshold, 20% of the threshold as tail plus the
+  // summary lands at 94% of it, and the session compacts again a few turns later (issue #31).
+  // At least a quarter of the usual budget, so a huge tool list still keeps the latest turns.
+  const tailBudget = toCounterUnits(tailBudgetTokens(threshold, settings.targetRatio, Math.ceil(fixedTokens * ratio)));
   const hardLimit = settings.hardLimitTokens ?? defaultHardLimit(settings.contextWindow);
 
   // Phase 1 + 2.

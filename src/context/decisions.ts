@@ -46,13 +46,21 @@ export const defaultHardLimit = (contextWindow: number): number =>
  * the context grows by a meaningful amount, or the user runs /compress.
  */
 export interface AntiThrashState {
-  /** Consecutive compactions that ended at or over the threshold. */
+  /** Consecutive compactions that ended at or over `EFFECTIVE_RATIO` × the threshold. */
   ineffective: number;
   /** Set while suspended: the context size when automatic compaction stopped. */
   suspendedAtTokens?: number;
 }
 
 export const INEFFECTIVE_COMPACTIONS_BEFORE_SUSPENDING = 2;
+/**
+ * A compaction must end under this share of the threshold to count as effective (issue #31).
+ * When tools, the system prompt and memory take much of a small window, a compaction can only
+ * get just under the threshold, and the session compacts again a few turns later, paying for a
+ * summary and a flush each time; counted as ineffective, two of them suspend automatic
+ * compaction until the context grows by 10% of the window (bench/long-session, fixed-overhead).
+ */
+export const EFFECTIVE_RATIO = 0.85;
 /** Growth (fraction of the window) after which a suspended session may try again. */
 export const RESUME_AFTER_GROWTH_RATIO = 0.1;
 
@@ -74,7 +82,7 @@ export interface CompactionOutcome {
 /** Folds one compaction's result (any status: a failed one counts as ineffective) into the state. */
 export function recordCompactionOutcome(state: AntiThrashState, outcome: CompactionOutcome): AntiThrashState {
   const base = outcome.manual ? initialAntiThrash() : state;
-  if (outcome.tokensAfter < outcome.thresholdTokens) return initialAntiThrash();
+  if (outcome.tokensAfter < EFFECTIVE_RATIO * outcome.thresholdTokens) return initialAntiThrash();
   const ineffective = base.ineffective + 1;
   return ineffective >= INEFFECTIVE_COMPACTIONS_BEFORE_SUSPENDING
     ? { ineffective, suspendedAtTokens: outcome.tokensAfter }

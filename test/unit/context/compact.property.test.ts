@@ -13,7 +13,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { COMPACTION_NOTE } from "../../../src/context/assemble.js";
 import { findBoundaries } from "../../../src/context/boundaries.js";
-import { compact, type CompactResult } from "../../../src/context/compact.js";
+import { compact, tailBudgetTokens, type CompactResult } from "../../../src/context/compact.js";
 import {
   autoCompactionAllowed,
   initialAntiThrash,
@@ -22,7 +22,7 @@ import {
   thresholdTokens,
   type AntiThrashState,
 } from "../../../src/context/decisions.js";
-import type { ChatMessage, ToolCall } from "../../../src/core/messages.js";
+import type { ChatMessage, ToolCall, ToolDefinition } from "../../../src/core/messages.js";
 import { extractRecallId } from "../../../src/context/prune.js";
 import type { Summarizer, SummaryRequest, SummaryResponse } from "../../../src/context/summarizer.js";
 import { createTokenCounter, getTokenCounter, type TokenCounter } from "../../../src/context/tokens.js";
@@ -44,6 +44,8 @@ interface SessionSpec {
   protectLastN: number;
   summaryChars: number;
   summarizerFails: boolean;
+  /** Tool definitions and system text sent with every request, as a share of the threshold (issue #31: up to half). */
+  fixedShare: number;
   turns: TurnSpec[];
 }
 
@@ -60,6 +62,7 @@ const sessionSpec: fc.Arbitrary<SessionSpec> = fc.record({
   protectLastN: fc.constantFrom(4, 20),
   summaryChars: fc.integer({ min: 20, max: 2_400 }),
   summarizerFails: fc.integer({ min: 0, max: 3 }).map((draw) => draw === 0), // one session in four
+  fixedShare: fc.oneof(fc.constant(0), fc.double({ min: 0, max: 0.5, noNaN: true })),
   turns: fc.array(turnSpec, { minLength: 8, maxLength: 40 }),
 });
 
@@ -114,16 +117,17 @@ interface Check {
   spec: SessionSpec;
   counter: TokenCounter;
   antiThrash: AntiThrashState;
+  toolTokens: number;
 }
 
-function checkCompaction({ before, snapshot, result, transcript, spec, counter, antiThrash }: Check): void {
+function checkCompaction({ before, snapshot, result, transcript, spec, counter, antiThrash, toolTokens }: Check): void {
   const after = result.messages;
   const threshold = thresholdTokens(spec.contextWindow, spec.compactionThreshold);
   // The input is never mutated.
   expectEqual(before.map(withoutCounts), snapshot);
   assertValidRoleOrder(after);
 
-  const boundaries = findBoundaries(before, { counter, tailBudgetTokens: Math.floor(threshold * spec.targetRatio), protectLastN: spec.protectLastN });
+  const boundaries = findBoundaries(before, { counter, tailBudgetTokens: tailBudgetTokens(threshold, spec.targetRatio, toolTokens), protectLastN: spec.protectLastN });
   if (result.status === "failed" || result.status === "skipped") {
     after.forEach((message, index) => expectSame(message, before[index]));
     expect(after).toHaveLength(before.length);
@@ -176,7 +180,17 @@ function checkCompaction({ before, snapshot, result, transcript, spec, counter, 
   // Under the threshold with a margin, or anti-thrash engaged.
   const state = recordCompactionOutcome(antiThrash, { tokensAfter: result.record.tokensAfter, thresholdTokens: threshold });
   if (result.record.tokensAfter > MARGIN * threshold) expect(state.ineffective).toBeGreaterThan(0);
-  expect(result.record.tokensAfter).toBe(counter.countMessages(after));
+  expect(result.record.tokensAfter).toBe(counter.countMessages(after) + toolTokens);
+}
+
+/** Tool definitions that take about `share` of the threshold: the fixed overhead of every request. */
+function fixedOverhead(spec: SessionSpec, counter: TokenCounter): ToolDefinition[] {
+  const target = Math.floor(spec.fixedShare * thresholdTokens(spec.contextWindow, spec.compactionThreshold));
+  const tools: ToolDefinition[] = [];
+  for (let index = 0; counter.countTools(tools) < target - 200; index++) {
+    tools.push({ type: "function", function: { name: `tool_${index}`, description: text(`describes tool ${index}`, 600), parameters: { type: "object", properties: {} } } });
+  }
+  return tools;
 }
 
 async function simulate(spec: SessionSpec, counter: TokenCounter): Promise<{ compactions: number; summaries: number }> {
@@ -190,20 +204,22 @@ async function simulate(spec: SessionSpec, counter: TokenCounter): Promise<{ com
   let compactions = 0;
   let summaries = 0;
   const settings = { contextWindow: spec.contextWindow, compactionThreshold: spec.compactionThreshold, targetRatio: spec.targetRatio, protectLastN: spec.protectLastN };
+  const tools = fixedOverhead(spec, counter);
+  const toolTokens = counter.countTools(tools);
 
   const append = (...messages: ChatMessage[]) => {
     for (const message of messages) transcript.set(message.id, structuredClone(message));
     live = [...live, ...messages];
   };
   const maybeCompact = async () => {
-    const tokens = counter.countMessages(live);
+    const tokens = counter.countMessages(live) + toolTokens;
     if (!needsCompaction({ tokens, contextWindow: spec.contextWindow, threshold: spec.compactionThreshold })) return;
     if (!autoCompactionAllowed(antiThrash, tokens, spec.contextWindow)) return;
     const before = live;
     const snapshot = structuredClone(before.map(withoutCounts));
     const requestsBefore = summarizer.requests.length;
-    const result = await compact({ messages: before, settings, reason: "in-loop", summarizer, counter, newId, retry: { attempts: 1, baseDelayMs: 0 } });
-    checkCompaction({ before, snapshot, result, transcript, spec, counter, antiThrash });
+    const result = await compact({ messages: before, tools, settings, reason: "in-loop", summarizer, counter, newId, retry: { attempts: 1, baseDelayMs: 0 } });
+    checkCompaction({ before, snapshot, result, transcript, spec, counter, antiThrash, toolTokens });
     // A later compaction updates the previous summary instead of starting over.
     const hadSummary = before.some((message) => message.kind === "summary");
     for (const request of summarizer.requests.slice(requestsBefore, requestsBefore + 1)) {

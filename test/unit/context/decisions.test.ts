@@ -53,6 +53,15 @@ describe("anti-thrash", () => {
     expect(autoCompactionAllowed(state, 66_000, window)).toBe(true);
   });
 
+  it("counts a compaction that lands just under the threshold as ineffective (issue #31: fixed overhead)", () => {
+    // 10K of tools and system in a 32K window: every compaction ended at 94% of the threshold.
+    let state = recordCompactionOutcome(initialAntiThrash(), { tokensAfter: 15_040, thresholdTokens: 16_000 });
+    expect(state).toEqual({ ineffective: 1 });
+    state = recordCompactionOutcome(state, { tokensAfter: 15_100, thresholdTokens: 16_000 });
+    expect(state).toEqual({ ineffective: 2, suspendedAtTokens: 15_100 });
+    expect(recordCompactionOutcome(initialAntiThrash(), { tokensAfter: 13_599, thresholdTokens: 16_000 })).toEqual({ ineffective: 0 });
+  });
+
   it("resets on an effective compaction", () => {
     const state = recordCompactionOutcome({ ineffective: 1 }, { tokensAfter: 20_000, thresholdTokens: threshold });
     expect(state).toEqual({ ineffective: 0 });
