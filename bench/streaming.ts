@@ -1,5 +1,6 @@
 /**
- * Streaming (issue 15): time to the first visible update and edits per reply for a
+ * Streaming (issue 15): time to the first visible update, and messages, edits, deletes and
+ * notifying messages per reply (issue 30: the status is silent, the answer notifies) for a
  * 2,000-token answer streamed at 50 tokens/s, per mode (off is the baseline: the first thing
  * the user sees is the answer itself). The real pipeline in this process (Telegram adapter,
  * gateway with its preview renderer, worker, BullMQ on a private redis-server) against the fake
@@ -28,7 +29,7 @@ const TOKEN = "123456:BENCH-token";
 /** 2,000 chunks as the fake LLM streams them: a 3-letter word each (" abc" is one chunk). */
 const answer = Array.from({ length: TOKENS }, (_, index) => `${String.fromCharCode(97 + (index % 26))}${String.fromCharCode(97 + (Math.floor(index / 26) % 26))}x`).join(" ");
 
-interface Measured { firstVisibleMs: number; finalMs: number; messages: number; edits: number; rateLimited: number }
+interface Measured { firstVisibleMs: number; finalMs: number; messages: number; edits: number; deletes: number; notified: number; rateLimited: number }
 
 async function runMode(mode: (typeof MODES)[number], redisUrl: string, llm: FakeLlm): Promise<Measured[]> {
   const telegram = await FakeTelegram.start({ token: TOKEN });
@@ -62,6 +63,8 @@ async function runMode(mode: (typeof MODES)[number], redisUrl: string, llm: Fake
         finalMs: finalAt.get(chatId)! - pushedAt.get(chatId)!,
         messages: inChat.filter((call) => call.method === "sendMessage").length,
         edits: inChat.filter((call) => call.method === "editMessageText").length,
+        deletes: telegram.calls.filter((call) => call.method === "deleteMessage" && String(call.payload.chat_id) === String(chatId)).length,
+        notified: telegram.notifications(chatId).length,
         rateLimited: gateway.previews.stats.rateLimited,
       };
     });
@@ -91,13 +94,15 @@ export async function main(): Promise<string> {
         Math.round(median(runs.map((result) => result.finalMs))),
         median(runs.map((result) => result.messages)),
         median(runs.map((result) => result.edits)),
+        median(runs.map((result) => result.deletes)),
+        median(runs.map((result) => result.notified)),
         runs[0]!.rateLimited,
       ];
     });
     const report = [
       `${TOKENS}-token answer (${answer.length} characters: ${Math.ceil(answer.length / 4096)} Telegram messages) at ${TOKENS_PER_SECOND} tokens/s, ${CHATS} private chats per mode at once, medians:`,
       "",
-      table(["mode", "first visible update (ms)", "vs off", "final complete (ms)", "messages sent", "edits", "preview 429s (all chats)"], rows),
+      table(["mode", "first visible update (ms)", "vs off", "final complete (ms)", "messages sent", "edits", "deletes", "notifying messages", "preview 429s (all chats)"], rows),
     ].join("\n");
     console.log(report);
     return report;

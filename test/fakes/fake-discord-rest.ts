@@ -44,12 +44,20 @@ type Reply = (status: number, payload?: unknown, headers?: Record<string, string
 const MISSING_ACCESS = { message: "Missing Access", code: 50001 };
 const MISSING_PERMISSIONS = { message: "Missing Permissions", code: 50013 };
 const THREAD_ARCHIVED = { message: "Thread is archived", code: 50083 };
+const SUPPRESS_EMBEDS = 1 << 2;
+const SUPPRESS_NOTIFICATIONS = 1 << 12;
 const invalidForm = (field: string, code: string, message: string) => ({ message: "Invalid Form Body", code: 50035, errors: { [field]: { _errors: [{ code, message }] } } });
 
 export class FakeRest {
   readonly requests: RecordedRequest[] = [];
   readonly faults: SendFault[] = [];
   readonly interactionCallbacks: InteractionCallback[] = [];
+  /**
+   * Who each created message notified, in order: a DM's recipient, or in a guild the users it
+   * pinged (mentions allowed by allowed_mentions, the replied-to author with replied_user);
+   * nobody when it carried SUPPRESS_NOTIFICATIONS (@silent). Edits never notify.
+   */
+  readonly notifications: Array<{ channelId: string; messageId: string; userIds: string[] }> = [];
   /** Files the bot uploaded with messages Discord created, in order, as received. */
   readonly uploads: Array<{ channelId: string; messageId: string; filename: string; bytes: Buffer; attachment: Payload }> = [];
   /** The files of the request being routed (multipart), for the message it creates. */
@@ -217,6 +225,9 @@ export class FakeRest {
     if (typeof allowed === "string") return reply(400, invalidForm("allowed_mentions", "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE", allowed), limits);
     const componentsError = checkComponents(body.components);
     if (componentsError) return reply(400, invalidForm("components", "BASE_TYPE_INVALID", componentsError), limits);
+    // A new message may set only SUPPRESS_EMBEDS (4) and SUPPRESS_NOTIFICATIONS (4096).
+    const flags = Number(body.flags ?? 0);
+    if (!Number.isInteger(flags) || (flags & ~(SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS)) !== 0) return reply(400, invalidForm("flags", "MESSAGE_FLAGS_INVALID", "Invalid flags"), limits);
     // enforce_nonce: the message already created with this nonce comes back, no new one.
     if (body.enforce_nonce === true && body.nonce !== undefined) {
       const existing = this.world.botMessages(channelId).find((message) => message.nonce === body.nonce);
@@ -245,12 +256,14 @@ export class FakeRest {
       attachments: files.map((file, index) => ({
         id: this.world.snowflake(), filename: file.filename, size: file.bytes.length, content_type: file.contentType,
         url: `http://127.0.0.1:${this.port()}/cdn/uploads/${channelId}/${index}/${file.filename}`, proxy_url: "",
-      })), embeds: [], pinned: false, type: referenced ? 19 : 0, flags: 0, nonce: body.nonce,
+      })), embeds: [], pinned: false, type: referenced ? 19 : 0, flags, nonce: body.nonce,
       ...(Array.isArray(body.components) ? { components: body.components } : {}),
       ...(guild ? { guild_id: guild.id } : {}),
       ...(referenced ? { message_reference: { type: 0, message_id: referenced.id, channel_id: channelId, guild_id: channel.guild_id }, referenced_message: oneLevel(referenced) } : {}),
     };
     this.world.store(message);
+    const recipients = channel.type === 1 ? ((channel.recipients as Payload[] | undefined) ?? []).map((user) => String(user.id)) : [...new Set(pinged)];
+    this.notifications.push({ channelId, messageId: String(message.id), userIds: (flags & SUPPRESS_NOTIFICATIONS) !== 0 ? [] : recipients });
     for (const [index, file] of files.entries()) this.uploads.push({ channelId, messageId: String(message.id), filename: file.filename, bytes: file.bytes, attachment: (message.attachments as Payload[])[index]! });
     reply(200, message, limits);
   }
@@ -268,7 +281,8 @@ export class FakeRest {
       });
     }
     if ((existing.author as Payload).id !== IDS.bot) return reply(403, { message: "Cannot edit a message authored by another user", code: 50005 });
-    if (isLockedArchive(channel)) return reply(400, THREAD_ARCHIVED);
+    // Nothing in an archived thread can be edited (only a new message unarchives it).
+    if ((channel.thread_metadata as Payload | undefined)?.archived === true) return reply(400, THREAD_ARCHIVED);
     if (typeof body.content === "string" && discordLength(body.content) > 2000) return reply(400, invalidForm("content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length."));
     const allowed = parseAllowedMentions(body.allowed_mentions);
     if (typeof allowed === "string") return reply(400, invalidForm("allowed_mentions", "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE", allowed));

@@ -131,6 +131,11 @@ export class FakeDiscord {
     this.world.remove(channelId, messageId);
   }
 
+  /** Who each message the bot created notified (nobody for @silent ones), in order. */
+  get notifications(): FakeRest["notifications"] {
+    return this.rest.notifications;
+  }
+
   /** Interaction callbacks received, in order (`late`: after Discord's 3 s). */
   get interactionCallbacks(): InteractionCallback[] {
     return this.rest.interactionCallbacks;

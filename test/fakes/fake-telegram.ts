@@ -11,11 +11,15 @@
  *   parsing, and records what the user would SEE (`visible`);
  * - rate limits: about 1 message/s per chat with short bursts, 20/min in groups, 30/s overall,
  *   answered with 429 and `retry_after`; edits count like messages;
+ * - entities: at most 100 kept per message (`visible.droppedEntities` counts the rest, shown
+ *   unformatted); 400 ENTITIES_TOO_LONG past ~9,500 characters of markup source;
  * - editMessageText: 400 "message is not modified" for the same text and keyboard, "message to
  *   edit not found" for a message that was deleted (`deleteByUser`, deleteMessage) or never
  *   sent, the 4,096 limit after entity parsing; `chatView` is what the chat shows in the end;
  * - supergroup migration: after `migrateChat`, calls to the old id fail with 400
  *   "group chat was upgraded to a supergroup chat" and `parameters.migrate_to_chat_id`;
+ * - notifications: an accepted sendMessage/sendDocument notifies unless `disable_notification`
+ *   (recorded as `notified`; `notifications(chatId)`); an edit never notifies;
  * - setWebhook / deleteWebhook / getWebhookInfo (with injectable delivery errors), getFile and
  *   the file download route `/file/bot<token>/<path>`, leaveChat.
  */
@@ -37,6 +41,11 @@ export interface RecordedCall {
   files?: MultipartFile[];
   /** sendDocument that Telegram accepted: the file the user can open. */
   document?: { fileName: string; bytes: Buffer };
+  /**
+   * A message Telegram accepted and the recipients were notified of (a new message without
+   * `disable_notification`); false for silent sends. Edits never notify: never set on them.
+   */
+  notified?: boolean;
 }
 
 export interface ApiFailure {
@@ -76,6 +85,11 @@ export const FAKE_BOT: UserFromGetMe = {
   can_manage_bots: false,
   supports_join_request_queries: false,
 };
+
+/** A message keeps at most this many formatting entities (rubenlagus/TelegramBots#854). */
+export const ENTITY_LIMIT = 100;
+/** Markup source past which Telegram answers ENTITIES_TOO_LONG (approximately; see checkMessage). */
+export const ENTITIES_SOURCE_LIMIT = 9_500;
 
 const DEFAULT_LIMITS: RateLimits = { burst: 3, perChatPerSecond: 1, groupPerMinute: 20, globalPerSecond: 30 };
 
@@ -153,6 +167,11 @@ export class FakeTelegram {
   /** sendMessage calls Telegram accepted (to `chatId` when given), in order: what users received. */
   delivered(chatId?: number | string): RecordedCall[] {
     return this.calls.filter((call) => call.method === "sendMessage" && call.visible !== undefined && (chatId === undefined || String(call.payload.chat_id) === String(chatId)));
+  }
+
+  /** The accepted messages that notified the chat (`chatId` when given), in order: what made a phone buzz. */
+  notifications(chatId?: number | string): RecordedCall[] {
+    return this.calls.filter((call) => call.notified === true && (chatId === undefined || String(call.payload.chat_id) === String(chatId)));
   }
 
   /**
@@ -478,6 +497,7 @@ export class FakeTelegram {
     const retryAfter = this.rateLimited(String(payload.chat_id), Date.now());
     if (retryAfter > 0) return fail({ error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } });
     call.visible = parsed;
+    call.notified = payload.disable_notification !== true;
     ok(this.botMessage(Number(payload.chat_id), {
       ...(payload.message_thread_id === undefined ? {} : { message_thread_id: payload.message_thread_id, is_topic_message: true }),
       text: parsed.text,
@@ -507,6 +527,7 @@ export class FakeTelegram {
     const retryAfter = this.rateLimited(String(payload.chat_id), Date.now());
     if (retryAfter > 0) return fail({ error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } });
     call.document = { fileName: file.filename, bytes: file.bytes };
+    call.notified = payload.disable_notification !== true && payload.disable_notification !== "true";
     ok(this.botMessage(Number(payload.chat_id), { document: { file_name: file.filename, file_size: file.bytes.length, file_id: `doc${this.nextMessageId + 1}`, file_unique_id: `udoc${this.nextMessageId + 1}`, mime_type: file.contentType } }));
   }
 
@@ -558,6 +579,15 @@ function checkMessage(payload: Record<string, unknown>, tooLong: string): Parsed
   if ("error" in parsed) return parsed;
   if (parsed.text.trim().length === 0) return { error: "Bad Request: message text is empty" };
   if (parsed.text.length > 4096) return { error: tooLong };
+  // The entities' total size is capped; "a good approximation" is ~9,500 characters of markup
+  // (tdlib/telegram-bot-api#165). Stricter than Telegram only where markup is mostly escapes.
+  if (parsed.entities.length > 0 && source.length > ENTITIES_SOURCE_LIMIT) return { error: "Bad Request: ENTITIES_TOO_LONG" };
+  // Telegram keeps the first 100 entities; the text past them shows unformatted.
+  if (parsed.entities.length > ENTITY_LIMIT) {
+    const kept = { text: parsed.text, entities: parsed.entities.slice(0, ENTITY_LIMIT), droppedEntities: parsed.entities.length - ENTITY_LIMIT };
+    const markupError = checkInlineKeyboard(payload.reply_markup);
+    return markupError ? { error: markupError } : kept;
+  }
   const markupError = checkInlineKeyboard(payload.reply_markup);
   return markupError ? { error: markupError } : parsed;
 }

@@ -30,6 +30,8 @@ export interface ParsedEntity {
 export interface ParsedHtml {
   text: string;
   entities: ParsedEntity[];
+  /** Entities past the 100 Telegram keeps: the server dropped their formatting. */
+  droppedEntities?: number;
 }
 
 const TAGS = new Set(["a", "b", "strong", "i", "em", "s", "strike", "del", "u", "ins", "tg-spoiler", "tg-emoji", "span", "pre", "code", "blockquote"]);

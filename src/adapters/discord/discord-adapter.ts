@@ -7,7 +7,7 @@ import type { ChannelAdapter, IngressPort, OutboundReply, SendOptions, TurnActiv
 import { buttonRow, replaceMessage, toInboundAction } from "./actions.js";
 import { DEFAULT_BACKFILL_LIMITS, runBackfill, type BackfillLimits } from "./backfill.js";
 import { Intake } from "./intake.js";
-import { DiscordPreviews, editFinal } from "./previews.js";
+import { DiscordPreviews, editFinal, removeReplaced } from "./previews.js";
 import { NO_MENTIONS, sendParts, toSendError } from "./send-reply.js";
 import { sendDocuments } from "./send-documents.js";
 import { splitMessage } from "./split.js";
@@ -97,7 +97,7 @@ export class DiscordAdapter implements ChannelAdapter {
       failIfNotExists: false,
       rest: { api: options.apiRoot ?? "https://discord.com/api" },
     });
-    this.previews = new DiscordPreviews(this.client, async (channelId) => this.pingsIn(await this.resolveChannel(channelId)), this.logger);
+    this.previews = new DiscordPreviews(this.client, this.logger);
     this.typing = new TypingIndicators({
       intervalMs: options.typingIntervalMs ?? 8_000,
       timeoutMs: options.typingTimeoutMs ?? 600_000,
@@ -176,8 +176,22 @@ export class DiscordAdapter implements ChannelAdapter {
       this.typing.stop(reply.sessionKey);
       throw error;
     }
+    if (options.preview && options.fromPart === 0 && !options.preview.only) {
+      // The final replaces the live preview: an edit never notifies, so the answer goes out as
+      // new messages (with a nonce: a retried part 1 is not posted twice) and the silent status
+      // is deleted once part 1 is out, before that part is recorded. Sending also unarchives a
+      // thread archived meanwhile, where an edit would be refused (50083).
+      const { messageId } = options.preview;
+      return this.send(reply, {
+        fromPart: 0,
+        onPartSent: async (partIndex, sent) => {
+          if (partIndex === 0) await removeReplaced(this.client, channel.id, messageId, this.logger);
+          return options.onPartSent(partIndex, sent);
+        },
+      });
+    }
     if (options.preview && options.fromPart === 0) {
-      // The final takes the live preview over: part 1 is edited into it, the rest is sent.
+      // A preview-only reply (/stop) takes the live preview over: it is edited into it.
       const components = reply.actions?.length && parts.length === 1 ? buttonRow(reply.actions) : undefined;
       if (await editFinal(channel, reply, options.preview.messageId, parts[0] ?? "", components ? { components } : {})) {
         const done = options.preview.only || parts.length === 1;

@@ -1,11 +1,13 @@
 /**
- * Live previews on Discord (docs/streaming.md): one message, a reply to the user's message,
- * edited as the turn goes on; the final answer's first part is edited into it. Preview requests
+ * Live previews on Discord (docs/streaming.md): one message, a silent reply to the user's
+ * message (SUPPRESS_NOTIFICATIONS, no ping), edited as the turn goes on; the final answer is
+ * sent as new messages (they notify) and the preview deleted, a preview-only reply (/stop) is
+ * edited into it. Preview requests
  * go through discord.js' REST with an abort signal, so a preview that would wait behind a rate
  * limit is dropped when its time is up (the renderer shows the latest update later) instead of
  * queueing; @discordjs/rest keeps the channel's buckets, which the final's sends share.
  */
-import { DiscordAPIError, Routes, type Client, type SendableChannels } from "discord.js";
+import { DiscordAPIError, MessageFlags, Routes, type Client, type SendableChannels } from "discord.js";
 import type { OutboundReply, PreviewPort, ReplyTarget } from "../channel-adapter.js";
 import { PermanentError } from "../../errors.js";
 import type { Logger } from "../../logger.js";
@@ -24,7 +26,7 @@ const GONE_CODES = new Set([10008, 50005]);
 export const DISCORD_PREVIEW_INTERVAL_MS = 1_500;
 
 export class DiscordPreviews implements PreviewPort {
-  constructor(private readonly client: Client, private readonly pings: (channelId: string) => Promise<boolean>, private readonly logger: Logger) {}
+  constructor(private readonly client: Client, private readonly logger: Logger) {}
 
   minIntervalMs(): number {
     return DISCORD_PREVIEW_INTERVAL_MS;
@@ -32,12 +34,13 @@ export class DiscordPreviews implements PreviewPort {
 
   async create(target: ReplyTarget, text: string, signal: AbortSignal, previewId?: string): Promise<string> {
     const replyTo = target.replyToMessageId;
-    const ping = replyTo !== undefined && (await this.pings(target.chatId));
     try {
       const created = (await this.client.rest.post(Routes.channelMessages(target.chatId), {
         body: {
           content: clipDiscordPreview(text),
-          allowed_mentions: { parse: [], replied_user: ping },
+          // A status never notifies (no ping, @silent): the answer that replaces it does.
+          allowed_mentions: { parse: [], replied_user: false },
+          flags: MessageFlags.SuppressNotifications,
           // A create retried after a lost answer returns the message it already made.
           ...(previewId === undefined ? {} : { nonce: partNonce(`preview:${previewId}`, 0), enforce_nonce: true }),
           ...(replyTo === undefined ? {} : { message_reference: { message_id: replyTo, fail_if_not_exists: false } }),
@@ -64,6 +67,16 @@ export class DiscordPreviews implements PreviewPort {
   async remove(target: ReplyTarget, messageId: string): Promise<void> {
     await this.client.rest.delete(Routes.channelMessage(target.chatId, messageId)).catch((error: unknown) =>
       this.logger.debug({ error: String(error) }, "discord preview not deleted"));
+  }
+}
+
+/** Deletes a replaced preview; one already gone is fine, any other refusal is logged (the answer is out). */
+export async function removeReplaced(client: Client, channelId: string, messageId: string, logger: Logger): Promise<void> {
+  try {
+    await client.rest.delete(Routes.channelMessage(channelId, messageId));
+  } catch (error) {
+    if (error instanceof DiscordAPIError && error.code === 10008) return;
+    logger.info({ channelId, messageId, error: String(error) }, "discord preview not deleted after its final was sent");
   }
 }
 

@@ -1,7 +1,9 @@
 /**
- * Live previews on Telegram (docs/streaming.md): one message, sent as a reply to the user's
- * message and edited as the turn goes on, as plain text (a half-written answer is not valid
- * Markdown). The final answer's first part is edited into it, rendered (`editFinal`).
+ * Live previews on Telegram (docs/streaming.md): one message, sent silently
+ * (`disable_notification`) as a reply to the user's message and edited as the turn goes on, as
+ * plain text (a half-written answer is not valid Markdown). The final answer is sent as a new,
+ * notifying message and the preview deleted (`replaceFinal` in the adapter); a preview-only
+ * reply (/stop) is edited into it (`editFinal`).
  *
  * Preview calls use their own Api without auto-retry: a 429 on a preview must back off the
  * previews (the renderer skips to the latest update later), not wait inside the call.
@@ -48,6 +50,8 @@ export class TelegramPreviews implements PreviewPort {
         ...(threadId === undefined || Number.isNaN(threadId) ? {} : { message_thread_id: threadId }),
         ...(replyTo === undefined || Number.isNaN(replyTo) ? {} : { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }),
         link_preview_options: { is_disabled: true },
+        // A status never buzzes a phone: the answer that replaces it does.
+        disable_notification: true,
       }, toApiSignal(signal));
       return String(sent.message_id);
     } catch (error) {

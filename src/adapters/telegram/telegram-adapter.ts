@@ -136,8 +136,21 @@ export class TelegramAdapter implements ChannelAdapter {
   }
 
   async send(reply: OutboundReply, options: SendOptions): Promise<void> {
+    if (options.preview && options.fromPart === 0 && !options.preview.only) {
+      // The final replaces the live preview: an edit never notifies, so the answer is sent as
+      // a new message (the phone buzzes for it) and the silent status is deleted once part 1 is
+      // out, before that part is recorded (a resumed delivery deletes it too).
+      const previewId = Number(options.preview.messageId);
+      return this.send(reply, {
+        fromPart: 0,
+        onPartSent: async (partIndex, sent) => {
+          if (partIndex === 0) await this.removePreview(reply.target.chatId, previewId);
+          return options.onPartSent(partIndex, sent);
+        },
+      });
+    }
     if (options.preview && options.fromPart === 0) {
-      // The final takes the live preview over: part 1 is edited into it, the rest is sent.
+      // A preview-only reply (/stop) takes the live preview over: it is edited into it.
       const parts = replyParts(reply.text, this.options.maxPartLength ?? DEFAULT_PART_LENGTH);
       const keyboard = reply.actions?.length && parts.length === 1 ? { reply_markup: inlineKeyboard(reply.actions) } : {};
       if (await editFinal(this.bot.api, reply.target, options.preview.messageId, parts[0] ?? "", keyboard, this.logger)) {
@@ -174,6 +187,15 @@ export class TelegramAdapter implements ChannelAdapter {
     if (reply.documents && documents > 0) await sendDocuments(this.bot.api, reply.target, reply.documents, { firstPart: parts, fromPart: options.fromPart, onPartSent: options.onPartSent });
     // The answer is out: Telegram clears "typing…" when our message arrives; keep it cleared.
     if (reply.kind === "answer" && parts > 0) this.typing.stop(reply.sessionKey);
+  }
+
+  /** Deletes a replaced preview; one already gone (deleted by the user, or by an earlier attempt) is fine. */
+  private async removePreview(chatId: string, messageId: number): Promise<void> {
+    try {
+      await this.bot.api.deleteMessage(this.migrations.get(chatId) ?? chatId, messageId);
+    } catch (error) {
+      this.logger.info({ chatId, messageId, err: describeError(error) }, "telegram preview not deleted after its final was sent");
+    }
   }
 
   onActivity(activity: TurnActivity): void {

@@ -2,7 +2,8 @@
  * Live previews on Discord (issue 15), end to end: the real discord.js adapter and pipeline,
  * the fake Discord recording every POST, PATCH and DELETE with its 2,000-character limit and
  * per-channel buckets, the fake LLM streaming slowly. The channel must end with exactly the
- * committed answer, split past 2,000 characters with the preview reused as part 1.
+ * committed answer, split past 2,000 characters, sent as new messages that notify while the
+ * silent preview is deleted (issue 30).
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { Payload } from "../../fakes/fake-discord.js";
@@ -21,7 +22,7 @@ describe("discord streaming", E2E_TIMEOUT, () => {
   });
 
   for (const mode of ["progress", "partial"] as const) {
-    it(`${mode}: a 4,500-character answer ends as exactly the answer in 3 messages, the preview being part 1`, async () => {
+    it(`${mode}: a 4,500-character answer ends as exactly the answer in 3 messages that replaced the silent preview`, async () => {
       e2e = await DiscordE2E.start({ DISCORD_STREAMING: mode });
       await e2e.startPipeline();
       const answer = longAnswer(4_500);
@@ -36,17 +37,20 @@ describe("discord streaming", E2E_TIMEOUT, () => {
       await sleep(2_000);
       const shown = e2e.fake.botMessages(IDS.textChannel);
       expect(squash(contents(shown).join(""))).toBe(squash(answer));
-      expect(shown.every((message) => [...String(message.content)].length <= 2_000)).toBe(true);
+      expect(shown.every((message) => [...String(message.content)].length <= 2_000 && !message.edited_timestamp)).toBe(true);
       const posts = e2e.fake.requestsTo("POST", /^\/channels\/\d+\/messages$/).filter((request) => request.status === 200);
-      expect(posts).toHaveLength(3);
-      // The first message was the preview; the final's part 1 was edited into it.
-      expect(shown[0]?.edited_timestamp).toBeTruthy();
+      // The silent preview, then the 3 parts of the answer.
+      expect(posts).toHaveLength(4);
+      const preview = posts[0]!.body as Payload;
+      expect(preview).toMatchObject({ flags: 4096, allowed_mentions: { parse: [], replied_user: false } });
+      if (mode === "progress") expect(String(preview.content)).toMatch(/^(💭|✍️)/u);
+      const previewId = String(e2e.fake.notifications[0]?.messageId);
       const edits = e2e.fake.requestsTo("PATCH", EDIT_PATH).filter((request) => request.status === 200);
-      expect(edits.every((request) => EDIT_PATH.exec(request.path)?.[2] === String(shown[0]?.id))).toBe(true);
-      const firstText = String((posts[0]?.body as Payload).content);
-      if (mode === "progress") expect(firstText).toMatch(/^(💭|✍️)/u);
-      expect(new Set(posts.map((request) => String((request.body as Payload).content))).size).toBe(3);
-      expect(e2e.fake.requestsTo("DELETE", EDIT_PATH)).toHaveLength(0);
+      expect(edits.every((request) => EDIT_PATH.exec(request.path)?.[2] === previewId)).toBe(true);
+      expect(e2e.fake.requestsTo("DELETE", EDIT_PATH).map((request) => EDIT_PATH.exec(request.path)?.[2])).toEqual([previewId]);
+      expect(new Set(posts.map((request) => String((request.body as Payload).content))).size).toBe(4);
+      // Who was notified: nobody by the status; the asker by the answer's first part (a reply that pings).
+      expect(e2e.fake.notifications.map((entry) => entry.userIds)).toEqual([[], [IDS.user], [], []]);
     });
   }
 
@@ -61,9 +65,8 @@ describe("discord streaming", E2E_TIMEOUT, () => {
       expect(found).toBeTruthy();
       return found!;
     }, 60_000);
-    // The preview was a reply that pinged the asker only (checked here: it is gone at the end).
-    expect(preview).toMatchObject({ mention_roles: [], mention_everyone: false });
-    expect((preview.mentions as Payload[]).map((user) => String(user.id))).toEqual([IDS.user]);
+    // The preview was a silent reply that pinged nobody (checked here: it is gone at the end).
+    expect(preview).toMatchObject({ mention_roles: [], mention_everyone: false, mentions: [], flags: 4096 });
     e2e.fake.deleteByUser(IDS.textChannel, String(preview.id));
 
     await until(() => expect(contents(e2e!.fake.botMessages(IDS.textChannel))).toEqual([answer]), 60_000);
@@ -76,5 +79,19 @@ describe("discord streaming", E2E_TIMEOUT, () => {
     for (const ping of pings) expect(ping.pinged).toEqual(ping.expected);
     await e2e.close();
     e2e = undefined;
+  });
+  it("a thread archived mid-stream (edits refused with 50083): the answer is sent, which reopens the thread", async () => {
+    e2e = await DiscordE2E.start({ DISCORD_STREAMING: "partial" });
+    await e2e.startPipeline();
+    const thread = e2e.fake.createThread(IDS.textChannel, "archived mid-turn");
+    const threadId = String(thread.id);
+    const answer = Array.from({ length: 80 }, (_, index) => `word${index}`).join(" ");
+    e2e.llm.enqueue({ text: answer, tokensPerSecond: 25 });
+    e2e.fake.dispatchMessage({ channel_id: threadId, content: `<@${IDS.bot}> go` });
+    await until(() => expect(e2e!.fake.botMessages(threadId).some((message) => String(message.content).startsWith("word0"))).toBe(true), 60_000);
+    e2e.fake.archiveThread(threadId);
+
+    await until(() => expect(contents(e2e!.fake.botMessages(threadId))).toEqual([answer]), 60_000);
+    expect(e2e.fake.notifications.filter((entry) => entry.channelId === threadId).map((entry) => entry.userIds)).toEqual([[], [IDS.user]]);
   });
 });

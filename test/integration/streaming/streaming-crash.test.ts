@@ -1,8 +1,8 @@
 /**
  * Live previews across crashes (issue 15), with real processes: a worker SIGKILLed while it
- * streams (another worker retries the turn and continues the same preview, which becomes the
- * final: no second message), and a gateway SIGKILLed in the middle of the final (the restarted
- * gateway finishes it from the durable record: it edits the preview again, never sends it anew).
+ * streams (another worker retries the turn and continues the same preview, which the final then
+ * replaces: one preview, one answer), and a gateway SIGKILLed in the middle of the final (the
+ * restarted gateway finishes it from the durable record, after the parts already recorded).
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { startTelegramApps, type TelegramApps } from "../../helpers/telegram-apps.js";
@@ -24,7 +24,7 @@ async function setUp() {
 const squash = (text: string) => text.replace(/\s+/g, "");
 
 describe("streaming across crashes", () => {
-  for (const fault of ["SIGKILL", "SIGSTOP"] as const) it(`a worker ${fault === "SIGKILL" ? "killed" : "paused past its lease"} mid-stream: another worker finishes, the same preview becomes the final, no second message`, { timeout: 240_000 }, async () => {
+  for (const fault of ["SIGKILL", "SIGSTOP"] as const) it(`a worker ${fault === "SIGKILL" ? "killed" : "paused past its lease"} mid-stream: another worker finishes in the same preview, the final replaces it, no second answer`, { timeout: 240_000 }, async () => {
     const { telegram, llm, start } = await setUp();
     const answer = Array.from({ length: 90 }, (_, index) => `word${index}`).join(" ");
     // The first attempt streams slowly; the retry answers at once.
@@ -41,14 +41,17 @@ describe("streaming across crashes", () => {
     else first.signal("SIGSTOP");
     start("worker");
 
-    await waitUntil(() => telegram.chatView(DM.id)[0]?.text === answer, "the final in the preview", 90_000);
+    await waitUntil(() => telegram.chatView(DM.id)[0]?.text === answer, "the final in place of the preview", 90_000);
     // The paused worker wakes up mid-stream: it is superseded, and nothing it still sends shows.
     if (fault === "SIGSTOP") first.signal("SIGCONT");
     await sleep(3_000);
     const view = telegram.chatView(DM.id);
     expect(view).toHaveLength(1);
-    expect(view[0]?.messageId).toBe(preview.messageId);
-    expect(telegram.callsOf("sendMessage").filter((call) => call.visible)).toHaveLength(1);
+    // One preview for both attempts (deleted once the answer was out), one answer, which notified.
+    expect(view[0]?.messageId).not.toBe(preview.messageId);
+    expect(telegram.callsOf("sendMessage").filter((call) => call.visible)).toHaveLength(2);
+    expect(telegram.callsOf("deleteMessage").map((call) => call.payload.message_id)).toEqual([preview.messageId]);
+    expect(telegram.notifications(DM.id).map((call) => call.visible?.text)).toEqual([answer]);
     expect(llm.requests.length).toBeGreaterThanOrEqual(2);
     expect(telegram.chatView(DM.id)[0]?.text).toBe(answer);
   });
@@ -57,15 +60,17 @@ describe("streaming across crashes", () => {
     const { telegram, llm, start } = await setUp();
     const answer = longAnswer(6_000);
     llm.enqueue({ text: answer, tokensPerSecond: 300 });
-    // The final's edit lands, but its answer never comes back: the gateway dies waiting.
-    telegram.loseAnswer("editMessageText", { applied: true, hang: true, predicate: (call) => call.payload.parse_mode === "HTML" });
+    // The final's part 2 never gets an answer (nor lands): the gateway dies waiting, after
+    // part 1 went out, the preview was deleted and part 1 recorded.
+    let finals = 0;
+    telegram.loseAnswer("sendMessage", { applied: false, hang: true, predicate: (call) => call.payload.parse_mode === "HTML" && ++finals === 2 });
     const gateway = start("gateway");
     const worker = start("worker");
     await gateway.waitForStderr(/telegram long polling started/, 90_000);
     await worker.waitForStderr(/longhaul-ready/, 90_000);
 
     telegram.pushMessage({ chat: DM, from: ADA, text: "write a lot" });
-    await telegram.waitForCall("editMessageText", (call) => call.payload.parse_mode === "HTML", 60_000);
+    await waitUntil(() => finals >= 2, "the final's part 2 sent", 60_000);
     await gateway.kill("SIGKILL");
     const restarted = start("gateway");
     await restarted.waitForStderr(/telegram long polling started/, 90_000);
@@ -78,9 +83,9 @@ describe("streaming across crashes", () => {
     const view = telegram.chatView(DM.id);
     expect(view).toHaveLength(2);
     const sends = telegram.callsOf("sendMessage").filter((call) => call.visible);
-    // The preview and part 2: part 1 went into the preview, twice ("not modified" the second time).
-    expect(sends).toHaveLength(2);
-    expect(telegram.callsOf("editMessageText").filter((call) => call.payload.parse_mode === "HTML")).toHaveLength(2);
-    expect(telegram.callsOf("deleteMessage")).toHaveLength(0);
+    // The silent preview, then parts 1 and 2 once each: the restarted gateway resumed at part 2.
+    expect(sends).toHaveLength(3);
+    expect(sends.map((call) => call.notified)).toEqual([false, true, true]);
+    expect(telegram.callsOf("deleteMessage")).toHaveLength(1);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Live previews on Telegram under faults (issue 15): a lost answer to the final edit, flood
+ * Live previews on Telegram under faults (issue 15): a lost send of the final's first part, flood
  * limits, a preview deleted by the user, /stop and an interrupting message mid-stream. The fake
  * Bot API records every send, edit and delete; the chat must end with exactly the committed
  * reply, and no message may be sent twice.
@@ -28,24 +28,22 @@ async function settledView(run: TelegramE2e, done: (view: ReturnType<typeof show
 }
 
 describe("telegram streaming under faults", () => {
-  for (const applied of [true, false]) {
-    it(`a network error on the final edit (${applied ? "the edit landed, its answer was lost" : "the edit never arrived"}): exactly one final visible`, async () => {
-      e2e = await startTelegramE2e({ env: { STREAMING: "partial" } });
-      const { telegram, llm } = e2e;
-      const answer = words(60);
-      llm.enqueue({ text: answer, tokensPerSecond: 30 });
-      telegram.loseAnswer("editMessageText", { applied, predicate: (call) => call.payload.parse_mode === "HTML" });
-      telegram.pushMessage({ chat: DM, from: ADA, text: "go" });
+  it("a network error on the final's first part (it never arrived): exactly one final visible, the silent preview deleted", async () => {
+    e2e = await startTelegramE2e({ env: { STREAMING: "partial" } });
+    const { telegram, llm } = e2e;
+    const answer = words(60);
+    llm.enqueue({ text: answer, tokensPerSecond: 30 });
+    telegram.loseAnswer("sendMessage", { applied: false, predicate: (call) => call.payload.parse_mode === "HTML" });
+    telegram.pushMessage({ chat: DM, from: ADA, text: "go" });
 
-      const finals = () => telegram.callsOf("editMessageText").filter((call) => call.payload.parse_mode === "HTML");
-      // In partial mode the last preview may already show the answer's text: wait for the final's retry too.
-      await waitUntil(() => finals().length >= 2, "the final edit sent again after its answer was lost");
-      const view = await settledView(e2e, (chat) => chat.length === 1 && chat[0]?.text === answer, "the final in the preview");
-      expect(view).toHaveLength(1);
-      expect(visibleSends(e2e)).toHaveLength(1);
-      expect(finals().length).toBe(2);
-    });
-  }
+    const finals = () => telegram.callsOf("sendMessage").filter((call) => call.payload.parse_mode === "HTML");
+    await waitUntil(() => finals().length >= 2, "the final sent again after its answer was lost");
+    const view = await settledView(e2e, (chat) => chat.length === 1 && chat[0]?.text === answer, "the final alone");
+    expect(view).toHaveLength(1);
+    expect(finals().filter((call) => call.visible)).toHaveLength(1);
+    expect(telegram.callsOf("deleteMessage")).toHaveLength(1);
+    expect(telegram.notifications(DM.id).map(textOf)).toEqual([answer]);
+  });
 
   it("flood limits: previews are thinned and back off, the final is delivered whole", async () => {
     e2e = await startTelegramE2e({ env: { STREAMING: "partial" } });
@@ -57,7 +55,9 @@ describe("telegram streaming under faults", () => {
 
     const view = await settledView(e2e, (chat) => chat.length === 1 && chat[0]?.text === answer, "the final");
     expect(view).toHaveLength(1);
-    expect(visibleSends(e2e)).toHaveLength(1);
+    // The silent preview and the answer that replaced it.
+    expect(visibleSends(e2e)).toHaveLength(2);
+    expect(telegram.notifications(DM.id).map(textOf)).toEqual([answer]);
     const stats = e2e.pipeline.gateway.previews.stats;
     expect(stats.rateLimited).toBeGreaterThan(0);
     // 150 chunks were streamed; the chat saw a handful of interim writes.
@@ -96,7 +96,7 @@ describe("telegram streaming under faults", () => {
     expect(view[1]?.text).toMatch(/stop/i);
   });
 
-  it("an interrupting message (BUSY_MODE=interrupt): the same preview carries on and becomes the new answer", async () => {
+  it("an interrupting message (BUSY_MODE=interrupt): the same preview carries on and the new answer replaces it", async () => {
     e2e = await startTelegramE2e({ env: { STREAMING: "partial", BUSY_MODE: "interrupt" } });
     const { telegram, llm } = e2e;
     llm.setHandler((request) => (lastUserText(request) === "actually, this" ? { text: "the new answer", tokensPerSecond: 10 } : { text: words(200), tokensPerSecond: 20 }));
@@ -105,9 +105,12 @@ describe("telegram streaming under faults", () => {
     const preview = shown(e2e)[0]!;
     telegram.pushMessage({ chat: DM, from: ADA, text: "actually, this" });
 
-    const view = await settledView(e2e, (chat) => chat.length === 1 && chat[0]?.text === "the new answer", "the new answer in the preview");
-    expect(view[0]?.messageId).toBe(preview.messageId);
-    expect(visibleSends(e2e)).toHaveLength(1);
+    const view = await settledView(e2e, (chat) => chat.length === 1 && chat[0]?.text === "the new answer", "the new answer alone");
+    expect(view[0]?.messageId).not.toBe(preview.messageId);
+    // One preview for both turns (edited on), then the answer as one notifying message.
+    expect(visibleSends(e2e)).toHaveLength(2);
+    expect(telegram.callsOf("deleteMessage").map((call) => call.payload.message_id)).toEqual([preview.messageId]);
+    expect(telegram.notifications(DM.id).map(textOf)).toEqual(["the new answer"]);
   });
 
   it("interim writes to a chat are at least a second apart", async () => {

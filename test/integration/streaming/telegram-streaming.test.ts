@@ -1,8 +1,8 @@
 /**
  * Live previews on Telegram (issue 15), end to end: the real adapter and pipeline, the fake Bot
  * API recording every send, edit and delete, the fake LLM streaming slowly. In each mode the
- * chat must end with exactly the committed answer — split past 4,096 characters with the preview
- * reused as part 1 — and no message may ever be sent twice.
+ * chat must end with exactly the committed answer — split past 4,096 characters, sent as new
+ * messages that notify, the silent preview deleted (issue 30) — and no message may ever be sent twice.
  */
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { RecordedCall } from "../../fakes/fake-telegram.js";
@@ -43,7 +43,7 @@ async function finalView(run: TelegramE2e, expected: string, parts: number) {
 
 describe("telegram streaming: the chat ends with exactly the committed answer", () => {
   for (const mode of ["progress", "partial"] as const) {
-    it(`${mode}: a 6,000-character answer: the preview becomes part 1, part 2 is sent, nothing twice`, async () => {
+    it(`${mode}: a 6,000-character answer replaces its silent preview with 2 notifying messages, nothing twice`, async () => {
       e2e = await startTelegramE2e({ env: { STREAMING: mode } });
       const { telegram, llm } = e2e;
       const answer = longAnswer(6_000);
@@ -53,22 +53,28 @@ describe("telegram streaming: the chat ends with exactly the committed answer", 
       const view = await finalView(e2e, answer, 2);
       const sends = telegram.callsOf("sendMessage").filter((call) => call.visible);
       const edits = telegram.callsOf("editMessageText").filter((call) => call.visible);
-      // The first message the chat got was the preview, plain text; it is part 1 now.
-      expect(sends[0]?.payload.parse_mode).toBeUndefined();
-      expect(view[0]?.edited).toBe(true);
-      expect(edits.every((call) => Number(call.payload.message_id) === view[0]?.messageId)).toBe(true);
-      expect(sends).toHaveLength(2);
-      expect(view.every((message) => message.text.length <= 4096)).toBe(true);
-      expect(telegram.callsOf("deleteMessage")).toHaveLength(0);
+      // The first message the chat got was the preview, plain text and silent; it is deleted
+      // once the answer's first part is out, and every edit went to it.
+      const preview = sends[0]!;
+      expect(preview.payload.parse_mode).toBeUndefined();
+      expect(preview.notified).toBe(false);
+      const previewId = (await telegram.waitForCall("deleteMessage")).payload.message_id;
+      expect(telegram.callsOf("deleteMessage")).toHaveLength(1);
+      expect(edits.every((call) => call.payload.message_id === previewId)).toBe(true);
+      expect(view.some((message) => message.messageId === previewId)).toBe(false);
+      // The answer: two new HTML messages, each notifying; the phone buzzed for nothing else.
+      expect(sends).toHaveLength(3);
+      expect(sends.slice(1).every((call) => call.payload.parse_mode === "HTML")).toBe(true);
+      expect(telegram.notifications(DM.id)).toEqual(sends.slice(1));
+      expect(view.every((message) => message.text.length <= 4096 && !message.edited)).toBe(true);
+      expect((telegram.callsOf("deleteMessage")[0]?.at ?? 0)).toBeGreaterThanOrEqual(sends[1]!.at);
       expectNoRepeatedSends(telegram.calls);
-      // The final edit was the last edit of the preview and carried HTML.
-      expect(edits.at(-1)?.payload.parse_mode).toBe("HTML");
       if (mode === "progress") {
         expect(bodyText(sends[0]!)).toMatch(/^💭|^✍️/u);
-        expect(edits.slice(0, -1).every((call) => /^(💭|✍️|🔧)/u.test(bodyText(call)))).toBe(true);
+        expect(edits.every((call) => /^(💭|✍️|🔧)/u.test(bodyText(call)))).toBe(true);
       } else {
         // The answer showed as it was written: some interim edit held a beginning of it.
-        const interim = edits.slice(0, -1).map(bodyText).filter((text) => !/^(💭|✍️)/u.test(text));
+        const interim = edits.map(bodyText).filter((text) => !/^(💭|✍️)/u.test(text));
         expect(interim.length).toBeGreaterThan(0);
         for (const text of interim) expect(squash(answer).startsWith(squash(text).replace(/…$/u, ""))).toBe(true);
       }
@@ -123,9 +129,13 @@ describe("telegram streaming: the chat ends with exactly the committed answer", 
     const sends = telegram.callsOf("sendMessage").filter((call) => call.visible && call.at >= pushedAt);
     expect(bodyText(sends[0]!)).toMatch(/^(💭|✍️)/u);
     expect(sends[0]!.at - pushedAt).toBeGreaterThanOrEqual(1_500);
-    // The answer was edited into the status message, not sent beside it.
-    expect(sends).toHaveLength(1);
+    // The answer replaced the silent status message: sent as a notifying message, the status deleted.
+    expect(sends).toHaveLength(2);
+    expect(sends.map((call) => call.notified)).toEqual([false, true]);
+    await waitUntil(() => telegram.callsOf("deleteMessage").length === 1, "the status message deleted");
     expect(telegram.chatView(DM.id)).toHaveLength(2);
+    // The quick answer was one notifying message.
+    expect(telegram.notifications(DM.id).map(bodyText)).toEqual(["echo: hi", answer]);
   });
 
   it("TELEGRAM_STREAMING overrides STREAMING", async () => {
