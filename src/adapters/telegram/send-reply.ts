@@ -8,7 +8,8 @@ import type { PartSent, ReplyTarget } from "../channel-adapter.js";
 import { PermanentError, RetryableError } from "../../errors.js";
 import type { Logger } from "../../logger.js";
 import { htmlToPlainText, renderMarkdown } from "./render.js";
-import { DEFAULT_PART_LENGTH, splitHtml, TELEGRAM_MESSAGE_LIMIT } from "./split.js";
+import { chatRefuses, simplerForms } from "./fallback.js";
+import { DEFAULT_PART_LENGTH, splitHtml } from "./split.js";
 
 /** grammY types its signal with the abort-controller polyfill; Node's own AbortSignal works at run time. */
 export type ApiSignal = Parameters<Api["sendMessage"]>[3];
@@ -77,23 +78,34 @@ export async function sendReply(api: Api, target: ReplyTarget, markdown: string,
         }
       } catch (error) {
         if (error instanceof ChatMovedError) throw error;
-        if (!(error instanceof GrammyError && error.error_code === 400 && /can't parse entities/i.test(error.description))) {
-          throw toTelegramError(error);
-        }
-        // Telegram refused our HTML: the reply is never lost, it goes out as plain text.
-        options.logger.warn({ chatId, part: index, description: error.description }, "telegram refused the HTML; resending as plain text");
-        const withUrls = htmlToPlainText(html, { linkUrls: true });
-        const plain = withUrls.length <= TELEGRAM_MESSAGE_LIMIT ? withUrls : htmlToPlainText(html);
-        try {
-          await api.sendMessage(chatId, plain, common, toApiSignal(options.signal));
-        } catch (plainError) {
-          throw toTelegramError(plainError);
-        }
+        if (!refusesFormatting(error)) throw toTelegramError(error);
+        // Telegram refused the formatted text: the reply is never lost, simpler forms follow.
+        await sendSimpler(api, chatId, html, common, index, error.description, options);
       }
     }
     await options.onPartSent?.(index, { last: index === parts.length - 1 });
   }
   return { parts: parts.length };
+}
+
+/** A 400 about the text itself (its formatting), not about the chat. */
+function refusesFormatting(error: unknown): error is GrammyError {
+  return error instanceof GrammyError && error.error_code === 400 && error.parameters.migrate_to_chat_id === undefined && !chatRefuses(error.description);
+}
+
+/** Sends a refused part in its simpler forms, one after another, until one is accepted. */
+async function sendSimpler(api: Api, chatId: string, html: string, common: Record<string, unknown>, part: number, description: string, options: SendReplyOptions): Promise<void> {
+  const forms = simplerForms(html);
+  for (const [at, form] of forms.entries()) {
+    options.logger.warn({ chatId, part, description, form: form.form }, "telegram refused the formatted text; sending it simpler");
+    try {
+      await api.sendMessage(chatId, form.text, form.html ? { ...common, parse_mode: "HTML" } : common, toApiSignal(options.signal));
+      return;
+    } catch (error) {
+      if (at === forms.length - 1 || !refusesFormatting(error)) throw toTelegramError(error);
+      description = error.description;
+    }
+  }
 }
 
 /** The new chat id when Telegram says the group became a supergroup. */

@@ -1,5 +1,7 @@
 /**
- * Splits rendered Telegram HTML into messages that each fit the 4,096 limit.
+ * Splits rendered Telegram HTML into messages that each fit the 4,096 limit, hold at most 100
+ * formatting entities (Telegram drops the formatting past the 100th) and at most 9,000 units of
+ * markup source (past about 9,500 Telegram answers ENTITIES_TOO_LONG).
  *
  * Telegram counts the limit in UTF-16 code units of the text *after* entity parsing: a tag
  * counts 0, `&lt;` counts 1, `&#128512;` counts 2. Parts are measured that way, so a code block
@@ -17,6 +19,14 @@
  */
 
 export const TELEGRAM_MESSAGE_LIMIT = 4096;
+/** Telegram keeps only a message's first 100 formatting entities (the rest show unformatted). */
+export const TELEGRAM_ENTITY_LIMIT = 100;
+/**
+ * Telegram refuses a message whose entities are too large in total (400 ENTITIES_TOO_LONG); a
+ * tdlib maintainer called about 9,500 characters of markup source "a good approximation" of
+ * that limit (tdlib/telegram-bot-api#165). Parts stay below it, with room to spare.
+ */
+export const TELEGRAM_MARKUP_LIMIT = 9_000;
 /** Parts are measured as Telegram measures them, so the limit itself is the default. */
 export const DEFAULT_PART_LENGTH = TELEGRAM_MESSAGE_LIMIT;
 
@@ -96,6 +106,10 @@ const removeEmptyElements = (html: string) => {
 export interface SplitOptions {
   /** Longest part in UTF-16 units after parsing (Telegram's measure). @defaultValue 4096 */
   maxLength?: number;
+  /** Most formatting elements (each tag a part opens or reopens) in one part. @defaultValue 100 */
+  maxEntities?: number;
+  /** Longest part's markup source (tags and escapes included), in UTF-16 units. @defaultValue 9000 */
+  maxMarkup?: number;
 }
 
 /** Whether the element starting at `from` (after any text) fits in a part of its own. */
@@ -120,9 +134,13 @@ export function parsedLength(html: string): number {
 
 export function splitHtml(html: string, options: SplitOptions = {}): string[] {
   const limit = Math.min(options.maxLength ?? DEFAULT_PART_LENGTH, TELEGRAM_MESSAGE_LIMIT);
-  if (html.length <= limit) return [html];
+  const maxEntities = Math.max(1, Math.min(options.maxEntities ?? TELEGRAM_ENTITY_LIMIT, TELEGRAM_ENTITY_LIMIT));
+  const maxMarkup = Math.max(limit, Math.min(options.maxMarkup ?? TELEGRAM_MARKUP_LIMIT, TELEGRAM_MARKUP_LIMIT));
+  const opens = (text: string) => (text.match(/<[a-zA-Z]/g) ?? []).length;
+  if (html.length <= limit && opens(html) <= maxEntities) return [html];
   const tokens = tokenize(html);
-  if (tokens.reduce((sum, token) => sum + token.units, 0) <= limit) return [html];
+  const fits = tokens.reduce((sum, token) => sum + token.units, 0) <= limit && html.length <= maxMarkup && opens(html) <= maxEntities;
+  if (fits) return [html];
   // A preferred break is taken only if the part is at least this full; otherwise a worse
   // break further on wins, so a part is never a sliver just because a paragraph ended early.
   const minimumFill = Math.floor(limit / 4);
@@ -133,14 +151,22 @@ export function splitHtml(html: string, options: SplitOptions = {}): string[] {
   while (start < tokens.length) {
     const stack = [...openAtStart];
     let length = 0;
+    // Entities and markup: what the part reopens counts too, and the closing tags it will need.
+    let entities = openAtStart.length;
+    let markup = openAtStart.reduce((sum, tag) => sum + tag.raw.length, 0);
     const best: Array<{ cut: number; fill: number } | undefined> = [];
     let anyOutside: number | undefined;
     let index = start;
     for (; index < tokens.length; index++) {
       const token = tokens[index] as Token;
       if (length + token.units > limit) break;
+      if (token.kind === "open" && entities + 1 > maxEntities) break;
+      const closers = stack.reduce((sum, tag) => sum + tag.name.length + 3, 0) + (token.kind === "open" ? token.name.length + 3 : 0);
+      if (markup + token.raw.length + closers > maxMarkup) break;
       applyToken(stack, token);
       length += token.units;
+      markup += token.raw.length;
+      if (token.kind === "open") entities++;
       const kind = breakClass(tokens, index, stack.length);
       if (kind === undefined) continue;
       best[kind] = { cut: index + 1, fill: length };

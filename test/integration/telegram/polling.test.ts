@@ -204,7 +204,7 @@ describe("telegram adapter, long polling", () => {
     expect(flags).toEqual([[0, true]]);
   });
 
-  it("resends as plain text when Telegram cannot parse the entities", async () => {
+  it("resends with its links written out when Telegram cannot parse the entities", async () => {
     fake = await FakeTelegram.start();
     const started = await startAdapter(new RecordingIngress());
     fake.failNext("sendMessage", { error_code: 400, description: 'Bad Request: can\'t parse entities: Can\'t find end tag corresponding to start tag "b"' });
@@ -214,11 +214,49 @@ describe("telegram adapter, long polling", () => {
       onPartSent: async () => {},
     });
 
-    const [html, plain] = fake.callsOf("sendMessage");
+    const [html, simpler] = fake.callsOf("sendMessage");
     expect(html?.payload.parse_mode).toBe("HTML");
+    expect(simpler?.payload.parse_mode).toBe("HTML");
+    expect(simpler?.visible?.text).toBe("Done <ok> — see the docs (https://e.com/d)");
+    expect(simpler?.visible?.entities.map((entity) => entity.type)).toEqual(["bold"]);
+    expect(simpler?.payload.reply_parameters).toEqual({ message_id: 9, allow_sending_without_reply: true });
+  });
+
+  it("no reply lost to a 400 about its text: simpler formatting, then plain text with the URLs, then plain", async () => {
+    fake = await FakeTelegram.start();
+    const started = await startAdapter(new RecordingIngress());
+    fake.failNext("sendMessage", { error_code: 400, description: "Bad Request: ENTITIES_TOO_LONG" });
+    fake.failNext("sendMessage", { error_code: 400, description: "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 0" });
+    await started.send(reply("**Done** — see [the docs](https://e.com/d)", { platform: "telegram", chatId: "111" }), { fromPart: 0, onPartSent: async () => {} });
+    const [, , plain] = fake.callsOf("sendMessage");
+    expect(fake.delivered("111")).toEqual([plain]);
     expect(plain?.payload.parse_mode).toBeUndefined();
-    expect(plain?.payload.text).toBe("Done <ok> — see the docs (https://e.com/d)");
-    expect(plain?.payload.reply_parameters).toEqual({ message_id: 9, allow_sending_without_reply: true });
+    expect(plain?.payload.text).toBe("Done — see the docs (https://e.com/d)");
+
+    for (let index = 0; index < 3; index++) fake.failNext("sendMessage", { error_code: 400, description: "Bad Request: ENTITY_TEXT_INVALID" });
+    await started.send(reply("**Second** — see [the docs](https://e.com/d)", { platform: "telegram", chatId: "222" }), { fromPart: 0, onPartSent: async () => {} });
+    expect(fake.delivered("222").map((call) => call.payload.text)).toEqual(["Second — see the docs"]);
+    expect(logLines.filter((line) => line.includes("sending it simpler"))).toHaveLength(5);
+  });
+
+  it("a 400 that says the chat refuses ends the reply at once, with no simpler sends", async () => {
+    fake = await FakeTelegram.start();
+    const started = await startAdapter(new RecordingIngress());
+    fake.failNext("sendMessage", { error_code: 400, description: "Bad Request: chat not found" });
+    await expect(started.send(reply("**hi**", { platform: "telegram", chatId: "111" }), { fromPart: 0, onPartSent: async () => {} })).rejects.toBeInstanceOf(PermanentError);
+    expect(fake.callsOf("sendMessage")).toHaveLength(1);
+  });
+
+  it("a link-heavy answer: every part keeps its formatting within 100 entities and Telegram's entity size (no ENTITIES_TOO_LONG)", async () => {
+    fake = await FakeTelegram.start({ rateLimits: false });
+    const started = await startAdapter(new RecordingIngress());
+    const links = Array.from({ length: 250 }, (_, index) => `[ref ${index}](https://docs.example.com/reference/chapter-${index}/section/a-rather-long-anchor-name)`);
+    await started.send(reply(`Sources: ${links.join(", ")}.`, { platform: "telegram", chatId: "111" }), { fromPart: 0, onPartSent: async () => {} });
+    const delivered = fake.delivered("111");
+    expect(delivered.length).toBe(fake.callsOf("sendMessage").length);
+    expect(delivered.every((call) => call.payload.parse_mode === "HTML" && call.visible?.droppedEntities === undefined)).toBe(true);
+    const linkEntities = delivered.flatMap((call) => call.visible?.entities ?? []).filter((entity) => entity.type === "text_link");
+    expect(linkEntities).toHaveLength(250);
   });
 
   it("honours a 429's retry_after without holding up other chats", async () => {

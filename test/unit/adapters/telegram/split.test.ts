@@ -146,4 +146,22 @@ describe("splitHtml", () => {
     const parts = splitHtml("a".repeat(20_000), { maxLength: 10_000 });
     for (const part of parts) expect(plain(part).length).toBeLessThanOrEqual(TELEGRAM_MESSAGE_LIMIT);
   });
+  it("keeps at most 100 formatting entities per part, reopened ones counted, losing no formatting", () => {
+    const html = renderMarkdown(Array.from({ length: 250 }, (_, index) => `**w${index}** _i${index}_`).join(" "));
+    const parts = splitHtml(html);
+    expect(parts.length).toBeGreaterThanOrEqual(5);
+    for (const part of parts) expect(parsed(part).entities.length).toBeLessThanOrEqual(100);
+    expect(parts.flatMap((part) => parsed(part).entities).length).toBe(500);
+    expect(parts.map(plain).join("")).toBe(plain(html));
+  });
+
+  it("keeps each part's markup source under Telegram's entity size (link-heavy text)", () => {
+    const url = `https://example.com/${"x".repeat(150)}`;
+    const html = renderMarkdown(Array.from({ length: 90 }, (_, index) => `[r${index}](${url}${index})`).join(" "));
+    expect(html.length).toBeGreaterThan(9_500);
+    const parts = splitHtml(html);
+    expect(parts.length).toBeGreaterThanOrEqual(2);
+    for (const part of parts) expect(part.length).toBeLessThanOrEqual(9_000);
+    expect(parts.flatMap((part) => parsed(part).entities).filter((entity) => entity.type === "text_link")).toHaveLength(90);
+  });
 });
