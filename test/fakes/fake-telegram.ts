@@ -125,6 +125,8 @@ export class FakeTelegram {
   /** The highest update id handed to a poller (fetched, not necessarily confirmed). */
   fetchedUpTo = 0;
   limits: RateLimits | undefined;
+  /** Methods this server lacks, like a third-party Bot API emulator (see `handle`). */
+  readonly unsupported = new Set<string>();
 
   private constructor(private readonly server: Server, readonly apiRoot: string, readonly token: string, readonly bot: UserFromGetMe, limits: RateLimits | undefined) {
     this.limits = limits;
@@ -348,6 +350,8 @@ export class FakeTelegram {
       if (!trap.applied) return reply(0, undefined);
     }
 
+    // A Bot API server without this method answers as telegram-test-api does: 500, no Bot API fields.
+    if (this.unsupported.has(method)) return reply(500, { message: `API method '${method}' is not supported. Are you sure you're using Telegram Bot API correctly?` });
     const injected = this.failures.get(method)?.shift();
     if (injected) return fail(injected);
     const ok = (result: unknown) => reply(200, { ok: true, result });

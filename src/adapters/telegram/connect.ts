@@ -3,12 +3,12 @@
  * long polling (which refuses to take over a webhook set by another deployment unless forced).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { webhookCallback, type Bot } from "grammy";
+import { GrammyError, webhookCallback, type Bot } from "grammy";
 import type { UserFromGetMe } from "grammy/types";
 import type { Logger } from "../../logger.js";
 import type { TelegramAdapterOptions } from "./options.js";
 import { Poller } from "./polling.js";
-import { toApiSignal } from "./send-reply.js";
+import { describeError, toApiSignal } from "./send-reply.js";
 import { hostOf, serveWebhook, WebhookHealth } from "./webhook.js";
 
 export const TELEGRAM_WEBHOOK_PATH = "/telegram/webhook";
@@ -68,7 +68,15 @@ export async function connectPolling({ me, bot, options, logger, signal }: Conne
  * the operator says this gateway takes over (TELEGRAM_FORCE_POLLING).
  */
 async function refusePollingOverWebhook(bot: Bot, options: TelegramAdapterOptions, logger: Logger, signal: AbortSignal): Promise<void> {
-  const info = await bot.api.getWebhookInfo(toApiSignal(signal));
+  let info;
+  try {
+    info = await bot.api.getWebhookInfo(toApiSignal(signal));
+  } catch (error) {
+    // A Bot API server without the method (a third-party emulator) has no webhooks to take over.
+    if (!methodMissing(error)) throw error;
+    logger.warn({ err: describeError(error) }, "this Bot API server has no getWebhookInfo (not Telegram's?): polling without checking for a webhook set elsewhere");
+    return;
+  }
   const url = info.url ?? "";
   if (url === "") return;
   if (!options.forcePolling) {
@@ -79,4 +87,15 @@ async function refusePollingOverWebhook(bot: Bot, options: TelegramAdapterOption
   }
   logger.warn({ webhookHost: hostOf(url) }, "TELEGRAM_FORCE_POLLING: deleting the webhook set for this bot and polling instead");
   await bot.api.deleteWebhook({ drop_pending_updates: false }, toApiSignal(signal));
+}
+
+/**
+ * The server does not have this method: Telegram's 404 "Not Found", or an answer that is not
+ * the Bot API's at all (no error code; telegram-test-api answers 500 `{ message: "API method …
+ * is not supported" }`).
+ */
+function methodMissing(error: unknown): boolean {
+  if (!(error instanceof GrammyError)) return false;
+  if (typeof error.error_code !== "number") return true;
+  return error.error_code === 404 || /not (supported|found|implemented)|unknown method/i.test(error.description ?? "");
 }

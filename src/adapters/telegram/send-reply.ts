@@ -123,7 +123,10 @@ export function migratedTo(error: unknown): string | undefined {
  */
 export function toTelegramError(error: unknown): Error {
   if (error instanceof GrammyError) {
-    const message = `telegram ${error.method}: ${error.error_code} ${error.description}`;
+    // A server that is not quite Telegram's may answer without the Bot API's fields.
+    const message = typeof error.error_code === "number"
+      ? `telegram ${error.method}: ${error.error_code} ${error.description}`
+      : `telegram ${error.method}: the Bot API server answered without an error code or description (not a Bot API answer)`;
     const retryAfter = error.parameters.retry_after;
     if (error.error_code === 429 || error.error_code >= 500) {
       return new RetryableError(message, { cause: error, ...(retryAfter === undefined ? {} : { retryAfterMs: retryAfter * 1000 }) });

@@ -146,4 +146,16 @@ describe("telegram streaming: the chat ends with exactly the committed answer", 
     expect(telegram.callsOf("editMessageText")).toHaveLength(0);
     expect(llm.requests[0]?.body.stream).toBeUndefined();
   });
+  it("LINK_PREVIEWS=on: the streamed final shows its link preview (the status never does)", async () => {
+    e2e = await startTelegramE2e({ env: { STREAMING: "progress", LINK_PREVIEWS: "on" } });
+    const { telegram, llm } = e2e;
+    const answer = `See https://example.com/docs for ${"the details ".repeat(20).trim()}`;
+    llm.enqueue({ text: answer, tokensPerSecond: 30 });
+    telegram.pushMessage({ chat: DM, from: ADA, text: "a link please" });
+    await finalView(e2e, answer, 1);
+    const [status, final] = telegram.callsOf("sendMessage").filter((call) => call.visible);
+    expect(status?.payload.link_preview_options).toEqual({ is_disabled: true });
+    expect(final?.payload.link_preview_options).toBeUndefined();
+    expect(final?.notified).toBe(true);
+  });
 });

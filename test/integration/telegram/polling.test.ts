@@ -222,6 +222,19 @@ describe("telegram adapter, long polling", () => {
     expect(simpler?.payload.reply_parameters).toEqual({ message_id: 9, allow_sending_without_reply: true });
   });
 
+  it("starts on a Bot API server without getWebhookInfo (a third-party emulator), and names such a server's refusals", async () => {
+    fake = await FakeTelegram.start();
+    fake.unsupported.add("getWebhookInfo");
+    fake.unsupported.add("sendChatAction");
+    const ingress = new RecordingIngress();
+    const started = await startAdapter(ingress);
+    fake.pushMessage({ chat: DM, from: ADA, text: "hello there" });
+    await waitUntil(() => ingress.submissions.length === 1);
+    expect(logLines.some((line) => line.includes("has no getWebhookInfo"))).toBe(true);
+    fake.unsupported.add("sendMessage");
+    await expect(started.send(reply("hi", { platform: "telegram", chatId: "111" }), { fromPart: 0, onPartSent: async () => {} })).rejects.toThrow(/sendMessage: the Bot API server answered without an error code/);
+  });
+
   it("no reply lost to a 400 about its text: simpler formatting, then plain text with the URLs, then plain", async () => {
     fake = await FakeTelegram.start();
     const started = await startAdapter(new RecordingIngress());
