@@ -23,6 +23,11 @@ export const MAX_OUTPUT_SHARE_OF_SUMMARIZER_WINDOW = 0.3;
  * reasoning model spends completion tokens thinking before it writes a word.
  */
 export const REASONING_ALLOWANCE_TOKENS = 2_048;
+/**
+ * A summary longer than this multiple of its target (our count) is not accepted: the chunk plan
+ * reserves 1.5 × the target for the running summary, and the next compaction's budget counts it.
+ */
+export const MAX_SUMMARY_OVER_TARGET = 1.5;
 /** Below this many tokens of turns per chunk, folding would take absurdly many calls. */
 export const MIN_CHUNK_TOKENS = 256;
 
@@ -52,6 +57,14 @@ export class SummaryTruncatedError extends Error {
   override readonly name = "SummaryTruncatedError";
   constructor(readonly model: string, readonly maxTokens: number) {
     super(`summarizer ${model} stopped at max_tokens (${maxTokens}) before finishing the summary`);
+  }
+}
+
+/** The summarizer wrote more than `MAX_SUMMARY_OVER_TARGET` × the length asked for, twice: the budget holds at worst. */
+export class SummaryTooLongError extends Error {
+  override readonly name = "SummaryTooLongError";
+  constructor(readonly model: string, readonly targetTokens: number) {
+    super(`summarizer ${model} wrote more than ${MAX_SUMMARY_OVER_TARGET} × the ${targetTokens} tokens asked for`);
   }
 }
 
@@ -206,37 +219,59 @@ async function foldMiddle(input: SummarizeInput, summarizer: Summarizer, stats: 
       ...(running !== undefined && { previousSummary: running }),
       ...(input.focus !== undefined && { focus: input.focus }),
     });
-    const response = await callWithRetry(summarizer, { messages, maxTokens: plan.maxTokens }, plan, input, stats);
+    // The one retry after a summary ran long asks for half the length, in the same room.
+    const shorterTarget = Math.max(1, Math.floor(plan.targetTokens / 2));
+    const shorter = appendToLast(
+      buildSummaryMessages({
+        turns,
+        targetTokens: shorterTarget,
+        part: { index: position + 1, count: plan.chunks.length },
+        ...(running !== undefined && { previousSummary: running }),
+        ...(input.focus !== undefined && { focus: input.focus }),
+      }),
+      `Your previous answer ran past its length limit. Write a shorter summary, about ${shorterTarget} tokens: keep what is pending and current, cut historical detail, and finish every heading.`,
+    );
+    const response = await callWithRetry(summarizer, { messages, shorter, maxTokens: plan.maxTokens }, plan, input, stats);
     running = redactSecrets(response.text.trim());
   }
   return { text: running ?? "", model: summarizer.model, chunks: plan.chunks.length };
 }
 
+/** The messages with `note` added to the last one (the instruction). */
+function appendToLast(messages: ApiMessage[], note: string): ApiMessage[] {
+  const last = messages.at(-1);
+  if (last === undefined || typeof last.content !== "string") return messages;
+  return [...messages.slice(0, -1), { ...last, content: `${last.content}\n\n${note}` } as ApiMessage];
+}
+
 /**
- * Calls until one whole summary comes back. A failure is retried with backoff. A stop at
- * max_tokens (`finish_reason: "length"`) is a failed attempt whose text is never used: it is
- * asked again at once with twice the room (as far as the window allows), and a second such stop
- * gives up on this summarizer (the fallback, then the failure policy, take over): more attempts
- * with the same room would stop at the same place.
+ * Calls until one whole summary of a bounded length comes back (issue #31). A failure is
+ * retried with backoff. A summary that stopped at max_tokens (`finish_reason: "length"`), or
+ * that came back longer than `MAX_SUMMARY_OVER_TARGET` × the target, is a failed attempt whose
+ * text is never used: it is asked again at once, in the same room, for half the length
+ * (`shorter`). A second such answer gives up on this summarizer (the fallback, then the failure
+ * policy, take over): a summary never gets more room than its target allows.
  */
 async function callWithRetry(
   summarizer: Summarizer,
-  request: { messages: ApiMessage[]; maxTokens: number },
-  plan: Pick<ChunkPlan, "usableWindow">,
+  request: { messages: ApiMessage[]; shorter: ApiMessage[]; maxTokens: number },
+  plan: Pick<ChunkPlan, "targetTokens">,
   input: SummarizeInput,
   stats: SummarizeStats,
 ): Promise<SummaryResponse> {
   const { retry, signal } = input;
+  const { maxTokens } = request;
   let lastError: unknown;
-  let maxTokens = request.maxTokens;
-  let grown = false;
+  let messages = request.messages;
+  let shortened = false;
   for (let attempt = 1; attempt <= Math.max(1, retry.attempts); attempt += 1) {
-    if (attempt > 1 && !(lastError instanceof SummaryTruncatedError && grown)) await sleep(backoffDelay(attempt - 1, retry.baseDelayMs), signal);
+    const overLong = lastError instanceof SummaryTruncatedError || lastError instanceof SummaryTooLongError;
+    if (attempt > 1 && !(overLong && shortened)) await sleep(backoffDelay(attempt - 1, retry.baseDelayMs), signal);
     signal?.throwIfAborted();
     stats.calls += 1;
     let response: SummaryResponse;
     try {
-      response = await callOnce(summarizer, { messages: request.messages, maxTokens, ...(input.budget ? { budget: input.budget } : {}) }, retry.timeoutMs, signal);
+      response = await callOnce(summarizer, { messages, maxTokens, ...(input.budget ? { budget: input.budget } : {}) }, retry.timeoutMs, signal);
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
       // An error that says no retry can help (a used-up budget: src/errors.ts) ends the attempts.
@@ -248,15 +283,17 @@ async function callWithRetry(
       stats.promptTokens += response.usage.promptTokens;
       stats.completionTokens += response.usage.completionTokens;
     }
-    if (response.finishReason === "length") {
-      const promptTokens =
-        REPLY_PRIMING_TOKENS + request.messages.reduce((sum, message) => sum + MESSAGE_OVERHEAD_TOKENS + input.counter.countText(message.content ?? ""), 0);
-      const room = Math.min(plan.usableWindow - promptTokens, 2 * maxTokens);
-      if (grown || room <= maxTokens) throw new SummaryTruncatedError(summarizer.model, maxTokens);
-      lastError = new SummaryTruncatedError(summarizer.model, maxTokens);
-      maxTokens = room;
-      grown = true;
-      // The retry with more room does not use up an attempt of the policy (it happens once).
+    const tooLong = response.finishReason === "length"
+      ? new SummaryTruncatedError(summarizer.model, maxTokens)
+      : input.counter.countText(response.text) > MAX_SUMMARY_OVER_TARGET * plan.targetTokens
+        ? new SummaryTooLongError(summarizer.model, plan.targetTokens)
+        : undefined;
+    if (tooLong !== undefined) {
+      if (shortened) throw tooLong;
+      lastError = tooLong;
+      messages = request.shorter;
+      shortened = true;
+      // The shorter ask does not use up an attempt of the policy (it happens once).
       attempt -= 1;
       continue;
     }

@@ -93,13 +93,16 @@ describe("the call policy", () => {
     expect(String((error.failures[0]!.error as Error).message)).toContain("empty summary");
   });
 
-  it("a cut summary is retried once with twice the room without using up an attempt, and usage adds up over every call", async () => {
+  it("a cut summary is asked again once, in the same room, for half the length, without using up an attempt; usage adds up over every call", async () => {
     const summarizer = new Scripted("aux", async (call, request) =>
       call === 1 ? { text: "## Goal\ncut mid-", finishReason: "length", usage: usage(100, request.maxTokens) } : { text: "## Goal\nwhole", finishReason: "stop", usage: usage(110, 20) });
     const totals = stats();
     const outcome = await summarizeWithFallback(input({ retry: { attempts: 1, baseDelayMs: 0, timeoutMs: 5_000 } }), [summarizer], totals);
     expect(outcome.text).toBe("## Goal\nwhole");
-    expect(summarizer.requests[1]!.maxTokens).toBe(2 * summarizer.requests[0]!.maxTokens);
+    expect(summarizer.requests[1]!.maxTokens).toBe(summarizer.requests[0]!.maxTokens);
+    const target = /about (\d+) tokens/.exec(String(summarizer.requests[0]!.messages[0]!.content))![1]!;
+    expect(String(summarizer.requests[1]!.messages[0]!.content)).toContain(`about ${Math.floor(Number(target) / 2)} tokens`);
+    expect(String(summarizer.requests[1]!.messages.at(-1)!.content)).toContain("Your previous answer ran past its length limit");
     expect(totals).toEqual({ calls: 2, promptTokens: 210, completionTokens: summarizer.requests[0]!.maxTokens + 20 });
   });
 

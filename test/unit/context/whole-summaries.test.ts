@@ -77,15 +77,16 @@ describe("a summary is whole or it is not used", () => {
     expect(written).toBeLessThan(1.3 * call.targetTokens!);
   });
 
-  it("treats a stop at max_tokens as a failed attempt, retries at once with twice the room, and stores only the whole answer", async () => {
+  it("treats a stop at max_tokens as a failed attempt, asks at once for a shorter summary in the same room, and stores only the whole answer", async () => {
     const { messages, newId } = session(20);
     const summarizer = new Scripted("aux", (call, request) =>
       call === 1 ? { text: "## Pending User Requests\n- \"check the led", finishReason: "length" } : { text: `## Pending User Requests\nNone.\n${LAST_HEADING}\nwhole (${request.maxTokens})`, finishReason: "stop" });
     const result = await compact(input(messages, newId, summarizer));
     expect(result.status).toBe("compacted");
     expect(summarizer.requests).toHaveLength(2);
-    expect(summarizer.requests[1]!.maxTokens).toBe(2 * summarizer.requests[0]!.maxTokens);
-    expect(summarizer.requests[1]!.messages).toEqual(summarizer.requests[0]!.messages);
+    expect(summarizer.requests[1]!.maxTokens).toBe(summarizer.requests[0]!.maxTokens);
+    expect(summarizer.requests[1]!.messages).not.toEqual(summarizer.requests[0]!.messages);
+    expect(String(summarizer.requests[1]!.messages.at(-1)!.content)).toContain("Write a shorter summary");
     const summary = result.messages.find((message) => message.kind === "summary")!.content!;
     expect(summary).toContain(`whole (${summarizer.requests[1]!.maxTokens})`);
     expect(summary).not.toContain("check the led");
@@ -98,7 +99,7 @@ describe("a summary is whole or it is not used", () => {
     const main = new FakeSummarizer({ model: "main" });
     const aux = cut();
     const withFallback = await compact(input(messages, newId, aux, { fallbackSummarizer: main }));
-    expect(aux.requests).toHaveLength(2); // the first try and one with more room, no more
+    expect(aux.requests).toHaveLength(2); // the first try and one shorter ask, no more
     expect(withFallback.status).toBe("compacted");
     expect(withFallback.record.summarizerModel).toBe("main");
     expect(JSON.stringify(withFallback.messages)).not.toContain("half a sum");
@@ -108,6 +109,41 @@ describe("a summary is whole or it is not used", () => {
     expect(alone.messages).toEqual(messages);
     const failure = (alone.error as { failures: Array<{ error: unknown }> }).failures[0]!.error;
     expect(failure).toBeInstanceOf(SummaryTruncatedError);
+  });
+
+  it("holds the length budget at worst (issue #31): a summarizer that writes 4× the target is asked once for less, never given more room", async () => {
+    const { messages, newId } = session(20);
+    // Writes about four times what it is asked for, in its own unit: stops at max_tokens or runs past 1.5× the target.
+    const verbose = new FakeSummarizer({ model: "verbose", lengthFactor: 4 });
+    const main = new FakeSummarizer({ model: "main" });
+    const result = await compact(input(messages, newId, verbose, { fallbackSummarizer: main }));
+    expect(verbose.calls).toHaveLength(2);
+    expect(verbose.calls[1]!.maxTokens).toBe(verbose.calls[0]!.maxTokens);
+    expect(verbose.calls[1]!.targetTokens).toBe(Math.floor(verbose.calls[0]!.targetTokens! / 2));
+    expect(result.record.summarizerModel).toBe("main");
+    const summary = result.messages.find((message) => message.kind === "summary")!;
+    expect(counter.countText(summary.content!)).toBeLessThan(1.5 * verbose.calls[0]!.targetTokens! + 200);
+  });
+
+  it("a summarizer that runs long once and obeys the shorter ask is used: its summary within 1.5× the target", async () => {
+    const { messages, newId } = session(20);
+    let calls = 0;
+    const fake = new FakeSummarizer({ model: "aux" });
+    const once: Summarizer = {
+      model: "aux",
+      contextWindow: fake.contextWindow,
+      // The first answer is three times as long as asked (it ends normally); later ones obey.
+      summarize: async (request) => {
+        calls++;
+        const response = await fake.summarize(request);
+        return calls === 1 ? { ...response, text: [response.text, response.text, response.text].join("\n") } : response;
+      },
+    };
+    const result = await compact(input(messages, newId, once));
+    expect(calls).toBe(2);
+    expect(result.record.summarizerModel).toBe("aux");
+    const target = fake.calls[0]!.targetTokens!;
+    expect(counter.countText(result.messages.find((message) => message.kind === "summary")!.content!)).toBeLessThanOrEqual(1.5 * target);
   });
 
   it("gives a reasoning model room to think and still finish; a cap at the bare target would have cut it", async () => {
