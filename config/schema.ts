@@ -146,6 +146,7 @@ export const configSchema = z.object({
   EXTRACT_MEMORY_MB: positiveInt(256, "Memory one document's text extraction may add to a worker (MB: its thread's heap limit and a resident-memory watch); past it the file is refused"),
   EXTRACT_TIMEOUT_MS: positiveInt(30_000, "Deadline of one document's text extraction (ms); past it the file is refused"),
   EXTRACT_MAX_PAGES: positiveInt(500, "PDF pages read at most; later pages are left out and the model is told"),
+  STORED_ORIGINALS_MB: positiveInt(16, "Stored originals (capped tool outputs, long documents and pastes, read back by recall) one chat keeps, in MB of text across its conversations; past it the oldest are dropped"),
   MAX_DOCUMENT_CHARS: positiveInt(400_000, "Characters kept at most from one document (the model's view plus the original stored for recall); the rest is left out and the model is told"),
 
   // Telegram

@@ -79,7 +79,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     }),
   });
 
-  const toolOutputs = new ToolOutputStore(redis, prefix);
+  const toolOutputs = new ToolOutputStore(redis, prefix, { quotaBytes: config.STORED_ORIGINALS_MB * MB });
   const scheduleStore = new ScheduleStore(redis, prefix);
   const firingQueue = createFiringQueue(redis, prefix);
   const schedule = new ScheduleService({ store: scheduleStore, alarms: firingQueue, settings: scheduleSettingsFrom(config) });

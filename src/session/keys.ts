@@ -37,6 +37,8 @@ export interface SessionKeys {
   seen(platform: string, messageId: string): string;
   /** Hash: full originals of capped tool outputs of one conversation (session id), by message id. */
   toolOutputs(sessionId: string): string;
+  /** The chat's stored originals, oldest first, across its conversations (tool-outputs.ts: the quota). */
+  toolOutputsIndex: string;
   archive(sessionId: string): string;
   archiveIndex(sessionId: string): string;
 }
@@ -62,6 +64,7 @@ export function sessionKeys(prefix: string, sessionKey: string): SessionKeys {
     memory: `${base}:memory`,
     seen: (platform, messageId) => `${base}:seen:${platform}:${messageId}`,
     toolOutputs: (sessionId) => `${base}:tool-outputs:${sessionId}`,
+    toolOutputsIndex: `${base}:tool-outputs-index`,
     archive: (sessionId) => `${base}:archive:${sessionId}`,
     archiveIndex: (sessionId) => `${base}:archive:${sessionId}:index`,
   };

@@ -1,7 +1,13 @@
 /**
- * Full originals of capped tool outputs, stored once beside the transcript (never in it): one
- * hash per conversation (`sessionId`), fields `<messageId>:<n>` holding chunks of the text and
- * `<messageId>:starts` their offsets, so `recall` reads one page without loading 10 MB.
+ * Full originals of capped tool outputs (and long documents and pastes), stored once beside the
+ * transcript (never in it): one hash per conversation (`sessionId`), fields `<messageId>:<n>`
+ * holding chunks of the text and `<messageId>:starts` their offsets, so `recall` reads one page
+ * without loading 10 MB.
+ *
+ * One chat keeps at most `quotaBytes` of originals across all its conversations (archived ones
+ * too): a list per chat (`…:tool-outputs-index`) holds each original's conversation, id, size
+ * and chunk count, oldest first, and a save that would pass the quota drops the oldest. Saves of
+ * one chat are serialised by its session lease, so the read-then-write below has one writer.
  */
 import type { Redis } from "ioredis";
 import { sessionKeys } from "./keys.js";
@@ -14,25 +20,74 @@ export interface StoredOutputPage {
   total: number;
 }
 
+/** One stored original in the chat's index. */
+interface IndexEntry {
+  session: string;
+  id: string;
+  bytes: number;
+  chunks: number;
+}
+
+export interface ToolOutputStoreOptions {
+  /** UTF-8 bytes of originals one chat keeps; older ones are dropped first. @defaultValue 16 MB (STORED_ORIGINALS_MB) */
+  quotaBytes?: number;
+}
+
 export class ToolOutputStore {
   readonly #redis: Redis;
   readonly #prefix: string;
+  readonly #quotaBytes: number;
 
-  constructor(redis: Redis, prefix: string) {
+  constructor(redis: Redis, prefix: string, options: ToolOutputStoreOptions = {}) {
     this.#redis = redis;
     this.#prefix = prefix;
+    this.#quotaBytes = options.quotaBytes ?? 16 * 1024 * 1024;
   }
 
   #key(sessionKey: string, sessionId: string): string {
     return sessionKeys(this.#prefix, sessionKey).toolOutputs(sessionId);
   }
 
-  /** Stores `text` under `id`; writing the same id again (a retried turn) replaces it. */
+  /**
+   * Stores `text` under `id`; writing the same id again (a retried turn) replaces it. Originals
+   * past the chat's quota go, oldest first; one larger than the whole quota keeps its head.
+   */
   async save(sessionKey: string, sessionId: string, id: string, text: string): Promise<void> {
-    const starts = chunkStarts(text);
-    const fields: string[] = [`${id}:starts`, JSON.stringify({ total: text.length, starts })];
-    starts.forEach((start, index) => fields.push(`${id}:${index}`, text.slice(start, starts[index + 1] ?? text.length)));
-    await this.#redis.hset(this.#key(sessionKey, sessionId), ...fields);
+    const kept = headWithin(text, this.#quotaBytes);
+    const starts = chunkStarts(kept);
+    const fields: string[] = [`${id}:starts`, JSON.stringify({ total: kept.length, starts })];
+    starts.forEach((start, index) => fields.push(`${id}:${index}`, kept.slice(start, starts[index + 1] ?? kept.length)));
+    const entry: IndexEntry = { session: sessionId, id, bytes: Buffer.byteLength(kept, "utf8"), chunks: starts.length };
+
+    const indexKey = sessionKeys(this.#prefix, sessionKey).toolOutputsIndex;
+    const raw = await this.#redis.lrange(indexKey, 0, -1);
+    const listed = raw.map((line) => ({ line, entry: JSON.parse(line) as IndexEntry }));
+    const transaction = this.#redis.multi();
+    let total = entry.bytes;
+    const keep: typeof listed = [];
+    for (const item of listed) {
+      // The same original written again replaces itself (its chunks are overwritten or dropped below).
+      if (item.entry.session === sessionId && item.entry.id === id) transaction.lrem(indexKey, 1, item.line);
+      else keep.push(item);
+    }
+    for (const item of keep) total += item.entry.bytes;
+    for (const item of keep) {
+      if (total <= this.#quotaBytes) break;
+      total -= item.entry.bytes;
+      transaction.hdel(this.#key(sessionKey, item.entry.session), ...fieldsOf(item.entry));
+      transaction.lrem(indexKey, 1, item.line);
+    }
+    const previous = listed.find((item) => item.entry.session === sessionId && item.entry.id === id)?.entry;
+    if (previous && previous.chunks > entry.chunks) transaction.hdel(this.#key(sessionKey, sessionId), ...fieldsOf(previous).slice(1 + entry.chunks));
+    transaction.hset(this.#key(sessionKey, sessionId), ...fields);
+    transaction.rpush(indexKey, JSON.stringify(entry));
+    await transaction.exec();
+  }
+
+  /** UTF-8 bytes of originals the chat holds now (its index). */
+  async storedBytes(sessionKey: string): Promise<number> {
+    const raw = await this.#redis.lrange(sessionKeys(this.#prefix, sessionKey).toolOutputsIndex, 0, -1);
+    return raw.reduce((sum, line) => sum + (JSON.parse(line) as IndexEntry).bytes, 0);
   }
 
   /** Characters [offset, offset + length) of the output stored under `id`. */
@@ -57,6 +112,21 @@ export class ToolOutputStore {
   async expireArchived(sessionKey: string, sessionId: string, retentionMs: number): Promise<void> {
     if (retentionMs > 0) await this.#redis.pexpire(this.#key(sessionKey, sessionId), retentionMs);
   }
+}
+
+/** The hash fields of one stored original: its offsets, then its chunks. */
+function fieldsOf(entry: IndexEntry): string[] {
+  return [`${entry.id}:starts`, ...Array.from({ length: entry.chunks }, (_, index) => `${entry.id}:${index}`)];
+}
+
+/** The longest head of `text` within `maxBytes` of UTF-8, never half of a surrogate pair. */
+function headWithin(text: string, maxBytes: number): string {
+  // Three bytes a UTF-16 unit at most: shorter texts are within the limit without measuring.
+  if (text.length * 3 <= maxBytes || Buffer.byteLength(text, "utf8") <= maxBytes) return text;
+  let head = Buffer.from(text, "utf8").subarray(0, maxBytes).toString("utf8");
+  // A character cut in the middle decodes as U+FFFD: drop it.
+  if (head.endsWith("\uFFFD") && !text.startsWith(head)) head = head.slice(0, -1);
+  return head;
 }
 
 /**

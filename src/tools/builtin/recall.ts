@@ -59,7 +59,7 @@ async function readById(id: string, offset: number, length: number, context: Too
   const stored = await context.outputs.read(id, offset, length);
   if (stored) return page(id, "tool output", stored.text, offset, stored.total);
   const message = await context.transcript.get(id);
-  if (!message) return `No message with id ${id} in this conversation.`;
+  if (!message) return `No message or stored output with id ${id} in this conversation (the oldest stored originals are dropped once the chat holds its quota).`;
   const text = textOf(message);
   return page(id, message.role, text.slice(offset, offset + length), offset, text.length);
 }
