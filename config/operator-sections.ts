@@ -17,6 +17,7 @@
  *     users: { "tg:42": { monthly: { usd: 100 } } }
  */
 import { z } from "zod";
+import { LLM_PROVIDERS } from "./schema.js";
 
 /** `tg:<id>`, `dc:<id>` (a Discord channel, or `dc:dm:<user>`), `console:<name>`; the same keys as access.tools. */
 const chatKey = z.string().regex(/^(tg|dc|console):.+$/, "tg:<id>, dc:<id> or console:<name>");
@@ -25,6 +26,7 @@ const modelName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "letters, dig
 const modelEntry = z.strictObject({
   id: z.string().min(1).describe("The model name the endpoint knows (sent as `model`)"),
   endpoint: z.url().optional().describe("OpenAI-compatible base URL; unset: LLM_BASE_URL"),
+  provider: z.enum(LLM_PROVIDERS).optional().describe("Its provider dialect (as LLM_PROVIDER); unset: LLM_PROVIDER when the endpoint is LLM_BASE_URL, else detected from the endpoint"),
   api_key: z.string().min(1).optional().describe("Its key (as ${VAR}); unset: the main key when the endpoint is the default, else none"),
   context_window: z.number().int().positive().optional().describe("Window in tokens; unset: the table of known models, else 128000"),
   prices: z.strictObject({

@@ -26,6 +26,9 @@ const ratio = (fallback: number, description: string) =>
 const positiveInt = (fallback: number, description: string) =>
   z.coerce.number().int().positive().default(fallback).describe(description);
 
+/** The provider dialects of SPEC §12 (src/llm/providers/profiles.ts has one profile for each). */
+export const LLM_PROVIDERS = ["openai", "azure", "anthropic", "gemini", "deepseek", "mistral", "openrouter", "groq", "xai", "ollama", "vllm", "llamacpp", "lmstudio"] as const;
+
 const optionalText = (description: string) => z.string().min(1).optional().describe(description);
 
 const optionalInt = (description: string) => z.coerce.number().int().positive().optional().describe(description);
@@ -82,6 +85,7 @@ export const configSchema = z.object({
   LLM_MODEL: z.string().min(1).default("gpt-4o-mini").describe("Main model name"),
   LLM_CONTEXT_WINDOW: optionalInt("Main model context window in tokens; unset: a table of known models, else 128000"),
   LLM_MAX_OUTPUT_TOKENS: positiveInt(4096, "max_tokens of each agent step"),
+  LLM_PROVIDER: z.enum(LLM_PROVIDERS).optional().describe("The provider dialect of LLM_BASE_URL (which optional fields it takes, which reasoning fields it wants back; src/llm/providers); unset: detected from the URL's host or local port, else openai"),
   LLM_ALTERNATE_ROLES: flag(false, "Send requests with strictly alternating user/assistant roles (neighbouring same-role messages merged), for chat templates that refuse anything else: Mistral, Llama-2 or Gemma behind vLLM (\"conversation roles must alternate\")"),
   LLM_TIMEOUT_MS: positiveInt(120_000, "Timeout of one LLM request"),
   LLM_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2).describe("Retries of one LLM request on 429, 5xx, timeouts (retry-after honoured)"),

@@ -120,17 +120,18 @@ export async function runTurn(input: RunTurnInput): Promise<RunTurnResult> {
     input.onStepFinished?.(result, step, context);
 
     // A call on the last step (tool_choice "none", which some servers ignore) is not run: only
-    // the text is kept, never a tool call without its result. With no text either, the message
-    // says so: an empty assistant message is refused by Anthropic-family endpoints.
+    // the text is kept, never a tool call without its result. With no text either (also when
+    // the model answered nothing), the message says so: an empty assistant message is refused by
+    // Anthropic-family endpoints.
     const calls = finalStep ? [] : result.toolCalls;
-    const droppedCalls = calls.length === 0 && result.toolCalls.length > 0;
-    const content = droppedCalls && !result.content?.trim() ? NO_ANSWER : result.content;
+    const content = calls.length === 0 && !result.content?.trim() ? NO_ANSWER : result.content;
     const assistant: AssistantMessage = {
       id: input.newId(),
       at: input.now(),
       role: "assistant",
       content,
-      ...(calls.length > 0 ? { tool_calls: calls } : {}),
+      // A step that calls tools keeps the provider's reasoning: DeepSeek wants it back for the loop's next step.
+      ...(calls.length > 0 ? { tool_calls: calls, ...(result.reasoningContent ? { reasoning_content: result.reasoningContent } : {}) } : {}),
     };
 
     if (calls.length === 0) {

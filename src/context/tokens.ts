@@ -72,6 +72,8 @@ export function createTokenCounter(encoding: string, countTextTokens: (text: str
       // The calls travel as JSON (ids, names, argument strings); count them as such.
       count += countText(JSON.stringify(message.tool_calls));
     }
+    // Opaque reasoning a provider wants back (DeepSeek) travels with the message: it costs what it weighs.
+    if (message.role === "assistant" && message.reasoning_content) count += countText(message.reasoning_content);
     // Pictures sent as image parts (image-tokens.ts).
     count += attachmentTokens(message);
     // The cache is the only field the engine ever writes on a message it does not own.

@@ -22,6 +22,7 @@ export type WireMessage = ApiMessage | (Omit<ApiMessage, "content"> & { content:
 
 export interface TokenUsage {
   promptTokens: number;
+  /** Output tokens billed, reasoning included (a provider that reports reasoning apart has it added). */
   completionTokens: number;
   cachedTokens: number;
 }
@@ -68,7 +69,10 @@ export interface CallBudget {
 
 export interface ChatResult {
   content: string | null;
+  /** Tool calls; each keeps the provider's opaque `extra_content` (Gemini 3 thought signatures). */
   toolCalls: ToolCall[];
+  /** The provider's `reasoning_content` (DeepSeek thinking mode), stored on the assistant message that answers it. */
+  reasoningContent?: string;
   finishReason: string | null;
   /** Absent when the server does not report usage. */
   usage?: TokenUsage;

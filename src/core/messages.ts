@@ -10,6 +10,12 @@ export interface ToolCall {
   id: string;
   type: "function";
   function: { name: string; arguments: string };
+  /**
+   * What the provider attached to the call and wants back with it while the call is in the
+   * context (Gemini 3: `{ google: { thought_signature } }`); opaque, sent only to the provider
+   * family that wrote it (src/llm/providers).
+   */
+  extra_content?: Record<string, unknown>;
 }
 
 /** Bookkeeping stored with a message; never sent to the LLM. */
@@ -42,8 +48,20 @@ export type AssistantMessage = MessageMeta & {
   role: "assistant";
   content: string | null;
   tool_calls?: ToolCall[];
+  /**
+   * The model's reasoning as the provider returned it (DeepSeek's thinking mode), opaque. Kept
+   * while the message is live (DeepSeek refuses a tool loop's next step without it), counted in
+   * the context's tokens, and gone with the message when compaction folds it.
+   */
+  reasoning_content?: string;
 };
 export type ToolMessage = MessageMeta & { role: "tool"; tool_call_id: string; content: string };
+
+/**
+ * What an assistant message says when the model answered nothing: strict providers (Anthropic)
+ * refuse an empty assistant message anywhere but last, so none is ever sent or stored empty.
+ */
+export const EMPTY_ANSWER = "(no answer)";
 
 export type ChatMessage = SystemMessage | UserMessage | AssistantMessage | ToolMessage;
 
@@ -51,7 +69,7 @@ export type ChatMessage = SystemMessage | UserMessage | AssistantMessage | ToolM
 export type ApiMessage =
   | { role: "system"; content: string }
   | { role: "user"; content: string }
-  | { role: "assistant"; content: string | null; tool_calls?: ToolCall[] }
+  | { role: "assistant"; content: string | null; tool_calls?: ToolCall[]; reasoning_content?: string }
   | { role: "tool"; tool_call_id: string; content: string };
 
 export function toApiMessage(message: ChatMessage): ApiMessage {
@@ -59,10 +77,12 @@ export function toApiMessage(message: ChatMessage): ApiMessage {
     case "system":
     case "user":
       return { role: message.role, content: message.content };
-    case "assistant":
+    case "assistant": {
+      const reasoning = message.reasoning_content ? { reasoning_content: message.reasoning_content } : {};
       return message.tool_calls && message.tool_calls.length > 0
-        ? { role: "assistant", content: message.content, tool_calls: message.tool_calls }
-        : { role: "assistant", content: message.content ?? "" };
+        ? { role: "assistant", content: message.content, tool_calls: message.tool_calls, ...reasoning }
+        : { role: "assistant", content: message.content ?? "", ...reasoning };
+    }
     case "tool":
       return { role: "tool", tool_call_id: message.tool_call_id, content: message.content };
   }

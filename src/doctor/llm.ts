@@ -4,7 +4,7 @@
  * when it has an endpoint or model of its own.
  */
 import { mainApiKey, type Config } from "../../config/index.js";
-import { classifyLlmError, createLlmClient } from "../llm/index.js";
+import { classifyLlmError, createLlmClient, detectProvider, type ProviderName } from "../llm/index.js";
 import { describeNetworkError, fail, hostOf, ok, skip, warn, type CheckResult } from "./check.js";
 
 export interface LlmEndpoint {
@@ -12,6 +12,8 @@ export interface LlmEndpoint {
   baseUrl: string;
   apiKey: string | undefined;
   model: string;
+  /** LLM_PROVIDER when it applies to this endpoint; unset: detected from the URL. */
+  provider?: ProviderName;
   /** The settings that choose it, named in fixes. */
   settings: { url: string; key: string; model: string };
 }
@@ -23,6 +25,7 @@ export function llmEndpoints(config: Config): LlmEndpoint[] {
     baseUrl: config.LLM_BASE_URL,
     apiKey: mainApiKey(config),
     model: config.LLM_MODEL,
+    ...(config.LLM_PROVIDER ? { provider: config.LLM_PROVIDER } : {}),
     settings: { url: "LLM_BASE_URL", key: config.LLM_API_KEY || !config.OPENAI_API_KEY ? "LLM_API_KEY" : "OPENAI_API_KEY", model: "LLM_MODEL" },
   };
   const summaryUrl = config.SUMMARY_BASE_URL ?? config.LLM_BASE_URL;
@@ -33,6 +36,7 @@ export function llmEndpoints(config: Config): LlmEndpoint[] {
     baseUrl: summaryUrl,
     apiKey: config.SUMMARY_API_KEY ?? main.apiKey,
     model: summaryModel,
+    ...(config.LLM_PROVIDER && summaryUrl === config.LLM_BASE_URL ? { provider: config.LLM_PROVIDER } : {}),
     settings: { url: "SUMMARY_BASE_URL", key: config.SUMMARY_API_KEY ? "SUMMARY_API_KEY" : main.settings.key, model: "SUMMARY_MODEL" },
   }];
 }
@@ -76,13 +80,15 @@ export async function checkCompletion(endpoint: LlmEndpoint, timeoutMs: number):
     baseUrl: endpoint.baseUrl,
     ...(endpoint.apiKey ? { apiKey: endpoint.apiKey } : {}),
     model: endpoint.model,
+    ...(endpoint.provider ? { provider: endpoint.provider } : {}),
     timeoutMs,
     maxRetries: 0,
   });
+  const dialect = endpoint.provider ? `provider ${endpoint.provider}, set by LLM_PROVIDER` : `provider ${detectProvider(endpoint.baseUrl)}, detected from the URL`;
   const started = Date.now();
   try {
     await client.complete({ messages: [{ role: "user", content: "Reply with the word OK." }], maxTokens: 1 });
-    return ok("llm", `${endpoint.role}: ${endpoint.model} at ${host} completed a token (${Date.now() - started} ms)`);
+    return ok("llm", `${endpoint.role}: ${endpoint.model} at ${host} completed a token (${Date.now() - started} ms; ${dialect})`);
   } catch (error) {
     const said = (error instanceof Error ? error.message : String(error)).replace(/^LLM [a-z-]+: /, "");
     const brief = said.length > 140 ? `${said.slice(0, 140)}…` : said;

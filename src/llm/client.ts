@@ -9,12 +9,14 @@
  * hot path, most of a turn's LLM stage, for a few hundred lines of HTTP we can own.
  */
 import type { Logger } from "pino";
-import { alternateRoles } from "./alternate-roles.js";
 import { AbortedError, ContextOverflowError } from "../errors.js";
 import { silentLogger } from "../logger.js";
 import { classifyLlmError, toLlmError } from "./errors.js";
 import { readEvents, StreamedCompletion, toChatResult } from "./completion.js";
-import { resolveContextWindow, usesMaxCompletionTokens } from "./models.js";
+import { resolveContextWindow } from "./models.js";
+import { shapeRequest } from "./providers/dialect.js";
+import { resolveProfile } from "./providers/detect.js";
+import type { ProviderName, ProviderProfile } from "./providers/profiles.js";
 import { createTransport, type Transport } from "./transport.js";
 import type { ChatRequest, ChatResult, LlmClient } from "../core/llm.js";
 
@@ -38,6 +40,8 @@ export interface LlmClientOptions {
   logger?: Logger;
   /** LLM_ALTERNATE_ROLES: reshape each request for templates that need alternating roles (alternate-roles.ts). */
   alternateRoles?: boolean;
+  /** LLM_PROVIDER or a `models:` entry's `provider`; unset: detected from `baseUrl` (providers/detect.ts). */
+  provider?: ProviderName;
 }
 
 export interface OpenAiLlmClient extends LlmClient {
@@ -57,6 +61,7 @@ export function createLlmClient(options: LlmClientOptions): OpenAiLlmClient {
   const maxRetryAfterMs = options.maxRetryAfterMs ?? 60_000;
   const configuredWindow = resolveContextWindow(options.model, options.contextWindow);
   let learnedWindow: number | undefined;
+  const profile = resolveProfile(options.baseUrl, options.provider);
 
   const transport = createTransport({ baseUrl: options.baseUrl, apiKey, timeoutMs: options.timeoutMs, maxRetries: options.maxRetries, maxRetryAfterMs, log, redact });
 
@@ -77,7 +82,7 @@ export function createLlmClient(options: LlmClientOptions): OpenAiLlmClient {
       if (signal?.aborted) throw new AbortedError("LLM request aborted before it was sent");
       const started = Date.now();
       try {
-        const result = request.onText ? await streamed(transport, request, request.onText, options) : await plain(transport, request, options);
+        const result = request.onText ? await streamed(transport, request, request.onText, options, profile) : await plain(transport, request, options, profile);
         log.debug({ durationMs: Date.now() - started, finishReason: result.finishReason, toolCalls: result.toolCalls.length, usage: result.usage }, "llm step finished");
         return result;
       } catch (error: unknown) {
@@ -95,28 +100,24 @@ export function createLlmClient(options: LlmClientOptions): OpenAiLlmClient {
   return client;
 }
 
-/** The request body; `cache_control` on text parts goes out as given (OpenRouter passes it to Anthropic, others ignore it). */
-function buildParams(request: ChatRequest, options: LlmClientOptions): Record<string, unknown> {
-  const maxTokens = request.maxTokens ?? options.maxOutputTokens;
-  const tools = request.tools ?? [];
-  return {
+/** The request body in the provider's dialect; `cache_control` on text parts goes out as given (OpenRouter passes it to Anthropic, others ignore it). */
+const buildParams = (request: ChatRequest, options: LlmClientOptions, profile: ProviderProfile, stream: boolean): Record<string, unknown> =>
+  shapeRequest(profile, request, {
     model: options.model,
-    messages: options.alternateRoles ? alternateRoles(request.messages) : request.messages,
-    ...(tools.length > 0 ? { tools: tools.map((tool) => ({ type: "function" as const, function: tool.function })), tool_choice: request.toolChoice ?? "auto" } : {}),
-    ...(maxTokens === undefined ? {} : usesMaxCompletionTokens(options.model) ? { max_completion_tokens: maxTokens } : { max_tokens: maxTokens }),
-    ...(request.promptCacheKey === undefined ? {} : { prompt_cache_key: request.promptCacheKey }),
-  };
-}
+    stream,
+    ...(options.maxOutputTokens === undefined ? {} : { maxOutputTokens: options.maxOutputTokens }),
+    ...(options.alternateRoles ? { alternateRoles: true } : {}),
+  });
 
 const COMPLETIONS = "/chat/completions";
 
-async function plain(transport: Transport, request: ChatRequest, options: LlmClientOptions): Promise<ChatResult> {
-  const body = await transport.post(COMPLETIONS, JSON.stringify(buildParams(request, options)), {
+async function plain(transport: Transport, request: ChatRequest, options: LlmClientOptions, profile: ProviderProfile): Promise<ChatResult> {
+  const body = await transport.post(COMPLETIONS, JSON.stringify(buildParams(request, options, profile, false)), {
     stream: false,
     ...(request.signal ? { signal: request.signal } : {}),
     read: (response) => response.json(),
   });
-  return toChatResult(body, options.model);
+  return toChatResult(body, options.model, profile);
 }
 
 /**
@@ -126,17 +127,17 @@ async function plain(transport: Transport, request: ChatRequest, options: LlmCli
  * transport; after that it fails the step, and the turn's retry takes it from there. A server
  * that ignores `stream: true` and answers with one JSON completion is read as one.
  */
-async function streamed(transport: Transport, request: ChatRequest, onText: (delta: string) => void, options: LlmClientOptions): Promise<ChatResult> {
-  const body = JSON.stringify({ ...buildParams(request, options), stream: true, stream_options: { include_usage: true } });
-  let completion = new StreamedCompletion(onText);
+async function streamed(transport: Transport, request: ChatRequest, onText: (delta: string) => void, options: LlmClientOptions, profile: ProviderProfile): Promise<ChatResult> {
+  const body = JSON.stringify(buildParams(request, options, profile, true));
+  let completion = new StreamedCompletion(onText, profile);
   return transport.post(COMPLETIONS, body, {
     stream: true,
     ...(request.signal ? { signal: request.signal } : {}),
     retryable: () => !completion.textSent,
     read: async (response, headers) => {
-      completion = new StreamedCompletion(onText);
+      completion = new StreamedCompletion(onText, profile);
       if (String(headers["content-type"] ?? "").includes("application/json")) {
-        const whole = toChatResult(await response.json(), options.model);
+        const whole = toChatResult(await response.json(), options.model, profile);
         if (whole.content) onText(whole.content);
         return whole;
       }

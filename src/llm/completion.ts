@@ -9,26 +9,22 @@ import type { ToolCall } from "../core/messages.js";
 import type { ChatResult, TokenUsage } from "../core/llm.js";
 import { AbortedError } from "../errors.js";
 import { errorFromCompletionBody } from "./errors.js";
+import { readUsage, type WireUsage } from "./providers/dialect.js";
+import type { ProviderProfile } from "./providers/profiles.js";
 import { SseDecoder } from "./sse.js";
-
-/** The wire usage object; only what we read. */
-interface WireUsage {
-  prompt_tokens?: number;
-  completion_tokens?: number;
-  prompt_tokens_details?: { cached_tokens?: number } | null;
-  prompt_cache_hit_tokens?: number;
-}
 
 interface WireToolCall {
   index?: number;
   id?: string;
   type?: string;
   function?: { name?: string; arguments?: unknown };
+  /** Gemini 3: `{ google: { thought_signature } }`, wanted back with the call. */
+  extra_content?: Record<string, unknown> | null;
 }
 
 interface WireChoice {
-  message?: { content?: string | null; tool_calls?: WireToolCall[] | null };
-  delta?: { content?: string | null; tool_calls?: WireToolCall[] | null };
+  message?: { content?: string | null; tool_calls?: WireToolCall[] | null; reasoning_content?: string | null };
+  delta?: { content?: string | null; tool_calls?: WireToolCall[] | null; reasoning_content?: string | null };
   finish_reason?: string | null;
 }
 
@@ -43,7 +39,7 @@ const newCallId = () => `call_${randomUUID()}`;
 const argumentsText = (text: string) => (text.trim() === "" ? "{}" : text);
 
 /** A whole completion; a body without a choice is the provider's error (`errorFromCompletionBody`). */
-export function toChatResult(body: unknown, configuredModel: string): ChatResult {
+export function toChatResult(body: unknown, configuredModel: string, profile: ProviderProfile): ChatResult {
   const completion = body as WireCompletion;
   const choice = completion?.choices?.[0];
   if (!choice) throw errorFromCompletionBody(body);
@@ -56,12 +52,15 @@ export function toChatResult(body: unknown, configuredModel: string): ChatResult
       id: call.id || newCallId(),
       type: "function",
       function: { name: call.function.name ?? "", arguments: typeof args === "string" ? argumentsText(args) : JSON.stringify(args ?? {}) },
+      ...(call.extra_content ? { extra_content: call.extra_content } : {}),
     });
   }
-  const usage = toUsage(completion.usage);
+  const usage = readUsage(profile, completion.usage);
+  const reasoning = choice.message?.reasoning_content;
   return {
     content: choice.message?.content ?? null,
     toolCalls,
+    ...(typeof reasoning === "string" && reasoning !== "" ? { reasoningContent: reasoning } : {}),
     finishReason: choice.finish_reason ?? null,
     ...(usage === undefined ? {} : { usage }),
     model: completion.model || configuredModel,
@@ -75,15 +74,16 @@ export function toChatResult(body: unknown, configuredModel: string): ChatResult
  */
 export class StreamedCompletion {
   private content: string | null = null;
+  private reasoning = "";
   private finishReason: string | null = null;
   private model = "";
   private usage: WireUsage | undefined;
   private chosen = false;
-  private readonly calls = new Map<number, { id: string; name: string; arguments: string }>();
+  private readonly calls = new Map<number, { id: string; name: string; arguments: string; extra?: Record<string, unknown> }>();
   /** Whether any text was handed to `onText` (after that, the step cannot be retried). */
   textSent = false;
 
-  constructor(private readonly onText: (delta: string) => void) {}
+  constructor(private readonly onText: (delta: string) => void, private readonly profile: ProviderProfile) {}
 
   add(body: unknown): void {
     const chunk = body as WireCompletion;
@@ -99,12 +99,14 @@ export class StreamedCompletion {
       this.textSent = true;
       this.onText(delta.content);
     }
+    if (typeof delta.reasoning_content === "string") this.reasoning += delta.reasoning_content;
     for (const call of delta.tool_calls ?? []) {
       const index = call.index ?? 0;
       const entry = this.calls.get(index) ?? { id: "", name: "", arguments: "" };
       if (call.id) entry.id = call.id;
       if (call.function?.name) entry.name += call.function.name;
       if (typeof call.function?.arguments === "string") entry.arguments += call.function.arguments;
+      if (call.extra_content) entry.extra = call.extra_content;
       this.calls.set(index, entry);
     }
     if (choice.finish_reason) this.finishReason = choice.finish_reason;
@@ -116,9 +118,10 @@ export class StreamedCompletion {
       id: call.id || newCallId(),
       type: "function",
       function: { name: call.name, arguments: argumentsText(call.arguments) },
+      ...(call.extra ? { extra_content: call.extra } : {}),
     }));
-    const usage = toUsage(this.usage);
-    return { content: this.content, toolCalls, finishReason: this.finishReason, ...(usage === undefined ? {} : { usage }), model: this.model || configuredModel };
+    const usage = readUsage(this.profile, this.usage);
+    return { content: this.content, toolCalls, ...(this.reasoning === "" ? {} : { reasoningContent: this.reasoning }), finishReason: this.finishReason, ...(usage === undefined ? {} : { usage }), model: this.model || configuredModel };
   }
 }
 
@@ -140,14 +143,4 @@ export async function readEvents(body: AsyncIterable<Uint8Array>, completion: St
   };
   for await (const bytes of body) take(decoder.push(bytes));
   take(decoder.end());
-}
-
-function toUsage(usage: WireUsage | null | undefined): TokenUsage | undefined {
-  if (!usage) return undefined;
-  const deepSeekHits = usage.prompt_cache_hit_tokens;
-  return {
-    promptTokens: usage.prompt_tokens ?? 0,
-    completionTokens: usage.completion_tokens ?? 0,
-    cachedTokens: usage.prompt_tokens_details?.cached_tokens ?? (typeof deepSeekHits === "number" ? deepSeekHits : 0),
-  };
 }

@@ -21,7 +21,7 @@ export class LlmHttpError extends Error {
   readonly type: unknown;
   constructor(readonly status: number, readonly headers: Headers, readonly body: string) {
     super(`${status} ${messageInBody(body) ?? (body.trim() === "" ? "status code (no body)" : truncate(body.trim(), 500))}`);
-    const parsed = safeParse(body);
+    const parsed = unwrapped(safeParse(body));
     const error = isRecord(parsed) && isRecord(parsed.error) ? parsed.error : undefined;
     this.code = error?.code;
     this.type = error?.type;
@@ -164,9 +164,12 @@ export function retryAfterMsFromHeaders(headers: Headers): number | undefined {
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
+/** Google's OpenAI-compatible endpoint wraps its error in a one-element array: `[{ error: {...} }]`. */
+const unwrapped = (parsed: unknown): unknown => (Array.isArray(parsed) && parsed.length === 1 && isRecord(parsed[0]) && "error" in parsed[0] ? parsed[0] : parsed);
+
 /** The human part of an error body: `error.message`, a string `error`, `message` or `detail`. */
 function messageInBody(body: string): string | undefined {
-  const parsed = safeParse(body);
+  const parsed = unwrapped(safeParse(body));
   if (!isRecord(parsed)) return body.trim() === "" ? undefined : truncate(body.trim(), 500);
   const error = parsed.error;
   const message =

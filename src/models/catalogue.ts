@@ -5,6 +5,7 @@
  */
 import type { Config } from "../../config/index.js";
 import type { ModelEntryConfig } from "../../config/operator-sections.js";
+import type { ProviderName } from "../llm/index.js";
 
 export interface Prices {
   /** USD per million uncached input tokens. */
@@ -21,6 +22,8 @@ export interface CatalogueModel {
   /** Base URL; undefined: LLM_BASE_URL. */
   endpoint?: string;
   apiKey?: string;
+  /** Provider dialect; undefined: LLM_PROVIDER for the default endpoint, else detected from the endpoint. */
+  provider?: ProviderName;
   contextWindow?: number;
   prices: Prices;
   /** Whether it takes images; undefined: LLM_VISION decides (auto learns from a refusal). */
@@ -100,6 +103,7 @@ function toModel(name: string, entry: ModelEntryConfig): CatalogueModel {
     id: entry.id,
     ...(entry.endpoint ? { endpoint: entry.endpoint } : {}),
     ...(entry.api_key ? { apiKey: entry.api_key } : {}),
+    ...(entry.provider ? { provider: entry.provider } : {}),
     ...(entry.context_window ? { contextWindow: entry.context_window } : {}),
     prices: { input, cachedInput: entry.prices?.cached ?? input, output: entry.prices?.output ?? 0 },
     ...(entry.vision === undefined ? {} : { vision: entry.vision }),

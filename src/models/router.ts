@@ -63,8 +63,10 @@ export function createModelRouter(options: ModelRouterOptions): ModelRouter {
     if (!client) {
       const defaultEndpoint = model.endpoint === undefined || model.endpoint === config.LLM_BASE_URL;
       const apiKey = model.apiKey ?? (defaultEndpoint ? mainApiKey(config) : undefined);
+      const provider = model.provider ?? (defaultEndpoint ? config.LLM_PROVIDER : undefined);
       client = createLlmClient({
         baseUrl: model.endpoint ?? config.LLM_BASE_URL,
+        ...(provider ? { provider } : {}),
         ...(apiKey ? { apiKey } : {}),
         model: model.id,
         ...(model.contextWindow ? { contextWindow: model.contextWindow } : {}),
@@ -84,8 +86,10 @@ export function createModelRouter(options: ModelRouterOptions): ModelRouter {
     if (!globalSummary) {
       const apiKey = config.SUMMARY_API_KEY ?? mainApiKey(config);
       const model = config.SUMMARY_MODEL ?? config.LLM_MODEL;
+      const baseUrl = config.SUMMARY_BASE_URL ?? config.LLM_BASE_URL;
       globalSummary = createLlmClient({
-        baseUrl: config.SUMMARY_BASE_URL ?? config.LLM_BASE_URL,
+        baseUrl,
+        ...(config.LLM_PROVIDER && baseUrl === config.LLM_BASE_URL ? { provider: config.LLM_PROVIDER } : {}),
         ...(apiKey ? { apiKey } : {}),
         model,
         ...(config.SUMMARY_CONTEXT_WINDOW ? { contextWindow: config.SUMMARY_CONTEXT_WINDOW } : {}),

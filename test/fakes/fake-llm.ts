@@ -69,8 +69,9 @@ import { checkProviderRules, ollamaTruncation, type ProviderRules } from "./prov
 export interface FakeChatMessage {
   role: string;
   content?: unknown;
-  tool_calls?: Array<{ id: string; type: string; function: { name: string; arguments: string } }>;
+  tool_calls?: Array<{ id: string; type: string; function: { name: string; arguments: string }; extra_content?: unknown }>;
   tool_call_id?: string;
+  reasoning_content?: unknown;
 }
 
 /** The request as sent; the fields named here are the ones tests look at most. */
@@ -99,10 +100,17 @@ export interface WireUsage {
   completion_tokens?: number;
   total_tokens?: number;
   prompt_tokens_details?: { cached_tokens?: number };
+  completion_tokens_details?: { reasoning_tokens?: number };
 }
 
 export interface FakeReply {
   text?: string | null;
+  /**
+   * The model's thinking, sent as `reasoning_content` with `rules: "deepseek"` (thinking mode: a
+   * default thought when unset) and counted as reasoning tokens with `rules: "deepseek"` and
+   * `"gemini"` (Gemini reports them apart from `completion_tokens`).
+   */
+  reasoning?: string;
   /** `arguments`: an object is JSON-encoded, a string sent as is; default `{}`. */
   toolCalls?: Array<{ name: string; arguments?: unknown; id?: string }>;
   usage?: WireUsage | null;
@@ -349,6 +357,10 @@ function windowRefusal(rules: ProviderRules | undefined, window: number, prompt:
   switch (rules) {
     case "anthropic":
       return { status: 400, body: { type: "error", error: { type: "invalid_request_error", message: `prompt is too long: ${requested} tokens > ${window} maximum` } } };
+    case "gemini":
+      return { status: 400, body: [{ error: { code: 400, message: `The input token count (${prompt}) exceeds the maximum number of tokens allowed (${window}).`, status: "INVALID_ARGUMENT" } }] };
+    case "mistral":
+      return { status: 400, body: { object: "error", message: `Prompt contains ${prompt} tokens and ${completion} draft tokens, too large for model with ${window} maximum context length`, type: "invalid_request_prompt", param: null, code: "3051" } };
     case "vllm":
     case "vllm-alternating":
       // vLLM 0.19's check of prompt + max_tokens against max_model_len (serving.py), as its users quote it.
@@ -360,19 +372,37 @@ function windowRefusal(rules: ProviderRules | undefined, window: number, prompt:
   }
 }
 
-function completionBody(reply: FakeReply, request: RecordedRequest, tokenRatio = 1): unknown {
+/** A Gemini thought signature: opaque bytes, base64, as Google issues them. */
+const geminiSignature = (request: RecordedRequest): string => Buffer.from(`fake-thought-${request.index}-${Math.random()}`).toString("base64");
+
+/** What the dialect of `rules` adds to an answer: DeepSeek's reasoning, Gemini's signature on a step's first call. */
+interface DialectExtras {
+  rules?: ProviderRules;
+  /** Gemini: every signature issued, so a request can only send back real ones. */
+  signatures?: Set<string>;
+}
+
+function completionBody(reply: FakeReply, request: RecordedRequest, tokenRatio = 1, extras: DialectExtras = {}): unknown {
   const toolCalls = (reply.toolCalls ?? []).map((call, position) => ({
     id: call.id ?? `call_${request.index}_${position}`,
     type: "function",
     function: { name: call.name, arguments: typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments ?? {}) },
+    ...(position === 0 && extras.rules === "gemini" ? { extra_content: { google: { thought_signature: issue(extras.signatures, geminiSignature(request)) } } } : {}),
   }));
   const content = reply.text ?? null;
+  const reasoning = extras.rules === "deepseek" ? reply.reasoning ?? `Thinking about request ${request.index}.` : extras.rules === "gemini" ? reply.reasoning : undefined;
+  const reasoningTokens = reasoning === undefined ? 0 : scaled(estimateTokens(reasoning.length), tokenRatio);
   let usage: WireUsage | undefined;
   if (reply.usage !== null) {
     // Like a real server, the prompt includes the tool definitions and each message's framing.
     const prompt = reply.usage?.prompt_tokens ?? scaled(ownPromptTokens(request.body), tokenRatio);
-    const completion = reply.usage?.completion_tokens ?? scaled(estimateTokens((content ?? JSON.stringify(toolCalls)).length), tokenRatio);
-    usage = { ...reply.usage, prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+    const answer = reply.usage?.completion_tokens ?? scaled(estimateTokens((content ?? JSON.stringify(toolCalls)).length), tokenRatio);
+    // DeepSeek counts the reasoning in completion_tokens; Gemini reports it only apart.
+    const completion = extras.rules === "deepseek" ? answer + reasoningTokens : answer;
+    usage = {
+      ...reply.usage, prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion + (extras.rules === "gemini" ? reasoningTokens : 0),
+      ...(reasoning === undefined ? {} : { completion_tokens_details: { reasoning_tokens: reasoningTokens } }),
+    };
   }
   return {
     id: `chatcmpl-fake-${request.index}`,
@@ -381,12 +411,17 @@ function completionBody(reply: FakeReply, request: RecordedRequest, tokenRatio =
     model: reply.model ?? request.body.model,
     choices: [{
       index: 0,
-      message: { role: "assistant", content, ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) },
+      message: { role: "assistant", content, ...(extras.rules === "deepseek" && reasoning !== undefined ? { reasoning_content: reasoning } : {}), ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) },
       finish_reason: reply.finishReason ?? (toolCalls.length > 0 ? "tool_calls" : "stop"),
       logprobs: null,
     }],
     ...(usage === undefined ? {} : { usage }),
   };
+}
+
+function issue(signatures: Set<string> | undefined, signature: string): string {
+  signatures?.add(signature);
+  return signature;
 }
 
 /** The pieces a streamed text goes out in: words (with their space), long ones cut every 4 characters. */
@@ -410,10 +445,10 @@ interface StreamPlan {
 }
 
 /** Writes a completion as OpenAI's server-sent events; see the file comment. */
-async function streamCompletion(response: ServerResponse, reply: FakeReply, request: RecordedRequest, plan: StreamPlan & { tokenRatio: number }): Promise<void> {
-  const whole = completionBody(reply, request, plan.tokenRatio) as {
+async function streamCompletion(response: ServerResponse, reply: FakeReply, request: RecordedRequest, plan: StreamPlan & { tokenRatio: number; extras: DialectExtras }): Promise<void> {
+  const whole = completionBody(reply, request, plan.tokenRatio, plan.extras) as {
     id: string; created: number; model: string;
-    choices: Array<{ message: { content: string | null; tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }> }; finish_reason: string }>;
+    choices: Array<{ message: { content: string | null; reasoning_content?: string; tool_calls?: Array<{ id: string; function: { name: string; arguments: string }; extra_content?: unknown }> }; finish_reason: string }>;
     usage?: WireUsage;
   };
   const choice = whole.choices[0]!;
@@ -422,6 +457,10 @@ async function streamCompletion(response: ServerResponse, reply: FakeReply, requ
   const pause = plan.tokensPerSecond > 0 ? 1000 / plan.tokensPerSecond : 0;
   response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
   let written = event({ ...base, choices: [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null, logprobs: null }] });
+  // DeepSeek streams the thinking first, in `reasoning_content` deltas.
+  for (const piece of streamPieces(choice.message.reasoning_content ?? "")) {
+    written = event({ ...base, choices: [{ index: 0, delta: { content: null, reasoning_content: piece }, finish_reason: null, logprobs: null }] });
+  }
   let sent = 0;
   const startedAt = Date.now();
   for (const piece of streamPieces(choice.message.content ?? "")) {
@@ -446,7 +485,7 @@ async function streamCompletion(response: ServerResponse, reply: FakeReply, requ
     plan.onChunk();
   }
   for (const [index, call] of (choice.message.tool_calls ?? []).entries()) {
-    void event({ ...base, choices: [{ index: 0, delta: { tool_calls: [{ index, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } }] }, finish_reason: null, logprobs: null }] });
+    void event({ ...base, choices: [{ index: 0, delta: { tool_calls: [{ index, id: call.id, type: "function", function: { name: call.function.name, arguments: "" }, ...(call.extra_content === undefined ? {} : { extra_content: call.extra_content }) }] }, finish_reason: null, logprobs: null }] });
     const args = call.function.arguments;
     for (let at = 0; at < args.length; at += 8) {
       void event({ ...base, choices: [{ index: 0, delta: { tool_calls: [{ index, function: { arguments: args.slice(at, at + 8) } }] }, finish_reason: null, logprobs: null }] });
@@ -535,6 +574,7 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
   const rules = options.rules ?? "openai";
   const overWindow: number[] = [];
   const truncated: Array<{ index: number; droppedMessages: number }> = [];
+  const extras: DialectExtras = { rules, signatures: new Set<string>() };
 
   const pick = async (request: RecordedRequest): Promise<FakeResponse> => {
     const route = routes.find((candidate) => candidate.predicate(request));
@@ -551,7 +591,7 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
     const gone = new Promise<void>((resolve) => response.on("close", () => resolve(void (closed = true))));
     if (gate) await Promise.race([gate, gone]);
     if (closed) return;
-    const refusal = checkProviderRules(rules, request.body);
+    const refusal = checkProviderRules(rules, request.body, { signatures: extras.signatures! });
     if (refusal) return send(response, refusal.status, refusal.body);
     // What the model sees: the request, or with Ollama what is left of it once it fits num_ctx.
     let seen = request;
@@ -594,10 +634,11 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
         ...(reply.streamError === undefined ? {} : { streamError: reply.streamError }),
         gone,
         tokenRatio,
+        extras,
         isClosed: () => closed,
         onChunk: () => void streamedChunks.set(request.index, (streamedChunks.get(request.index) ?? 0) + 1),
       });
-    } else send(response, 200, completionBody(reply, seen, tokenRatio));
+    } else send(response, 200, completionBody(reply, seen, tokenRatio, extras));
   };
 
   const connectionIds = new WeakMap<Socket, number>();

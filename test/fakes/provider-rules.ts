@@ -25,12 +25,41 @@
  *   request when one is not; it checks no pairing. A prompt over its context (`num_ctx`) is not
  *   refused: `ollamaTruncation` drops messages from the front as Ollama does.
  *
+ * - `gemini`: Google's OpenAI-compatible endpoint parses the request into its own proto and
+ *   refuses any field it does not know, at the top or in a message ("Invalid JSON payload
+ *   received. Unknown name \"prompt_cache_key\": Cannot find field.", status INVALID_ARGUMENT, the
+ *   body a one-element array); Gemini 3 wants each assistant step of the current turn that
+ *   calls functions to carry its first call's `extra_content.google.thought_signature` — one it
+ *   issued, or Google's documented `skip_thought_signature_validator` for a trace from elsewhere.
+ * - `deepseek`: thinking mode (the default of V4) answers with `reasoning_content`, and an
+ *   assistant step that called tools since the last user message must carry its
+ *   `reasoning_content` back ("The reasoning_content in the thinking mode must be passed back to
+ *   the API.").
+ * - `mistral`: la Plateforme validates with pydantic and forbids extra fields at every level:
+ *   422 `extra_forbidden` "Extra inputs are not permitted", the field's path in `loc`.
+ *
  * A prompt over the window (vLLM's `max_model_len`, prompt + `max_tokens`) is the fake LLM's
  * `contextWindow` check, worded per server (`windowRefusal` in fake-llm.ts).
  */
 import type { FakeChatMessage, FakeChatRequestBody, FakeHttpError } from "./fake-llm.js";
 
-export type ProviderRules = "openai" | "anthropic" | "vllm" | "vllm-alternating" | "ollama";
+export type ProviderRules = "openai" | "anthropic" | "vllm" | "vllm-alternating" | "ollama" | "gemini" | "deepseek" | "mistral";
+
+/** Every rule set, for tests that run against each. */
+export const ALL_PROVIDER_RULES: readonly ProviderRules[] = ["openai", "anthropic", "vllm", "vllm-alternating", "ollama", "gemini", "deepseek", "mistral"];
+
+/** The `LLM_PROVIDER` value an operator sets for the server each rule set models. */
+export const PROVIDER_FOR_RULES = {
+  openai: "openai", anthropic: "anthropic", vllm: "vllm", "vllm-alternating": "vllm", ollama: "ollama", gemini: "gemini", deepseek: "deepseek", mistral: "mistral",
+} as const satisfies Record<ProviderRules, string>;
+
+/** What a stateful provider issued earlier in the session: Gemini's thought signatures. */
+export interface IssuedByProvider {
+  signatures?: ReadonlySet<string>;
+}
+
+/** Google's documented signature for function calls that have none of their own. */
+export const GEMINI_SKIP_SIGNATURE = "skip_thought_signature_validator";
 
 const textOf = (content: unknown): string =>
   typeof content === "string" ? content : Array.isArray(content) ? content.map((part: { text?: unknown }) => (typeof part?.text === "string" ? part.text : "")).join("") : "";
@@ -40,8 +69,14 @@ const openAiError = (message: string, param: string | null, code: string | null 
 const anthropicError = (message: string): FakeHttpError =>
   ({ status: 400, body: { type: "error", error: { type: "invalid_request_error", message } } });
 
-export function checkProviderRules(rules: ProviderRules | undefined, body: FakeChatRequestBody): FakeHttpError | undefined {
+export function checkProviderRules(rules: ProviderRules | undefined, body: FakeChatRequestBody, issued: IssuedByProvider = {}): FakeHttpError | undefined {
   switch (rules) {
+    case "gemini":
+      return checkGemini(body, issued) ?? checkOpenAi(body);
+    case "deepseek":
+      return checkDeepSeek(body) ?? checkOpenAi(body);
+    case "mistral":
+      return checkMistral(body) ?? checkOpenAi(body);
     case undefined:
       return undefined;
     case "openai":
@@ -235,6 +270,82 @@ function checkAnthropic(body: FakeChatRequestBody): FakeHttpError | undefined {
           return anthropicError(`messages.${index}.content.${position}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${id}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`);
         }
       }
+    }
+  }
+  return undefined;
+}
+
+/** The messages since the last user message: the current turn's tool loop. */
+const currentTurn = (messages: readonly FakeChatMessage[]): FakeChatMessage[] => {
+  const lastUser = messages.findLastIndex((message) => message.role === "user");
+  return messages.slice(lastUser + 1);
+};
+
+const GEMINI_TOP = new Set(["model", "messages", "tools", "tool_choice", "max_tokens", "max_completion_tokens", "stream", "stream_options", "temperature", "top_p", "n", "stop", "response_format", "reasoning_effort", "seed", "presence_penalty", "frequency_penalty", "extra_body"]);
+const GEMINI_MESSAGE = new Set(["role", "content", "name", "tool_calls", "tool_call_id", "extra_content"]);
+const GEMINI_CALL = new Set(["id", "type", "function", "extra_content", "index"]);
+
+/** Google's refusal as its OpenAI-compatible endpoint sends it: an array holding one `error`. */
+const geminiError = (message: string): FakeHttpError => ({
+  status: 400,
+  body: [{ error: { code: 400, message, status: "INVALID_ARGUMENT", details: [{ "@type": "type.googleapis.com/google.rpc.BadRequest", fieldViolations: [{ description: message }] }] } }],
+});
+const unknownName = (name: string, at?: string) =>
+  geminiError(`Invalid JSON payload received. Unknown name "${name}"${at === undefined ? "" : ` at '${at}'`}: Cannot find field.`);
+
+function checkGemini(body: FakeChatRequestBody, issued: IssuedByProvider): FakeHttpError | undefined {
+  for (const key of Object.keys(body)) if (!GEMINI_TOP.has(key)) return unknownName(key);
+  for (const [index, message] of body.messages.entries()) {
+    for (const key of Object.keys(message)) if (!GEMINI_MESSAGE.has(key)) return unknownName(key, `messages[${index}]`);
+    for (const [position, call] of (message.tool_calls ?? []).entries()) {
+      for (const key of Object.keys(call)) if (!GEMINI_CALL.has(key)) return unknownName(key, `messages[${index}].tool_calls[${position}]`);
+    }
+  }
+  for (const message of currentTurn(body.messages)) {
+    const first = message.role === "assistant" ? message.tool_calls?.[0] : undefined;
+    if (first === undefined) continue;
+    const signature = (first.extra_content as { google?: { thought_signature?: unknown } } | undefined)?.google?.thought_signature;
+    const known = typeof signature === "string" && (signature === GEMINI_SKIP_SIGNATURE || issued.signatures === undefined || issued.signatures.has(signature));
+    if (!known) {
+      return geminiError(`Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call \`default_api:${first.function.name}\` , position ${body.messages.indexOf(message) + 1}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.`);
+    }
+  }
+  return undefined;
+}
+
+function checkDeepSeek(body: FakeChatRequestBody): FakeHttpError | undefined {
+  for (const message of currentTurn(body.messages)) {
+    if (message.role !== "assistant" || (message.tool_calls?.length ?? 0) === 0) continue;
+    if (typeof message.reasoning_content !== "string" || message.reasoning_content === "") {
+      return { status: 400, body: { error: { message: "The reasoning_content in the thinking mode must be passed back to the API.", type: "invalid_request_error", param: null, code: "invalid_request_error" } } };
+    }
+  }
+  return undefined;
+}
+
+const MISTRAL_TOP = new Set(["model", "messages", "temperature", "top_p", "max_tokens", "stream", "stop", "random_seed", "response_format", "tools", "tool_choice", "presence_penalty", "frequency_penalty", "n", "prediction", "parallel_tool_calls", "prompt_mode", "safe_prompt"]);
+const MISTRAL_MESSAGE: Record<string, Set<string>> = {
+  system: new Set(["role", "content"]),
+  user: new Set(["role", "content"]),
+  assistant: new Set(["role", "content", "tool_calls", "prefix"]),
+  tool: new Set(["role", "content", "tool_call_id", "name"]),
+};
+const MISTRAL_CALL = new Set(["id", "type", "function", "index"]);
+
+/** Mistral's 422: pydantic's `extra_forbidden` with the path of the field. */
+const extraForbidden = (loc: Array<string | number>, input: unknown): FakeHttpError => ({
+  status: 422,
+  body: { object: "error", message: { detail: [{ type: "extra_forbidden", loc: ["body", ...loc], msg: "Extra inputs are not permitted", input }] }, type: "invalid_request_message_error", param: null, code: null },
+});
+
+function checkMistral(body: FakeChatRequestBody): FakeHttpError | undefined {
+  for (const key of Object.keys(body)) if (!MISTRAL_TOP.has(key)) return extraForbidden([key], body[key]);
+  for (const [index, message] of body.messages.entries()) {
+    const allowed = MISTRAL_MESSAGE[message.role];
+    if (allowed === undefined) return { status: 422, body: { object: "error", message: { detail: [{ type: "union_tag_invalid", loc: ["body", "messages", index], msg: `Input tag '${message.role}' found using 'role' does not match any of the expected tags: 'system', 'user', 'assistant', 'tool'` }] }, type: "invalid_request_message_error", param: null, code: null } };
+    for (const key of Object.keys(message)) if (!allowed.has(key)) return extraForbidden(["messages", index, message.role, key], (message as unknown as Record<string, unknown>)[key]);
+    for (const [position, call] of (message.tool_calls ?? []).entries()) {
+      for (const key of Object.keys(call)) if (!MISTRAL_CALL.has(key)) return extraForbidden(["messages", index, "assistant", "tool_calls", position, key], (call as Record<string, unknown>)[key]);
     }
   }
   return undefined;

@@ -6,12 +6,14 @@
  * argument parsing — and holds the model's window as that server does: OpenAI, Anthropic and
  * vLLM refuse a prompt plus `max_tokens` over it (and vLLM with a Mistral-style template, which
  * refuses roles that do not alternate, with LLM_ALTERNATE_ROLES on) with a 400, Ollama silently drops the oldest
- * messages. Every request must be accepted and none may reach the window: the engine has to stay
+ * messages. Gemini (unknown fields refused, thought signatures required on tool steps), DeepSeek
+ * (reasoning_content required back in thinking mode) and Mistral (extra fields refused) each get
+ * the session too, with LLM_PROVIDER naming the dialect as an operator would. Every request must be accepted and none may reach the window: the engine has to stay
  * under it by itself, never counting on a 400 (which Ollama never sends) to notice.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { lastUserText, startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
-import { checkProviderRules, type ProviderRules } from "../../fakes/provider-rules.js";
+import { ALL_PROVIDER_RULES, checkProviderRules, PROVIDER_FOR_RULES, type ProviderRules } from "../../fakes/provider-rules.js";
 import { isSummarizerRequest, readFileTool } from "../../helpers/agent-fixtures.js";
 import { testConfig } from "../../helpers/config.js";
 import { captureLogs, startPipeline, type LogCapture, type Pipeline } from "../../helpers/pipeline.js";
@@ -34,7 +36,7 @@ function script(llm: FakeLlm): void {
 async function start(llm: FakeLlm, rules: ProviderRules, window: number, logs: LogCapture, adapter: RecordingAdapter): Promise<Pipeline> {
   const config = testConfig({
     LLM_BASE_URL: llm.url, LLM_MODEL: rules === "anthropic" ? "anthropic/claude-sonnet-4.5" : "some-model",
-    LLM_CONTEXT_WINDOW: String(window), LLM_MAX_OUTPUT_TOKENS: "512",
+    LLM_CONTEXT_WINDOW: String(window), LLM_MAX_OUTPUT_TOKENS: "512", LLM_PROVIDER: PROVIDER_FOR_RULES[rules],
     MAX_MESSAGE_CHARS: "40000", TOOL_OUTPUT_MAX_CHARS: "8000", COMPACTION_NOTICE: "off",
     // A Mistral/Gemma-style template needs the operator's LLM_ALTERNATE_ROLES (docs/context-engine.md).
     ...(rules === "vllm-alternating" ? { LLM_ALTERNATE_ROLES: "true" } : {}),
@@ -50,7 +52,7 @@ async function chat(adapter: RecordingAdapter, turns: number): Promise<void> {
   }
 }
 
-describe.each<ProviderRules>(["openai", "anthropic", "vllm", "vllm-alternating", "ollama"])("a compacting session against %s rules", (rules) => {
+describe.each<ProviderRules>(ALL_PROVIDER_RULES)("a compacting session against %s rules", (rules) => {
   let llm: FakeLlm;
   let pipeline: Pipeline;
   const adapter = new RecordingAdapter("console");

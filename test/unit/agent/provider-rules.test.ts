@@ -11,7 +11,7 @@ import { ToolRegistry, type Tool } from "../../../src/tools/index.js";
 import { toApiMessages, type ChatMessage } from "../../../src/core/messages.js";
 import { createLlmClient } from "../../../src/llm/index.js";
 import { startFakeLlm, type FakeChatRequestBody, type FakeLlm } from "../../fakes/fake-llm.js";
-import { checkProviderRules, ollamaTruncation, type ProviderRules } from "../../fakes/provider-rules.js";
+import { checkProviderRules, ollamaTruncation, PROVIDER_FOR_RULES, type ProviderRules } from "../../fakes/provider-rules.js";
 
 const loopTool: Tool = {
   definition: { type: "function", function: { name: "loop", description: "loop", parameters: { type: "object", properties: {} } } },
@@ -158,7 +158,7 @@ describe("the fake LLM holds the window as each server does", () => {
   });
 });
 
-describe.each<ProviderRules>(["openai", "anthropic", "vllm", "ollama"])("the tool loop against %s rules", (rules) => {
+describe.each<ProviderRules>(["openai", "anthropic", "vllm", "ollama", "gemini", "deepseek", "mistral"])("the tool loop against %s rules", (rules) => {
   let llm: FakeLlm;
   beforeAll(async () => {
     llm = await startFakeLlm({ rules });
@@ -170,7 +170,7 @@ describe.each<ProviderRules>(["openai", "anthropic", "vllm", "ollama"])("the too
     const registry = new ToolRegistry();
     registry.register(loopTool);
     return runTurn({
-      llm: createLlmClient({ baseUrl: llm.url, model: rules === "anthropic" ? "anthropic/claude-sonnet-4.5" : "some-model", timeoutMs: 5_000, maxRetries: 0 }),
+      llm: createLlmClient({ baseUrl: llm.url, model: rules === "anthropic" ? "anthropic/claude-sonnet-4.5" : "some-model", provider: PROVIDER_FOR_RULES[rules], timeoutMs: 5_000, maxRetries: 0 }),
       context,
       tools: registry,
       toolContext: { sessionKey: "s", signal: new AbortController().signal, transcript: { get: async () => undefined, search: async () => ({ messages: [], scanned: 0, continueBefore: undefined }) }, outputs: { read: async () => undefined }, now: () => 0 },

@@ -2,7 +2,8 @@
  * Issue #11, item 7: random sessions through the real engine (the session's context manager, the
  * tool loop, the openai client, the summarizer client) against the fake LLM as a provider whose
  * tokenizer differs from ours (`tokenRatio` 0.8, 1.0 or 1.3 on its own chars/4 count), with its
- * window enforced (prompt + max_tokens, 8K–128K) and one kind of server's tool-message rules. The
+ * window enforced (prompt + max_tokens, 8K–128K) and one kind of server's request rules (OpenAI's,
+ * Anthropic's, vLLM's, Ollama's, Gemini's, DeepSeek's or Mistral's dialect, the client told which). The
  * sessions have long tool outputs, group speakers, time stamps, multi-day gaps, a max-steps limit,
  * and a summarizer (the same fake) that sometimes stops at `length` or fails.
  *
@@ -24,7 +25,7 @@ import type { InboxEntry } from "../../../src/session/store.js";
 import { outputCapChars, ToolRegistry } from "../../../src/tools/index.js";
 import { httpError, startFakeLlm, textOf, type FakeResponse, type RecordedRequest } from "../../fakes/fake-llm.js";
 import { summarizerHandler } from "../../fakes/fake-summarizer.js";
-import { checkProviderRules, type ProviderRules } from "../../fakes/provider-rules.js";
+import { checkProviderRules, PROVIDER_FOR_RULES, type ProviderRules } from "../../fakes/provider-rules.js";
 import { propertyRuns } from "../../helpers/property-runs.js";
 import { isSummarizerRequest } from "../../helpers/agent-fixtures.js";
 
@@ -51,7 +52,7 @@ const turnSpec: fc.Arbitrary<TurnSpec> = fc.record({
 const sessionSpec = fc.record({
   ratio: fc.constantFrom(1.0, 1.3, 0.8),
   window: fc.oneof(fc.integer({ min: 8_000, max: 128_000 }), fc.constantFrom(8_192, 16_384, 32_768)),
-  rules: fc.constantFrom<ProviderRules>("openai", "anthropic", "vllm", "ollama"),
+  rules: fc.constantFrom<ProviderRules>("openai", "anthropic", "vllm", "ollama", "gemini", "deepseek", "mistral"),
   group: fc.boolean(),
   maxSteps: fc.constantFrom(2, 3, 12),
   maxOutputTokens: fc.constantFrom(512, 1_024, 4_096),
@@ -96,8 +97,10 @@ async function runSession(spec: SessionSpec): Promise<{ requests: RecordedReques
       return { text: null, toolCalls: turn.steps[step]!.map((share, call) => ({ id: `c${turnIndex}_${step}_${call}`, name: "read_log", arguments: { chars: Math.floor(share * spec.window * 4) } })) };
     });
 
-    const main = createLlmClient({ baseUrl: llm.url, model: "gpt-4o-mini", contextWindow: spec.window, timeoutMs: 20_000, maxRetries: 0 });
-    const summaryClient = createLlmClient({ baseUrl: llm.url, model: "fake-summarizer", contextWindow: spec.window, timeoutMs: 20_000, maxRetries: 0 });
+    // The operator names the fake's dialect (LLM_PROVIDER); the summarizer speaks it too.
+    const provider = PROVIDER_FOR_RULES[spec.rules];
+    const main = createLlmClient({ baseUrl: llm.url, model: "gpt-4o-mini", contextWindow: spec.window, timeoutMs: 20_000, maxRetries: 0, provider });
+    const summaryClient = createLlmClient({ baseUrl: llm.url, model: "fake-summarizer", contextWindow: spec.window, timeoutMs: 20_000, maxRetries: 0, provider });
     const tools = new ToolRegistry();
     tools.register({
       definition: { type: "function", function: { name: "read_log", description: "Read a log.", parameters: { type: "object", properties: { chars: { type: "integer" } } } } },
@@ -181,6 +184,7 @@ describe("the engine against a provider with its own tokens, window and rules (p
         const { requests, failures } = await runSession(spec);
         expect(failures).toEqual([]);
         for (const request of requests) {
+          expect(checkProviderRules(spec.rules, request.body)).toBeUndefined();
           expect(checkProviderRules("openai", request.body)).toBeUndefined();
           expect(checkProviderRules("anthropic", request.body)).toBeUndefined();
           if (isSummarizerRequest(request)) continue;

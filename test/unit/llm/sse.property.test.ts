@@ -8,6 +8,7 @@
  * by our code.
  */
 import fc from "fast-check";
+import { PROFILES } from "../../../src/llm/providers/profiles.js";
 import { describe, expect, it } from "vitest";
 import { readEvents, StreamedCompletion } from "../../../src/llm/completion.js";
 import type { ChatResult } from "../../../src/llm/index.js";
@@ -96,7 +97,7 @@ async function* pieces(bytes: Uint8Array, cuts: number[]): AsyncGenerator<Uint8A
 
 async function read(bytes: Uint8Array, cuts: number[]): Promise<{ result: ChatResult; text: string }> {
   let text = "";
-  const completion = new StreamedCompletion((delta) => void (text += delta));
+  const completion = new StreamedCompletion((delta) => void (text += delta), PROFILES.openai);
   await readEvents(pieces(bytes, cuts), completion);
   return { result: completion.result("configured-model"), text };
 }
