@@ -8,6 +8,7 @@
  * the chat's "typing…" covers the wait. Notices (interrupted, retrying …) are shown at once. The
  * final answer never comes from here: it is the committed reply.
  */
+import { wellFormed } from "../core/text.js";
 import type { PreviewUpdate, ReplyTarget } from "../core/channel.js";
 
 export type PreviewMode = "progress" | "partial";
@@ -152,7 +153,8 @@ export class TurnPreview implements StepPreview {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     const previewId = this.#current;
-    const text = this.#view();
+    // A stream may cut between the halves of an emoji: the preview shows U+FFFD until the rest comes.
+    const text = wellFormed(this.#view());
     if (this.#closed || previewId === undefined || text === "" || text === this.#lastSent) return;
     const now = this.#now();
     if (!force && now < this.#showFrom) return;

@@ -1,4 +1,5 @@
 import type { StepPreview } from "./preview.js";
+import { wellFormedDeep } from "../core/text.js";
 import type { AssistantMessage, ChatMessage, ToolCall, ToolMessage } from "../core/messages.js";
 import { repairToolPairs } from "../context/index.js";
 import type { ToolImage, WaitingCall } from "../core/tools.js";
@@ -117,6 +118,8 @@ export async function runTurn(input: RunTurnInput): Promise<RunTurnResult> {
       throw error;
     }
     overflowRetries = 0;
+    // The model's text is well-formed from here on (a stream cut mid-emoji, a server's byte soup).
+    result = wellFormedDeep(result);
     input.onStepFinished?.(result, step, context);
 
     // A call on the last step (tool_choice "none", which some servers ignore) is not run: only

@@ -12,6 +12,7 @@
  *   delete-user <p:id>    a user's private chat (all its keys), approval, private reminders and
  *                         budget counters
  *   budgets               today's and this month's spend of every account, with its limits
+ *   dead-letters [session] replies moved aside after failing for good (dead-letters-command.ts)
  */
 import type { Redis } from "ioredis";
 import type { Config } from "../../config/index.js";
@@ -26,6 +27,7 @@ import { globalKeys, sessionKeys } from "../session/keys.js";
 import { globEscape, scanAll, scanBatches } from "../session/scan.js";
 import type { SessionState } from "../session/state.js";
 import { SessionStore } from "../session/store.js";
+import { deadLettersCommand } from "./dead-letters-command.js";
 
 export class AdminUsageError extends Error {
   override readonly name = "AdminUsageError";
@@ -272,7 +274,9 @@ export const ADMIN_USAGE = `usage:
   npm run admin -- delete-user PLATFORM:ID    delete a user's private conversations, archives, memory, reminders,
                                               pairing data and budget counters (docs/memory.md, "Data rights")
   npm run admin -- export-user PLATFORM:ID    print a user's memory and private conversations as JSON
-  npm run admin -- budgets                    today's and this month's spend per chat and user`;
+  npm run admin -- budgets                    today's and this month's spend per chat and user
+  npm run admin -- dead-letters [SESSION] [--json]
+                                              replies moved aside after failing for good, with the error`;
 
 export async function runAdmin(context: AdminContext, argv: readonly string[]): Promise<number> {
   const [command, argument] = argv;
@@ -295,6 +299,8 @@ export async function runAdmin(context: AdminContext, argv: readonly string[]): 
       return exportUserCommand(context, needs("PLATFORM:ID"));
     case "budgets":
       return budgetsCommand(context);
+    case "dead-letters":
+      return deadLettersCommand(context, argv.slice(1));
     default:
       throw new AdminUsageError(command ? `unknown command: ${command}` : "which command?");
   }

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import type { ChannelAdapter, SendOptions } from "../adapters/channel-adapter.js";
 import type { OutboundReply, Platform } from "../core/channel.js";
-import { PermanentError, RetryableError } from "../errors.js";
+import { errorMessage, PermanentError, RetryableError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { PAYLOAD_VERSION, createRedis, deliveryQueueName, type DeliveryJobData, type Producers, type RedisAddress } from "../queue/index.js";
 import { attemptToken, LeaseKeeper } from "../session/lease.js";
@@ -22,6 +22,11 @@ export interface DeliveryWorkerOptions {
   lockMs: number;
   /** TTL of a session's delivery lease (the same rule as the turn lease: see docs/architecture.md). */
   leaseMs: number;
+  /**
+   * DELIVERY_MAX_ATTEMPTS: failed attempts at one reply before it is dead-lettered (a
+   * RetryableError — network, 5xx — counts against ten times as many: the platform, not the reply).
+   */
+  maxAttempts?: number;
   logger: Logger;
   onDelivered?: (platform: Platform) => void;
   /** A final took its preview over (the renderer stops rendering it). */
@@ -36,6 +41,11 @@ export interface DeliveryWorkerOptions {
  * went out, and a stale record can never skip a part of another reply. A reply's last part is
  * not recorded: FINISH_REPLY, sent right after it, pops the reply.
  */
+/** A temporary failure (RetryableError) counts this much less toward dead-lettering: it is the platform's state, not the reply's. */
+const TRANSIENT_FACTOR = 10;
+/** DELIVERY_MAX_ATTEMPTS' default (config/schema.ts). */
+const DEFAULT_MAX_ATTEMPTS = 3;
+
 export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): Promise<void> } {
   const gatewayId = randomUUID().slice(0, 8);
   const connection = createRedis(options.redisAddress);
@@ -124,9 +134,23 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
             await job.moveToDelayed(Date.now() + error.retryAfterMs, jobToken);
             throw new DelayedError();
           }
+          if (!(error instanceof PermanentError)) {
+            // Bounded: a reply that keeps failing (a bug in rendering it, a script that refuses
+            // it, a platform error on this reply alone) is moved aside so what is behind it flows.
+            const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+            const limit = error instanceof RetryableError ? maxAttempts * TRANSIENT_FACTOR : maxAttempts;
+            const failed = await outbox.fail(reply, token, { limit, error: errorMessage(error), now: Date.now(), leaseMs });
+            if (failed.status === "lost") {
+              log.warn({ sessionKey, replyId: reply.replyId }, "delivery-superseded");
+              return;
+            }
+            if (failed.status === "retry") throw error;
+            log.error({ sessionKey, replyId: reply.replyId, attempts: limit, err: error }, "reply-dead-lettered");
+            step = failed.next;
+            continue;
+          }
           // The platform refused it for good (chat gone, bot blocked): retrying cannot help,
           // and the replies queued behind it must not wait forever.
-          if (!(error instanceof PermanentError)) throw error;
           log.error({ sessionKey, replyId: reply.replyId, err: error }, "reply-undeliverable");
         }
         // FINISH_REPLY releases the lease when the outbox is empty: no heartbeat may follow it.

@@ -94,7 +94,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   const delivery = startDeliveryWorker({
     redisAddress: options.redisAddress, prefix, store, producers, adapters,
-    concurrency: 32, lockMs: config.JOB_LOCK_MS, leaseMs: leaseTtlMs(config.JOB_LOCK_MS), logger: log,
+    concurrency: 32, lockMs: config.JOB_LOCK_MS, leaseMs: leaseTtlMs(config.JOB_LOCK_MS), maxAttempts: config.DELIVERY_MAX_ATTEMPTS, logger: log,
     onDelivered: (platform) => metrics.repliesDelivered.inc({ platform }),
     onPreviewTaken: (previewId) => previews.finished(previewId),
   });

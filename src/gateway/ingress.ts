@@ -1,4 +1,5 @@
 import type { Redis } from "ioredis";
+import { wellFormedDeep } from "../core/text.js";
 import type { ChatMove, ChatMoveResult, InboundMessage, IngressPort, SubmitResult } from "../core/channel.js";
 import type { Logger } from "../logger.js";
 import type { Producers } from "../queue/index.js";
@@ -70,7 +71,8 @@ export class Ingress implements IngressPort {
     }
     if (rate) return rate;
 
-    const normalized = this.#truncate(message);
+    // Well-formed from here on: half an emoji from a client must not reach a Lua script or a model.
+    const normalized = this.#truncate(wellFormedDeep(message));
     // A duplicate enqueues too: a platform re-delivers what it thinks unstored, e.g. after a
     // gateway died between storing a message and enqueueing its turn (deduplicated: cheap).
     // Stored already if the enqueue fails: the sweeper will enqueue it; do not fail the platform ack.

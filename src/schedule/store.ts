@@ -4,6 +4,7 @@
  * the Lua scripts can compare and set them without decoding JSON. Index sets by chat and by
  * creator carry the caps; one set of all ids lets a worker re-arm every item's alarm.
  */
+import { wellFormedJson } from "../core/text.js";
 import type { Redis } from "ioredis";
 import { scheduleKeys } from "../session/keys.js";
 import type { ScheduleItem } from "./item.js";
@@ -88,7 +89,7 @@ export class ScheduleStore {
   async create(item: ScheduleItem, maxItems: number): Promise<CreateOutcome> {
     const result = await runScript(this.#redis,
       CREATE, 4, ...this.#indexKeys(item),
-      item.id, JSON.stringify(dataOf(item)), String(item.nextRunAt), item.paused ? "1" : "0", maxItems,
+      item.id, wellFormedJson(dataOf(item)), String(item.nextRunAt), item.paused ? "1" : "0", maxItems,
     );
     return result === 1 ? "created" : result === -1 ? "chat-full" : "user-full";
   }
@@ -128,7 +129,7 @@ export class ScheduleStore {
   async update(item: ScheduleItem): Promise<UpdateOutcome> {
     const result = await runScript(this.#redis,
       UPDATE, 1, this.#keys.item(item.id),
-      String(item.revision), JSON.stringify(dataOf(item)), String(item.nextRunAt), item.paused ? "1" : "0",
+      String(item.revision), wellFormedJson(dataOf(item)), String(item.nextRunAt), item.paused ? "1" : "0",
     );
     return result === -1 ? "missing" : result === 0 ? "conflict" : "updated";
   }
@@ -137,7 +138,7 @@ export class ScheduleStore {
   async moveChat(item: ScheduleItem, fromChatId: string): Promise<UpdateOutcome> {
     const result = await runScript(this.#redis,
       MOVE, 3, this.#keys.item(item.id), this.#keys.byChat(item.chat.platform, fromChatId), this.#keys.byChat(item.chat.platform, item.chat.chatId),
-      item.id, String(item.revision), JSON.stringify(dataOf(item)),
+      item.id, String(item.revision), wellFormedJson(dataOf(item)),
     );
     return result === -1 ? "missing" : result === 0 ? "conflict" : "updated";
   }

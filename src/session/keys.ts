@@ -20,6 +20,10 @@ export interface SessionKeys {
   outbox: string;
   /** `<replyId>:<next part>` of the outbox head being delivered. */
   outboxProgress: string;
+  /** `<replyId>:<failed attempts>` of the outbox head (dead-letters.ts). */
+  outboxFailures: string;
+  /** List: items moved aside after failing for good (dead-letters.ts), newest last. */
+  deadLetters: string;
   /** The turn lease: the token of the attempt allowed to commit. */
   lease: string;
   /** The token of the last attempt that committed (makes a re-sent commit idempotent). */
@@ -55,6 +59,8 @@ export function sessionKeys(prefix: string, sessionKey: string): SessionKeys {
     pending: `${base}:pending`,
     outbox: `${base}:outbox`,
     outboxProgress: `${base}:outbox-progress`,
+    outboxFailures: `${base}:outbox-failures`,
+    deadLetters: `${base}:dead-letters`,
     lease: `${base}:lease`,
     lastCommit: `${base}:last-commit`,
     deliveryLease: `${base}:delivery-lease`,

@@ -1,5 +1,7 @@
 import type { Redis } from "ioredis";
 import type { OutboundReply } from "../core/channel.js";
+import { wellFormedDeep } from "../core/text.js";
+import { failReply } from "./dead-letters.js";
 import { sessionKeys } from "./keys.js";
 import { BEGIN_DELIVERY, FINISH_REPLY, RECORD_PART } from "./scripts.js";
 import { runScript } from "./run-script.js";
@@ -60,6 +62,16 @@ export class Outbox {
     if (result === -1) throw new DeliveryFencedError(`reply ${replyId} is no longer the head of ${sessionKey}'s outbox`);
   }
 
+  /**
+   * A failed attempt at the head `reply`: under `limit` failed attempts of that reply, → retry
+   * (the job's backoff decides when); at the limit the reply moves to the session's dead
+   * letters, a notice takes its place, and → the next step (the notice is its head).
+   */
+  async fail(reply: OutboundReply, token: string, options: { limit: number; error: string; now: number; leaseMs: number }): Promise<{ status: "retry"; attempts: number } | { status: "dead-lettered"; next: DeliveryStep } | { status: "lost" }> {
+    const outcome = await failReply(this.redis, this.prefix, token, reply, options);
+    return outcome.status === "dead-lettered" ? { status: "dead-lettered", next: toStep(outcome.next) } : outcome;
+  }
+
   /** Pops `replyId` (sent, or refused for good) and returns the next head. */
   async finish(sessionKey: string, token: string, replyId: string, leaseMs: number): Promise<DeliveryStep> {
     return toStep((await runScript(this.redis, FINISH_REPLY, 6, ...this.#finishKeys(sessionKey), token, replyId, leaseMs)) as unknown[]);
@@ -75,6 +87,7 @@ function toStep(reply: unknown[]): DeliveryStep {
     case "lost":
       return { status: "lost" };
     default:
-      return { status: "head", reply: JSON.parse(String(reply[1])) as OutboundReply, fromPart: Number(reply[2]), queued: Number(reply[3]), previewRecorded: Number(reply[4]) === 1 };
+      // Well-formed whatever was stored (a reply written before text was made well-formed on the way in).
+      return { status: "head", reply: wellFormedDeep(JSON.parse(String(reply[1])) as OutboundReply), fromPart: Number(reply[2]), queued: Number(reply[3]), previewRecorded: Number(reply[4]) === 1 };
   }
 }

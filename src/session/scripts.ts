@@ -169,13 +169,26 @@ end
 return 0`;
 
 /**
+ * Shared by the delivery scripts: the reply id of an outbox entry. Read without trusting the
+ * entry to decode: an entry cjson refuses (a lone surrogate's escape, written before text was
+ * made well-formed on the way in) must never fail the script that would move it on — that was
+ * the poison pill that blocked a session's outbox for good.
+ */
+export const REPLY_ID_OF = `
+local function replyIdOf(entry)
+  local ok, decoded = pcall(cjson.decode, entry)
+  if ok and type(decoded) == 'table' and type(decoded.replyId) == 'string' then return decoded.replyId, decoded end
+  return string.match(entry, '"replyId":"([^"]*)"'), nil
+end`;
+
+/**
  * Shared by the delivery scripts: the outbox head, the part to resume from, the outbox's length
  * (the head included), and for a head with a live preview to take over (from part 0) whether
  * that preview has a record (PREVIEW_RECORDED: 0 closes it). Progress is `<replyId>:<next part>`
  * and counts only for the reply it names, so a stale value left by another reply can never skip
  * a part of this one.
  */
-const OUTBOX_HEAD = `${PREVIEW_RECORDED}
+export const OUTBOX_HEAD = `${PREVIEW_RECORDED}${REPLY_ID_OF}
 local function headWithProgress(outboxKey, progressKey, previewsKey)
   local head = redis.call('LINDEX', outboxKey, 0)
   if not head then return nil end
@@ -185,14 +198,18 @@ local function headWithProgress(outboxKey, progressKey, previewsKey)
   if progress then
     local replyId, part = string.match(progress, '^(.*):(%d+)$')
     if replyId ~= nil then
-      reply = cjson.decode(head)
-      if replyId == reply.replyId then fromPart = tonumber(part) end
+      local headId
+      headId, reply = replyIdOf(head)
+      if replyId == headId then fromPart = tonumber(part) end
     end
   end
   local recorded = 0
   if fromPart == 0 and string.find(head, '"preview":', 1, true) then
-    reply = reply or cjson.decode(head)
-    if type(reply.preview) == 'string' then recorded = previewRecorded(previewsKey, reply.preview) end
+    if not reply then
+      local _
+      _, reply = replyIdOf(head)
+    end
+    if reply and type(reply.preview) == 'string' then recorded = previewRecorded(previewsKey, reply.preview) end
   end
   return {'head', head, fromPart, redis.call('LLEN', outboxKey), recorded}
 end`;
@@ -220,11 +237,11 @@ return head`;
  * KEYS: delivery lease, outbox, progress. ARGV: token, reply id, next part, TTL ms.
  * → 1 recorded | 0 the lease belongs to another delivery | -1 the head is another reply.
  */
-export const RECORD_PART = `
+export const RECORD_PART = `${REPLY_ID_OF}
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= ARGV[1] then return 0 end
 local head = redis.call('LINDEX', KEYS[2], 0)
-if not head or cjson.decode(head).replyId ~= ARGV[2] then return -1 end
+if not head or replyIdOf(head) ~= ARGV[2] then return -1 end
 redis.call('SET', KEYS[3], ARGV[2] .. ':' .. ARGV[3])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', tonumber(ARGV[4]))
 return 1`;
@@ -240,7 +257,7 @@ export const FINISH_REPLY = `${OUTBOX_HEAD}
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= ARGV[1] then return {'lost'} end
 local head = redis.call('LINDEX', KEYS[2], 0)
-if head and cjson.decode(head).replyId == ARGV[2] then
+if head and replyIdOf(head) == ARGV[2] then
   redis.call('LPOP', KEYS[2])
   redis.call('DEL', KEYS[3])
 end

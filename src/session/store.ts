@@ -1,4 +1,5 @@
 import type { Redis } from "ioredis";
+import { wellFormedJson } from "../core/text.js";
 import type { InboundMessage, Platform } from "../core/channel.js";
 import type { ChatMessage } from "../core/messages.js";
 import { globalKeys, legacyKeys, sessionKeys } from "./keys.js";
@@ -125,7 +126,7 @@ export class SessionStore {
     const keys = this.keys(message.sessionKey);
     const legacySeen = receivedAt < this.#legacySeenUntil && (await this.#redis.exists(legacyKeys.seen(this.#prefix, message.platform, message.chatId, message.messageId))) === 1;
     const entry: InboxEntry = { ...message, receivedAt };
-    const appended = legacySeen ? Promise.resolve(0) : runScript(this.#redis, APPEND_INBOX, 2, keys.seen(message.platform, message.messageId), keys.inbox, JSON.stringify(entry), DEDUPE_TTL_SECONDS);
+    const appended = legacySeen ? Promise.resolve(0) : runScript(this.#redis, APPEND_INBOX, 2, keys.seen(message.platform, message.messageId), keys.inbox, wellFormedJson(entry), DEDUPE_TTL_SECONDS);
     // Sent after the append, never before: see `settle`.
     const listed = this.#redis.sadd(this.#global.workSet, message.sessionKey);
     const [added] = await Promise.all([appended, listed, alongside?.()]);
@@ -184,13 +185,13 @@ export class SessionStore {
       END_TURN, 12,
       keys.lease, keys.lastCommit, keys.version, keys.state, keys.transcript, keys.transcriptIndex, keys.pending, keys.outbox,
       keys.inbox, keys.archive(archivedId), keys.archiveIndex(archivedId), keys.live,
-      claim.token, expected, JSON.stringify(meta), input.archivedSessionId ? "1" : "0", this.#archiveRetentionMs,
+      claim.token, expected, wellFormedJson(meta), input.archivedSessionId ? "1" : "0", this.#archiveRetentionMs,
       input.transcript.length, claim.raw.length, change.keep, change.append.length,
       ...input.transcript.map((message) => message.id),
-      ...input.transcript.map((message) => JSON.stringify(stripTokenCache(message))),
+      ...input.transcript.map((message) => wellFormedJson(stripTokenCache(message))),
       ...claim.raw,
       ...change.append,
-      ...input.outbox.map((reply) => JSON.stringify(reply)),
+      ...input.outbox.map((reply) => wellFormedJson(reply)),
     );
     const [reply] = (await Promise.all([committing, alongside?.()])) as [Array<string | number>, unknown];
     const [status] = reply;
@@ -346,7 +347,7 @@ export function liveChange(stored: readonly string[], next: readonly ChatMessage
   let keep = 0;
   for (const message of next) {
     const loaded = loadedLive.get(message);
-    const json = loaded !== undefined && loaded.tokens === message.tokens ? loaded.json : JSON.stringify(message);
+    const json = loaded !== undefined && loaded.tokens === message.tokens ? loaded.json : wellFormedJson(message);
     if (append.length === 0 && keep < stored.length && stored[keep] === json) keep++;
     else append.push(json);
   }

@@ -3,6 +3,7 @@
  * read: unknown tools, malformed arguments and thrown errors are results, not failed turns
  * (only an abort of the turn itself propagates).
  */
+import { wellFormed } from "../core/text.js";
 import type { ToolCall, ToolMessage } from "../core/messages.js";
 import type { ToolOutput } from "../core/tools.js";
 import { AbortedError, errorMessage } from "../errors.js";
@@ -44,6 +45,6 @@ export interface ToolResultOptions {
 
 /** The tool message the conversation keeps for `output`: capped, its original stored when cut. */
 export function toolResultMessage(call: ToolCall, output: ToolOutput, options: ToolResultOptions): Promise<ToolMessage> {
-  const message: ToolMessage = { id: options.id, at: options.at, role: "tool", tool_call_id: call.id, content: output.text };
+  const message: ToolMessage = { id: options.id, at: options.at, role: "tool", tool_call_id: call.id, content: wellFormed(output.text) };
   return capToolResult(message, options.maxChars, options.writer);
 }
