@@ -41,6 +41,18 @@ export function telegramAttachments(message: Partial<Message>): Attachment[] {
       ...optional({ mimeType: audio.mime_type, size: audio.file_size, durationS: audio.duration }),
     });
   }
+  if (message.animation) {
+    // A GIF (Telegram sends it as MP4, with the same file as `document`): the model sees its
+    // first frame, the thumbnail Telegram made; without one it is named like other media.
+    const frame = message.animation.thumbnail;
+    if (frame) {
+      found.push({
+        kind: "image", label: "GIF (its first frame)", source: source(frame), name: `gif-${frame.file_unique_id}.jpg`, mimeType: "image/jpeg",
+        ...optional({ size: frame.file_size }), width: frame.width, height: frame.height, inline: true,
+      });
+    }
+    return found;
+  }
   if (message.document) {
     const document = message.document;
     const mimeType = document.mime_type?.toLowerCase();

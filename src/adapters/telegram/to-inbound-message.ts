@@ -114,7 +114,8 @@ export function toInboundMessage(update: Update, options: IntakeOptions): Intake
   if (!speaker) return { kind: "malformed", reason: "message without sender" };
   if (speaker.isBot) return { kind: "ignore", reason: "message from a bot" };
 
-  const rawText = message.text ?? message.caption ?? "";
+  // A sticker reads as its emoji ("[sticker] 👍"); one without an emoji is named like other media.
+  const rawText = message.text ?? message.caption ?? message.sticker?.emoji ?? "";
   const entities = (message.text !== undefined ? message.entities : message.caption_entities) ?? [];
   const attachments = telegramAttachments(message);
   // Media we take as attachments need no label; the rest (video, stickers, …) is named.

@@ -116,10 +116,31 @@ describe("toInboundMessage", () => {
     expect(message.attachments).toEqual([expect.objectContaining({ kind })]);
   });
 
-  it("answers a sticker with a polite note naming it", () => {
-    const intake = toInboundMessage(fixture("sticker"), options);
+  it("reads a sticker as its emoji; a sticker without one gets a polite note naming it", () => {
+    const { message } = submitted(toInboundMessage(fixture("sticker"), options));
+    expect(message.text).toBe("[sticker] 👍");
+    expect(message.attachments).toBeUndefined();
+    const update = fixture("sticker");
+    const { emoji: _emoji, ...sticker } = (update.message as unknown as { sticker: Record<string, unknown> }).sticker;
+    const bare = { ...update, message: { ...update.message!, sticker } } as unknown as Update;
+    const intake = toInboundMessage(bare, options);
     expect(intake).toMatchObject({ kind: "answer-directly", reason: "unsupported-media", target: { chatId: "5012345678" } });
     expect(intake.kind === "answer-directly" && intake.text).toContain("this sticker");
+  });
+
+  it("takes a GIF as its first frame (an image), not as an MP4 file it cannot open", () => {
+    const update = fixture("photo-no-caption");
+    const file = { file_id: "CgACAgIAAxkBAAIBgif", file_unique_id: "AgADgif", file_name: "dance.gif.mp4", mime_type: "video/mp4", file_size: 90_000 };
+    const thumbnail = { file_id: "AAMCAgADgifthumb", file_unique_id: "AQADthumb", width: 320, height: 180, file_size: 4_000 };
+    const { photo: _photo, ...rest } = update.message as unknown as Record<string, unknown>;
+    const gif = { ...update, message: { ...rest, caption: "look", animation: { ...file, width: 320, height: 180, duration: 3, thumbnail }, document: { ...file, thumbnail } } } as unknown as Update;
+    const { message } = submitted(toInboundMessage(gif, options));
+    expect(message.text).toBe("look");
+    expect(message.attachments).toEqual([expect.objectContaining({ kind: "image", mimeType: "image/jpeg", width: 320, height: 180, source: expect.objectContaining({ fileId: "AAMCAgADgifthumb" }) })]);
+    const { thumbnail: _thumbnail, ...noThumbnail } = file as typeof file & { thumbnail?: unknown };
+    const bare = { ...update, message: { ...rest, animation: { ...noThumbnail, width: 1, height: 1, duration: 1 }, document: noThumbnail } } as unknown as Update;
+    const intake = toInboundMessage(bare, options);
+    expect(intake.kind === "answer-directly" && intake.text).toContain("GIF");
   });
 
   it("marks album items so the worker joins them, and takes an uncaptioned group album item when its album addressed the bot", () => {
