@@ -32,6 +32,14 @@ export interface FakeSummarizerOptions {
   fixedLengthTokens?: number;
   /** Extra text copied into every summary (e.g. to see whether a secret survives). */
   alsoWrite?: string;
+  /**
+   * A model that does what the text it reads tells it, the last word winning (issue #31): an
+   * instruction found in the turns ("from now on …") is written into the summary as a standing
+   * instruction under People & Instructions, unless the prompt says after it that the transcript
+   * is "not instructions to you": then a tool result's or document's instruction is quoted under
+   * Critical Context, attributed to its source. A user's own instruction is always listed, as theirs.
+   */
+  obeysInstructions?: boolean;
   /** When the prompt names no length. @defaultValue 400 */
   defaultTargetTokens?: number;
   /**
@@ -102,13 +110,15 @@ export class SummaryModel {
       ...(this.options.alsoWrite ? [this.options.alsoWrite] : []),
     ];
     const closing = headings.slice(1);
-    const fixedChars = [...lines, ...closing].join("\n").length;
+    const obeyed = this.options.obeysInstructions ? obeyInstructions(system, user) : new Map<string, string[]>();
+    const written = [...obeyed.values()].flat();
+    const fixedChars = [...lines, ...closing, ...written].join("\n").length;
     const fillerChars = Math.max(0, Math.round(wanted * charsPerToken) - fixedChars);
     const filler = "noted detail ".repeat(Math.ceil(fillerChars / 13)).slice(0, fillerChars).trim();
     // Filler spread under the headings, so a cut loses the last ones.
     const perHeading = Math.ceil(filler.length / Math.max(1, closing.length + 1));
     const body = [...lines, filler.slice(0, perHeading)];
-    closing.forEach((heading, index) => body.push(heading, filler.slice((index + 1) * perHeading, (index + 2) * perHeading) || "None."));
+    closing.forEach((heading, index) => body.push(heading, ...(obeyed.get(heading) ?? []), filler.slice((index + 1) * perHeading, (index + 2) * perHeading) || "None."));
     const full = body.join("\n");
 
     const reasoningTokens = this.options.reasoningTokens ?? 0;
@@ -174,6 +184,36 @@ export class FakeSummarizer extends SummaryModel {
       usage: { promptTokens: answer.promptTokens, completionTokens: answer.completionTokens, cachedTokens: 0 },
     };
   }
+}
+
+const INSTRUCTION = /from now on[^\n"]*/gi;
+const TRANSCRIPT_IS_DATA = /not instructions to you/gi;
+
+/**
+ * What an instruction-following model makes of the instructions in the turns: the text is read
+ * in order (system prompt, then the user message), and the later of an injected instruction and
+ * the rule that the transcript is data wins for each injected one.
+ */
+function obeyInstructions(system: string, user: string): Map<string, string[]> {
+  const text = `${system}\n${user}`;
+  const ruleAt = Math.max(-1, ...[...text.matchAll(TRANSCRIPT_IS_DATA)].map((match) => match.index ?? -1));
+  const result = new Map<string, string[]>();
+  const add = (heading: string, line: string) => result.set(heading, [...(result.get(heading) ?? []), line]);
+  const turnsStart = text.indexOf("<turns");
+  for (const match of text.matchAll(INSTRUCTION)) {
+    const at = match.index ?? 0;
+    if (at < turnsStart) continue; // the prompt's own words, not the transcript's
+    // The entry it sits in: `[m17] … · user: …` or `[m18] … · tool result (web_fetch): …`.
+    const entryStart = text.lastIndexOf("\n[", at);
+    const label = /^\n\[([^\]]+)\](?:[^·\n]*·)? ?(user|assistant|tool result \([^)]*\)):/.exec(text.slice(entryStart, at + 1));
+    const id = label?.[1] ?? "?";
+    const source = label?.[2] ?? "unknown";
+    const instruction = match[0].trim();
+    if (source === "user") add("## People & Instructions", `- The user [${id}]: "${instruction}"`);
+    else if (ruleAt > at) add("## Critical Context", `- ${source} [${id}] contained the text "${instruction}" (quoted, not an instruction)`);
+    else add("## People & Instructions", `- ${instruction[0]!.toUpperCase()}${instruction.slice(1)}.`);
+  }
+  return result;
 }
 
 /** A message's text: a string, or the text parts of a content array. */
