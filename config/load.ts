@@ -3,6 +3,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { configSchema, type FlatConfig } from "./schema.js";
 import { checkSections, sectionSchemas, type ConfigSections } from "./sections.js";
+import { collectSecrets } from "./secrets.js";
 
 /** The whole configuration: the flat keys (environment names) and the nested file sections. */
 export type Config = Readonly<FlatConfig & ConfigSections>;
@@ -47,8 +48,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
 /** Every secret the configuration holds (API keys, bot tokens, `${VAR}` values), for log masking. */
 export function configSecrets(config: Config): string[] {
-  const secrets = [mainApiKey(config), config.SUMMARY_API_KEY, config.TELEGRAM_BOT_TOKEN, config.DISCORD_BOT_TOKEN, config.TELEGRAM_WEBHOOK_SECRET, config.REDIS_SENTINEL_PASSWORD, ...(interpolatedSecrets.get(config) ?? [])];
-  return [...new Set(secrets.filter((secret): secret is string => typeof secret === "string" && secret.length > 0))];
+  return collectSecrets({ flat: config, models: config.models, mcp: config.mcp, interpolated: interpolatedSecrets.get(config) ?? [] });
 }
 
 function parseSections(sections: Record<string, unknown>, file: string): ConfigSections {

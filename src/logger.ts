@@ -22,7 +22,10 @@ export const REDACT_PATHS = [
  * replies; `docker logs` shows both streams.
  */
 export function createLogger(options: { level: string; destination?: DestinationStream; secrets?: readonly string[] }): Logger {
-  const secrets = (options.secrets ?? []).filter((secret) => secret.length >= 6);
+  // Each secret as written and as JSON writes it inside a string (a quote or backslash escaped).
+  const secrets = [...new Set((options.secrets ?? []).filter((secret) => secret.length >= 6).flatMap((secret) => [secret, JSON.stringify(secret).slice(1, -1)]))]
+    // Longest first, so a secret containing another is masked whole.
+    .sort((a, b) => b.length - a.length);
   return pino(
     {
       level: options.level,

@@ -45,7 +45,8 @@ export function createTranscriber(options: TranscriberOptions): Transcriber {
       throw new TranscriptionError(timeout.aborted ? `no answer within ${options.timeoutMs} ms` : `request failed (${error instanceof Error ? error.name : "error"})`);
     }
     const raw = await response.text().catch(() => "");
-    if (!response.ok) throw new TranscriptionError(`HTTP ${response.status}: ${raw.slice(0, 200)}`);
+    // Never the provider's text: some echo the key or the audio's words back. Its error code is enough.
+    if (!response.ok) throw new TranscriptionError(`HTTP ${response.status}${errorCode(raw)}`);
     let text: unknown;
     try {
       text = (JSON.parse(raw) as { text?: unknown }).text;
@@ -55,4 +56,15 @@ export function createTranscriber(options: TranscriberOptions): Transcriber {
     if (typeof text !== "string") throw new TranscriptionError("the answer had no text");
     return text.trim();
   };
+}
+
+/** `: <code>` from an OpenAI-style error body (`{"error":{"code":…,"type":…}}`), when it is a short plain word. */
+function errorCode(raw: string): string {
+  try {
+    const error = (JSON.parse(raw) as { error?: { code?: unknown; type?: unknown } }).error;
+    const code = [error?.code, error?.type].find((value): value is string => typeof value === "string" && /^[A-Za-z0-9_.-]{1,64}$/.test(value));
+    return code === undefined ? "" : `: ${code}`;
+  } catch {
+    return "";
+  }
 }

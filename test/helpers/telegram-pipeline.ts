@@ -4,7 +4,7 @@
  * the private redis-server, a worker) with the fake LLM behind it. Nothing in between is mocked.
  */
 import { expect } from "vitest";
-import { loadConfig, type Config } from "../../config/index.js";
+import { configSecrets, loadConfig, type Config } from "../../config/index.js";
 import { createTelegramAdapter, TELEGRAM_WEBHOOK_PATH, type TelegramAdapter, type TelegramAdapterOptions } from "../../src/adapters/telegram/index.js";
 import { getTokenCounter } from "../../src/context/tokens.js";
 import { startHttpServer, type RouteHandler } from "../../src/gateway/http-server.js";
@@ -65,11 +65,13 @@ export interface TelegramE2e {
 }
 
 export interface StartOptions {
-  /** Environment on top of testEnv (ALLOWED_TELEGRAM_USERS defaults to Ada). */
-  env?: Record<string, string | undefined>;
+  /** Environment on top of testEnv (ALLOWED_TELEGRAM_USERS defaults to Ada); a function gets the fake LLM's URL. */
+  env?: Record<string, string | undefined> | ((llmUrl: string) => Record<string, string | undefined>);
   adapter?: Partial<TelegramAdapterOptions>;
   /** Webhook mode: serve the gateway's routes on a real HTTP server with this secret. */
   webhookSecret?: string;
+  /** Log as production does: every secret of the configuration masked (configSecrets). Default: nothing masked, so a test sees any leak. */
+  maskLogs?: boolean;
 }
 
 export async function startTelegramE2e(options: StartOptions = {}): Promise<TelegramE2e> {
@@ -78,7 +80,8 @@ export async function startTelegramE2e(options: StartOptions = {}): Promise<Tele
   // The routes are read per request, so the server can listen (and the webhook URL be known)
   // before the adapter starts and calls setWebhook.
   const routes = new Map<string, RouteHandler>();
-  const logs = captureLogs("trace");
+  const extraEnv = typeof options.env === "function" ? options.env(llm.url) : options.env;
+  const logs = captureLogs("trace", options.maskLogs ? configSecrets(loadConfig(testEnv({ ...extraEnv }))) : []);
   const http = options.webhookSecret === undefined ? undefined : await startHttpServer({ port: 0, host: "127.0.0.1", routes, logger: logs.logger });
   const webhookUrl = http ? `http://127.0.0.1:${http.port}${TELEGRAM_WEBHOOK_PATH}` : undefined;
   const env = testEnv({
@@ -87,7 +90,7 @@ export async function startTelegramE2e(options: StartOptions = {}): Promise<Tele
     TELEGRAM_API_ROOT: telegram.apiRoot,
     ALLOWED_TELEGRAM_USERS: String(ADA.id),
     ...(webhookUrl ? { TELEGRAM_WEBHOOK_URL: webhookUrl, TELEGRAM_WEBHOOK_SECRET: options.webhookSecret } : {}),
-    ...options.env,
+    ...extraEnv,
   });
   const config = loadConfig(env);
   const adapter = createTelegramAdapter(config, logs.logger, { pollingTimeoutSeconds: 1, ...options.adapter });

@@ -46,4 +46,15 @@ describe("terminal logging", () => {
     expect(summarizeLogLine('{"level":40,"msg":"slow","err":{"message":"first\\nsecond"}}')).toEqual({ text: "slow: first", level: 40 });
     expect(summarizeLogLine("not json")).toBeUndefined();
   });
+
+  it("masks a secret wherever it lands in a line, also where JSON escaped a quote or backslash in it", async () => {
+    const lines: string[] = [];
+    const destination = { write: (line: string) => void lines.push(line) };
+    const logger = createLogger({ level: "info", destination, secrets: ['pa"ss\\word-77', "abc123-secret", "abc123-secret-longer"] });
+    logger.warn({ detail: 'failed with pa"ss\\word-77 and abc123-secret-longer' }, "oops abc123-secret");
+    await new Promise<void>((resolve) => logger.flush(() => resolve()));
+    const line = lines.join("");
+    expect(line).not.toMatch(/pa\\"ss|abc123/);
+    expect(JSON.parse(line)).toMatchObject({ detail: "failed with [REDACTED] and [REDACTED]", msg: "oops [REDACTED]" });
+  });
 });
