@@ -4,3 +4,47 @@
  */
 export const COMMAND_NAMES = ["help", "new", "reset", "compress", "status", "usage", "stop", "start", "tools", "reminders", "memory", "forget", "pin", "unpin", "context", "model", "persona", "timezone", "budget", "pair", "export"] as const;
 export type CommandName = (typeof COMMAND_NAMES)[number];
+
+/** Where a command is offered in the platforms' menus (Telegram scopes; Discord contexts). */
+export type CommandScope = "private" | "group" | "group-admin";
+
+export interface CommandSpec {
+  name: CommandName;
+  /** 1–100 characters (Discord's limit; Telegram allows 256). */
+  description: string;
+  /** The menus that list it; a command left out of a menu still works when typed. */
+  scopes: readonly CommandScope[];
+  /** The answer is one person's (usage, memory, data): ephemeral where the platform can. */
+  privateAnswer?: boolean;
+}
+
+const EVERYWHERE: readonly CommandScope[] = ["private", "group", "group-admin"];
+
+/**
+ * The command menu, one registry for every platform (issue 30): Telegram's per-scope menus
+ * (setMyCommands) and Discord's application commands are both built from it. Order is menu order.
+ */
+export const COMMAND_MENU: readonly CommandSpec[] = [
+  { name: "help", description: "What I can do and how to use me", scopes: EVERYWHERE },
+  { name: "new", description: "Start a fresh conversation (the old one is archived)", scopes: EVERYWHERE },
+  { name: "compress", description: "Compact the conversation now, optionally with a focus", scopes: EVERYWHERE },
+  { name: "status", description: "Model, context use and session age", scopes: EVERYWHERE },
+  { name: "usage", description: "Tokens used, cost, what compaction saved", scopes: EVERYWHERE, privateAnswer: true },
+  { name: "stop", description: "Stop the answer in progress", scopes: EVERYWHERE },
+  { name: "context", description: "What fills the context window, and the last compaction", scopes: EVERYWHERE },
+  { name: "memory", description: "What I remember here; /memory forget <id|text>", scopes: EVERYWHERE, privateAnswer: true },
+  { name: "forget", description: "Forget a fact: from memory and from the summary", scopes: EVERYWHERE },
+  { name: "pin", description: "Keep a fact verbatim in every context", scopes: EVERYWHERE },
+  { name: "unpin", description: "Remove a pinned fact", scopes: EVERYWHERE },
+  { name: "model", description: "Show or switch this chat's model", scopes: EVERYWHERE },
+  { name: "persona", description: "How I come across in this chat (a chat-wide setting)", scopes: ["private", "group-admin"] },
+  { name: "tools", description: "The tools I can use in this chat", scopes: EVERYWHERE },
+  { name: "reminders", description: "Your reminders and scheduled tasks", scopes: EVERYWHERE },
+  { name: "timezone", description: "This chat's time zone: show or set it", scopes: EVERYWHERE },
+  { name: "export", description: "Your conversations and memory as files (private chat)", scopes: ["private"], privateAnswer: true },
+];
+
+/** The menu of one scope, in order. */
+export function commandMenu(scope: CommandScope): CommandSpec[] {
+  return COMMAND_MENU.filter((spec) => spec.scopes.includes(scope));
+}

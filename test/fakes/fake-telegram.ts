@@ -125,6 +125,8 @@ export class FakeTelegram {
   /** The highest update id handed to a poller (fetched, not necessarily confirmed). */
   fetchedUpTo = 0;
   limits: RateLimits | undefined;
+  /** The command menus set, by scope (JSON of the BotCommandScope; `{"type":"default"}` without one). */
+  readonly commandMenus = new Map<string, Array<{ command: string; description: string }>>();
   /** Methods this server lacks, like a third-party Bot API emulator (see `handle`). */
   readonly unsupported = new Set<string>();
 
@@ -407,8 +409,10 @@ export class FakeTelegram {
         return ok({ file_id: payload.file_id, file_unique_id: `u${String(payload.file_id)}`, file_size: file.content.length, file_path: file.path });
       }
       case "setMyCommands": {
-        const invalid = invalidBotCommands(payload.commands);
-        return invalid ? fail({ error_code: 400, description: `Bad Request: ${invalid}` }) : ok(true);
+        const invalid = invalidBotCommands(payload.commands) ?? invalidScope(payload.scope);
+        if (invalid) return fail({ error_code: 400, description: `Bad Request: ${invalid}` });
+        this.commandMenus.set(JSON.stringify(payload.scope ?? { type: "default" }), payload.commands as Array<{ command: string; description: string }>);
+        return ok(true);
       }
       case "sendChatAction":
       case "leaveChat":
@@ -612,6 +616,16 @@ function checkInlineKeyboard(markup: unknown): string | undefined {
     }
   }
   return undefined;
+}
+
+/** BotCommandScope types; chat scopes need a chat_id (and chat_member a user_id). */
+function invalidScope(scope: unknown): string | undefined {
+  if (scope === undefined) return undefined;
+  const { type, chat_id: chatId, user_id: userId } = (scope ?? {}) as { type?: unknown; chat_id?: unknown; user_id?: unknown };
+  if (["default", "all_private_chats", "all_group_chats", "all_chat_administrators"].includes(String(type))) return undefined;
+  if (type === "chat" || type === "chat_administrators") return chatId === undefined ? "chat_id is empty" : undefined;
+  if (type === "chat_member") return chatId === undefined || userId === undefined ? "chat_id or user_id is empty" : undefined;
+  return "unsupported bot command scope type";
 }
 
 /**

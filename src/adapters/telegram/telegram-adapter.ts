@@ -14,7 +14,7 @@ import type { Poller } from "./polling.js";
 import { describeError, replyParts, sendReply, toApiSignal, toTelegramError } from "./send-reply.js";
 import { editFinal, TelegramPreviews } from "./previews.js";
 import { DEFAULT_PART_LENGTH } from "./split.js";
-import { TELEGRAM_COMMANDS } from "./to-inbound-message.js";
+import { TELEGRAM_MENU_SCOPES, telegramCommands } from "./to-inbound-message.js";
 import { sendDocuments } from "./send-documents.js";
 import { inlineKeyboard, replaceMessage } from "./actions.js";
 import { TypingIndicators } from "./typing.js";
@@ -121,11 +121,14 @@ export class TelegramAdapter implements ChannelAdapter {
     if (!me.can_read_all_group_messages) {
       this.logger.info({ username: me.username }, "privacy mode is on: in groups the bot sees commands, mentions and replies to it (all it needs)");
     }
-    this.track(
-      this.bot.api
-        .setMyCommands([...TELEGRAM_COMMANDS], undefined, toApiSignal(this.abort.signal))
-        .catch((error: unknown) => this.logger.warn({ err: describeError(error) }, "setMyCommands failed; commands still work when typed")),
-    );
+    // One menu per scope from the command registry: private chats, groups, group admins.
+    for (const { scope, menu } of TELEGRAM_MENU_SCOPES) {
+      this.track(
+        this.bot.api
+          .setMyCommands(telegramCommands(menu), { scope }, toApiSignal(this.abort.signal))
+          .catch((error: unknown) => this.logger.warn({ scope: scope.type, err: describeError(error) }, "setMyCommands failed; commands still work when typed")),
+      );
+    }
     const connection = { me, bot: this.bot, options: this.options, logger: this.logger, signal: this.abort.signal };
     if (this.mode === "webhook" && this.options.webhookUrl !== undefined) {
       this.routes = webhookRoutes(this.bot, this.options, () => this.state === "running", this.logger);

@@ -5,7 +5,7 @@
  */
 import type { Message, MessageEntity, Update } from "grammy/types";
 import type { InboundMessage, ReplyTarget } from "../channel-adapter.js";
-import { COMMAND_NAMES } from "../../core/commands.js";
+import { COMMAND_NAMES, commandMenu, type CommandScope } from "../../core/commands.js";
 import { forwardedFromOf, mediaLabelOf, replyContextOf, speakerOf } from "./reply-context.js";
 import { telegramAttachments } from "./attachments.js";
 
@@ -45,25 +45,20 @@ export type Intake =
  */
 export const PASTE_PART_MIN_CHARS = 3_000;
 
-/** Registered with setMyCommands; the worker interprets them (SPEC §5). */
-export const TELEGRAM_COMMANDS: ReadonlyArray<{ command: string; description: string }> = [
-  { command: "help", description: "What I can do and how to use me" },
-  { command: "new", description: "Start a fresh conversation (the old one is archived)" },
-  { command: "compress", description: "Compact the conversation now, optionally with a focus" },
-  { command: "status", description: "Model, context use and session age" },
-  { command: "usage", description: "Tokens used, cost, what compaction saved" },
-  { command: "stop", description: "Stop the answer in progress" },
-  { command: "context", description: "What fills the context window, and the last compaction" },
-  { command: "memory", description: "What I remember here; /memory forget <id|text>" },
-  { command: "forget", description: "Forget a fact: from memory and from the summary" },
-  { command: "pin", description: "Keep a fact verbatim in every context" },
-  { command: "unpin", description: "Remove a pinned fact" },
-  { command: "model", description: "Show or switch this chat's model" },
-  { command: "tools", description: "The tools I can use in this chat" },
-  { command: "reminders", description: "Your reminders and scheduled tasks" },
-  { command: "timezone", description: "This chat's time zone: show or set it" },
-  { command: "export", description: "Your conversations and memory as files (private chat)" },
-];
+/** Telegram's menu scopes for the registry's (src/core/commands.ts), each set with setMyCommands. */
+export const TELEGRAM_MENU_SCOPES = [
+  { scope: { type: "all_private_chats" }, menu: "private" },
+  { scope: { type: "all_group_chats" }, menu: "group" },
+  { scope: { type: "all_chat_administrators" }, menu: "group-admin" },
+] as const satisfies ReadonlyArray<{ scope: { type: string }; menu: CommandScope }>;
+
+/** The setMyCommands list of one menu scope. */
+export function telegramCommands(menu: CommandScope): Array<{ command: string; description: string }> {
+  return commandMenu(menu).map((spec) => ({ command: spec.name, description: spec.description }));
+}
+
+/** The private chats' menu (the widest), for callers that want one list. */
+export const TELEGRAM_COMMANDS: ReadonlyArray<{ command: string; description: string }> = telegramCommands("private");
 
 /**
  * Commands we answer without an @botname suffix in groups (Telegram clients drop it when we are

@@ -88,8 +88,15 @@ describe("telegram adapter, long polling", () => {
       userId: "5012345678",
       text: "hello there",
     });
-    const commands = await fake.waitForCall("setMyCommands");
-    expect((commands.payload.commands as Array<{ command: string }>).map((entry) => entry.command)).toEqual(["help", "new", "compress", "status", "usage", "stop", "context", "memory", "forget", "pin", "unpin", "model", "tools", "reminders", "timezone", "export"]);
+    // One menu per scope, from the command registry: /export only in private chats, /persona for
+    // private chats and group admins (a chat-wide setting).
+    await waitUntil(() => fake.commandMenus.size === 3);
+    const menu = (type: string) => fake.commandMenus.get(JSON.stringify({ type }))?.map((entry) => entry.command);
+    const common = ["help", "new", "compress", "status", "usage", "stop", "context", "memory", "forget", "pin", "unpin", "model"];
+    expect(menu("all_private_chats")).toEqual([...common, "persona", "tools", "reminders", "timezone", "export"]);
+    expect(menu("all_group_chats")).toEqual([...common, "tools", "reminders", "timezone"]);
+    expect(menu("all_chat_administrators")).toEqual([...common, "persona", "tools", "reminders", "timezone"]);
+    expect(fake.callsOf("setMyCommands")).toHaveLength(3);
     // No webhook was set, so none is deleted: deleteWebhook would disconnect another deployment's.
     expect(fake.callsOf("getWebhookInfo")).toHaveLength(1);
     expect(fake.callsOf("deleteWebhook")).toHaveLength(0);

@@ -42,6 +42,9 @@ describe("fake Telegram Bot API", () => {
     fake = await FakeTelegram.start();
     const description = (commands: unknown) => call("setMyCommands", { commands }).then((answer) => answer.body.description ?? "ok");
     expect(await description(TELEGRAM_COMMANDS)).toBe("ok");
+    expect(await call("setMyCommands", { commands: TELEGRAM_COMMANDS, scope: { type: "all_group_chats" } }).then((answer) => answer.body.description ?? "ok")).toBe("ok");
+    expect(await call("setMyCommands", { commands: TELEGRAM_COMMANDS, scope: { type: "chat" } }).then((answer) => answer.body.description)).toBe("Bad Request: chat_id is empty");
+    expect(await call("setMyCommands", { commands: TELEGRAM_COMMANDS, scope: { type: "everyone" } }).then((answer) => answer.body.description)).toBe("Bad Request: unsupported bot command scope type");
     expect(await description([{ command: "timeZone", description: "upper case" }])).toBe("Bad Request: BOT_COMMAND_INVALID");
     expect(await description([{ command: "x".repeat(33), description: "too long" }])).toBe("Bad Request: BOT_COMMAND_INVALID");
     expect(await description([{ command: "tz", description: " " }])).toBe("Bad Request: BOT_COMMAND_DESCRIPTION_INVALID");
