@@ -193,3 +193,8 @@ export function streamingModeFor(config: Pick<FlatConfig, "STREAMING" | "TELEGRA
   if (platform === "discord") return config.DISCORD_STREAMING ?? config.STREAMING;
   return config.STREAMING;
 }
+
+/** REDIS_MIN_REPLICAS_ACK as it applies: its value, else 1 with Sentinel, else 0 (docs/decisions.md). */
+export function minReplicasAckOf(config: Pick<FlatConfig, "REDIS_MIN_REPLICAS_ACK" | "REDIS_SENTINELS">): number {
+  return config.REDIS_MIN_REPLICAS_ACK ?? (config.REDIS_SENTINELS ? 1 : 0);
+}

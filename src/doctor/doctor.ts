@@ -2,13 +2,14 @@
  * `npm run doctor`: every check, run side by side, reported in group order. Read-only: it
  * starts no Redis and writes no marker (start-up does that).
  */
-import type { Config } from "../../config/index.js";
+import { minReplicasAckOf, type Config } from "../../config/index.js";
 import { locateRedis, NO_REDIS_FIX, redisLookupOf, type RedisLookup } from "../embedded-redis.js";
 import { CHECK_GROUPS, fail, ok, skip, type CheckResult, type DoctorCheck } from "./check.js";
 import { llmResults } from "./llm.js";
 import { discordResults, telegramResults } from "./platforms.js";
 import { connectForChecks, durabilityResults, ownershipResult, readRedisFacts, unreachableResult } from "./redis.js";
 import { settingsResults } from "./settings.js";
+import { replicaResult, sentinelResults } from "./topology.js";
 
 export interface DoctorOptions {
   /** Longest wait of one network check. @defaultValue 15000 */
@@ -46,16 +47,21 @@ export async function redisResults(config: Config, timeoutMs: number, lookup: Do
     return [ok("redis", `nothing on 127.0.0.1:6379: npm start runs a private redis-server (AOF, fsync every second, noeviction) with its data in ${location.dir}`)];
   }
   const explicit = location.kind === "configured";
-  const source = explicit ? "REDIS_URL" : location.kind === "default" ? "found listening, REDIS_URL unset" : "longhaul's private redis-server";
+  const sentinel = location.kind === "configured" && typeof location.address !== "string" ? location.address : undefined;
+  const topology = sentinel ? await sentinelResults(sentinel, Math.min(timeoutMs, 5_000)) : [];
+  if (topology.some((result) => result.status === "fail")) return topology;
+  const source = sentinel ? "the master REDIS_SENTINELS name" : explicit ? "REDIS_URL" : location.kind === "default" ? "found listening, REDIS_URL unset" : "longhaul's private redis-server";
   let redis;
   try {
     redis = await connectForChecks(location.kind === "configured" ? location.address : location.url, Math.min(timeoutMs, 5_000));
   } catch (error) {
-    return [unreachableResult(location.kind === "configured" ? location.address : location.url, error, explicit)];
+    return [...topology, unreachableResult(location.kind === "configured" ? location.address : location.url, error, explicit)];
   }
   try {
     const facts = await readRedisFacts(redis, config.REDIS_PREFIX);
     return [
+      ...topology,
+      ...(sentinel ? [await replicaResult(redis, minReplicasAckOf(config))] : []),
       ok("redis", `reachable: Redis ${facts.version ?? "(version unknown)"} (${source})`),
       ownershipResult(facts, { url: location.kind === "configured" ? location.address : location.url, explicit, prefix: config.REDIS_PREFIX }),
       ...durabilityResults(facts),

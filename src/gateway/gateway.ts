@@ -1,7 +1,7 @@
 import type { ChannelAdapter } from "../adapters/channel-adapter.js";
 import type { PreviewPort } from "../adapters/channel-adapter.js";
 import type { InboundMessage, IngressPort, Platform, PreviewUpdate, TurnActivity } from "../core/channel.js";
-import type { Config } from "../../config/index.js";
+import { minReplicasAckOf, type Config } from "../../config/index.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import { CONNECTION_NAMES, createFiringQueue, createProducers, createRedis, pingWithin, type RedisAddress } from "../queue/index.js";
@@ -79,7 +79,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     store, producers, access, redis, prefix,
     maxMessageChars: config.MAX_MESSAGE_CHARS,
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
-    minReplicasAck: config.REDIS_MIN_REPLICAS_ACK ?? (config.REDIS_SENTINELS ? 1 : 0),
+    minReplicasAck: minReplicasAckOf(config),
     logger: log,
     onAccepted: async (message: InboundMessage) => {
       const command = parseCommand(message.text);

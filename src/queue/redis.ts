@@ -60,7 +60,7 @@ export function createRedis(address: RedisAddress, options: RedisOptions = {}): 
     retryStrategy: (attempt) => Math.min(100 * attempt, 2_000),
   };
   if (typeof address === "string") return new Redis(address, { ...common, ...options });
-  return new Redis({
+  const client = new Redis({
     ...common,
     sentinels: address.sentinels.map(({ host, port }) => ({ host, port })),
     name: address.master,
@@ -77,8 +77,39 @@ export function createRedis(address: RedisAddress, options: RedisOptions = {}): 
     // once rather than after ioredis' 2 s, before the old master can wake and run what was
     // queued to it (writes a stale master takes are lost when it becomes a replica).
     disconnectTimeout: 100,
+    // A node that turned replica under us (a demoted master, or a replica not yet promoted when
+    // we reached it) answers writes with READONLY: reconnect through the sentinels and resend.
+    reconnectOnError: (error) => (error.message.startsWith("READONLY") ? 2 : false),
     ...options,
   });
+  return client.options.failoverDetector ? reviveAfterFailover(client) : client;
+}
+
+/**
+ * ioredis gives up a sentinel connection for good ("Connection is closed.", status `end`) when
+ * its failover detector fires while the connection is already re-resolving the master — what a
+ * master killed mid-traffic produces, often on a loaded machine (seen on the failover test). A
+ * connection nobody closed is connected again (the commands it failed were failed to their
+ * callers, who retry); so are its duplicates, BullMQ's blocking connections among them.
+ */
+function reviveAfterFailover(client: Redis): Redis {
+  let closing = false;
+  const quit = client.quit.bind(client);
+  const disconnect = client.disconnect.bind(client);
+  const duplicate = client.duplicate.bind(client);
+  client.quit = ((...args: Parameters<Redis["quit"]>) => {
+    closing = true;
+    return quit(...args);
+  }) as Redis["quit"];
+  client.disconnect = (reconnect = false) => {
+    if (!reconnect) closing = true;
+    disconnect(reconnect);
+  };
+  client.duplicate = (override) => reviveAfterFailover(duplicate(override));
+  client.on("end", () => {
+    if (!closing) client.connect().catch(() => undefined);
+  });
+  return client;
 }
 
 export type { Redis };

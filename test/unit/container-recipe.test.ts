@@ -50,6 +50,25 @@ describe("container recipe", () => {
     }
   });
 
+  it("the sentinel profile: two AOF, noeviction replicas of redis and three sentinels watching it as \"lh\", none started without the profile", () => {
+    const inProfile = Object.entries(compose.services).filter(([, service]) => (service as { profiles?: string[] }).profiles?.includes("sentinel")).map(([name]) => name).sort();
+    expect(inProfile).toEqual(["redis-replica-1", "redis-replica-2", "sentinel-1", "sentinel-2", "sentinel-3"]);
+    for (const name of ["redis-replica-1", "redis-replica-2"]) {
+      const command = compose.services[name]!.command!.join(" ");
+      expect(command).toMatch(/--replicaof redis 6379/);
+      expect(command).toMatch(/--appendonly yes/);
+      expect(command).toMatch(/--maxmemory-policy noeviction/);
+    }
+    for (const name of ["sentinel-1", "sentinel-2", "sentinel-3"]) {
+      const script = compose.services[name]!.command!.join(" ");
+      // A quorum of 2 of 3, and the master name docs/operator.md tells the operator to set.
+      expect(script).toMatch(/sentinel monitor lh redis 6379 2/);
+      expect(script).toMatch(/exec redis-server \/data\/sentinel.conf --sentinel/);
+      expect(compose.services[name]!.environment?.HOSTNAME_ANNOUNCE).toBe(name);
+    }
+    expect(read("docs/operator.md")).toContain("REDIS_SENTINEL_MASTER=lh");
+  });
+
   it("binds the HTTP server to loopback by default", () => {
     expect(configSchema.parse({}).HTTP_HOST).toBe("127.0.0.1");
   });

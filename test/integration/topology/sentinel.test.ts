@@ -7,6 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ReplicasBehindError } from "../../../src/gateway/ingress.js";
+import { redisResults } from "../../../src/doctor/doctor.js";
+import { formatResult } from "../../../src/doctor/check.js";
 import type { InboundMessage, SubmitResult } from "../../../src/core/channel.js";
 import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
 import { testConfig } from "../../helpers/config.js";
@@ -40,7 +42,9 @@ describe("Redis Sentinel: failover under a running chat", () => {
    */
   const deliver = async (message: InboundMessage): Promise<void> => {
     offered.add(message.messageId);
-    for (let attempt = 0; attempt < 30; attempt++) {
+    // Generous: the failover itself takes seconds, and these files share two loaded CPUs.
+    const giveUpAt = Date.now() + 150_000;
+    while (Date.now() < giveUpAt) {
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error("submit attempt timed out")), 10_000);
@@ -59,7 +63,7 @@ describe("Redis Sentinel: failover under a running chat", () => {
         clearTimeout(timer);
       }
     }
-    throw new Error(`${message.messageId} was never acknowledged`);
+    throw new Error(`${message.messageId} was never acknowledged (last: ${String(failures[failures.length - 1])})`);
   };
   const message = (index: number) => inbound({ chatId: `c${index % 3}`, messageId: `s-${index}`, text: `m${index}` });
 
@@ -81,6 +85,38 @@ describe("Redis Sentinel: failover under a running chat", () => {
     await pipeline?.close();
     await llm?.close();
     await setup?.dispose();
+  });
+
+  it("doctor: the sentinels agree, the replicas the ingress waits for are online, the master keeps what it acknowledges", async () => {
+    const doctor = async (overrides: Record<string, string> = {}) => (await redisResults(testConfig({
+      REDIS_URL: "redis://127.0.0.1:1", REDIS_SENTINELS: setup.sentinels, REDIS_SENTINEL_MASTER: setup.master, ...overrides,
+    }), 5_000)).map((result) => formatResult(result, { color: false }));
+    const masterPort = await setup.masterPort();
+    const healthy = await doctor();
+    expect(healthy.filter((line) => !line.startsWith("ok"))).toEqual([]);
+    expect(healthy.join("\n")).toContain(`3 of 3 sentinels agree: master "${setup.master}" is 127.0.0.1:${masterPort}`);
+    expect(healthy.join("\n")).toContain("2 replicas online; the ingress waits for 1 to confirm each message");
+    expect(healthy.join("\n")).toMatch(/AOF on, fsync every second/);
+    expect(healthy.join("\n")).toMatch(/maxmemory-policy noeviction/);
+
+    expect((await doctor({ REDIS_MIN_REPLICAS_ACK: "2" })).filter((line) => !line.startsWith("ok"))).toEqual([
+      expect.stringMatching(/^WARN.*2 replicas online, exactly REDIS_MIN_REPLICAS_ACK=2: after a failover the ingress refuses messages/),
+    ]);
+    expect((await doctor({ REDIS_MIN_REPLICAS_ACK: "3" })).filter((line) => !line.startsWith("ok"))).toEqual([
+      expect.stringMatching(/^FAIL.*2 replicas online, fewer than REDIS_MIN_REPLICAS_ACK=3: the ingress would acknowledge no message/),
+    ]);
+    expect((await doctor({ REDIS_SENTINEL_MASTER: "elsewhere" })).filter((line) => !line.startsWith("ok"))).toEqual([
+      expect.stringMatching(/^FAIL.*monitor no master named "elsewhere"/),
+    ]);
+    const sentinel = setup.sentinelNodes[0]!;
+    await sentinel.kill();
+    try {
+      expect((await doctor()).filter((line) => !line.startsWith("ok"))).toEqual([
+        expect.stringMatching(new RegExp(`^WARN.*1 of 3 sentinels did not answer \\(127\\.0\\.0\\.1:${sentinel.port}: connection refused\\): a failover needs a majority`)),
+      ]);
+    } finally {
+      await sentinel.start();
+    }
   });
 
   it("chats through the master the sentinels name", async () => {
