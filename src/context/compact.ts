@@ -15,12 +15,15 @@ import type { Summarizer } from "./summarizer.js";
 import { summaryBudget } from "./summary-prompt.js";
 import type { TokenCounter } from "./tokens.js";
 import { cutOversizedUserMessages, userTextCapTokens } from "./user-text.js";
+import { fallbackDigest } from "./fallback-digest.js";
 
 /**
  * Dropping turns stops this far under the threshold: stopping just under it would make the very
  * next step compact (and drop) again.
  */
 export const DROP_TARGET_RATIO = 0.75;
+/** The fallback digest of dropped turns may take this share of the threshold (the drop target leaves room for it). */
+export const FALLBACK_DIGEST_SHARE = 0.1;
 
 /** The tail budget never falls under this share of `threshold × targetRatio`, however large the fixed overhead. */
 export const MIN_TAIL_SHARE = 0.25;
@@ -241,13 +244,24 @@ export async function compact(input: CompactInput): Promise<CompactResult> {
   } catch (error) {
     if (input.signal?.aborted) throw input.signal.reason;
     if (tokensBefore <= hardLimit) return finish("failed", [...messages], {}, error);
-    const dropped = dropOldestTurns(working.messages, boundaries, toCounterUnits(Math.floor(threshold * DROP_TARGET_RATIO)), counter, fixedTokens);
-    // The previous summary stays while the turns around it go: its role may have to change.
+    // The digest of what is dropped takes room: turns are dropped until it fits under the target too.
+    const digestTokens = toCounterUnits(Math.floor(threshold * FALLBACK_DIGEST_SHARE));
+    const dropped = dropOldestTurns(working.messages, boundaries, toCounterUnits(Math.floor(threshold * DROP_TARGET_RATIO)) - digestTokens, counter, fixedTokens);
+    if (dropped.removed.length === 0) {
+      const result = fixSummaryRoles(sanitizeToolPairs(assemble({ head: dropped.messages.slice(0, headEnd), kept: dropped.messages.slice(headEnd), addNote: true }), input.newId).messages);
+      return finish("dropped", result, { droppedMessages: 0 }, error);
+    }
+    // The previous summary stays, with the fallback digest of the dropped turns after it, as one
+    // new summary message: the next compaction that works folds both into a real summary.
+    const previous = dropped.messages.find(isSummary);
+    const digest = fallbackDigest(dropped.removed, { toolNames, maxTokens: digestTokens, counter, ...(input.timeZone !== undefined && { timeZone: input.timeZone }) });
+    const text = previous === undefined ? digest : `${extractSummaryText(previous.content ?? "")}\n\n${digest}`;
+    const rest = dropped.messages.slice(headEnd).filter((message) => message !== previous);
     const result = fixSummaryRoles(sanitizeToolPairs(
-      assemble({ head: dropped.messages.slice(0, headEnd), kept: dropped.messages.slice(headEnd), addNote: true }),
+      assemble({ head: dropped.messages.slice(0, headEnd), summary: { id: input.newId(), text, at: now() }, kept: rest, addNote: true }),
       input.newId,
     ).messages);
-    return finish("dropped", result, { droppedMessages: dropped.droppedMessages }, error);
+    return finish("dropped", result, { droppedMessages: dropped.removed.length }, error);
   }
 }
 
@@ -284,7 +298,7 @@ function dropOldestTurns(
   targetTokens: number,
   counter: TokenCounter,
   fixedTokens: number,
-): { messages: ChatMessage[]; droppedMessages: number } {
+): { messages: ChatMessage[]; removed: ChatMessage[] } {
   const removed = new Set<number>();
   let tokens = counter.countMessages(messages) + fixedTokens;
   for (const turn of groupTurns(messages, boundaries.headEnd, boundaries.keptStart)) {
@@ -295,5 +309,5 @@ function dropOldestTurns(
       tokens -= counter.countMessage(messages[index]!);
     }
   }
-  return { messages: messages.filter((_, index) => !removed.has(index)), droppedMessages: removed.size };
+  return { messages: messages.filter((_, index) => !removed.has(index)), removed: messages.filter((_, index) => removed.has(index)) };
 }

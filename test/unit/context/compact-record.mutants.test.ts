@@ -7,7 +7,8 @@
  * when the fallback is the summarizer itself).
  */
 import { describe, expect, it } from "vitest";
-import { compact, DROP_TARGET_RATIO, type CompactInput } from "../../../src/context/compact.js";
+import { compact, DROP_TARGET_RATIO, FALLBACK_DIGEST_SHARE, type CompactInput } from "../../../src/context/compact.js";
+import { FALLBACK_DIGEST_HEADER } from "../../../src/context/fallback-digest.js";
 import { thresholdTokens } from "../../../src/context/decisions.js";
 import type { ChatMessage, ToolCall, ToolDefinition } from "../../../src/core/messages.js";
 import type { Summarizer, SummaryRequest, SummaryResponse } from "../../../src/context/summarizer.js";
@@ -137,23 +138,29 @@ describe("the failure policy's edges", () => {
     expect((await compact(input({ messages, newId, summarizer: dead(), settings: { ...settings, hardLimitTokens: tokens - 1 } }))).status).toBe("dropped");
   });
 
-  it("dropping removes the oldest turns until under the target, no more, and never the previous summary", async () => {
+  it("dropping removes the oldest turns until under the target less the digest's room, no more, and keeps the previous summary with the digest", async () => {
     const { messages, newId } = session(12, 1_500, { summary: "## Goal\nthe earlier summary" });
     const tools: ToolDefinition[] = [{ type: "function", function: { name: "read_file", description: "x".repeat(400), parameters: { type: "object" } } }];
     const result = await compact(input({ messages, newId, tools, extraTokens: 300, summarizer: dead(), settings: { ...settings, hardLimitTokens: 1_000 } }));
     expect(result.status).toBe("dropped");
-    expect(result.messages.filter((message) => message.kind === "summary").map((message) => message.content)).toEqual(["## Goal\nthe earlier summary"]);
-    const target = Math.floor(thresholdTokens(settings.contextWindow, settings.compactionThreshold) * DROP_TARGET_RATIO);
+    const summaries = result.messages.filter((message) => message.kind === "summary");
+    expect(summaries).toHaveLength(1);
+    expect(summaries[0]!.content).toContain("## Goal\nthe earlier summary\n\n" + FALLBACK_DIGEST_HEADER);
+    const threshold = thresholdTokens(settings.contextWindow, settings.compactionThreshold);
+    const target = Math.floor(threshold * DROP_TARGET_RATIO);
+    const digestRoom = Math.floor(threshold * FALLBACK_DIGEST_SHARE);
     const fixed = counter.countTools(tools) + 300;
     const after = counter.countMessages(result.messages) + fixed;
     expect(after).toBeLessThan(target);
     // The oldest turns went first, and one turn fewer would not have been enough.
     const kept = new Set(result.messages.map((message) => message.id));
-    const droppedIds = messages.filter((message) => !kept.has(message.id)).map((message) => message.id);
+    const droppedIds = messages.filter((message) => !kept.has(message.id) && message.kind !== "summary").map((message) => message.id);
     expect(droppedIds).toEqual(messages.slice(2, 2 + droppedIds.length).map((message) => message.id));
     expect(result.record.droppedMessages).toBe(droppedIds.length);
     const lastTurn = messages.slice(2 + droppedIds.length - 4, 2 + droppedIds.length);
-    expect(after + counter.countMessages(lastTurn)).toBeGreaterThanOrEqual(target);
+    const previousSummary = messages.find((message) => message.kind === "summary")!;
+    const beforeDigest = after - counter.countMessage(summaries[0]!) + counter.countMessage(previousSummary);
+    expect(beforeDigest + counter.countMessages(lastTurn)).toBeGreaterThanOrEqual(target - digestRoom);
   });
 });
 

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { COMPACTION_NOTE } from "../../../src/context/assemble.js";
-import { compact, type CompactInput } from "../../../src/context/compact.js";
+import { compact, FALLBACK_DIGEST_SHARE, type CompactInput } from "../../../src/context/compact.js";
+import { thresholdTokens } from "../../../src/context/decisions.js";
+import { FALLBACK_DIGEST_HEADER } from "../../../src/context/fallback-digest.js";
 import type { ChatMessage, ToolCall, ToolDefinition } from "../../../src/core/messages.js";
 import { extractRecallId } from "../../../src/context/prune.js";
 import { SummarizerFailedError, SummarizerTimeoutError } from "../../../src/context/summarize.js";
@@ -191,7 +193,8 @@ describe("failures", () => {
     expect(result.record.droppedMessages).toBeGreaterThan(0);
     expect(result.record.droppedMessages % 4).toBe(0); // whole turns of user, call, result, reply
     expect(result.record.tokensAfter).toBeLessThan(8_000);
-    expect(result.messages.length).toBe(input.messages.length - result.record.droppedMessages);
+    // One message more: the fallback digest of what was dropped (issue #31).
+    expect(result.messages.length).toBe(input.messages.length - result.record.droppedMessages + 1);
     // The oldest turns went first: what survives of the middle is its most recent part.
     const survivors = result.messages.map((message) => message.id);
     const firstDropped = input.messages.findIndex((message) => !survivors.includes(message.id));
@@ -200,7 +203,30 @@ describe("failures", () => {
     expect(input.messages.slice(firstDropped, lastDropped + 1).every((message) => !survivors.includes(message.id))).toBe(true);
     expect(result.messages[1]).toBe(input.messages[1]);
     expect(result.messages.at(-1)).toBe(input.messages.at(-1));
-    expect(result.messages.some((message) => message.kind === "summary")).toBe(false);
+    // No summary was written, but the dropped turns leave a deterministic digest: every dropped
+    // user message by id with its first line, marked as a fallback.
+    const digest = result.messages.filter((message) => message.kind === "summary");
+    expect(digest).toHaveLength(1);
+    expect(digest[0]!.content).toContain(FALLBACK_DIGEST_HEADER);
+    expect(result.messages[3]).toBe(digest[0]); // right after the head (system prompt and first exchange)
+    const droppedUsers = input.messages.filter((message) => message.role === "user" && !survivors.includes(message.id));
+    expect(droppedUsers.length).toBeGreaterThan(0);
+    for (const user of droppedUsers) expect(digest[0]!.content).toContain(`- [${user.id}] user: ${user.content}`);
+    expect(digest[0]!.content).toMatch(/→ \[m\d+\] assistant calls read_file, \[m\d+\] read_file result, \[m\d+\] assistant/);
+    expect(result.record.summarizerModel).toBeNull();
+    // Deterministic: the same input gives the same digest.
+    const again = await compact({ ...input, newId: (() => { let seq = 900; return () => `m${++seq}`; })() });
+    expect(again.messages.find((message) => message.kind === "summary")!.content).toBe(digest[0]!.content);
+  });
+
+  it("keeps the digest within its room: the newest dropped turns listed, the older named as a range", async () => {
+    const { messages, newId } = session(60, 100, 800);
+    const result = await compact(baseInput({ messages, newId, summarizer: failing(), settings: { ...settings, hardLimitTokens: 3_000 } }));
+    expect(result.status).toBe("dropped");
+    const digest = result.messages.find((message) => message.kind === "summary")!;
+    expect(counter.countText(digest.content!)).toBeLessThanOrEqual(Math.floor(thresholdTokens(settings.contextWindow, settings.compactionThreshold) * FALLBACK_DIGEST_SHARE) + 80);
+    expect(digest.content).toMatch(/older turns, \[m\d+\] onwards: recall by id or search/);
+    expect(result.record.tokensAfter).toBeLessThan(settings.contextWindow * settings.compactionThreshold);
   });
 
   it("propagate an abort: the promise rejects and nothing changes", async () => {
