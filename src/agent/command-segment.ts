@@ -10,7 +10,7 @@ import type { ChatPorts, CommandPorts } from "./ports.js";
 import { addReply, answering } from "./replies.js";
 import { toolScopeOf } from "./tool-scope.js";
 import type { TurnRun } from "./turn-types.js";
-import { chatTimeZone } from "./user-messages.js";
+import { chatTimeZone } from "./chat-time-zone.js";
 
 /** Runs `command`; → the session id it archived (`/new`), if any. */
 export async function runCommandSegment(run: TurnRun<CommandPorts & ChatPorts>, command: ParsedCommand, entry: InboxEntry, scope: CompactionScope): Promise<string | undefined> {

@@ -2,7 +2,7 @@
 import type { CompactionScope } from "../session-context/index.js";
 import type { Clock } from "./ports.js";
 import type { TurnRun } from "./turn-types.js";
-import { chatTimeZone } from "./user-messages.js";
+import { chatTimeZone } from "./chat-time-zone.js";
 
 export function compactionScope(run: TurnRun<Clock>, newId: () => string): CompactionScope {
   return {

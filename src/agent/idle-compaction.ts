@@ -19,7 +19,7 @@ import type { ChatMessage } from "../core/messages.js";
 import type { CompactionScope } from "../session-context/index.js";
 import { activeEngine } from "./active-model.js";
 import type { Clock, RoutingPorts } from "./ports.js";
-import { chatTimeZone } from "./user-messages.js";
+import { chatTimeZone } from "./chat-time-zone.js";
 import { workingCopy } from "./working-copy.js";
 
 /** What idle compaction uses of a worker's engine: the session's model and its payer. */

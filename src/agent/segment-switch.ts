@@ -8,7 +8,7 @@ import { messageIdAllocator } from "../session/state.js";
 import type { CompactionScope } from "../session-context/index.js";
 import { activeEngine } from "./active-model.js";
 import { compactionScope } from "./compaction-scope.js";
-import type { Clock, RoutingPorts } from "./ports.js";
+import type { RoutingPorts, TurnEngine } from "./ports.js";
 import { lastEntryOf } from "./segments.js";
 import { ensureSystemPrompt } from "./system-prompt.js";
 import type { Segment, SegmentsInput, TurnRun } from "./turn-types.js";
@@ -21,7 +21,7 @@ export function batchBudget(engine: Pick<RoutingPorts, "budget">, input: Segment
 }
 
 /** Switches `run` to `segment`: its model, its payer, its system prompt; → the segment's id allocator and compaction scope. */
-export function enterSegment<E extends RoutingPorts & Clock & { systemPrompt: string }>(base: E, run: TurnRun<E>, segment: Segment): { newId: () => string; scope: CompactionScope } {
+export function enterSegment(base: TurnEngine, run: TurnRun<TurnEngine>, segment: Segment): { newId: () => string; scope: CompactionScope } {
   const engine = run.engine = activeEngine(base, run.state);
   run.budget?.payFrom(budgetAccounts(run.input.sessionKey, lastEntryOf(segment)));
   const newId = messageIdAllocator(run.state);

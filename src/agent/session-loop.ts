@@ -13,7 +13,7 @@ import type { ChatPorts } from "./ports.js";
 import { addReply } from "./replies.js";
 import { runTurn, type RunTurnInput, type RunTurnResult } from "./run-turn.js";
 import type { Answering, TurnRun } from "./turn-types.js";
-import { chatTimeZone } from "./user-messages.js";
+import { chatTimeZone } from "./chat-time-zone.js";
 
 /**
  * The parts of runTurn's input that tie tools to this session: context, caps, stores, and the

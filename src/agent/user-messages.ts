@@ -8,12 +8,8 @@ import type { ChatMessage, UserMessage } from "../core/messages.js";
 import { describeGap, formatStamp } from "../core/time-stamp.js";
 import type { SessionState } from "../session/state.js";
 import type { InboxEntry } from "../session/store.js";
+import { chatTimeZone } from "./chat-time-zone.js";
 import type { Clock } from "./ports.js";
-
-/** The chat's time zone: its own (/timezone) when set, else the deployment's TZ. */
-export function chatTimeZone(state: SessionState, fallback: string): string {
-  return state.chat?.timeZone ?? fallback;
-}
 
 /**
  * The user messages a batch adds to the conversation. Shared chats name the speaker. With

@@ -3,7 +3,7 @@
  * use), the window (the model's, or the smaller one learned from an overflow), our estimate of a
  * request (messages, tools, the memory block) summed once per turn and extended by what the turn
  * appends, the calibration that turns it into the provider's count, and the hard limit. The
- * first stage of src/agent/session-context.ts, which decides what to do with the measure.
+ * first stage of session-context.ts, which decides what to do with the measure.
  */
 import {
   calibratedCount, defaultHardLimit, getTokenCounter, initialCalibration, REPLY_PRIMING_TOKENS,

@@ -5,7 +5,8 @@
  * fails here too.
  */
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { parseSync } from "@swc/core";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -23,7 +24,30 @@ function cruise(cwd: string, paths: string[]): { status: number | null; output: 
   return { status: result.status, output };
 }
 
+/** Every TypeScript file under `directory`. */
+function sourceFiles(directory: string): string[] {
+  return readdirSync(directory, { withFileTypes: true, recursive: true })
+    .filter((entry) => entry.isFile() && /\.[cm]?ts$/.test(entry.name))
+    .map((entry) => join(entry.parentPath, entry.name));
+}
+
+/**
+ * The files that write an `import("…")` type. dependency-cruiser's swc visitor sees one only as a
+ * whole parameter or property annotation (not in an alias, a union, a generic argument, `typeof`
+ * or `as`), so such an arrow — a cycle, an SDK in the wrong room — would pass unseen; `import
+ * type` says the same and is always seen, so the house writes that instead.
+ */
+function importTypes(files: readonly string[]): string[] {
+  return files.filter((file) => JSON.stringify(parseSync(readFileSync(file, "utf8"), { syntax: "typescript" })).includes('"type":"TsImportType"'));
+}
+
 describe("layering (dependency-cruiser)", () => {
+  it("no module writes an import(\"…\") type (arrows the cruiser could miss)", () => {
+    const files = [...sourceFiles(join(root, "src")), ...sourceFiles(join(root, "workers")), ...sourceFiles(join(root, "config"))];
+    expect(files.length).toBeGreaterThan(200);
+    expect(importTypes(files)).toEqual([]);
+  });
+
   it("src/ and workers/ break no rule: no cycles, SDKs in their rooms, lower rooms below upper ones", () => {
     const { status, output } = cruise(root, ["src", "workers"]);
     // On failure the message lists each violation as `error <rule>: <from> → <to>`.
@@ -56,6 +80,10 @@ describe("layering (dependency-cruiser)", () => {
       "src/agent/run-segments.ts": 'import type { A } from "./turn-a.js";\nexport type S = A;\n',
       "src/agent/commands/run-command.ts": 'import type { S } from "../run-segments.js";\nimport type { T } from "../../tools/fetch.js";\nexport type C = [S, T];\n',
       "src/media/lonely.ts": "export const lonely = 1;\n",
+      // An SDK's types under another name, and a file type the resolver must know.
+      "src/agent/wire.ts": 'import type { APIMessage } from "discord-api-types/v10";\nimport type { Late } from "./late.mjs";\nexport type W = [APIMessage, Late];\n',
+      "src/agent/late.mts": 'import type { Shared } from "../core/shared.js";\nexport type Late = Shared;\n',
+      "src/agent/missing.ts": 'import type { Gone } from "./nowhere.js";\nimport type { W } from "./wire.js";\nexport type M = [Gone, W];\n',
     };
     for (const [path, text] of Object.entries(files)) {
       mkdirSync(dirname(join(fixture, path)), { recursive: true });
@@ -76,8 +104,18 @@ describe("layering (dependency-cruiser)", () => {
         "sdk-owner-bullmq: src/tools/fetch.ts → bullmq",
         "commands-not-the-orchestrator: src/agent/commands/run-command.ts → src/agent/run-segments.ts",
         "no-orphans: src/media/lonely.ts",
+        "sdk-owner-discord.js: src/agent/wire.ts → discord-api-types/v10",
+        "not-to-unresolvable: src/agent/missing.ts → ./nowhere.js",
       ];
       for (const line of expected) expect(output).toContain(`error ${line}`);
+      // The .mts file is cruised: its arrow into core is there (wire → late → core), no orphan.
+      expect(output).not.toContain("no-orphans: src/agent/late.mts");
+    });
+
+    it("finds an import(\"…\") type wherever it is written", () => {
+      const probe = join(fixture, "src/agent/probe.ts");
+      writeFileSync(probe, 'export type P = Array<import("./turn-a.js").A> | undefined;\n');
+      expect(importTypes([probe, join(fixture, "src/agent/turn-a.ts")])).toEqual([probe]);
     });
   });
 });

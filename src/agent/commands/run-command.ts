@@ -8,7 +8,8 @@ import { remindersCommand, requesterOf } from "../../schedule/index.js";
 import { freshSessionAfter, type SessionState } from "../../session/state.js";
 import type { CommandContext, CommandOutcome } from "./command-context.js";
 import { exportCommand } from "./export-command.js";
-import { contextCommand, forgetCommand, memoryCommand, pinCommand } from "./memory-commands.js";
+import { contextCommand } from "./context-command.js";
+import { forgetCommand, memoryCommand, pinCommand } from "./memory-commands.js";
 import type { ParsedCommand } from "./parse.js";
 
 export const HELP_TEXT = [
