@@ -73,6 +73,7 @@ export const configSchema = z.object({
   DATA_DIR: z.string().min(1).default("./data").describe("Where the private redis-server keeps its AOF and dump files"),
   HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(8080).describe("Port of /healthz, /metrics and the Telegram webhook; 0 disables the HTTP server"),
   HTTP_HOST: z.string().min(1).default("127.0.0.1").describe("Address the HTTP server binds to; 0.0.0.0 to serve other hosts (compose sets it in containers)"),
+  METRICS_TOKEN: optionalText("When set, /metrics answers only requests with `Authorization: Bearer <token>` (401 otherwise); unset: /metrics is open on HTTP_HOST"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info").describe("pino log level"),
   WORKER_CONCURRENCY: positiveInt(8, "Turns one worker process runs at once (different sessions)"),
   JOB_LOCK_MS: positiveInt(30_000, "BullMQ job lock; a session's lease lasts twice this, so a stall shorter than that never hands a running turn to another worker"),

@@ -26,7 +26,7 @@ async function main(): Promise<void> {
   // (`npm start` compiles every module it loads).
   const [
     { startWorkerRole }, { createAdapters }, { checkBeforeStart }, { redisLookupOf, resolveRedis },
-    { startGateway }, { startHttpServer }, { createMetrics }, { createProcessIo },
+    { startGateway }, { startHttpServer, requireBearer }, { createMetrics }, { createProcessIo },
   ] = await Promise.all([
     import("../workers/worker-role.js"), import("./adapters/index.js"), import("./doctor/startup.js"), import("./embedded-redis.js"),
     import("./gateway/gateway.js"), import("./gateway/http-server.js"), import("./metrics.js"), import("./process-io.js"),
@@ -79,10 +79,10 @@ async function main(): Promise<void> {
     response.writeHead(healthy ? 200 : 503, { "content-type": "application/json" })
       .end(JSON.stringify({ status: healthy ? "ok" : "unhealthy", role: config.LONGHAUL_ROLE, checks }));
   });
-  routes.set("/metrics", async (_request, response) => {
+  routes.set("/metrics", requireBearer(config.METRICS_TOKEN, async (_request, response) => {
     await gateway?.refreshQueueDepth().catch(() => undefined);
     response.writeHead(200, { "content-type": metrics.registry.contentType }).end(await metrics.registry.metrics());
-  });
+  }));
   if (config.HTTP_PORT > 0) http = await startHttpServer({ port: config.HTTP_PORT, host: config.HTTP_HOST, routes, logger });
 
   // Test-only faults for the fault tests; never set in a deployment.

@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Logger } from "../logger.js";
 
@@ -37,5 +38,22 @@ export async function startHttpServer(options: {
       server.close(() => resolve());
       server.closeAllConnections();
     }),
+  };
+}
+
+/**
+ * `handler` behind `Authorization: Bearer <token>` (METRICS_TOKEN); no token: the handler as is.
+ * Compared as hashes in constant time, so the answer's timing says nothing about the token.
+ */
+export function requireBearer(token: string | undefined, handler: RouteHandler): RouteHandler {
+  if (token === undefined || token === "") return handler;
+  const expected = createHash("sha256").update(token).digest();
+  return (request, response) => {
+    const given = /^Bearer (.+)$/.exec(request.headers.authorization ?? "")?.[1] ?? "";
+    if (!timingSafeEqual(createHash("sha256").update(given).digest(), expected)) {
+      response.writeHead(401, { "content-type": "text/plain", "www-authenticate": 'Bearer realm="metrics"' }).end("unauthorized\n");
+      return;
+    }
+    return handler(request, response);
   };
 }

@@ -16,7 +16,7 @@ describe("/healthz and /metrics", () => {
     llm.setHandler(() => ({ text: "fine", usage: { prompt_tokens: 120, completion_tokens: 7, prompt_tokens_details: { cached_tokens: 64 } } }));
     port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    app = spawnApp(testEnv({ LLM_BASE_URL: llm.url, HTTP_PORT: String(port), CONSOLE: "on", CONSOLE_EXIT_ON_EOF: "false", LOG_LEVEL: "info" }));
+    app = spawnApp(testEnv({ LLM_BASE_URL: llm.url, HTTP_PORT: String(port), METRICS_TOKEN: "metrics-SECRET-token", CONSOLE: "on", CONSOLE_EXIT_ON_EOF: "false", LOG_LEVEL: "info" }));
     await app.waitForStderr(/longhaul-ready/);
   });
   afterAll(async () => {
@@ -30,10 +30,18 @@ describe("/healthz and /metrics", () => {
     expect(await response.json()).toMatchObject({ status: "ok", role: "all", checks: { redis: true, console: true } });
   });
 
+  it("with METRICS_TOKEN, /metrics refuses a request without the bearer token or with another (401); /healthz stays open", async () => {
+    expect((await fetch(`${base}/metrics`)).status).toBe(401);
+    const wrong = await fetch(`${base}/metrics`, { headers: { authorization: "Bearer metrics-SECRET-tokem" } });
+    expect(wrong.status).toBe(401);
+    expect(await wrong.text()).not.toContain("longhaul_");
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+  });
+
   it("exports Prometheus metrics: turns, latency, tokens, queue depth", async () => {
     app.child.stdin.write("how are you?\n");
     await app.waitForStdoutLines(1);
-    const text = await (await fetch(`${base}/metrics`)).text();
+    const text = await (await fetch(`${base}/metrics`, { headers: { authorization: "Bearer metrics-SECRET-token" } })).text();
     expect(text).toMatch(/^longhaul_turns_total\{outcome="answered"\} 1$/m);
     expect(text).toMatch(/^longhaul_turn_duration_seconds_count 1$/m);
     expect(text).toMatch(/^longhaul_llm_tokens_total\{kind="input",role="main"\} 120$/m);

@@ -19,6 +19,7 @@ interface Service {
   stop_grace_period?: string;
   env_file?: Array<{ path: string; required: boolean }>;
   build?: string;
+  ports?: string[];
 }
 
 describe("container recipe", () => {
@@ -67,6 +68,12 @@ describe("container recipe", () => {
       expect(compose.services[name]!.environment?.HOSTNAME_ANNOUNCE).toBe(name);
     }
     expect(read("docs/operator.md")).toContain("REDIS_SENTINEL_MASTER=lh");
+  });
+
+  it("publishes the HTTP port on the host's loopback only", () => {
+    const published = Object.values(compose.services).flatMap((service) => service.ports ?? []);
+    expect(published.length).toBeGreaterThan(0);
+    for (const port of published) expect(port).toMatch(/^127\.0\.0\.1:\d+:\d+$/);
   });
 
   it("binds the HTTP server to loopback by default", () => {
