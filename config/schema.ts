@@ -164,6 +164,7 @@ export const configSchema = z.object({
   TELEGRAM_CONFLICT_EXIT_S: positiveInt(300, "Seconds of 409 Conflict (another poller on the token) before the gateway exits non-zero for its supervisor to restart it"),
   TELEGRAM_STREAMING: z.enum(["off", "progress", "partial"]).optional().describe("STREAMING for Telegram chats; unset: STREAMING"),
   LINK_PREVIEWS: onOff(false, "Show link previews under the bot's replies"),
+  ACK_REACTIONS: onOff(false, "React 👀 to a message as soon as it is taken (Telegram and Discord), where the chat allows reactions"),
   ALLOWED_TELEGRAM_USERS: list("Telegram user ids allowed to talk to the bot; empty: pairing"),
   ALLOWED_TELEGRAM_CHATS: list("Telegram group chat ids the bot serves; empty: none"),
   ADMIN_TELEGRAM_USERS: list("Telegram user ids of admins (may answer anyone's tool approval, change anyone's reminders in groups, /model, /persona and /timezone in groups, /budget, /pair approve)"),

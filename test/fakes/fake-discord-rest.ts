@@ -150,6 +150,8 @@ export class FakeRest {
       return reply(200, { threads: this.world.guildCreate(guild).threads, members: [] });
     }
 
+    const reaction = /^\/channels\/(\d+)\/messages\/(\d+)\/reactions\/([^/]+)\/@me$/.exec(path);
+    if (method === "PUT" && reaction) return this.addReaction(reaction[1] ?? "", reaction[2] ?? "", decodeURIComponent(reaction[3] ?? ""), reply);
     const route = /^\/channels\/(\d+)(?:\/(messages|typing)(?:\/(\d+))?)?$/.exec(path);
     if (!route) return reply(404, { message: "404: Not Found", code: 0 });
     const [, channelId = "", resource, messageId] = route;
@@ -179,6 +181,22 @@ export class FakeRest {
       return reply(204);
     }
     return reply(405, { message: "405: Method Not Allowed", code: 0 });
+  }
+
+  /** PUT …/reactions/:emoji/@me: the bot reacts (Add Reactions needed; an archived thread refuses). */
+  private addReaction(channelId: string, messageId: string, emoji: string, reply: Reply): void {
+    const channel = this.world.channels.get(channelId);
+    if (!channel) return reply(404, { message: "Unknown Channel", code: 10003 });
+    const permissions = this.world.permissionsOf(channelId);
+    if (!permissions.view) return reply(403, MISSING_ACCESS);
+    const message = this.world.message(channelId, messageId);
+    if (!message) return reply(404, { message: "Unknown Message", code: 10008 });
+    if (permissions.react === false) return reply(403, MISSING_PERMISSIONS);
+    if ((channel.thread_metadata as Payload | undefined)?.archived === true) return reply(400, THREAD_ARCHIVED);
+    if (emoji === "" || /^[\w ]+$/.test(emoji)) return reply(400, { message: "Unknown Emoji", code: 10014 });
+    const reactions = ((message.reactions as Payload[] | undefined) ?? []).filter((entry) => (entry.emoji as Payload).name !== emoji);
+    this.world.store({ ...message, reactions: [...reactions, { emoji: { id: null, name: emoji }, count: 1, me: true }] });
+    reply(204);
   }
 
   /** GET /channels/:id/messages: newest first, at most `limit` (1–100), around `after` or `before`. */

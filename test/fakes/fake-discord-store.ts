@@ -29,6 +29,8 @@ export interface ChannelPermissions {
   view: boolean;
   /** SEND_MESSAGES (SEND_MESSAGES_IN_THREADS); without it sends and typing answer 50013. */
   send: boolean;
+  /** ADD_REACTIONS; without it a new reaction answers 50013. @defaultValue true */
+  react?: boolean;
 }
 
 export class DiscordStore {

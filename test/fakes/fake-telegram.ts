@@ -86,6 +86,9 @@ export const FAKE_BOT: UserFromGetMe = {
   supports_join_request_queries: false,
 };
 
+/** Part of Telegram's standard reaction emoji (ReactionTypeEmoji). */
+const STANDARD_REACTIONS: ReadonlySet<string> = new Set(["👍", "👎", "❤", "🔥", "🥰", "👏", "😁", "🤔", "🤯", "😱", "🎉", "🤩", "🙏", "👌", "😍", "💯", "🤣", "⚡", "🏆", "💔", "🤨", "😐", "😴", "😭", "🤓", "👻", "👀", "🙈", "😇", "🤝", "✍", "🤗", "🫡", "🆒", "😎", "🤷"]);
+
 /** A message keeps at most this many formatting entities (rubenlagus/TelegramBots#854). */
 export const ENTITY_LIMIT = 100;
 /** Markup source past which Telegram answers ENTITIES_TOO_LONG (approximately; see checkMessage). */
@@ -127,6 +130,10 @@ export class FakeTelegram {
   limits: RateLimits | undefined;
   /** The command menus set, by scope (JSON of the BotCommandScope; `{"type":"default"}` without one). */
   readonly commandMenus = new Map<string, Array<{ command: string; description: string }>>();
+  /** The bot's reactions, by `chatId:messageId`. */
+  readonly reactions = new Map<string, string[]>();
+  /** Chats whose admins turned reactions off (setMessageReaction answers REACTION_INVALID). */
+  readonly reactionsOff = new Set<string>();
   /** Methods this server lacks, like a third-party Bot API emulator (see `handle`). */
   readonly unsupported = new Set<string>();
 
@@ -412,6 +419,15 @@ export class FakeTelegram {
         const invalid = invalidBotCommands(payload.commands) ?? invalidScope(payload.scope);
         if (invalid) return fail({ error_code: 400, description: `Bad Request: ${invalid}` });
         this.commandMenus.set(JSON.stringify(payload.scope ?? { type: "default" }), payload.commands as Array<{ command: string; description: string }>);
+        return ok(true);
+      }
+      case "setMessageReaction": {
+        // Bots set at most one reaction, from Telegram's standard set and the chat's allowed ones.
+        const reaction = Array.isArray(payload.reaction) ? (payload.reaction as Array<{ type?: unknown; emoji?: unknown }>) : [];
+        if (reaction.length > 1) return fail({ error_code: 400, description: "Bad Request: REACTIONS_TOO_MANY" });
+        if (reaction.some((entry) => entry.type !== "emoji" || !STANDARD_REACTIONS.has(String(entry.emoji)))) return fail({ error_code: 400, description: "Bad Request: REACTION_INVALID" });
+        if (this.reactionsOff.has(String(payload.chat_id))) return fail({ error_code: 400, description: "Bad Request: REACTION_INVALID" });
+        this.reactions.set(`${Number(payload.chat_id)}:${Number(payload.message_id)}`, reaction.map((entry) => String(entry.emoji)));
         return ok(true);
       }
       case "sendChatAction":

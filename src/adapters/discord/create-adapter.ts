@@ -2,7 +2,7 @@ import type { Config } from "../../../config/index.js";
 import type { Logger } from "../../logger.js";
 import { DiscordAdapter, type DiscordAdapterOptions } from "./discord-adapter.js";
 
-type DiscordConfig = Pick<Config, "DISCORD_BOT_TOKEN" | "DISCORD_API_ROOT" | "DISCORD_ALWAYS_ON_CHANNELS" | "ALLOWED_DISCORD_CHANNELS" | "DISCORD_PING_ON_REPLY" | "MAX_MESSAGE_CHARS">;
+type DiscordConfig = Pick<Config, "DISCORD_BOT_TOKEN" | "DISCORD_API_ROOT" | "DISCORD_ALWAYS_ON_CHANNELS" | "ALLOWED_DISCORD_CHANNELS" | "DISCORD_PING_ON_REPLY" | "MAX_MESSAGE_CHARS" | "ACK_REACTIONS">;
 
 /** The adapter the configuration asks for, or undefined when DISCORD_BOT_TOKEN is unset. */
 export function createDiscordAdapter(config: DiscordConfig, logger: Logger, overrides: Partial<DiscordAdapterOptions> = {}): DiscordAdapter | undefined {
@@ -15,6 +15,7 @@ export function createDiscordAdapter(config: DiscordConfig, logger: Logger, over
     backfillChannels: config.ALLOWED_DISCORD_CHANNELS,
     maxMessageChars: config.MAX_MESSAGE_CHARS,
     pingOnReply: config.DISCORD_PING_ON_REPLY,
+    ackReactions: config.ACK_REACTIONS,
     logger,
     ...overrides,
   });

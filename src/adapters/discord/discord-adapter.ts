@@ -1,6 +1,6 @@
 import { once } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Client, Events, GatewayIntentBits, Partials, Status, type Interaction, type Message, type SendableChannels } from "discord.js";
+import { Client, DiscordAPIError, Events, GatewayIntentBits, Partials, Status, type Interaction, type Message, type SendableChannels } from "discord.js";
 import { PermanentError, errorMessage } from "../../errors.js";
 import { silentLogger, type Logger } from "../../logger.js";
 import type { ChannelAdapter, IngressPort, OutboundReply, SendOptions, TurnActivity } from "../channel-adapter.js";
@@ -12,6 +12,9 @@ import { NO_MENTIONS, sendParts, toSendError } from "./send-reply.js";
 import { sendDocuments } from "./send-documents.js";
 import { splitMessage } from "./split.js";
 import { TypingIndicators } from "./typing.js";
+
+/** The acknowledgement reaction (ACK_REACTIONS). */
+const ACK_EMOJI = "👀";
 
 export interface DiscordAdapterOptions {
   /** Bot token (DISCORD_BOT_TOKEN). Never logged. */
@@ -29,6 +32,8 @@ export interface DiscordAdapterOptions {
   maxMessageChars?: number;
   /** In guild channels the reply pings the person who asked (DISCORD_PING_ON_REPLY); never in DMs. @defaultValue true */
   pingOnReply?: boolean;
+  /** React 👀 to a message once the ingress took it (ACK_REACTIONS). @defaultValue false */
+  ackReactions?: boolean;
   /** @defaultValue silentLogger */
   logger?: Logger;
   /** Discord shows "typing" for 10 s per call; refresh before it lapses. @defaultValue 8000 */
@@ -74,6 +79,8 @@ export class DiscordAdapter implements ChannelAdapter {
   private readonly typing: TypingIndicators;
   readonly previews: DiscordPreviews;
   private readonly watchedChannels: ReadonlySet<string>;
+  /** Channels that refused the acknowledgement reaction. */
+  private readonly noReactions = new Set<string>();
   private ingress: IngressPort | undefined;
   private intake: Intake | undefined;
   private backfilling: Promise<void> = Promise.resolve();
@@ -144,6 +151,7 @@ export class DiscordAdapter implements ChannelAdapter {
       textFileTimeoutMs: this.options.textFileTimeoutMs ?? 10_000,
       submitRetryDelaysMs: this.options.submitRetryDelaysMs ?? [250, 1_000, 4_000],
       notify: (message, text, kind) => this.replyNotice(message, text, kind),
+      ...(this.options.ackReactions === true ? { acknowledge: (message: Message) => this.acknowledge(message) } : {}),
     });
     if (!ingress.cursors) this.logger.warn("the ingress keeps no channel cursors: messages posted while disconnected will not be caught up");
     const abort = new AbortController();
@@ -335,6 +343,22 @@ export class DiscordAdapter implements ChannelAdapter {
   /** DISCORD_PING_ON_REPLY: in guild channels the reply pings the asker; a DM notifies anyway. */
   private pingsIn(channel: SendableChannels): boolean {
     return (this.options.pingOnReply ?? true) && !channel.isDMBased();
+  }
+
+  /**
+   * 👀 on a message the ingress took (ACK_REACTIONS), fire and forget. A channel that refuses
+   * it (no Add Reactions permission, reactions blocked, no access) is not asked again.
+   */
+  private acknowledge(message: Message): void {
+    if (this.noReactions.has(message.channelId)) return;
+    message.react(ACK_EMOJI).catch((error: unknown) => {
+      if (error instanceof DiscordAPIError && error.status >= 400 && error.status < 500 && error.status !== 429) {
+        this.noReactions.add(message.channelId);
+        this.logger.info({ channelId: message.channelId, code: error.code }, "discord channel refuses the acknowledgement reaction; not reacting there any more");
+        return;
+      }
+      this.logger.debug({ channelId: message.channelId, error: errorMessage(error) }, "acknowledgement reaction not added");
+    });
   }
 
   /** A notice straight from the adapter (access, rate limit, truncation, unreadable files), as a reply. */

@@ -30,6 +30,8 @@ export interface IntakeOptions {
   submitRetryDelaysMs: readonly number[];
   /** Replies to `message` with `text` (access, rate limit, truncation, unreadable files). */
   notify(message: Message, text: string, kind: string): Promise<void>;
+  /** The ingress took `message` (ACK_REACTIONS): react to it. Never throws. */
+  acknowledge?: (message: Message) => void;
 }
 
 /** More than a backfill fetches (100 per channel) times the channels it overlaps with live traffic. */
@@ -192,6 +194,7 @@ export class Intake {
     this.options.logger.debug({ messageId: inbound.messageId, sessionKey: inbound.sessionKey, status: result.status }, "message submitted");
     switch (result.status) {
       case "accepted":
+        this.options.acknowledge?.(message);
         if (notice !== undefined) await this.options.notify(message, notice, "inbound-notice");
         return;
       case "duplicate":

@@ -19,6 +19,8 @@ import { toInboundMessage, truncationNoticeText, type Intake } from "./to-inboun
 export const SUBMIT_FAILED_NOTICE = "Sorry, I couldn't take that message just now. Please send it again in a moment.";
 
 export interface UpdateIntakeOptions extends Pick<TelegramAdapterOptions, "maxMessageChars" | "submitRetryDelaysMs" | "submitAttemptTimeoutMs"> {
+  /** The ingress took this message (ACK_REACTIONS): react to it. */
+  acknowledge?: (target: ReplyTarget, messageId: string) => void;
   api: Api;
   logger: Logger;
   mode: "polling" | "webhook";
@@ -115,6 +117,7 @@ export class UpdateIntake {
     const target = intake.target;
     switch (result.status) {
       case "accepted":
+        this.options.acknowledge?.(target, intake.message.messageId);
         if (intake.truncatedFrom !== undefined) this.options.notify(target, truncationNoticeText(intake.truncatedFrom, this.options.maxMessageChars), "truncated");
         return;
       case "duplicate":

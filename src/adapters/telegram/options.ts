@@ -25,6 +25,8 @@ export interface TelegramAdapterOptions {
   typingMaxMs?: number;
   /** Longest part of a reply, in UTF-16 units after parsing (Telegram's limit is 4096). @defaultValue 4096 */
   maxPartLength?: number;
+  /** React 👀 to a message once the ingress took it (ACK_REACTIONS). @defaultValue false */
+  ackReactions?: boolean;
   /** Show link previews under replies (LINK_PREVIEWS). @defaultValue false */
   linkPreviews?: boolean;
   /** Poll even though a webhook is set, deleting it (TELEGRAM_FORCE_POLLING). @defaultValue false */

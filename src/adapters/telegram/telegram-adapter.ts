@@ -18,6 +18,7 @@ import { TELEGRAM_MENU_SCOPES, telegramCommands } from "./to-inbound-message.js"
 import { sendDocuments } from "./send-documents.js";
 import { inlineKeyboard, replaceMessage } from "./actions.js";
 import { TypingIndicators } from "./typing.js";
+import { AckReactions } from "./reactions.js";
 import type { WebhookHealth } from "./webhook.js";
 import type { TelegramAdapterOptions } from "./options.js";
 
@@ -35,6 +36,7 @@ export class TelegramAdapter implements ChannelAdapter {
   private readonly abort = new AbortController();
   private readonly typing: TypingIndicators;
   readonly previews: TelegramPreviews;
+  private readonly reactions: AckReactions | undefined;
   private readonly intake: UpdateIntake;
   /** Old chat id → new one, for notices to a group that became a supergroup. */
   private readonly migrations = new Map<string, string>();
@@ -67,12 +69,14 @@ export class TelegramAdapter implements ChannelAdapter {
       stopped: () => this.state === "stopped",
       moveChat: (fromChatId, toChatId) => this.moveChat(fromChatId, toChatId),
       notify: (target, text, reason) => this.notify(target, text, reason),
+      ...(options.ackReactions === true ? { acknowledge: (target: ReplyTarget, messageId: string) => this.reactions?.acknowledge(target, messageId) } : {}),
     });
     this.bot.use((context) => {
       this.webhookHealth?.received();
       return this.intake.handleUpdate(context.update);
     });
     this.previews = new TelegramPreviews(previewApi(options), this.logger);
+    this.reactions = options.ackReactions === true ? new AckReactions(previewApi(options), this.logger, (call) => this.track(call)) : undefined;
     this.typing = new TypingIndicators({
       api: this.bot.api,
       logger: this.logger,

@@ -48,6 +48,26 @@ describe("DiscordAdapter against the fake Discord: login and intake", () => {
     }
   });
 
+  it("ACK_REACTIONS: 👀 on a message the ingress took, none on a refused one, and no more asking in a channel that refuses reactions", async () => {
+    await h.startAdapter({ ackReactions: true });
+    h.ingress.script.push({ status: "accepted" }, { status: "denied" });
+    h.fake.dispatchMessage(fixture("guild-mention"));
+    await vi.waitFor(() => expect(h.fake.message(IDS.textChannel, "600000000000000001")?.reactions).toEqual([{ emoji: { id: null, name: "👀" }, count: 1, me: true }]));
+    const denied = h.fake.dispatchMessage({ ...fixture("guild-mention"), id: "600000000000000002" });
+    await vi.waitFor(() => expect(h.ingress.submitted).toHaveLength(2));
+    await sleep(300);
+    expect(h.fake.message(IDS.textChannel, String(denied.id))?.reactions).toBeUndefined();
+
+    h.fake.setPermissions(IDS.textChannel, { react: false });
+    const reactions = () => h.fake.requestsTo("PUT", /\/reactions\//);
+    h.fake.dispatchMessage({ ...fixture("guild-mention"), id: "600000000000000003" });
+    await vi.waitFor(() => expect(reactions().map((request) => request.status)).toEqual([204, 403]));
+    h.fake.dispatchMessage({ ...fixture("guild-mention"), id: "600000000000000004" });
+    await vi.waitFor(() => expect(h.ingress.submitted).toHaveLength(4));
+    await sleep(300);
+    expect(reactions()).toHaveLength(2);
+  });
+
   it("ignores a guild message without a mention and submits one with it, mention stripped", async () => {
     await h.startAdapter();
     expect(await h.dispatchThenBarrier(fixture("guild-no-mention"))).toEqual([]);

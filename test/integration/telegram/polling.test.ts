@@ -242,6 +242,29 @@ describe("telegram adapter, long polling", () => {
     await expect(started.send(reply("hi", { platform: "telegram", chatId: "111" }), { fromPart: 0, onPartSent: async () => {} })).rejects.toThrow(/sendMessage: the Bot API server answered without an error code/);
   });
 
+  it("ACK_REACTIONS: 👀 on a message the ingress took, none on a refused one, and no more asking in a chat that refuses reactions", async () => {
+    fake = await FakeTelegram.start();
+    const ingress = new RecordingIngress((message) => (message.text === "let me in" ? { status: "denied" } : { status: "accepted" }));
+    await startAdapter(ingress, { ackReactions: true });
+    const taken = fake.pushMessage({ chat: DM, from: ADA, text: "hello" });
+    const refused = fake.pushMessage({ chat: DM, from: ADA, text: "let me in" });
+    await waitUntil(() => ingress.submissions.length === 2 && fake.callsOf("setMessageReaction").length === 1);
+    await sleep(200);
+    expect(fake.callsOf("setMessageReaction")).toHaveLength(1);
+    expect(fake.reactions.get(`${DM.id}:${taken.message!.message_id}`)).toEqual(["👀"]);
+    expect(fake.reactions.has(`${DM.id}:${refused.message!.message_id}`)).toBe(false);
+
+    fake.reactionsOff.add(String(GROUP.id));
+    const inGroup = (text: string) => fake.pushMessage({ chat: GROUP, from: ADA, text: `@longhaul_test_bot ${text}`, entities: mention(`@longhaul_test_bot ${text}`) });
+    inGroup("one");
+    await waitUntil(() => fake.callsOf("setMessageReaction").length === 2);
+    inGroup("two");
+    await waitUntil(() => ingress.submissions.length === 4);
+    await sleep(200);
+    expect(fake.callsOf("setMessageReaction")).toHaveLength(2);
+    expect(logLines.filter((line) => line.includes("refuses the acknowledgement reaction"))).toHaveLength(1);
+  });
+
   it("no reply lost to a 400 about its text: simpler formatting, then plain text with the URLs, then plain", async () => {
     fake = await FakeTelegram.start();
     const started = await startAdapter(new RecordingIngress());
