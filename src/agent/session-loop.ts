@@ -33,6 +33,7 @@ export function toolPlumbing(run: TurnRun<ChatPorts>, tools: ToolRegistry, newId
       now: engine.now,
       ...(origin ? { origin } : {}),
       timeZone: chatTimeZone(state, engine.timeZone),
+      turnVersion: state.version + 1,
     },
     outputCap: (tool) => outputCapChars({ configured: engine.toolOutputMaxChars, contextWindow: engine.context.contextWindow(state), perTool: tool?.maxOutputChars }),
     toolOutputs: { save: (id, text) => engine.toolOutputs.save(input.sessionKey, sessionId, id, text) },

@@ -61,7 +61,11 @@ export class ScheduleService {
     this.#now = options.now ?? Date.now;
   }
 
-  async create(requester: Requester, input: CreateInput): Promise<ActionResult> {
+  /**
+   * `idempotencyKey`: the same create re-run (a turn retried after its tool call, a worker that
+   * died past its lease) finds the item the first run made instead of making a second one.
+   */
+  async create(requester: Requester, input: CreateInput, idempotencyKey?: string): Promise<ActionResult> {
     const text = input.text.trim();
     const textProblem = checkText(text);
     if (textProblem) return { ok: false, text: textProblem };
@@ -92,7 +96,14 @@ export class ScheduleService {
       revision: 1,
       fireCount: 0,
     };
-    const outcome = await this.#store.create(item, this.#settings.maxItems);
+    const outcome = await this.#store.create(item, this.#settings.maxItems, idempotencyKey);
+    if (typeof outcome === "object") {
+      const existing = await this.#store.get(outcome.existing);
+      if (!existing) return { ok: false, text: `${outcome.existing} was created and is gone since (cancelled, or a one-off that ran).` };
+      // Armed again in case the first run died between its create and its arm (arming is idempotent).
+      if (!existing.paused) await this.#alarms.arm(existing.id, existing.nextRunAt);
+      return { ok: true, item: existing, text: confirmation("Scheduled", existing) };
+    }
     if (outcome !== "created") return { ok: false, text: capText(outcome, this.#settings.maxItems) };
     await this.#alarms.arm(item.id, item.nextRunAt);
     return { ok: true, item, text: confirmation("Scheduled", item) };

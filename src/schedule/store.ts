@@ -10,14 +10,23 @@ import { scheduleKeys } from "../session/keys.js";
 import type { ScheduleItem } from "./item.js";
 import { runScript } from "../session/run-script.js";
 
-/** KEYS: item, byChat, byUser, all. ARGV: id, data, next, paused, max. → 1, -1 chat full, -2 user full. */
+/**
+ * KEYS: item, byChat, byUser, all, created (the idempotency key's; unused when ARGV[6] is '').
+ * ARGV: id, data, next, paused, max, idempotency TTL s ('' for none).
+ * → 1, -1 chat full, -2 user full, or the id of the item this key already created.
+ */
 const CREATE = `
+if ARGV[6] ~= '' then
+  local existing = redis.call('GET', KEYS[5])
+  if existing then return existing end
+end
 if redis.call('SCARD', KEYS[2]) >= tonumber(ARGV[5]) then return -1 end
 if redis.call('SCARD', KEYS[3]) >= tonumber(ARGV[5]) then return -2 end
 redis.call('HSET', KEYS[1], 'data', ARGV[2], 'next', ARGV[3], 'paused', ARGV[4], 'rev', 1, 'fires', 0)
 redis.call('SADD', KEYS[2], ARGV[1])
 redis.call('SADD', KEYS[3], ARGV[1])
 redis.call('SADD', KEYS[4], ARGV[1])
+if ARGV[6] ~= '' then redis.call('SET', KEYS[5], ARGV[1], 'EX', tonumber(ARGV[6])) end
 return 1`;
 
 /** KEYS: item. ARGV: expected rev, data, next, paused. → new rev, 0 on a conflict, -1 when gone. */
@@ -68,7 +77,10 @@ return redis.call('HINCRBY', KEYS[1], 'rev', 1)`;
 
 type StoredData = Omit<ScheduleItem, "nextRunAt" | "paused" | "revision" | "fireCount" | "lastFiredAt">;
 
-export type CreateOutcome = "created" | "chat-full" | "user-full";
+export type CreateOutcome = "created" | "chat-full" | "user-full" | { existing: string };
+
+/** How long a tool call's create is remembered: longer than any turn's retries and hand-backs. */
+const IDEMPOTENCY_TTL_S = 7 * 24 * 3600;
 export type UpdateOutcome = "updated" | "conflict" | "missing";
 
 export class ScheduleStore {
@@ -85,12 +97,17 @@ export class ScheduleStore {
     return `r${await this.#redis.incr(this.#keys.sequence)}`;
   }
 
-  /** Stores a new item unless the chat or the creator already has `maxItems`. */
-  async create(item: ScheduleItem, maxItems: number): Promise<CreateOutcome> {
+  /**
+   * Stores a new item unless the chat or the creator already has `maxItems`. With an
+   * `idempotencyKey` (a tool call of a turn), a second create under the same key stores nothing
+   * and → `{ existing }`, the item the first one made.
+   */
+  async create(item: ScheduleItem, maxItems: number, idempotencyKey?: string): Promise<CreateOutcome> {
     const result = await runScript(this.#redis,
-      CREATE, 4, ...this.#indexKeys(item),
-      item.id, wellFormedJson(dataOf(item)), String(item.nextRunAt), item.paused ? "1" : "0", maxItems,
+      CREATE, 5, ...this.#indexKeys(item), this.#keys.created(idempotencyKey ?? "none"),
+      item.id, wellFormedJson(dataOf(item)), String(item.nextRunAt), item.paused ? "1" : "0", maxItems, idempotencyKey ? IDEMPOTENCY_TTL_S : "",
     );
+    if (typeof result === "string") return { existing: result };
     return result === 1 ? "created" : result === -1 ? "chat-full" : "user-full";
   }
 

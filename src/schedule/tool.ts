@@ -3,6 +3,7 @@
  * user's behalf, with the same rules as `/reminders` (caps, minimum interval, who may cancel).
  * Its answers are sentences the model can pass on; refusals are answers, not errors.
  */
+import { createHash } from "node:crypto";
 import type { MessageOrigin } from "../core/channel.js";
 import type { ToolDefinition } from "../core/messages.js";
 import { requesterOf, type ItemKind } from "./item.js";
@@ -13,6 +14,9 @@ import type { WhenInput } from "./when.js";
 export interface ScheduleToolContext {
   origin?: MessageOrigin;
   timeZone?: string;
+  sessionKey?: string;
+  /** The version the turn will commit: with the arguments, the key that makes a re-run's create find the first. */
+  turnVersion?: number;
 }
 
 export interface ScheduleTool {
@@ -62,7 +66,7 @@ export function createScheduleTool(service: ScheduleService): ScheduleTool {
       const when = whenArgs(args);
       switch (args.action) {
         case "create":
-          return (await service.create(requester, { kind: kind ?? "reminder", text: stringArg(args, "text") ?? "", when: when ?? {} })).text;
+          return (await service.create(requester, { kind: kind ?? "reminder", text: stringArg(args, "text") ?? "", when: when ?? {} }, createKey(context, args))).text;
         case "list":
           return service.listText(requester);
         case "edit": {
@@ -97,4 +101,16 @@ function kindArg(args: Record<string, unknown>): ItemKind | undefined {
 function whenArgs(args: Record<string, unknown>): WhenInput | undefined {
   const when: WhenInput = { at: stringArg(args, "at"), in: stringArg(args, "in"), every: stringArg(args, "every"), cron: stringArg(args, "cron") };
   return Object.values(when).some((value) => value !== undefined) ? when : undefined;
+}
+
+/**
+ * The idempotency key of a create: the session, the version its turn commits, and the call's
+ * arguments (keys sorted). A re-run of the turn asks the model again, which names its calls anew
+ * but asks for the same reminder with the same words; an identical second create in one turn
+ * is the same reminder too. No key outside a turn (no version): every create is new.
+ */
+function createKey(context: ScheduleToolContext, args: Record<string, unknown>): string | undefined {
+  if (context.turnVersion === undefined || context.sessionKey === undefined) return undefined;
+  const canonical = JSON.stringify(Object.keys(args).sort().map((key) => [key, args[key]]));
+  return createHash("sha256").update(`${context.sessionKey}\n${context.turnVersion}\n${canonical}`).digest("base64url").slice(0, 32);
 }

@@ -120,6 +120,8 @@ export const scheduleKeys = (prefix: string) => ({
   byChat: (platform: string, chatId: string) => `${prefix}:{sched}:chat:${platform}:${chatId}`,
   byUser: (platform: string, userId: string) => `${prefix}:{sched}:user:${platform}:${userId}`,
   all: `${prefix}:{sched}:items`,
+  /** The item a tool call created (idempotency key of the turn that made it → item id): a re-run turn finds it. */
+  created: (idempotencyKey: string) => `${prefix}:{sched}:created:${idempotencyKey}`,
   sequence: `${prefix}:{sched}:sequence`,
 });
 

@@ -15,6 +15,13 @@ export interface ToolContext {
   origin?: MessageOrigin;
   /** The chat's time zone (the session's own, else TZ). */
   timeZone?: string;
+  /**
+   * The version this turn will commit. A tool whose effect lands outside the commit (a
+   * reminder created) keys it by this, the tool and its arguments, so a re-run of the same turn
+   * (a retry after a later step failed, a worker that died past its lease) finds its own
+   * earlier effect instead of repeating it.
+   */
+  turnVersion?: number;
 }
 
 export interface TranscriptReader {

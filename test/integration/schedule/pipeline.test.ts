@@ -9,7 +9,7 @@ import { RedisChannelCursors } from "../../../src/gateway/cursors.js";
 import { createRedis } from "../../../src/queue/index.js";
 import { ScheduleStore } from "../../../src/schedule/index.js";
 import { SessionStore } from "../../../src/session/store.js";
-import { textOf, withoutStamp } from "../../fakes/fake-llm.js";
+import { httpError, textOf, withoutStamp } from "../../fakes/fake-llm.js";
 import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
 import { testConfig } from "../../helpers/config.js";
 import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
@@ -55,6 +55,32 @@ async function start(env: Record<string, string> = {}): Promise<Run> {
 }
 
 describe("scheduled items in the pipeline", () => {
+  it("a turn that re-runs after its schedule call (its next step failed) creates the reminder once (issue 28)", async () => {
+    const { llm, adapter, texts, withStores } = await start({ LLM_MAX_RETRIES: "0" });
+    const model = schedulingModel(remindMePlan);
+    let failedOnce = false;
+    llm.setHandler((request) => {
+      const last = request.body.messages[request.body.messages.length - 1];
+      // The step after the tool call fails once: the whole turn is retried by its job, and the
+      // model, asked again, calls schedule again (with a new call id, as real models do).
+      if (last?.role === "tool" && !failedOnce) {
+        failedOnce = true;
+        return httpError.server(500);
+      }
+      return model(request);
+    });
+    const request = inbound({ text: "remind me in 1h to water the plants" });
+    await adapter.submit(request);
+    await adapter.waitFor((sent) => sent.length >= 1, 60_000);
+    expect(failedOnce).toBe(true);
+    const calls = llm.requests.flatMap((recorded) => recorded.body.messages.filter((message) => message.role === "tool"));
+    expect(calls.length).toBeGreaterThanOrEqual(2);
+    const items = await withStores((_sessions, schedule) => schedule.listChat("console", request.chatId));
+    expect(items.map((item) => item.text)).toEqual(["water the plants"]);
+    expect(texts()).toHaveLength(1);
+    expect(texts()[0]).toContain(`Scheduled ${items[0]!.id}`);
+  });
+
   it("a reminder in 2 s is delivered once, without a model call, and the conversation remembers it", async () => {
     const { llm, adapter, texts, withStores } = await start();
     llm.setHandler(schedulingModel(remindMePlan));
