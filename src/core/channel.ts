@@ -205,8 +205,17 @@ export interface TurnActivity {
  * What the gateway hands each adapter. `submit` persists the message (access check, dedupe,
  * inbox, enqueue) and resolves only once it is durable: acknowledge the platform after it.
  */
+/** Who writes where: what the access check reads. */
+export type AccessSubject = Pick<InboundMessage, "platform" | "chatType" | "chatId" | "parentChatId" | "userId" | "userName">;
+
 export interface IngressPort {
   submit(message: InboundMessage): Promise<SubmitResult>;
+  /**
+   * The access check alone, for what an adapter would do before submitting (answer directly,
+   * download a file, fetch a replied-to message): nothing is done for a chat or user the bot
+   * does not serve. A stranger in a private chat gets the pairing `notice` to send instead.
+   */
+  admit?(subject: AccessSubject): Promise<{ allowed: boolean; notice?: string }>;
   /**
    * A chat changed its id for good (a Telegram group upgraded to a supergroup): the session
    * moves to the new key atomically (transcript, live context, settings, archives, queued

@@ -1,7 +1,7 @@
 import { randomInt } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Config } from "../../config/index.js";
-import type { InboundMessage, Platform } from "../core/channel.js";
+import type { AccessSubject, Platform } from "../core/channel.js";
 import { globalKeys } from "../session/keys.js";
 import { scanAll } from "../session/scan.js";
 
@@ -49,7 +49,7 @@ export class AccessControl {
     this.#lists = lists;
   }
 
-  async check(message: InboundMessage, now = Date.now()): Promise<AccessVerdict> {
+  async check(message: AccessSubject, now = Date.now()): Promise<AccessVerdict> {
     if (message.platform === "console") return { allowed: true };
     // Silence in a group the operator has not enabled: a notice there would be spam.
     if (message.chatType === "group") return (await this.#groupAllowed(message)) ? { allowed: true } : { allowed: false };
@@ -58,14 +58,14 @@ export class AccessControl {
   }
 
   /** The same verdict as `check`, without its side effects (no pairing code): for scheduled items. */
-  async serves(chat: Pick<InboundMessage, "platform" | "chatType" | "chatId" | "parentChatId" | "userId">): Promise<boolean> {
+  async serves(chat: Omit<AccessSubject, "userName">): Promise<boolean> {
     if (chat.platform === "console") return true;
     if (chat.chatType === "group") return this.#groupAllowed(chat);
     return this.isUserAllowed(chat.platform, chat.userId);
   }
 
   /** A migrated group (Telegram supergroup upgrade) keeps the access its former id had. */
-  async #groupAllowed(chat: Pick<InboundMessage, "platform" | "chatId" | "parentChatId">): Promise<boolean> {
+  async #groupAllowed(chat: Pick<AccessSubject, "platform" | "chatId" | "parentChatId">): Promise<boolean> {
     const allowedChats = this.#lists.chats[chat.platform] ?? [];
     return allowedChats.includes(chat.chatId) ||
       (chat.parentChatId !== undefined && allowedChats.includes(chat.parentChatId)) ||
@@ -98,7 +98,7 @@ export class AccessControl {
     return (await this.#redis.sismember(this.#keys.approvedUsers(platform), userId)) === 1;
   }
 
-  async #pairingNotice(message: InboundMessage, now: number): Promise<{ notice?: string }> {
+  async #pairingNotice(message: AccessSubject, now: number): Promise<{ notice?: string }> {
     const userKey = this.#keys.pairingUser(message.platform, message.userId);
     const existing = await this.#redis.hgetall(userKey);
     if (existing.code && existing.notifiedAt) {

@@ -122,6 +122,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   // What adapters see: the ingress, counted by outcome for /metrics, and where they keep
   // their place in each channel (for catching up after a reconnect).
   const port: IngressPort = {
+    admit: (subject) => ingress.admit(subject),
     submit: async (message) => {
       const result = await ingress.submit(message);
       metrics.inbound.inc({ platform: message.platform, result: result.status });

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import { wellFormedDeep } from "../core/text.js";
-import type { ChatMove, ChatMoveResult, InboundMessage, IngressPort, SubmitResult } from "../core/channel.js";
+import type { AccessSubject, ChatMove, ChatMoveResult, InboundMessage, IngressPort, SubmitResult } from "../core/channel.js";
 import type { Logger } from "../logger.js";
 import type { Producers } from "../queue/index.js";
 import { globalKeys } from "../session/keys.js";
@@ -53,6 +53,13 @@ export class Ingress implements IngressPort {
   constructor(options: IngressOptions) {
     this.#options = options;
     this.#keys = globalKeys(options.prefix);
+  }
+
+  /** The access check alone (IngressPort.admit): an adapter asks before it answers, downloads or fetches anything. */
+  async admit(subject: AccessSubject): Promise<{ allowed: boolean; notice?: string }> {
+    const verdict = await this.#options.access.check(subject, this.#options.now?.() ?? Date.now());
+    if (!verdict.allowed) this.#options.logger.info({ platform: subject.platform, userId: subject.userId, chatType: subject.chatType }, "message-denied");
+    return verdict;
   }
 
   async submit(message: InboundMessage): Promise<SubmitResult> {

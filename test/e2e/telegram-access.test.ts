@@ -10,7 +10,7 @@ import { FakeTelegram } from "../fakes/fake-telegram.js";
 import { spawnApp, type AppProcess } from "../helpers/app-process.js";
 import { TEST_TELEGRAM_TOKEN, testEnv } from "../helpers/config.js";
 import {
-  closeChecked, ADA, DM, SECRETS, sleep, startTelegramE2e, textOf, waitUntil, warmUpTokenizer, type TelegramE2e,
+  closeChecked, ADA, BOT_FROM, DM, GROUP, OTHER_GROUP, SECRETS, sleep, startTelegramE2e, textOf, waitUntil, warmUpTokenizer, type TelegramE2e,
 } from "../helpers/telegram-pipeline.js";
 
 const EVE = { id: 900100, is_bot: false as const, first_name: "Eve" };
@@ -93,6 +93,30 @@ describe("telegram end to end: webhook, access, media, typing, secrets", () => {
     expect(textOf(sent[1])).toBe("echo: can we talk now?");
     // The messages sent before the approval never reached the model.
     expect(userTurns(e2e)).toEqual([["can we talk now?"]]);
+  });
+
+  it("answers nothing directly where it does not serve: /start and a sticker in a group not enabled; a stranger's /start gets the pairing code", async () => {
+    e2e = await startTelegramE2e({ env: { ALLOWED_TELEGRAM_CHATS: String(GROUP.id) } });
+    const { telegram } = e2e;
+    const start = { text: "/start", entities: [{ type: "bot_command" as const, offset: 0, length: 6 }] };
+    const sticker = { sticker: { file_id: "s9", file_unique_id: "u9", type: "regular" as const, width: 9, height: 9, is_animated: false, is_video: false } };
+    const botMessage = { message_id: 1, date: Math.floor(Date.now() / 1000), chat: OTHER_GROUP, from: BOT_FROM, text: "an old answer", reply_to_message: undefined };
+    telegram.pushMessage({ chat: OTHER_GROUP, from: ADA, ...start });
+    telegram.pushMessage({ chat: OTHER_GROUP, from: ADA, ...sticker, reply_to_message: botMessage });
+    // The same in the enabled group: the greeting and the notice go out (and show the two were handled).
+    telegram.pushMessage({ chat: GROUP, from: ADA, ...start });
+    telegram.pushMessage({ chat: GROUP, from: ADA, ...sticker, reply_to_message: { ...botMessage, chat: GROUP } });
+    const inGroup = await e2e.waitForSent(GROUP.id, 2);
+    expect(textOf(inGroup[0])).toContain(`@${BOT_FROM.username}`);
+    expect(textOf(inGroup[1])).toMatch(/can't open this sticker/);
+    // A stranger's /start in a private chat: the pairing code, not the greeting.
+    telegram.pushMessage({ chat: EVE_DM, from: EVE, ...start });
+    const [pairing] = await e2e.waitForSent(EVE.id, 1);
+    expect(textOf(pairing)).toMatch(/pairing code is [A-Z0-9]{8}\b/);
+    await sleep(400);
+    expect(e2e.sentTo(OTHER_GROUP.id)).toEqual([]);
+    expect(e2e.sentTo(EVE.id)).toHaveLength(1);
+    expect(e2e.llm.requests).toHaveLength(0);
   });
 
   it("answers media it cannot open with a polite note, and reads the caption of media it can", async () => {

@@ -152,6 +152,20 @@ export class Intake {
   }
 
   private async handle(message: Message, facts: DiscordMessageFacts, plan: InboundPlan, rules: InboundRules): Promise<void> {
+    // Access first: nothing is downloaded or fetched for a stranger or a channel not served.
+    const admit = this.options.ingress.admit;
+    if (admit && (plan.textFiles.length > 0 || facts.replyReference)) {
+      const verdict = await this.retried({ messageId: message.id }, "access not checked", () => admit.call(this.options.ingress, plan.message));
+      if (verdict === undefined) {
+        await this.options.notify(message, SUBMIT_FAILED_NOTICE, "submit-failed");
+        return;
+      }
+      if (!verdict.allowed) {
+        if (verdict.notice) await this.options.notify(message, verdict.notice, "denied");
+        else this.options.logger.debug({ messageId: message.id, channelId: message.channelId }, "message denied before reading its files");
+        return;
+      }
+    }
     const files = await Promise.all(plan.textFiles.map((file) => this.readFile(message, file)));
     const replyTo = facts.replyReference ? await this.replyContext(message, rules.botUserId) : undefined;
     const outcome = completeInbound(plan, files, replyTo, facts, rules);

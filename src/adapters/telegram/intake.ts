@@ -78,11 +78,18 @@ export class UpdateIntake {
         logger.info({ chatId: intake.chatId, status: intake.status }, "telegram chat closed for the bot");
         return;
       }
-      case "answer-directly":
+      case "answer-directly": {
         // An album is several updates; its uncaptioned items get one notice between them.
         if (!this.memory.firstOfAlbum(intake.mediaGroupId)) return;
-        this.options.notify(intake.target, intake.text, intake.reason);
+        // Only where the bot serves: a group not enabled hears nothing, a stranger's /start gets the pairing code.
+        const ingress = this.options.ingress();
+        const admit = ingress?.admit;
+        const verdict = admit ? await this.withRetries(`admit ${update.update_id}`, () => admit.call(ingress, intake.subject)) : { allowed: true };
+        if (verdict.allowed) this.options.notify(intake.target, intake.text, intake.reason);
+        else if (verdict.notice) this.options.notify(intake.target, verdict.notice, "denied");
+        else logger.debug({ updateId: update.update_id, chatId: intake.target.chatId, reason: intake.reason }, "telegram direct answer withheld: chat not served");
         return;
+      }
       case "message": {
         this.memory.firstOfAlbum(intake.mediaGroupId);
         if (intake.message.attachments) this.memory.rememberAlbum(intake.mediaGroupId);

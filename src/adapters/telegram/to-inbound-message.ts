@@ -4,7 +4,7 @@
  * Pure; the adapter does the I/O. Decisions are explained in docs/telegram.md.
  */
 import type { Message, MessageEntity, Update } from "grammy/types";
-import type { InboundMessage, ReplyTarget } from "../channel-adapter.js";
+import type { AccessSubject, InboundMessage, ReplyTarget } from "../channel-adapter.js";
 import { COMMAND_NAMES, commandMenu, type CommandScope } from "../../core/commands.js";
 import { forwardedFromOf, mediaLabelOf, replyContextOf, speakerOf } from "./reply-context.js";
 import { telegramAttachments } from "./attachments.js";
@@ -30,7 +30,8 @@ export interface IntakeOptions {
 
 export type Intake =
   | { kind: "message"; message: InboundMessage; target: ReplyTarget; truncatedFrom?: number; mediaGroupId?: string }
-  | { kind: "answer-directly"; reason: "start" | "unsupported-media"; target: ReplyTarget; text: string; mediaGroupId?: string }
+  /** `subject`: who wrote where, checked for access before the answer goes out. */
+  | { kind: "answer-directly"; reason: "start" | "unsupported-media"; target: ReplyTarget; subject: AccessSubject; text: string; mediaGroupId?: string }
   /** The group became a supergroup: its session, access and queued replies move to the new id. */
   | { kind: "migrate"; fromChatId: string; toChatId: string }
   /** The bot left or was removed from a group, or a user blocked it: what the chat scheduled goes. */
@@ -151,8 +152,9 @@ export function toInboundMessage(update: Update, options: IntakeOptions): Intake
   const mediaGroupId = message.media_group_id;
   const album = mediaGroupId === undefined ? {} : { mediaGroupId };
   const startPayload = command?.name === "start" ? rawText.slice(command.length).trim() : undefined;
-  if (startPayload === "") return { kind: "answer-directly", reason: "start", target, text: greetingText(options.bot.username) };
-  if (rawText.trim() === "" && attachments.length === 0) return { kind: "answer-directly", reason: "unsupported-media", target, text: unsupportedMediaText(media ?? "message"), ...album };
+  const subject: AccessSubject = { platform: "telegram", chatType: isPrivate ? "private" : "group", chatId, userId: speaker.id, userName: speaker.name };
+  if (startPayload === "") return { kind: "answer-directly", reason: "start", target, subject, text: greetingText(options.bot.username) };
+  if (rawText.trim() === "" && attachments.length === 0) return { kind: "answer-directly", reason: "unsupported-media", target, subject, text: unsupportedMediaText(media ?? "message"), ...album };
 
   // A deep link (t.me/bot?start=<payload>) is passed on: the payload is what the link asked for.
   let text = startPayload === undefined ? (rawText.trim() === "" ? "" : stripAddress(rawText, entities, username)) : `[opened me from a link with the start parameter "${startPayload}"]`;
