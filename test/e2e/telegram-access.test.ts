@@ -184,7 +184,7 @@ describe("telegram end to end: webhook, access, media, typing, secrets", () => {
     expect(await app.kill("SIGTERM")).toBe(0);
     const output = app.stdout() + app.stderr();
     expect(app.stderr()).toContain("telegram long polling started");
-    expect(app.stderr()).toContain("telegram refused the HTML; resending as plain text");
+    expect(app.stderr()).toContain("telegram refused the formatted text; sending it simpler");
     for (const secret of SECRETS) expect(output).not.toContain(secret);
   });
 });

@@ -11,6 +11,7 @@
  *   parsing, and records what the user would SEE (`visible`);
  * - rate limits: about 1 message/s per chat with short bursts, 20/min in groups, 30/s overall,
  *   answered with 429 and `retry_after`; edits count like messages;
+ * - privacy mode: group messages a privacy-mode bot may not see are never delivered (`withheld`);
  * - entities: at most 100 kept per message (`visible.droppedEntities` counts the rest, shown
  *   unformatted); 400 ENTITIES_TOO_LONG past ~9,500 characters of markup source;
  * - editMessageText: 400 "message is not modified" for the same text and keyboard, "message to
@@ -86,6 +87,9 @@ export const FAKE_BOT: UserFromGetMe = {
   supports_join_request_queries: false,
 };
 
+/** Message fields that make a group message content (not a service message) for privacy mode. */
+const MEDIA_OR_TEXT = ["text", "caption", "photo", "video", "animation", "document", "audio", "voice", "video_note", "sticker", "location", "venue", "contact", "poll", "dice", "story"];
+
 /** Part of Telegram's standard reaction emoji (ReactionTypeEmoji). */
 const STANDARD_REACTIONS: ReadonlySet<string> = new Set(["👍", "👎", "❤", "🔥", "🥰", "👏", "😁", "🤔", "🤯", "😱", "🎉", "🤩", "🙏", "👌", "😍", "💯", "🤣", "⚡", "🏆", "💔", "🤨", "😐", "😴", "😭", "🤓", "👻", "👀", "🙈", "😇", "🤝", "✍", "🤗", "🫡", "🆒", "😎", "🤷"]);
 
@@ -130,6 +134,10 @@ export class FakeTelegram {
   limits: RateLimits | undefined;
   /** The command menus set, by scope (JSON of the BotCommandScope; `{"type":"default"}` without one). */
   readonly commandMenus = new Map<string, Array<{ command: string; description: string }>>();
+  /** Group updates privacy mode kept from the bot, in order. */
+  readonly withheld: Update[] = [];
+  /** Chats where the bot is an administrator: it sees every message there, privacy mode or not. */
+  readonly adminIn = new Set<string>();
   /** The bot's reactions, by `chatId:messageId`. */
   readonly reactions = new Map<string, string[]>();
   /** Chats whose admins turned reactions off (setMessageReaction answers REACTION_INVALID). */
@@ -226,8 +234,16 @@ export class FakeTelegram {
     return update;
   }
 
-  /** Queues a raw update as is (the same object twice is a re-delivery). */
+  /**
+   * Queues a raw update as is (the same object twice is a re-delivery). Privacy mode: a group
+   * message a privacy-mode bot (getMe `can_read_all_group_messages: false`, not an admin of the
+   * chat: `adminIn`) may not see is never delivered (`withheld` counts them), as on Telegram.
+   */
   pushUpdate(update: Update): void {
+    if (update.message && !this.seesInGroup(update.message)) {
+      this.withheld.push(update);
+      return;
+    }
     this.updates.push(update);
     // Updates queued in the same tick reach a waiting poller as one batch, as Telegram batches them.
     this.answerSoon ??= setImmediate(() => {
@@ -470,6 +486,28 @@ export class FakeTelegram {
     // The poller gave up (grammY aborts the request on stop): forget it.
     response.once("close", forget);
     this.waiters.add(waiter);
+  }
+
+  /**
+   * What a bot in privacy mode receives in a group (BotFather: "messages that either start with
+   * the '/' symbol or mention the bot by username"; replies to it; service messages): a command
+   * (bare, or addressed to it), a mention of it, a reply to one of its messages, a service message.
+   */
+  private seesInGroup(message: Message): boolean {
+    const type = (message.chat as Message["chat"] | undefined)?.type;
+    if (type !== "group" && type !== "supergroup") return true;
+    if (this.bot.can_read_all_group_messages || this.adminIn.has(String(message.chat.id))) return true;
+    const text = message.text ?? message.caption;
+    if (text === undefined) return message.reply_to_message?.from?.id === this.bot.id || !MEDIA_OR_TEXT.some((field) => field in message);
+    const entities = (message.text !== undefined ? message.entities : message.caption_entities) ?? [];
+    const username = `@${this.bot.username.toLowerCase()}`;
+    const command = entities.find((entity) => entity.type === "bot_command" && entity.offset === 0);
+    if (command) {
+      const target = text.slice(1, command.length).toLowerCase().split("@")[1];
+      if (target === undefined || `@${target}` === username) return true;
+    }
+    if (entities.some((entity) => entity.type === "mention" && text.slice(entity.offset, entity.offset + entity.length).toLowerCase() === username)) return true;
+    return message.reply_to_message?.from?.id === this.bot.id;
   }
 
   /** Omitted: the previous setting stays; an empty list: Telegram's default. */

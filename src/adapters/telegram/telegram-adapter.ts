@@ -123,7 +123,9 @@ export class TelegramAdapter implements ChannelAdapter {
     this.startupHealthy = true;
     const me = this.bot.botInfo;
     if (!me.can_read_all_group_messages) {
-      this.logger.info({ username: me.username }, "privacy mode is on: in groups the bot sees commands, mentions and replies to it (all it needs)");
+      // Telegram never delivers the later parts of a split paste nor an album's other items to a
+      // privacy-mode bot in a group (they neither mention it nor start with "/").
+      this.logger.warn({ username: me.username }, "privacy mode is on: in groups the bot sees only commands, mentions and replies to it, so the rest of a long paste and an album's other photos never reach it; turn it off with BotFather /setprivacy (then remove and re-add the bot to each group), or make the bot a group admin");
     }
     // One menu per scope from the command registry: private chats, groups, group admins.
     for (const { scope, menu } of TELEGRAM_MENU_SCOPES) {

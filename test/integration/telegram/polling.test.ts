@@ -105,10 +105,11 @@ describe("telegram adapter, long polling", () => {
     expect(fake.callsOf("sendMessage")).toHaveLength(0);
   });
 
-  it("ignores a group message without a mention and takes one with it", async () => {
-    fake = await FakeTelegram.start();
+  it("ignores a group message without a mention and takes one with it (privacy mode off: the bot sees every message)", async () => {
+    const sees = { ...FAKE_BOT, can_read_all_group_messages: true };
+    fake = await FakeTelegram.start({ bot: sees });
     const ingress = new RecordingIngress();
-    await startAdapter(ingress);
+    await startAdapter(ingress, { botInfo: sees });
     fake.pushMessage({ chat: GROUP, from: GRACE, text: "lunch anyone?" });
     const text = "@longhaul_test_bot what does COBOL stand for?";
     fake.pushMessage({ chat: GROUP, from: GRACE, text, entities: mention(text) });
@@ -590,10 +591,25 @@ describe("telegram adapter, long polling", () => {
     expect(textOf(fake.callsOf("sendMessage")[0] as RecordedCall)).toContain("video");
   });
 
-  it("takes the continuation of a long paste in a group when its first part addressed the bot", async () => {
+  it("privacy mode: the rest of a long paste in a group never reaches the bot (Telegram withholds it), and the start log says so", async () => {
     fake = await FakeTelegram.start();
     const ingress = new RecordingIngress();
     await startAdapter(ingress, { botInfo: FAKE_BOT });
+    const first = `@longhaul_test_bot ${"please review this log line. ".repeat(140)}`;
+    fake.pushMessage({ chat: GROUP, from: GRACE, text: first, entities: mention(first) });
+    fake.pushMessage({ chat: GROUP, from: GRACE, text: "the rest of the paste" });
+    await waitUntil(() => ingress.submissions.length === 1);
+    await sleep(200);
+    expect(ingress.submissions).toHaveLength(1);
+    expect(fake.withheld).toHaveLength(1);
+    expect(logLines.some((line) => line.includes("privacy mode is on") && line.includes("/setprivacy"))).toBe(true);
+  });
+
+  it("takes the continuation of a long paste in a group when its first part addressed the bot (privacy mode off)", async () => {
+    const sees = { ...FAKE_BOT, can_read_all_group_messages: true };
+    fake = await FakeTelegram.start({ bot: sees });
+    const ingress = new RecordingIngress();
+    await startAdapter(ingress, { botInfo: sees });
     const first = `@longhaul_test_bot ${"please review this log line. ".repeat(140)}`;
     fake.pushMessage({ chat: GROUP, from: GRACE, text: first, entities: mention(first) });
     fake.pushMessage({ chat: GROUP, from: GRACE, text: "the rest of the paste" });
