@@ -170,6 +170,10 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
       }
     }
 
+    // Approvals this commit leaves pending are recorded first, so one is never without a way to
+    // expire: the timeout job is added after the commit, and the sweeper adds any that was lost.
+    const now = deps.now();
+    await store.expectApprovals(sessionKey, (result.approvalTimeouts ?? []).map((timeout) => ({ approvalId: timeout.approvalId, dueAt: now + timeout.delayMs })));
     deps.hooks?.at("before-commit", batch);
     // No heartbeat may land after the commit: it would take the released lease again.
     markStage("commit", sessionKey);
@@ -183,6 +187,7 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
       transcript: result.transcript,
       outbox: result.replies,
       ...(result.archivedSessionId ? { archivedSessionId: result.archivedSessionId } : {}),
+      ...(batch.length === 0 ? { held: true } : {}),
     }, early && (() => (delivering = early())));
     if (ended.status === "lost" || ended.status === "conflict") return superseded(deps, sessionKey, log, ended.status);
     committed = true;

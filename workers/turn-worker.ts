@@ -124,6 +124,12 @@ export function startSweeper(store: SessionStore, producers: Producers, log: Log
         if (work.outbox > 0 && work.outboxPlatform && !work.deliveryRunning) await producers.enqueueDelivery(sessionKey, work.outboxPlatform);
         if (work.inbox === 0 && work.pending === 0 && work.outbox === 0) await store.settle(sessionKey);
       }
+      // An approval past its time whose timeout job was lost (a crash between the commit and the
+      // add): added again, now (idempotent by job id; stale when answered meanwhile: a no-op turn).
+      for (const { sessionKey, approvalId } of await store.dueApprovals(Date.now())) {
+        await producers.enqueueApprovalTimeout(sessionKey, approvalId, 0);
+        await store.forgetDueApproval(sessionKey, approvalId);
+      }
     } catch (error) {
       log.warn({ err: error }, "sweep-failed");
     } finally {

@@ -79,6 +79,12 @@ export function sessionKeys(prefix: string, sessionKey: string): SessionKeys {
 export const globalKeys = (prefix: string) => ({
   /** Sessions with inbox, pending or outbox entries: the sweeper's work list. */
   workSet: `${prefix}:work`,
+  /**
+   * Sorted set: pending approvals (`<sessionKey>\n<approvalId>`) by when they expire, written
+   * before the commit that asks: the sweeper adds the timeout job of any that is due, in case
+   * the one added after the commit was lost.
+   */
+  approvalsDue: `${prefix}:approvals-due`,
   approvedUsers: (platform: string) => `${prefix}:access:${platform}:users`,
   pairingCode: (code: string) => `${prefix}:pairing:code:${code}`,
   pairingUser: (platform: string, userId: string) => `${prefix}:pairing:user:${platform}:${userId}`,

@@ -47,6 +47,11 @@ export interface CommitInput {
   outbox: readonly OutboundReply[];
   /** `/new`: move the transcript to the archive of `archivedSessionId` first. */
   archivedSessionId?: string;
+  /**
+   * A turn of its own (`hold`: an approval's timeout), which no inbound message listed: a
+   * commit with replies lists the session, so a lost delivery job is found by the sweeper.
+   */
+  held?: boolean;
 }
 
 /** What a session has left to do after a commit; the caller enqueues it. */
@@ -193,7 +198,10 @@ export class SessionStore {
       ...change.append,
       ...input.outbox.map((reply) => wellFormedJson(reply)),
     );
-    const [reply] = (await Promise.all([committing, alongside?.()])) as [Array<string | number>, unknown];
+    // A held turn's commit with replies lists its session (after it, on this connection: the
+    // order `settle` relies on); any other turn's session was listed by its messages.
+    const listed = input.held && input.outbox.length > 0 ? this.#redis.sadd(this.#global.workSet, sessionKey) : undefined;
+    const [reply] = (await Promise.all([committing, alongside?.(), listed])) as [Array<string | number>, unknown, unknown];
     const [status] = reply;
     if (status === "lost") return { status: "lost" };
     if (status === "conflict") return { status: "conflict", current: Number(reply[1]) };
@@ -263,6 +271,29 @@ export class SessionStore {
 
   async outboxLength(sessionKey: string): Promise<number> {
     return this.#redis.llen(this.keys(sessionKey).outbox);
+  }
+
+  /**
+   * Records approvals a turn is about to commit as pending, by when they expire (before the
+   * commit: a turn that dies after committing leaves the record, and the sweeper the job).
+   */
+  async expectApprovals(sessionKey: string, approvals: ReadonlyArray<{ approvalId: string; dueAt: number }>): Promise<void> {
+    if (approvals.length === 0) return;
+    await this.#redis.zadd(this.#global.approvalsDue, ...approvals.flatMap(({ approvalId, dueAt }) => [dueAt, `${sessionKey}\n${approvalId}`]));
+  }
+
+  /** Pending approvals due by `now` (at most `limit`), oldest first. */
+  async dueApprovals(now: number, limit = 100): Promise<Array<{ sessionKey: string; approvalId: string }>> {
+    const members = await this.#redis.zrangebyscore(this.#global.approvalsDue, "-inf", now, "LIMIT", 0, limit);
+    return members.flatMap((member) => {
+      const cut = member.lastIndexOf("\n");
+      return cut > 0 ? [{ sessionKey: member.slice(0, cut), approvalId: member.slice(cut + 1) }] : [];
+    });
+  }
+
+  /** The approval's timeout job exists again (or it was answered): no more for the sweeper to do. */
+  async forgetDueApproval(sessionKey: string, approvalId: string): Promise<void> {
+    await this.#redis.zrem(this.#global.approvalsDue, `${sessionKey}\n${approvalId}`);
   }
 
   /** Sessions that had work; the sweeper re-enqueues what is still pending. */
