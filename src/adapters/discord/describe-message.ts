@@ -37,6 +37,7 @@ export function describeMessage(message: Message, bot: User): DiscordMessageFact
       : null,
     forwardedFrom: message.reference?.type === MessageReferenceType.Forward ? forwardOrigin(message) : null,
     attachments: attachmentFacts(forwarded ? forwarded.attachments : message.attachments),
+    stickers: [...(forwarded ? forwarded.stickers : message.stickers).values()].map((sticker) => sticker.name),
   };
 }
 

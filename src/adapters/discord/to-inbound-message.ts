@@ -69,6 +69,8 @@ export interface DiscordMessageFacts {
   forwardedFrom: string | null;
   /** Files attached to the message (or to the forwarded message). */
   attachments: readonly AttachmentFacts[];
+  /** Names of the stickers sent with it (read as "[sticker: name]"). @defaultValue [] */
+  stickers?: readonly string[];
 }
 
 export interface InboundRules {
@@ -143,7 +145,7 @@ export function planInbound(facts: DiscordMessageFacts, rules: InboundRules, max
     userId: facts.author.id,
     userName: facts.memberNickname ?? facts.author.globalName ?? facts.author.username,
     chatType: facts.isDirectMessage ? "private" : "group",
-    text: renderText(facts.content, facts, rules.botUserId),
+    text: withStickers(renderText(facts.content, facts, rules.botUserId), facts.stickers ?? []),
     sentAt: facts.createdTimestamp,
     ...(facts.threadParentId === null ? {} : { parentChatId: facts.threadParentId }),
     ...(facts.forwardedFrom === null ? {} : { forwardedFrom: facts.forwardedFrom }),
@@ -254,6 +256,12 @@ function mentionsBotIn(text: string, botUserId: string, botRoleId: string | null
 }
 
 /** Drops the bot's own mention (user or role, and one following space) and names the other users. */
+/** A sticker reads as its name (a sticker-only DM is not empty): "[sticker: Wave] thanks". */
+function withStickers(text: string, stickers: readonly string[]): string {
+  const named = stickers.map((name) => `[sticker: ${name}]`).join(" ");
+  return named === "" ? text : text === "" ? named : `${named} ${text}`;
+}
+
 function renderText(text: string, facts: Pick<DiscordMessageFacts, "botRoleId" | "mentionedUsers">, botUserId: string): string {
   const names = new Map(facts.mentionedUsers.map((user) => [user.id, user.name]));
   return text

@@ -68,6 +68,12 @@ describe("DiscordAdapter against the fake Discord: login and intake", () => {
     expect(reactions()).toHaveLength(2);
   });
 
+  it("reads a sticker-only DM as its sticker's name instead of dropping it as empty", async () => {
+    await h.startAdapter();
+    h.fake.dispatchMessage({ ...fixture("dm"), id: "600000000000000071", content: "", sticker_items: [{ id: "749054660769218631", name: "Wave", format_type: 1 }] });
+    await vi.waitFor(() => expect(h.ingress.submitted.map((message) => message.text)).toEqual(["[sticker: Wave]"]));
+  });
+
   it("ignores a guild message without a mention and submits one with it, mention stripped", async () => {
     await h.startAdapter();
     expect(await h.dispatchThenBarrier(fixture("guild-no-mention"))).toEqual([]);
