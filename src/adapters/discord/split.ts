@@ -182,10 +182,16 @@ class Cutter {
     const window = text.slice(position, this.limit + separator.length);
     for (let offset = window.lastIndexOf(separator); offset > 0 && position + offset >= minimum; offset = window.lastIndexOf(separator, offset - 1)) {
       const index = position + offset;
-      const cut = separator === " "
-        ? { end: index, next: index + 1 }
-        : { end: trimNewlinesBefore(text, index, position), next: skipNewlines(text, index) };
-      if (this.acceptable(cut.end, cut.next)) return cut;
+      // Inside a code block every character counts (an approval's arguments, say): a space
+      // stays at the end of the part, and only the one line break the added fences stand for
+      // is dropped. Elsewhere the whitespace at the cut goes.
+      const inCode = this.map.blockAround(index) !== undefined;
+      const cut = inCode
+        ? (separator === " " ? { end: index + 1, next: index + 1 } : { end: index, next: index + 1 })
+        : separator === " "
+          ? { end: index, next: index + 1 }
+          : { end: trimNewlinesBefore(text, index, position), next: skipNewlines(text, index) };
+      if (cut.end <= this.limit && this.acceptable(cut.end, cut.next)) return cut;
     }
     return undefined;
   }

@@ -75,12 +75,11 @@ describe("approval", () => {
     expect(mayAnswer(pending, { platform: "console", userId: "you" }, admins)).toBe(true);
   });
 
-  it("summarises arguments: each key, long values shortened with their length", () => {
+  it("shows arguments whole in a code block: every key, every value, never shortened", () => {
     const text = summariseArguments(JSON.stringify({ path: "/tmp/a.txt", content: "y".repeat(500) }));
-    expect(text).toContain('• path: "/tmp/a.txt"');
-    expect(text).toMatch(/• content: "y+… \(502 characters\)/);
+    expect(text).toBe(`arguments:\n\`\`\`json\n{\n  "path": "/tmp/a.txt",\n  "content": "${"y".repeat(500)}"\n}\n\`\`\``);
     expect(summariseArguments("{}")).toBe("no arguments");
-    expect(summariseArguments("{oops")).toMatch(/^arguments \(not JSON\)/);
+    expect(summariseArguments("{oops\nrm -rf ~ \\`x`")).toBe("arguments (not JSON, 19 characters, exactly):\n```\n{oops\nrm -rf ~ \\u005c\\u0060x\\u0060\n```");
   });
 });
 
