@@ -1,12 +1,12 @@
 /**
- * npm run chaos -- --seed N --minutes M [--seeds K] [--users U] [--faults gateway-kill,redis-pause]
+ * npm run chaos -- --seed N --minutes M [--seeds K] [--users U] [--faults gateway-kill,redis-pause] [--topology single|sentinel]
  * Runs the seeded chaos (test/helpers/chaos.ts) for each seed N, N+1, … N+K−1 and prints one
  * row per seed: lost / doubled / answered twice / duplicate parts, and how many of those the
  * at-least-once floor explains (the part was in flight when its gateway was SIGKILLed). Exits 1
  * if any seed is not clean (anything else than those).
  */
 import { parseArgs } from "node:util";
-import { FAULT_KINDS, runChaos, type ChaosReport, type FaultKind } from "../test/helpers/chaos.js";
+import { FAULT_KINDS, faultsFor, runChaos, type ChaosReport, type ChaosTopology, type FaultKind } from "../test/helpers/chaos.js";
 import { buildForChildProcesses } from "../test/helpers/test-build.js";
 
 const { values } = parseArgs({
@@ -15,10 +15,14 @@ const { values } = parseArgs({
     minutes: { type: "string", default: "2" },
     seeds: { type: "string", default: "1" },
     users: { type: "string", default: "8" },
-    faults: { type: "string", default: FAULT_KINDS.join(",") },
+    faults: { type: "string" },
+    // sentinel: a master, two replicas, three sentinels; the Redis faults become failovers.
+    topology: { type: "string", default: "single" },
   },
 });
-const faults = values.faults.split(",").map((kind) => kind.trim()) as FaultKind[];
+if (values.topology !== "single" && values.topology !== "sentinel") throw new Error(`unknown topology ${values.topology}; known: single, sentinel`);
+const topology: ChaosTopology = values.topology;
+const faults = (values.faults?.split(",").map((kind) => kind.trim()) ?? faultsFor(topology)) as FaultKind[];
 for (const kind of faults) if (!FAULT_KINDS.includes(kind)) throw new Error(`unknown fault ${kind}; known: ${FAULT_KINDS.join(", ")}`);
 const first = Number(values.seed);
 const count = Number(values.seeds);
@@ -29,7 +33,7 @@ const build = buildForChildProcesses();
 const reports: ChaosReport[] = [];
 try {
   for (let seed = first; seed < first + count; seed++) {
-    const report = await runChaos({ seed, durationMs, users: Number(values.users), faults, log: (line) => process.stderr.write(`${line}\n`) });
+    const report = await runChaos({ seed, durationMs, users: Number(values.users), faults, topology, log: (line) => process.stderr.write(`${line}\n`) });
     reports.push(report);
     process.stderr.write(`${JSON.stringify(report)}\n`);
   }

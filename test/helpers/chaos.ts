@@ -19,12 +19,19 @@ import { FakeTelegram } from "../fakes/fake-telegram.js";
 import { startFakeLlm, withoutStamp } from "../fakes/fake-llm.js";
 import { spawnApp, type AppProcess } from "./app-process.js";
 import { audit, seededRandom, type Submitted } from "./audit.js";
-import { freePort, startRedisServer } from "./redis-server.js";
+import { startChaosRedis, type ChaosTopology } from "./chaos-redis.js";
+import { freePort } from "./redis-server.js";
 import { newUserTexts, sleep } from "./stall-run.js";
 import { buildForChildProcesses } from "./test-build.js";
 
-export const FAULT_KINDS = ["worker-kill", "worker-pause", "redis-pause", "gateway-term", "gateway-kill"] as const;
+export const FAULT_KINDS = ["worker-kill", "worker-pause", "redis-pause", "gateway-term", "gateway-kill", "redis-kill"] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
+export type { ChaosTopology };
+
+/** The faults a topology can take: killing the only Redis is not a fault longhaul claims to survive. */
+export function faultsFor(topology: ChaosTopology): FaultKind[] {
+  return FAULT_KINDS.filter((kind) => kind !== "redis-kill" || topology === "sentinel");
+}
 
 export interface ChaosOptions {
   seed: number;
@@ -37,8 +44,13 @@ export interface ChaosOptions {
   minFaults?: number;
   /** Telegram users, one private chat each. @defaultValue 8 */
   users?: number;
-  /** Only these faults (to study one). @defaultValue all of FAULT_KINDS */
+  /** Only these faults (to study one). @defaultValue faultsFor(topology) */
   faults?: readonly FaultKind[];
+  /**
+   * One redis-server, or a master, two replicas and three sentinels: `redis-pause` then freezes
+   * the master past the sentinels' down-after, `redis-kill` SIGKILLs it. @defaultValue "single"
+   */
+  topology?: ChaosTopology;
   /** JOB_LOCK_MS of the processes. @defaultValue 1500 */
   lockMs?: number;
   /** Where process logs go (kept for a failed seed). @defaultValue a temp directory */
@@ -99,7 +111,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const build = process.env.LONGHAUL_TEST_BUILD_DIR ? undefined : buildForChildProcesses();
   const random = seededRandom(options.seed);
 
-  const redis = await startRedisServer();
+  const topology = options.topology ?? "single";
+  const redis = await startChaosRedis(topology);
   const llm = await startFakeLlm();
   llm.setHandler(chaosModel(options.seed));
   const telegram = await FakeTelegram.start({ token: TOKEN });
@@ -108,7 +121,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const chatIds = Array.from({ length: users }, (_, index) => 7_000_000_001 + index);
   const prefix = `chaos${options.seed}`;
   const env: Record<string, string> = {
-    REDIS_URL: redis.url,
+    ...redis.env,
     REDIS_PREFIX: prefix,
     LLM_BASE_URL: llm.url,
     LLM_API_KEY: "sk-chaos",
@@ -187,7 +200,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   while (faultsDue()) {
     await sleep(1_000 + random() * 2_500);
     if (!faultsDue()) break;
-    const kinds = options.faults ?? FAULT_KINDS;
+    const kinds = options.faults ?? faultsFor(topology);
     const kind = kinds[Math.floor(random() * kinds.length)]!;
     const index = Math.floor(random() * workers.length);
     faults[kind] = (faults[kind] ?? 0) + 1;
@@ -204,7 +217,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         workers[index]!.signal("SIGCONT");
         break;
       case "redis-pause":
-        await redis.freeze(pastTheLock());
+        await redis.pause(pastTheLock());
+        break;
+      case "redis-kill":
+        if (!redis.kill) throw new Error(`redis-kill needs the sentinel topology, not ${topology}`);
+        await redis.kill();
         break;
       case "gateway-term":
         await gateway.kill("SIGTERM");
@@ -233,7 +250,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   await sleep(5_000);
 
   // The checker.
-  const client = createRedis(redis.url);
+  const client = createRedis(redis.address);
   const store = new SessionStore(client, prefix);
   const transcripts = new Map<string, string[]>();
   for (const chatId of chatIds) {
