@@ -151,13 +151,19 @@ export class MemoryService {
       case "forget": {
         if (argument === "") return "Usage: /memory forget <id or text>";
         const removed = await this.remove(owner, argument);
-        return removed.length === 0
-          ? `Nothing in ${scopeName(owner)} matches "${argument}".`
-          : `Removed from ${scopeName(owner)}:\n${removed.map((fact) => `• [${fact.id}] ${fact.text}`).join("\n")}\nIt leaves my context at the next snapshot (after /new or the next compaction); /forget removes it from the current conversation too.`;
+        if (removed.length === 0) return `Nothing in ${scopeName(owner)} matches "${argument}".`;
+        // Gone from every snapshot at once: this conversation's, and each group's the memory is shared with.
+        await this.refreshSnapshot(state);
+        if (owner.scope === "user") for (const sessionKey of (await this.store.read(owner)).sharedWith ?? []) await this.store.dropSnapshot(sessionKey);
+        return `Removed from ${scopeName(owner)}:\n${removed.map((fact) => `• [${fact.id}] ${fact.text}`).join("\n")}\nIt has left my memory here${owner.scope === "user" ? " and in the groups you share it with" : ""}; /forget removes it from the current conversation's messages too.`;
       }
       case "share":
-      case "unshare":
-        return this.share(origin, verb.toLowerCase() === "share");
+      case "unshare": {
+        const answer = await this.share(origin, verb.toLowerCase() === "share");
+        // Consent takes effect at once: this chat's snapshot is retaken now.
+        if (origin.chatType !== "private") await this.refreshSnapshot(state);
+        return answer;
+      }
       default:
         void rest;
         return "Usage: /memory — show what I remember here · /memory forget <id|text> · /memory share | unshare (in a group: use your own memory here too, or stop)";
@@ -188,8 +194,8 @@ export class MemoryService {
     await this.store.update(user, (doc) => ({ ok: true, doc: { ...doc, name: origin.userName, sharedWith: toggle(doc.sharedWith, origin.sessionKey) } }));
     await this.store.update(chat, (doc) => ({ ok: true, doc: { ...doc, sharedBy: toggle(doc.sharedBy, ref) } }));
     return on
-      ? `${origin.userName}, your memory is now used in this chat too (from my next snapshot: a new conversation or the next compaction). /memory unshare stops it.`
-      : `${origin.userName}, your memory is no longer used in this chat (from my next snapshot).`;
+      ? `${origin.userName}, your memory is now used in this chat too, from now on. /memory unshare stops it.`
+      : `${origin.userName}, your memory is no longer used in this chat, from now on.`;
   }
 
   // ---- pins ---------------------------------------------------------------------------------

@@ -4,6 +4,7 @@
  * a DM and an admin's delete can) never lose an update. Every write checks the owner's cap.
  */
 import type { Redis } from "ioredis";
+import { sessionKeys } from "../session/keys.js";
 import { runScript } from "../session/run-script.js";
 import { ownerKey, type MemoryOwner } from "./owner.js";
 
@@ -85,6 +86,24 @@ export class MemoryStore {
       if ((await runScript(this.#redis, COMPARE_AND_SET, 1, key, raw, next)) === 1) return result;
     }
     throw new Error(`memory of ${key} kept changing; try again`);
+  }
+
+  /**
+   * Drops a session's stored memory snapshot (it may quote memory whose consent just ended or
+   * a fact just removed): the session's next turn takes a new one (MemoryService.prepareTurn).
+   * A turn of that session running at this moment commits the state it loaded; its snapshot is
+   * retaken at its next compaction or /new.
+   */
+  async dropSnapshot(sessionKey: string): Promise<void> {
+    const stateKey = sessionKeys(this.#prefix, sessionKey).state;
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const raw = await this.#redis.get(stateKey);
+      if (raw === null) return;
+      const state = JSON.parse(raw) as { memory?: { snapshot?: string } };
+      if (state.memory?.snapshot === undefined) return;
+      delete state.memory.snapshot;
+      if ((await runScript(this.#redis, COMPARE_AND_SET, 1, stateKey, raw, JSON.stringify(state))) === 1) return;
+    }
   }
 
   /** Deletes the owner's memory outright (`delete-user`). */

@@ -111,4 +111,32 @@ describe("memory commands and the visible context", () => {
     expect(await say(DM, "/memory forget u1")).toMatch(/^Removed from your user memory:\n• \[u1\] prefers window seats/);
     expect(await say(DM, "/memory")).toContain("(nothing yet");
   });
+
+  it("consent takes effect at once (issue 29): share, unshare and forget change the group's next request without /new or a compaction", async () => {
+    const ZOE_DM = { chatId: "dm-zoe", sessionKey: "console:dm-zoe", chatType: "private" as const, userId: "zoe", userName: "Zoe" };
+    const ZOE_IN_GROUP = { chatId: "crew-2", sessionKey: "console:crew-2", chatType: "group" as const, userId: "zoe", userName: "Zoe" };
+    const ALI_IN_GROUP = { ...ZOE_IN_GROUP, userId: "ali", userName: "Ali" };
+    await say(ZOE_DM, "remember: is on sick leave until Friday");
+    await say(ALI_IN_GROUP, "hello all");
+    expect(requestText(lastMain())).not.toContain("sick leave");
+    // Zoe shares: Ali's very next message is answered with it.
+    expect(await say(ZOE_IN_GROUP, "/memory share")).toMatch(/now used in this chat too, from now on/);
+    await say(ALI_IN_GROUP, "how is Zoe?");
+    expect(requestText(lastMain())).toContain("About Zoe (shared by them with this chat):\n- [u1] is on sick leave until Friday");
+    // Zoe unshares: gone from Ali's very next request, and /memory in the group agrees.
+    expect(await say(ZOE_IN_GROUP, "/memory unshare")).toMatch(/no longer used in this chat, from now on/);
+    await say(ALI_IN_GROUP, "and now?");
+    expect(requestText(lastMain())).not.toContain("sick leave");
+    expect(await say(ALI_IN_GROUP, "/memory")).not.toContain("shared it");
+    // Shared again, then removed from her private chat: gone from her DM and the group at once.
+    await say(ZOE_IN_GROUP, "/memory share");
+    await say(ALI_IN_GROUP, "again?");
+    expect(requestText(lastMain())).toContain("sick leave");
+    expect(await say(ZOE_DM, "/memory forget u1")).toMatch(/left my memory here and in the groups you share it with/);
+    await say(ZOE_DM, "anything about me?");
+    // Her own conversation still holds the message she wrote; her memory block does not.
+    expect(textOf(lastMain().body.messages[0]!.content)).not.toContain("sick leave");
+    await say(ALI_IN_GROUP, "and Zoe?");
+    expect(requestText(lastMain())).not.toContain("sick leave");
+  });
 });
