@@ -11,6 +11,8 @@
  *   parsing, and records what the user would SEE (`visible`);
  * - rate limits: about 1 message/s per chat with short bursts, 20/min in groups, 30/s overall,
  *   answered with 429 and `retry_after`; edits count like messages;
+ * - forum topics: sends into a closed one answer TOPIC_CLOSED, into a deleted one "message thread
+ *   not found" (`closedTopics`, `deletedTopics`);
  * - privacy mode: group messages a privacy-mode bot may not see are never delivered (`withheld`);
  * - entities: at most 100 kept per message (`visible.droppedEntities` counts the rest, shown
  *   unformatted); 400 ENTITIES_TOO_LONG past ~9,500 characters of markup source;
@@ -134,6 +136,10 @@ export class FakeTelegram {
   limits: RateLimits | undefined;
   /** The command menus set, by scope (JSON of the BotCommandScope; `{"type":"default"}` without one). */
   readonly commandMenus = new Map<string, Array<{ command: string; description: string }>>();
+  /** Forum topics closed by an admin (`chatId:threadId`): sends into them answer TOPIC_CLOSED. */
+  readonly closedTopics = new Set<string>();
+  /** Forum topics deleted (`chatId:threadId`): sends into them answer "message thread not found". */
+  readonly deletedTopics = new Set<string>();
   /** Group updates privacy mode kept from the bot, in order. */
   readonly withheld: Update[] = [];
   /** Chats where the bot is an administrator: it sees every message there, privacy mode or not. */
@@ -510,6 +516,15 @@ export class FakeTelegram {
     return message.reply_to_message?.from?.id === this.bot.id;
   }
 
+  /** Why Telegram refuses a send into this topic, if it does. */
+  private topicRefusal(payload: Record<string, unknown>): string | undefined {
+    if (payload.message_thread_id === undefined) return undefined;
+    const key = `${Number(payload.chat_id)}:${Number(payload.message_thread_id)}`;
+    if (this.deletedTopics.has(key)) return "Bad Request: message thread not found";
+    if (this.closedTopics.has(key)) return "Bad Request: TOPIC_CLOSED";
+    return undefined;
+  }
+
   /** Omitted: the previous setting stays; an empty list: Telegram's default. */
   private rememberAllowedUpdates(payload: Record<string, unknown>): void {
     if (Array.isArray(payload.allowed_updates)) this.allowedUpdates = payload.allowed_updates.length > 0 ? payload.allowed_updates.map(String) : undefined;
@@ -554,6 +569,8 @@ export class FakeTelegram {
 
   private sendMessage(call: RecordedCall, ok: (result: unknown) => void, fail: (failure: ApiFailure) => void): void {
     const payload = call.payload;
+    const topic = this.topicRefusal(payload);
+    if (topic) return fail({ error_code: 400, description: topic });
     const parsed = checkMessage(payload, "Bad Request: message is too long");
     if ("error" in parsed) return fail({ error_code: 400, description: parsed.error });
     const retryAfter = this.rateLimited(String(payload.chat_id), Date.now());

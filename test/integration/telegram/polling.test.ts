@@ -283,12 +283,21 @@ describe("telegram adapter, long polling", () => {
     expect(logLines.filter((line) => line.includes("sending it simpler"))).toHaveLength(5);
   });
 
-  it("a 400 that says the chat refuses ends the reply at once, with no simpler sends", async () => {
+  it("a 400 that says the chat refuses ends the reply at once, with no simpler sends (chat gone, topic closed or deleted)", async () => {
     fake = await FakeTelegram.start();
     const started = await startAdapter(new RecordingIngress());
     fake.failNext("sendMessage", { error_code: 400, description: "Bad Request: chat not found" });
     await expect(started.send(reply("**hi**", { platform: "telegram", chatId: "111" }), { fromPart: 0, onPartSent: async () => {} })).rejects.toBeInstanceOf(PermanentError);
     expect(fake.callsOf("sendMessage")).toHaveLength(1);
+
+    fake.closedTopics.add(`${FORUM.id}:77`);
+    fake.deletedTopics.add(`${FORUM.id}:78`);
+    for (const threadId of ["77", "78"]) {
+      const attempt = started.send(reply("**in the topic**", { platform: "telegram", chatId: String(FORUM.id), threadId }), { fromPart: 0, onPartSent: async () => {} });
+      await expect(attempt).rejects.toBeInstanceOf(PermanentError);
+    }
+    expect(fake.callsOf("sendMessage")).toHaveLength(3);
+    expect(fake.delivered()).toHaveLength(0);
   });
 
   it("a link-heavy answer: every part keeps its formatting within 100 entities and Telegram's entity size (no ENTITIES_TOO_LONG)", async () => {
