@@ -1,12 +1,13 @@
 /**
- * Token counting: js-tiktoken (the engine's tokenizer before issue #10) beside gpt-tokenizer (what
- * the engine uses, same counts expected) on a deterministic 1 MiB corpus of mixed prose and code from node_modules,
- * the pathological inputs of issue #10 (ms per message: plain js-tiktoken, plain gpt-tokenizer,
- * the engine's bounded counter),
+ * Token counting: js-tiktoken (the engine's tokenizer, issue #27) beside gpt-tokenizer (its
+ * tokenizer from issue #10 to #27, same counts expected) on a deterministic 1 MiB corpus of mixed
+ * prose and code from node_modules, the pathological inputs of issue #10 (CPU ms per message:
+ * plain js-tiktoken, the engine's bounded counter on gpt-tokenizer and on js-tiktoken),
  * and the per-turn cost of the hygiene check on a 5,000-message session with and without the
  * per-message count cache.
  *
  *   npx tsx bench/tokens.ts
+ *   npx tsx bench/tokens.ts --engine-only    # the engine counters only (plain js-tiktoken takes minutes on these inputs)
  */
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -211,32 +212,66 @@ function pathologicalInputs(): Array<[string, string]> {
   ];
 }
 
-export async function pathological(): Promise<Array<Array<string | number>>> {
-  const before = jsTiktoken("o200k_base");
+/** CPU ms (user + system) of one run: the machine is shared, wall time would count the others. */
+const cpuTime = (run: () => void): number => {
+  const started = process.cpuUsage();
+  run();
+  const used = process.cpuUsage(started);
+  return (used.user + used.system) / 1000;
+};
+
+/** The engine's bounded counter over gpt-tokenizer: what the engine used from issue #10 to #27. */
+async function gptTokenizerEngine(): Promise<(text: string) => number> {
   const { countTokens } = await import("gpt-tokenizer/encoding/o200k_base");
-  const plain = (text: string) => countTokens(text, { disallowedSpecial: new Set() });
+  return buildTokenCounter("o200k_base", () => (piece) => countTokens(piece, { disallowedSpecial: new Set() })).countText;
+}
+
+export async function pathological(withPlain = true): Promise<Array<Array<string | number>>> {
+  const before = jsTiktoken("o200k_base");
+  const gptEngine = await gptTokenizerEngine();
   const engine = buildTokenCounter("o200k_base").countText;
   before("warm up");
-  plain("warm up");
+  gptEngine("warm up");
   engine("warm up");
   const rows: Array<Array<string | number>> = [];
   for (const [name, text] of pathologicalInputs()) {
-    // One run of the old encoder (seconds each); the median of 5 for the others, each on a fresh copy.
-    const beforeMs = time(() => before(`0${text}`));
-    const plainMs = median(Array.from({ length: 5 }, (_, run) => time(() => plain(`${run}${text}`))));
-    const engineMs = median(Array.from({ length: 5 }, (_, run) => time(() => engine(`${run}${text}`))));
-    rows.push([name, Math.round(beforeMs), plainMs.toFixed(1), engineMs.toFixed(1), `${plain(text)} / ${engine(text)}`]);
+    // One run of the plain encoder (seconds each); the median of 5 for the engine counters, each on a fresh copy.
+    const beforeMs = withPlain ? cpuTime(() => before(`0${text}`)) : Number.NaN;
+    const gptMs = median(Array.from({ length: 5 }, (_, run) => cpuTime(() => gptEngine(`${run}${text}`))));
+    const engineMs = median(Array.from({ length: 5 }, (_, run) => cpuTime(() => engine(`${run}${text}`))));
+    rows.push([name, withPlain ? Math.round(beforeMs) : "not run", gptMs.toFixed(1), engineMs.toFixed(1), `${withPlain ? before(text) : "–"} / ${gptEngine(text)} / ${engine(text)}`]);
+  }
+  return rows;
+}
+
+/** The engine counters on ordinary text: the corpus in 3,000-character messages and in 50,000-character tool outputs, CPU ms per message (median). */
+export async function ordinary(corpus: string): Promise<Array<Array<string | number>>> {
+  const gptEngine = await gptTokenizerEngine();
+  const engine = buildTokenCounter("o200k_base").countText;
+  const rows: Array<Array<string | number>> = [];
+  for (const size of [3_000, 50_000]) {
+    const messages = Array.from({ length: Math.min(40, Math.floor(corpus.length / size)) }, (_, index) => corpus.slice(index * size, (index + 1) * size));
+    const gpt = messages.map((message) => cpuTime(() => gptEngine(message)));
+    const js = messages.map((message) => cpuTime(() => engine(message)));
+    rows.push([`${size.toLocaleString("en-US")} chars`, messages.length, median(gpt).toFixed(2), median(js).toFixed(2), Math.max(...js).toFixed(1)]);
   }
   return rows;
 }
 
 export async function main(): Promise<void> {
   const corpus = buildCorpus();
+  if (process.argv.includes("--engine-only")) {
+    console.log("## Pathological inputs (issue #10), CPU ms per message\n");
+    console.log(table(["input", "js-tiktoken, plain", "engine on gpt-tokenizer (before #27)", "engine on js-tiktoken (after #27)", "tokens plain / before / after"], await pathological(false)));
+    console.log("\n## Ordinary text (the corpus), CPU ms per message\n");
+    console.log(table(["message", "messages", "engine on gpt-tokenizer, median", "engine on js-tiktoken, median", "js-tiktoken, max"], await ordinary(corpus.text)));
+    return;
+  }
   console.log(`## Token counting\n\nCorpus: ${corpus.bytes.toLocaleString("en-US")} B of mixed README prose and JS/TS code from node_modules, sha256 ${corpus.sha256.slice(0, 12)}…\n`);
   const { rows, counts, messageCount } = await throughput(corpus.text);
   console.log(table(["library (encoding)", "init ms", "median ms / corpus", "MB/s", "tokens/s", "tokens", `${messageCount} × 200-char messages, MB/s`], rows));
-  console.log("\n## Pathological inputs (issue #10), ms per message\n");
-  console.log(table(["input", "js-tiktoken (before)", "gpt-tokenizer, plain", "engine counter (after)", "tokens plain / engine"], await pathological()));
+  console.log("\n## Pathological inputs (issue #10), CPU ms per message\n");
+  console.log(table(["input", "js-tiktoken, plain", "engine on gpt-tokenizer (before #27)", "engine on js-tiktoken (after #27)", "tokens plain / before / after"], await pathological()));
   const same = (encoding: string) => counts.get(`js-tiktoken/lite ${encoding}`) === counts.get(`gpt-tokenizer ${encoding}`);
   console.log(`\nSame counts: o200k_base ${same("o200k_base") ? "yes" : "NO"}, cl100k_base ${same("cl100k_base") ? "yes" : "NO"}\n`);
 

@@ -1,6 +1,6 @@
 /**
- * Token accounting with gpt-tokenizer (o200k_base, cl100k_base). Loading an encoding parses its
- * rank data (a few hundred ms), so each one is loaded at most once per process, on first use,
+ * Token accounting with js-tiktoken (o200k_base, cl100k_base). Loading an encoding parses its
+ * rank data (about 1.5 s for o200k_base), so each one is loaded at most once per process, on first use,
  * and counts are cached on the messages themselves (`MessageMeta.tokens`): a message is
  * encoded once in its whole life, and the per-turn check costs O(new messages).
  *
@@ -15,6 +15,7 @@
  * (docs/decisions.md, docs/benchmarks.md).
  */
 import { createRequire } from "node:module";
+import type { TiktokenBPE } from "js-tiktoken/lite";
 import type { ChatMessage, ToolDefinition } from "../core/messages.js";
 import { attachmentTokens } from "./image-tokens.js";
 
@@ -117,6 +118,13 @@ export const approximateTokenCounter = (): TokenCounter =>
  * and ordinary words, identifiers and most URLs are shorter, so they are never cut.
  */
 export const MAX_RUN_CHARS = 128;
+/**
+ * The bound is on UTF-8 bytes, since the byte-pair merge is quadratic in bytes: a run of CJK,
+ * Cyrillic or emoji (two to four bytes a character) is cut into pieces of at most MAX_RUN_CHARS
+ * bytes. js-tiktoken spends about 37 ms on one 128-character CJK pre-token, 9 ms at 64 and 3 ms
+ * at 32 (docs/decisions.md). A run this long may already exceed the bound (three bytes a character).
+ */
+export const MIN_LONG_RUN_CHARS = Math.ceil(MAX_RUN_CHARS / 3) + 1;
 /** Ordinary text is encoded in pieces of at most this size, cut before a whitespace. */
 export const MAX_PIECE_CHARS = 1_024;
 /**
@@ -128,22 +136,34 @@ export const MAX_PIECE_CHARS = 1_024;
  */
 export const ENCODE_BUDGET_MS = 30;
 
-const LONG_RUN = new RegExp(`\\S{${MAX_RUN_CHARS + 1},}|\\s{${MAX_RUN_CHARS + 1},}`, "g");
+/** Candidate runs: any run that may exceed MAX_RUN_CHARS bytes; `isLongRun` decides. */
+const LONG_RUN = new RegExp(`\\S{${MIN_LONG_RUN_CHARS},}|\\s{${MIN_LONG_RUN_CHARS},}`, "g");
 const WHITESPACE = /\s/;
+
+const isLongRun = (run: string): boolean => run.length > MAX_RUN_CHARS || Buffer.byteLength(run, "utf8") > MAX_RUN_CHARS;
 
 const isHighSurrogate = (text: string, index: number): boolean => {
   const code = text.charCodeAt(index);
   return code >= 0xd800 && code <= 0xdbff;
 };
 
-/** Cuts `text[start, end)` into pieces of at most `size` code units, never inside a surrogate pair. */
-function cutEvenly(text: string, start: number, end: number, size: number, pieces: string[]): void {
-  while (start < end) {
-    let cut = Math.min(end, start + size);
-    if (cut < end && isHighSurrogate(text, cut - 1)) cut -= 1;
-    pieces.push(text.slice(start, cut));
-    start = cut;
+/** Cuts `text[start, end)` into pieces of at most `maxBytes` UTF-8 bytes, never inside a surrogate pair. */
+function cutByBytes(text: string, start: number, end: number, maxBytes: number, pieces: string[]): void {
+  let pieceStart = start;
+  let bytes = 0;
+  for (let index = start; index < end; ) {
+    const code = text.charCodeAt(index);
+    const pair = isHighSurrogate(text, index) && index + 1 < end;
+    const size = pair ? 4 : code < 0x80 ? 1 : code < 0x800 ? 2 : 3;
+    if (bytes + size > maxBytes && index > pieceStart) {
+      pieces.push(text.slice(pieceStart, index));
+      pieceStart = index;
+      bytes = 0;
+    }
+    bytes += size;
+    index += pair ? 2 : 1;
   }
+  if (pieceStart < end) pieces.push(text.slice(pieceStart, end));
 }
 
 const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
@@ -179,11 +199,13 @@ export function splitForCounting(text: string): string[] {
   while (position < text.length) {
     if (run !== null && (run === undefined || run.index < position)) {
       LONG_RUN.lastIndex = position;
-      run = LONG_RUN.exec(text);
+      // The next run that must be cut; one of at most MAX_RUN_CHARS bytes is ordinary text.
+      do run = LONG_RUN.exec(text);
+      while (run && !isLongRun(run[0]));
     }
     const runStart = run ? run.index : text.length;
     if (runStart === position && run) {
-      cutEvenly(text, position, position + run[0].length, MAX_RUN_CHARS, pieces);
+      cutByBytes(text, position, position + run[0].length, MAX_RUN_CHARS, pieces);
       position += run[0].length;
       continue;
     }
@@ -247,21 +269,26 @@ export const boundedCount =
 export type PieceEncoder = (piece: string) => number;
 export type EncoderLoader = (encoding: EncodingName) => PieceEncoder;
 
-interface GptTokenizerEncoding {
-  countTokens(text: string, options: { allowedSpecial?: Set<string>; disallowedSpecial?: Set<string> }): number;
-}
-
 const requireFromHere = createRequire(import.meta.url);
-const NO_SPECIAL_TOKENS = { allowedSpecial: new Set<string>(), disallowedSpecial: new Set<string>() };
 
-/** Loads an encoding synchronously and only when first asked for (gpt-tokenizer's CommonJS build). */
-const loadGptTokenizer: EncoderLoader = (encoding) => {
-  const api = (
-    encoding === "cl100k_base"
-      ? requireFromHere("gpt-tokenizer/cjs/encoding/cl100k_base")
-      : requireFromHere("gpt-tokenizer/cjs/encoding/o200k_base")
-  ) as GptTokenizerEncoding;
-  return (piece) => api.countTokens(piece, NO_SPECIAL_TOKENS);
+/**
+ * js-tiktoken's encoder for one encoding, built on first use and then shared by the whole process
+ * (tests included): building one parses its rank file, about 1.5 s and 150 MB for o200k_base, so
+ * there is never a second. `js-tiktoken/lite` with the one rank file asked for: the other
+ * encodings are never loaded. No allowed and no disallowed special tokens: `<|endoftext|>` in
+ * user text is ordinary text, where the encoder would throw by default.
+ */
+const encoders = new Map<EncodingName, PieceEncoder>();
+const loadJsTiktoken: EncoderLoader = (encoding) => {
+  let encoder = encoders.get(encoding);
+  if (encoder === undefined) {
+    const { Tiktoken } = requireFromHere("js-tiktoken/lite") as typeof import("js-tiktoken/lite");
+    const ranks = requireFromHere(encoding === "cl100k_base" ? "js-tiktoken/ranks/cl100k_base" : "js-tiktoken/ranks/o200k_base") as { default?: TiktokenBPE } & TiktokenBPE;
+    const tiktoken = new Tiktoken(ranks.default ?? ranks);
+    encoder = (piece) => tiktoken.encode(piece, [], []).length;
+    encoders.set(encoding, encoder);
+  }
+  return encoder;
 };
 
 /**
@@ -270,7 +297,7 @@ const loadGptTokenizer: EncoderLoader = (encoding) => {
  * tokens), where the tokenizer would throw by default. Long runs are cut (`splitForCounting`).
  * Falls back to chars/4 if the encoder cannot be loaded.
  */
-export function buildTokenCounter(encoding: EncodingName, loadEncoder: EncoderLoader = loadGptTokenizer, budget: CountBudget = {}): TokenCounter {
+export function buildTokenCounter(encoding: EncodingName, loadEncoder: EncoderLoader = loadJsTiktoken, budget: CountBudget = {}): TokenCounter {
   let encodePiece: PieceEncoder;
   try {
     encodePiece = loadEncoder(encoding);

@@ -42,7 +42,7 @@ describe("encodingForModel", () => {
   });
 });
 
-describe("the gpt-tokenizer counter", () => {
+describe("the js-tiktoken counter", () => {
   const counter = getTokenCounter("gpt-4o-mini");
 
   it("is one counter per encoding per process", () => {
@@ -243,8 +243,9 @@ describe("no input can stall the counter (issue #10)", () => {
       expect(piece.length).toBeLessThanOrEqual(MAX_PIECE_CHARS);
       expect(longestRun(piece)).toBeLessThanOrEqual(MAX_RUN_CHARS);
     }
-    // Linear: about one piece per MAX_RUN_CHARS of a run, never more.
-    expect(pieces.length).toBeLessThanOrEqual(Math.ceil(text.length / MAX_RUN_CHARS) + 2);
+    // Linear: about one piece per MAX_RUN_CHARS bytes of a run, never more; no run in a piece over MAX_RUN_CHARS bytes.
+    expect(pieces.length).toBeLessThanOrEqual(Math.ceil(Buffer.byteLength(text) / (MAX_RUN_CHARS - 3)) + 2);
+    for (const piece of pieces) expect(Math.max(0, ...(piece.match(/\S+|\s+/g) ?? []).map((run) => Buffer.byteLength(run)))).toBeLessThanOrEqual(MAX_RUN_CHARS);
   });
 
   it("never splits a surrogate pair", () => {
