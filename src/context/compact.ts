@@ -134,29 +134,48 @@ export interface CompactResult {
   error?: unknown;
 }
 
-export async function compact(input: CompactInput): Promise<CompactResult> {
-  const now = input.now ?? Date.now;
-  const startedAt = now();
-  input.signal?.throwIfAborted();
+type PlanInput = Pick<CompactInput, "messages" | "tools" | "extraTokens" | "settings" | "counter">;
+
+/** The units and the boundaries a compaction of `input` works with (phase 2). */
+function planOf(input: PlanInput) {
   const { messages, counter, settings } = input;
   const ratio = settings.tokenRatio ?? 1;
   // Everything a request carries besides the messages: tool definitions and the system block.
   const fixedTokens = counter.countTools(input.tools ?? []) + Math.max(0, input.extraTokens ?? 0);
   // Limits are in the provider's tokens (calibrated); the counter's figures are scaled up to
   // them, and the per-message budgets (tail, cut) scaled down to the counter's.
-  const measure = (list: readonly ChatMessage[]) => Math.ceil((counter.countMessages(list) + fixedTokens) * ratio);
   const toCounterUnits = (tokens: number) => Math.floor(tokens / ratio);
-  const tokensBefore = measure(messages);
   const threshold = thresholdTokens(settings.contextWindow, settings.compactionThreshold);
   // The tail's share is of what the fixed overhead (tools, system block) leaves under the
   // threshold: with 10K of tools in a 16K threshold, 20% of the threshold as tail plus the
   // summary lands at 94% of it, and the session compacts again a few turns later (issue #31).
   // At least a quarter of the usual budget, so a huge tool list still keeps the latest turns.
   const tailBudget = toCounterUnits(tailBudgetTokens(threshold, settings.targetRatio, Math.ceil(fixedTokens * ratio)));
+  const boundaries = findBoundaries(messages, { counter, tailBudgetTokens: tailBudget, protectLastN: settings.protectLastN });
+  return { ratio, fixedTokens, toCounterUnits, threshold, tailBudget, boundaries };
+}
+
+/**
+ * Whether a compaction of `input` would fold anything into a summary (a middle with more than
+ * the previous summary), without running it: the memory flush before a fold is paid only then
+ * (issue #31).
+ */
+export function foldsMessages(input: PlanInput): boolean {
+  const { boundaries } = planOf(input);
+  return input.messages.slice(boundaries.headEnd, boundaries.keptStart).some((message) => !isSummary(message));
+}
+
+export async function compact(input: CompactInput): Promise<CompactResult> {
+  const now = input.now ?? Date.now;
+  const startedAt = now();
+  input.signal?.throwIfAborted();
+  const { messages, counter, settings } = input;
+  const { ratio, fixedTokens, toCounterUnits, threshold, tailBudget, boundaries } = planOf(input);
+  const measure = (list: readonly ChatMessage[]) => Math.ceil((counter.countMessages(list) + fixedTokens) * ratio);
+  const tokensBefore = measure(messages);
   const hardLimit = settings.hardLimitTokens ?? defaultHardLimit(settings.contextWindow);
 
   // Phase 1 + 2.
-  const boundaries = findBoundaries(messages, { counter, tailBudgetTokens: tailBudget, protectLastN: settings.protectLastN });
   const { headEnd, keptStart } = boundaries;
   const pruned = pruneToolResults(messages, { from: headEnd, to: boundaries.protectedStart }, counter);
   const cutTools = cutNewestGroup(pruned.messages, boundaries, PROTECT_LAST_N_BUDGET_FACTOR * tailBudget, counter);

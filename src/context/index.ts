@@ -27,6 +27,7 @@
  *             protectLastN, hardLimitTokens?, tokenRatio?, userTextMaxTokens? }, reason, focus?, summarizer, fallbackSummarizer?,
  *             counter, newId, retry?: { attempts?, baseDelayMs?, timeoutMs? }, signal?, now? })
  *     → Promise<{ status: "compacted" | "failed" | "dropped" | "skipped"; messages; record; error? }>
+ *   foldsMessages({ messages, tools?, extraTokens?, settings, counter }): boolean   would it fold anything (flush first only then)
  *   The input is never mutated (only token counts are cached on messages). New messages (the
  *   summary, stub tool results) carry ids from `newId`: store them in the transcript. Rejects
  *   with the signal's reason when aborted.
@@ -91,6 +92,7 @@ export {
 
 export {
   compact,
+  foldsMessages,
   type CompactInput,
   type CompactResult,
   type CompactionReason,

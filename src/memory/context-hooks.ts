@@ -40,7 +40,7 @@ export function createMemoryHooks(options: MemoryHooksOptions): ContextHooks {
       }
       try {
         await flushMemory({
-          llm: options.llm, service, owner, context: fold.context, prepareRequest: fold.prepareRequest,
+          llm: options.llm, service, owner, context: fold.context, prepareRequest: fold.prepareRequest, tools: fold.tools,
           maxTokens: options.flushMaxTokens, signal: scope.signal, budget: scope.budget, log: scope.log, now: options.now(),
         });
       } catch (error) {

@@ -1,12 +1,12 @@
 /**
  * The memory flush before a compaction (as OpenClaw does it): one silent, bounded step in which
- * the agent may save to memory what must outlive the fold. Only the memory tool is offered, the
- * answer is capped at `maxTokens`, nothing of it reaches the user or the conversation, and a
+ * the agent may save to memory what must outlive the fold. The turn's tools are offered (so the
+ * provider's cached prefix holds) but only memory calls are run, the answer is capped at `maxTokens`, nothing of it reaches the user or the conversation, and a
  * failure never stops the compaction (it is logged and the fold goes on).
  */
 import type { CallBudget, ChatRequest, LlmClient } from "../core/llm.js";
 import type { MemoryOwner } from "../core/memory.js";
-import type { ChatMessage } from "../core/messages.js";
+import type { ChatMessage, ToolDefinition } from "../core/messages.js";
 import type { Logger } from "../logger.js";
 import type { MemoryService } from "./service.js";
 import { MEMORY_TOOL_DEFINITION, runMemoryAction } from "./tool.js";
@@ -25,6 +25,12 @@ export interface FlushInput {
   owner: MemoryOwner;
   context: readonly ChatMessage[];
   prepareRequest: (context: readonly ChatMessage[]) => Pick<ChatRequest, "messages" | "promptCacheKey">;
+  /**
+   * The tools the turn's requests carry. Tools are part of the cached prefix (OpenAI, Anthropic):
+   * the flush sends the same ones (the memory tool added last if the turn has none) and ignores
+   * every call but the memory tool's. @defaultValue the memory tool alone
+   */
+  tools?: readonly ToolDefinition[];
   maxTokens: number;
   signal: AbortSignal;
   /** Who pays for the flush's call (budgets); absent: not metered. */
@@ -33,12 +39,19 @@ export interface FlushInput {
   now: number;
 }
 
+/** The turn's tools, so the request's prefix is the turn's; the memory tool appended only when the turn lacks it. */
+export function flushTools(tools: readonly ToolDefinition[] | undefined): ToolDefinition[] {
+  if (tools === undefined) return [MEMORY_TOOL_DEFINITION];
+  const name = MEMORY_TOOL_DEFINITION.function.name;
+  return tools.some((tool) => tool.function.name === name) ? [...tools] : [...tools, MEMORY_TOOL_DEFINITION];
+}
+
 /** → the facts it saved (the tool's answers), for the log. */
 export async function flushMemory(input: FlushInput): Promise<string[]> {
   const instruction: ChatMessage = { id: "memory-flush", at: input.now, role: "user", content: FLUSH_INSTRUCTION };
   const result = await input.llm.complete({
     ...input.prepareRequest([...input.context, instruction]),
-    tools: [MEMORY_TOOL_DEFINITION],
+    tools: flushTools(input.tools),
     maxTokens: input.maxTokens,
     signal: input.signal,
     budget: input.budget,

@@ -80,5 +80,7 @@ export interface FoldInput {
   /** Estimated tokens of the context as a request would send it, and the window it must fit. */
   tokens: number;
   contextWindow: number;
+  /** The tools the turn's requests carry: a step sent with the same ones keeps the provider's cached prefix. */
+  tools: readonly ToolDefinition[];
   prepareRequest(context: readonly ChatMessage[]): Pick<ChatRequest, "messages" | "promptCacheKey">;
 }

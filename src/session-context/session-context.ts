@@ -5,7 +5,7 @@
  * context is (counter, window, estimate, calibration, hard limit) is measured in context-measure.ts.
  */
 import {
-  applyPromptCaching, autoCompactionAllowed, capUserMessages, compact, initialAntiThrash, userTextCapTokens,
+  applyPromptCaching, autoCompactionAllowed, capUserMessages, compact, foldsMessages, initialAntiThrash, userTextCapTokens,
   needsCompaction, needsHygiene, recordCompactionOutcome, thresholdTokens, toApiMessages, updateCalibration,
   type ChatMessage, type CompactionReason, type Summarizer, type TokenCounter, type ToolDefinition,
 } from "../context/index.js";
@@ -84,9 +84,21 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
   async function run(state: SessionState, context: ChatMessage[], reason: CompactionReason, scope: CompactionScope, focus?: string) {
     const window = contextWindow(state);
     scope.onCompacting?.();
-    if (reason !== "overflow" && hooks.beforeFold) {
+    const settingsOf = (measured: { tokens: number; ratio: number }) => ({
+      contextWindow: window,
+      compactionThreshold: settings.compactionThreshold,
+      targetRatio: targetRatioFor(reason, measured.tokens, window),
+      protectLastN: settings.protectLastN,
+      hardLimitTokens: hardLimit(state),
+      tokenRatio: measured.ratio,
+    });
+    // The flush is a full request the size of the context: paid only when the compaction will
+    // fold something (issue #31), with the turn's own tools so the cached prefix holds.
+    if (reason !== "overflow" && hooks.beforeFold &&
+      foldsMessages({ messages: context, tools: toolsOf(scope.tools), extraTokens: blockTokens(state), settings: settingsOf(measureContext(state, context, scope.tools)), counter: counter() })) {
       await hooks.beforeFold(state, {
         context, reason, tokens: countContext(state, context, scope.tools), contextWindow: window,
+        tools: toolsOf(scope.tools),
         prepareRequest: (current) => prepareRequest(state, current),
       }, scope);
     }
@@ -96,14 +108,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       tools: [...toolsOf(scope.tools)],
       // The memory snapshot and pins ride on every request: compact() counts them once, with the rest.
       extraTokens: blockTokens(state),
-      settings: {
-        contextWindow: window,
-        compactionThreshold: settings.compactionThreshold,
-        targetRatio: targetRatioFor(reason, measured.tokens, window),
-        protectLastN: settings.protectLastN,
-        hardLimitTokens: hardLimit(state),
-        tokenRatio: measured.ratio,
-      },
+      settings: settingsOf(measured),
       reason,
       ...(focus ? { focus } : {}),
       ...(scope.timeZone ? { timeZone: scope.timeZone } : {}),
