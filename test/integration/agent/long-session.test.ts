@@ -33,6 +33,9 @@ describe("a long session under a small window (300 turns, 16K)", () => {
     const config = testConfig({
       LLM_BASE_URL: llm.url, LLM_CONTEXT_WINDOW: String(WINDOW), LLM_MAX_OUTPUT_TOKENS: "1024",
       MAX_MESSAGE_CHARS: "60000", TOOL_OUTPUT_MAX_CHARS: "16000", COMPACTION_NOTICE: "off",
+      // A paste now enters as at most 25% of the window (issue #31), so it no longer carries a
+      // session past 85%: pre-turn hygiene is reached from 60% here.
+      HYGIENE_THRESHOLD: "0.6",
     });
     pipeline = await startPipeline(config, [adapter], { logs, tools: [readFileTool] });
   }, 60_000);
