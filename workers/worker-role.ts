@@ -63,7 +63,9 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   const subscriber = createRedis(options.redisAddress, { connectionName: CONNECTION_NAMES.workerEvents, autoResubscribe: false });
   subscriber.on("error", (error) => logger.warn({ err: error }, "redis-subscriber-error"));
   const limits = new LimitsCache({ subscriber, channel: globalKeys(prefix).budgetLimitsChannel, logger });
-  const budget = new BudgetMeter(redis, prefix, config.budgets, Date.now, { logger, limits });
+  // A reservation outlives any call (each attempt's timeout, a minute to spare) before it counts as left behind.
+  const reservationMs = Math.max(10 * 60_000, config.LLM_TIMEOUT_MS * (config.LLM_MAX_RETRIES + 1) + 60_000);
+  const budget = new BudgetMeter(redis, prefix, config.budgets, Date.now, { logger, limits, reservationMs });
   const models = createModelRouter({
     config, logger, metrics, tools: () => tools.builtinDefinitions(),
     wrap: (client, prices) => meteredClient(client, prices, config.LLM_MAX_OUTPUT_TOKENS),

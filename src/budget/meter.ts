@@ -15,6 +15,7 @@
  * cannot both take it. A real cost above its estimate (the estimate of input tokens is
  * conservative, output is bounded by max_tokens) is the only way past a limit.
  */
+import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { CallCost } from "../core/llm.js";
 import type { BudgetsSection } from "../../config/operator-sections.js";
@@ -53,6 +54,8 @@ interface Slot {
 }
 
 export interface Reservation {
+  /** The call's id: its record in each limited counter (a re-sent reserve or settle finds it). */
+  id: string;
   slots: ReservedSlot[];
   estimate: Cost;
   /** Per slot, its money (nano-dollars) and token limits as the reserve found them; -1: none. */
@@ -135,7 +138,15 @@ export interface BudgetMeterOptions {
    * One cache per meter: what it knows holds for this prefix and this config only.
    */
   limits?: LimitsCache;
+  /**
+   * How long a reservation holds before the next reserve of its counter releases it as left
+   * behind (a worker killed during its call). Longer than a call can run with its retries.
+   */
+  reservationMs?: number;
 }
+
+/** Default reservation lifetime: ten minutes, past LLM_TIMEOUT_MS (120 s) × its three attempts. */
+const DEFAULT_RESERVATION_MS = 10 * 60_000;
 
 export class BudgetMeter {
   readonly #redis: Redis;
@@ -144,6 +155,7 @@ export class BudgetMeter {
   readonly #now: () => number;
   readonly #logger: Logger;
   readonly #limits: LimitsCache | undefined;
+  readonly #reservationMs: number;
 
   constructor(redis: Redis, prefix: string, config: BudgetsSection | undefined, now: () => number = Date.now, options: BudgetMeterOptions = {}) {
     this.#redis = redis;
@@ -152,6 +164,7 @@ export class BudgetMeter {
     this.#now = now;
     this.#logger = options.logger ?? silentLogger;
     this.#limits = options.limits;
+    this.#reservationMs = options.reservationMs ?? DEFAULT_RESERVATION_MS;
   }
 
   /** The limits of one account: config defaults, then the config's per-account entry, then an admin's /budget. */
@@ -234,7 +247,7 @@ export class BudgetMeter {
     const names = owners.map(([kind, id]) => `${kind}:${id}`);
     if (this.#limits?.unlimited(names)) {
       const slots = owners.flatMap(([kind, id]) => PERIODS.map((period) => ({ kind, period, key: keys.budget(`${kind}:${id}`, periodId(period, now)) })));
-      return { slots, estimate, limits: slots.flatMap(() => [-1, -1]) };
+      return { id: randomUUID(), slots, estimate, limits: slots.flatMap(() => [-1, -1]) };
     }
     const mark = this.#limits?.mark();
     const counters: string[] = [];
@@ -251,6 +264,8 @@ export class BudgetMeter {
         args.push(owners.length * PERIODS.length + index + 1, period === "daily" ? 1 : 3, usd === undefined || usd === null ? -1 : toNano(usd), tokens ?? -1, KEEP_MS[period]);
       }
     }
+    const id = randomUUID();
+    args.push(id, now, now + this.#reservationMs);
     const limitKeys = names.map((name) => keys.budgetLimits(name));
     const reply = (await runScript(this.#redis, RESERVE, counters.length + limitKeys.length, ...counters, ...limitKeys, ...args)) as number[];
     const refused = reply[0]!;
@@ -262,7 +277,7 @@ export class BudgetMeter {
     // Per account, its counters' money and token limits: the day's, then the month's.
     const width = PERIODS.length * 2;
     names.forEach((name, index) => this.#limits?.learn(mark, name, limits.slice(index * width, (index + 1) * width).every((limit) => limit < 0)));
-    return { slots, estimate, limits };
+    return { id, slots, estimate, limits };
   }
 
   /** Books the real cost of a reserved call. → warnings newly due (50/75/90%, once each). */
@@ -270,6 +285,7 @@ export class BudgetMeter {
     const { slots, estimate, limits } = reservation;
     const args: Array<string | number> = [toNano(estimate.usd), Math.ceil(estimate.tokens), toNano(actual.usd), Math.ceil(actual.tokens)];
     slots.forEach((slot, index) => args.push(limits[2 * index]!, limits[2 * index + 1]!, KEEP_MS[slot.period]));
+    args.push(reservation.id);
     const crossed = (await runScript(this.#redis, SETTLE, slots.length, ...slots.map((slot) => slot.key), ...args)) as number[];
     const warnings: string[] = [];
     // The stricter period speaks first; one line per account and period.

@@ -112,14 +112,15 @@ describe("the budget's Redis work per call", () => {
 
     const reservation = await meter.reserve(accounts, estimate);
     expect(sent.roundTrips()).toBe(1);
-    // Limits of both accounts, the two limited counters (chat daily, user monthly), then money and
-    // tokens reserved on the chat's day, money on the user's month.
-    expect(await stats.delta()).toEqual({ evalsha: 1, hmget: 4, hincrby: 3 });
+    // Limits of both accounts, the two limited counters (chat daily, user monthly) and their
+    // reservation records (any left behind is released), then money and tokens reserved on the
+    // chat's day, money on the user's month, and the call's record in each.
+    expect(await stats.delta()).toEqual({ evalsha: 1, hmget: 4, hgetall: 2, hincrby: 3, hset: 2 });
     sent.reset();
     await meter.settle(reservation, actual);
     expect(sent.roundTrips()).toBe(1);
-    // Money and tokens used on four counters, three reservations released.
-    expect(await stats.delta()).toEqual({ evalsha: 1, hincrby: 11 });
+    // The call's records read, money and tokens used on four counters, three reservations released, the records dropped.
+    expect(await stats.delta()).toEqual({ evalsha: 1, hget: 2, hincrby: 11, hdel: 2 });
 
     const status = await meter.status(accounts);
     expect(status.map((slot) => slot.reserved)).toEqual(status.map(() => ({ usd: 0, tokens: 0 })));
