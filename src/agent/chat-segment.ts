@@ -13,6 +13,7 @@ import type { ChatPorts } from "./ports.js";
 import { answering, replyIdOf } from "./replies.js";
 import { finishLoop, runLoop } from "./session-loop.js";
 import { toolScopeOf } from "./tool-scope.js";
+import { ContextOverflowError } from "../errors.js";
 import { FailedAfterCompaction } from "./turn-failure.js";
 import type { TurnRun } from "./turn-types.js";
 import { stampFor, toUserMessages } from "./user-messages.js";
@@ -66,7 +67,9 @@ export async function runChatSegment(run: TurnRun<ChatPorts>, entries: readonly 
     markStage("loop", input.sessionKey);
     result = await runLoop(run, context, tools, toolsScope, 0, origin);
   } catch (error) {
-    throw compacted === undefined ? error : new FailedAfterCompaction(compacted, error);
+    // Not after an overflow: the compaction did not make the request fit, and the state it
+    // leaves (the learned window) is the failed turn's to drop, as before.
+    throw compacted === undefined || error instanceof ContextOverflowError ? error : new FailedAfterCompaction(compacted, error);
   }
   markStage("loop-done", input.sessionKey);
   const notices = [...(admitted.cutIds.length > 0 ? [pasteNotice(admitted.cutIds)] : []), ...(hygiene.notice ? [hygiene.notice] : [])];
