@@ -2,7 +2,8 @@
  * Models behind the HTTP fake LLM for `npm run eval`, whose answers come from the request only:
  *
  * - `retentiveSummarizer`: a summarizer that keeps every line it reads (the previous summary,
- *   then each transcript line of `<turns>`, verbatim). Like a server, it stops at max_tokens in
+ *   then each transcript line of `<turns>`, verbatim; without their stamps and ids when verbatim
+ *   would run past the length its prompt asks for). Like a server, it stops at max_tokens in
  *   its own unit (3.3 characters a token, not our tokenizer): the content is cut there and
  *   `finish_reason` is "length".
  * - `lossySummarizer`: the same, but it drops every line that holds a digit once the labels
@@ -37,8 +38,21 @@ function reply(request: RecordedRequest, text: string): FakeReply {
 
 export const retentiveSummarizer: FakeHandler = (request) => {
   const { previous, turns } = summaryParts(request);
-  return reply(request, ["## Critical Context", ...previous.filter((line) => !line.startsWith("## ")), ...turns].join("\n"));
+  const lines = [...previous.filter((line) => !line.startsWith("## ")), ...turns];
+  // Like a model that heeds the length it is asked for ("about N tokens", in its own unit): every
+  // line verbatim while that fits; past it, the lines without their time stamps and ids.
+  const asked = lengthAsked(request);
+  const verbatim = ["## Critical Context", ...lines].join("\n");
+  if (asked === undefined || tokensOf(verbatim) <= asked) return reply(request, verbatim);
+  return reply(request, ["## Critical Context", ...lines.map(withoutStamps)].join("\n"));
 };
+
+/** The length the summarizer's prompt asks for (`about N tokens`), if it states one. */
+function lengthAsked(request: RecordedRequest): number | undefined {
+  const text = request.body.messages.map((message) => textOf(message.content)).join("\n");
+  const all = [...text.matchAll(/about (\d[\d,]*) tokens/g)].map((match) => Number(match[1]!.replace(/,/g, "")));
+  return all.length > 0 ? Math.min(...all) : undefined;
+}
 
 /** `[m17] Tue 2026-11-03 09:45 UTC · user: [Tue 2026-11-03 09:45 UTC · 1 hour after …] Dana: text` → `user: Dana: text`. */
 const withoutStamps = (line: string) => line.replace(/^\[[^\]]+\](?: [^·]*·)? ?/, "").replace(/(user: )\[[^\]]+\] /, "$1");
