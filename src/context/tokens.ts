@@ -15,7 +15,7 @@
  * (docs/decisions.md, docs/benchmarks.md).
  */
 import { createRequire } from "node:module";
-import type { TiktokenBPE } from "js-tiktoken/lite";
+import type { Tiktoken as TiktokenEncoder, TiktokenBPE } from "js-tiktoken/lite";
 import type { ChatMessage, ToolDefinition } from "../core/messages.js";
 import { attachmentTokens } from "./image-tokens.js";
 
@@ -282,7 +282,7 @@ const encoders = new Map<EncodingName, PieceEncoder>();
 const loadJsTiktoken: EncoderLoader = (encoding) => {
   let encoder = encoders.get(encoding);
   if (encoder === undefined) {
-    const { Tiktoken } = requireFromHere("js-tiktoken/lite") as typeof import("js-tiktoken/lite");
+    const { Tiktoken } = requireFromHere("js-tiktoken/lite") as { Tiktoken: typeof TiktokenEncoder };
     const ranks = requireFromHere(encoding === "cl100k_base" ? "js-tiktoken/ranks/cl100k_base" : "js-tiktoken/ranks/o200k_base") as { default?: TiktokenBPE } & TiktokenBPE;
     const tiktoken = new Tiktoken(ranks.default ?? ranks);
     encoder = (piece) => tiktoken.encode(piece, [], []).length;
