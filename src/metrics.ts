@@ -19,6 +19,10 @@ export function createMetrics() {
     compactions: new Counter({ name: "longhaul_compactions_total", help: "Compactions by reason and status", labelNames: ["reason", "status"] as const, registers: [registry] }),
     compactionTokensSaved: new Counter({ name: "longhaul_compaction_tokens_saved_total", help: "Tokens removed from live contexts by compaction", registers: [registry] }),
     repliesDelivered: new Counter({ name: "longhaul_replies_delivered_total", help: "Replies delivered by platform", labelNames: ["platform"] as const, registers: [registry] }),
+    partsUnconfirmed: new Counter({
+      name: "longhaul_reply_parts_unconfirmed_total", registers: [registry], labelNames: ["platform"] as const,
+      help: "Reply parts whose send outcome was unknown (answer lost after the platform may have acted): counted as sent, not sent again",
+    }),
     inbound: new Counter({ name: "longhaul_inbound_messages_total", help: "Inbound messages by platform and result", labelNames: ["platform", "result"] as const, registers: [registry] }),
     queueDepth: new Gauge({ name: "longhaul_queue_depth", help: "Jobs waiting or delayed per queue", labelNames: ["queue"] as const, registers: [registry] }),
   };

@@ -54,6 +54,11 @@ export interface SendOptions {
 export interface PartSent {
   /** No further part of the reply follows in this `send` call. */
   last: boolean;
+  /**
+   * The part's outcome is unknown (the platform may have shown it; its answer was lost) and it
+   * is not sent again: it counts as sent, at most once (Telegram, which has no idempotency key).
+   */
+  unconfirmed?: true;
 }
 
 /**

@@ -29,6 +29,8 @@ export interface DeliveryWorkerOptions {
   maxAttempts?: number;
   logger: Logger;
   onDelivered?: (platform: Platform) => void;
+  /** A part whose outcome is unknown (its answer lost after the platform may have acted) was counted as sent. */
+  onPartUnconfirmed?: (platform: Platform) => void;
   /** A final took its preview over (the renderer stops rendering it). */
   onPreviewTaken?: (previewId: string) => void;
 }
@@ -114,7 +116,14 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
               fromPart,
               // The last part is recorded by the finish that follows at once (fenced by the same
               // lease; a crash before either re-sends that part alike): one round trip less.
-              onPartSent: (partIndex, { last }) => (last ? Promise.resolve() : outbox.recordPart(sessionKey, token, reply.replyId, partIndex, leaseMs)),
+              onPartSent: (partIndex, { last, unconfirmed }) => {
+                if (unconfirmed) {
+                  // Counted as sent, never sent again (docs/architecture.md, "Nothing answered twice").
+                  log.warn({ sessionKey, replyId: reply.replyId, chatId: reply.target.chatId, part: partIndex }, "reply-part-unconfirmed");
+                  options.onPartUnconfirmed?.(reply.target.platform);
+                }
+                return last ? Promise.resolve() : outbox.recordPart(sessionKey, token, reply.replyId, partIndex, leaseMs);
+              },
               ...(preview ? { preview } : {}),
             });
           }

@@ -114,7 +114,7 @@ export class FakeTelegram {
   private readonly updates: Update[] = [];
   private readonly waiters = new Set<Waiter>();
   private readonly failures = new Map<string, ApiFailure[]>();
-  private readonly traps: Array<{ method: string; applied: boolean; hang: boolean; predicate: (call: RecordedCall) => boolean }> = [];
+  private readonly traps: Array<{ method: string; applied: boolean; hang: boolean; predicate: (call: RecordedCall) => boolean; answer?: ApiFailure }> = [];
   private readonly migrated = new Map<string, number>();
   private readonly files = new Map<string, { path: string; content: Buffer }>();
   private readonly sentAt = new Map<string, number[]>();
@@ -202,10 +202,11 @@ export class FakeTelegram {
   /**
    * The next call of `method` that matches `predicate` gets no answer: the connection is
    * dropped (`hang`: left open, never answered). `applied`: Telegram performed it first — the
-   * message was sent or edited, only the answer was lost.
+   * message was sent or edited, only the answer was lost. `answer`: instead of dropping the
+   * connection, this error is answered (a 5xx after acting).
    */
-  loseAnswer(method: string, options: { applied: boolean; hang?: boolean; predicate?: (call: RecordedCall) => boolean }): void {
-    this.traps.push({ method, applied: options.applied, hang: options.hang === true, predicate: options.predicate ?? (() => true) });
+  loseAnswer(method: string, options: { applied: boolean; hang?: boolean; predicate?: (call: RecordedCall) => boolean; answer?: ApiFailure }): void {
+    this.traps.push({ method, applied: options.applied, hang: options.hang === true, predicate: options.predicate ?? (() => true), ...(options.answer ? { answer: options.answer } : {}) });
   }
 
   /** The next call of `method` fails with this Bot API error (queue several to fail several). */
@@ -335,9 +336,14 @@ export class FakeTelegram {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const url = new URL(request.url ?? "/", this.apiRoot);
-    let trapped: { applied: boolean; hang: boolean } | undefined;
+    let trapped: { applied: boolean; hang: boolean; answer?: ApiFailure } | undefined;
     const reply = (status: number, body: unknown) => {
       if (trapped) {
+        const answer = trapped.answer;
+        if (answer) {
+          trapped = undefined;
+          return reply(answer.error_code, { ok: false, ...answer });
+        }
         if (!trapped.hang) response.destroy();
         return;
       }

@@ -6,7 +6,7 @@ import { Writable } from "node:stream";
 import type { Config } from "../../config/index.js";
 import { startGateway, type Gateway } from "../../src/gateway/gateway.js";
 import { createLogger, type Logger } from "../../src/logger.js";
-import { createMetrics } from "../../src/metrics.js";
+import { createMetrics, type Metrics } from "../../src/metrics.js";
 import { startWorkerRole, type WorkerRole } from "../../workers/worker-role.js";
 import type { ChannelAdapter } from "../../src/adapters/channel-adapter.js";
 import type { Tool } from "../../src/tools/index.js";
@@ -32,6 +32,8 @@ export function captureLogs(level = "debug", secrets: readonly string[] = []): L
 
 export interface Pipeline {
   gateway: Gateway;
+  /** The metrics the worker and the gateway count into. */
+  metrics: Metrics;
   worker?: WorkerRole;
   logs: LogCapture;
   close(): Promise<void>;
@@ -57,6 +59,7 @@ export async function startPipeline(
   const gateway = await startGateway({ config, redisAddress, adapters, logger: logs.logger, metrics });
   return {
     gateway,
+    metrics,
     ...(worker ? { worker } : {}),
     logs,
     close: async () => {

@@ -8,6 +8,9 @@ import type { Logger } from "../../logger.js";
 import type { TelegramAdapterOptions } from "./options.js";
 import { describeError } from "./send-reply.js";
 
+/** Methods that post a new message: their outcome after a 5xx is unknown. */
+const SENDS = new Set(["sendMessage", "sendDocument", "sendPhoto", "sendMediaGroup", "copyMessage", "forwardMessage"]);
+
 const apiRootOf = (options: Pick<TelegramAdapterOptions, "apiRoot">): string => (options.apiRoot ?? "https://api.telegram.org").replace(/\/+$/, "");
 
 /** The bot; `onGetMeFailed` hears of every failed getMe while grammY retries it at start. */
@@ -23,7 +26,11 @@ export function createBot(options: TelegramAdapterOptions, logger: Logger, onGet
   // 429 retry_after and 5xx are retried here (bounded); network errors are rethrown because
   // auto-retry's network loop ignores maxRetryAttempts (STACK §2.3) and would hold a reply
   // for up to an hour: the reply sender's job retries instead, resuming at the failed part.
-  bot.api.config.use(autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 30, rethrowHttpErrors: true }));
+  // A send's 5xx is not retried: Telegram may have sent the message before it failed
+  // (outcomeUnknown in send-reply.ts), and a resend would show it twice.
+  const retryAll = autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 30, rethrowHttpErrors: true });
+  const retryRefusals = autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 30, rethrowHttpErrors: true, rethrowInternalServerErrors: true });
+  bot.api.config.use((previous, method, payload, signal) => (SENDS.has(method) ? retryRefusals : retryAll)(previous, method, payload, signal));
   bot.api.config.use(async (previous, method, payload, signal) => {
     // grammY retries getMe at start on network errors: log each failure with our logger.
     if (method !== "getMe") return previous(method, payload, signal);

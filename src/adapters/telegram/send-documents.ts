@@ -5,7 +5,7 @@
  */
 import { InputFile, type Api } from "grammy";
 import type { PartSent, ReplyDocument, ReplyTarget } from "../channel-adapter.js";
-import { toApiSignal, toTelegramError } from "./send-reply.js";
+import { outcomeUnknown, toApiSignal, toTelegramError } from "./send-reply.js";
 
 export interface SendDocumentsOptions {
   /** Part index of the first document (the reply's text parts come first). */
@@ -21,13 +21,16 @@ export async function sendDocuments(api: Api, target: ReplyTarget, documents: re
   for (const [index, document] of documents.entries()) {
     const part = options.firstPart + index;
     if (part < options.fromPart) continue;
+    let unconfirmed = false;
     try {
       await api.sendDocument(target.chatId, new InputFile(Buffer.from(document.base64, "base64"), document.filename), {
         ...(threadId === undefined || Number.isNaN(threadId) ? {} : { message_thread_id: threadId }),
       }, toApiSignal(options.signal));
     } catch (error) {
-      throw toTelegramError(error);
+      // Sent, perhaps (the answer was lost): never sent again, as a text part (send-reply.ts).
+      if (!outcomeUnknown(error)) throw toTelegramError(error);
+      unconfirmed = true;
     }
-    await options.onPartSent(part, { last: index === documents.length - 1 });
+    await options.onPartSent(part, { last: index === documents.length - 1, ...(unconfirmed ? { unconfirmed: true as const } : {}) });
   }
 }

@@ -64,6 +64,7 @@ export async function sendReply(api: Api, target: ReplyTarget, markdown: string,
         ...(options.linkPreviews === true ? {} : { link_preview_options: { is_disabled: true } }),
         ...(index === parts.length - 1 ? options.lastPart : {}),
       };
+      let unconfirmed = false;
       try {
         try {
           await api.sendMessage(chatId, html, { ...common, parse_mode: "HTML" }, toApiSignal(options.signal));
@@ -78,9 +79,15 @@ export async function sendReply(api: Api, target: ReplyTarget, markdown: string,
         }
       } catch (error) {
         if (error instanceof ChatMovedError) throw error;
-        if (!refusesFormatting(error)) throw toTelegramError(error);
+        if (outcomeUnknown(error)) unconfirmed = true;
+        else if (!refusesFormatting(error)) throw toTelegramError(error);
         // Telegram refused the formatted text: the reply is never lost, simpler forms follow.
-        await sendSimpler(api, chatId, html, common, index, error.description, options);
+        else unconfirmed = await sendSimpler(api, chatId, html, common, index, error.description, options);
+        if (unconfirmed) options.logger.warn({ chatId, part: index, err: describeError(error) }, "telegram part's outcome unknown (sent, perhaps, answer lost); not sent again");
+      }
+      if (unconfirmed) {
+        await options.onPartSent?.(index, { last: index === parts.length - 1, unconfirmed: true });
+        continue;
       }
     }
     await options.onPartSent?.(index, { last: index === parts.length - 1 });
@@ -93,19 +100,46 @@ function refusesFormatting(error: unknown): error is GrammyError {
   return error instanceof GrammyError && error.error_code === 400 && error.parameters.migrate_to_chat_id === undefined && !chatRefuses(error.description);
 }
 
-/** Sends a refused part in its simpler forms, one after another, until one is accepted. */
-async function sendSimpler(api: Api, chatId: string, html: string, common: Record<string, unknown>, part: number, description: string, options: SendReplyOptions): Promise<void> {
+/**
+ * Sends a refused part in its simpler forms, one after another, until one is accepted.
+ * → true: a form's outcome is unknown (see `outcomeUnknown`), so no further form is tried.
+ */
+async function sendSimpler(api: Api, chatId: string, html: string, common: Record<string, unknown>, part: number, description: string, options: SendReplyOptions): Promise<boolean> {
   const forms = simplerForms(html);
   for (const [at, form] of forms.entries()) {
     options.logger.warn({ chatId, part, description, form: form.form }, "telegram refused the formatted text; sending it simpler");
     try {
       await api.sendMessage(chatId, form.text, form.html ? { ...common, parse_mode: "HTML" } : common, toApiSignal(options.signal));
-      return;
+      return false;
     } catch (error) {
+      if (outcomeUnknown(error)) return true;
       if (at === forms.length - 1 || !refusesFormatting(error)) throw toTelegramError(error);
       description = error.description;
     }
   }
+  return false;
+}
+
+/**
+ * Errors that say the request never reached Telegram: nothing can have been sent, so sending
+ * again is safe. Any other network failure (a reset or timeout while waiting for the answer)
+ * may come after Telegram acted.
+ */
+const NOT_SENT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ENETUNREACH", "EHOSTUNREACH"]);
+
+/**
+ * A send whose outcome is unknown: Telegram may have acted and only its answer was lost (a
+ * connection reset or timed out after the request went out, or a 5xx, which Telegram can
+ * answer after sending). The Bot API has no idempotency key and no way for a bot to read the
+ * chat back, so such a part is never sent again (docs/architecture.md, "Nothing answered
+ * twice"). 429 and other 4xx answers mean Telegram did not act.
+ */
+export function outcomeUnknown(error: unknown): boolean {
+  if (error instanceof GrammyError) return typeof error.error_code === "number" && error.error_code >= 500;
+  if (!(error instanceof HttpError)) return false;
+  const cause = error.error as { code?: unknown; errno?: unknown } | undefined;
+  const code = typeof cause?.code === "string" ? cause.code : typeof cause?.errno === "string" ? cause.errno : undefined;
+  return code === undefined || !NOT_SENT_CODES.has(code);
 }
 
 /** The new chat id when Telegram says the group became a supergroup. */

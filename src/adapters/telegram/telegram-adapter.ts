@@ -181,7 +181,7 @@ export class TelegramAdapter implements ChannelAdapter {
     const { parts } = await sendReply(this.bot.api, reply.target, reply.text, {
       fromPart: options.fromPart,
       // The files go out after the text: its last part is the reply's last only without them.
-      onPartSent: (partIndex, sent) => options.onPartSent(partIndex, { last: sent.last && documents === 0 }),
+      onPartSent: (partIndex, sent) => options.onPartSent(partIndex, { ...sent, last: sent.last && documents === 0 }),
       maxPartLength: this.options.maxPartLength ?? DEFAULT_PART_LENGTH,
       linkPreviews: this.options.linkPreviews ?? false,
       // The reply came from the old chat's session: once that session moved, the moved outbox
