@@ -16,17 +16,44 @@ export interface RetryPolicy {
 }
 
 export async function retrying<T>(what: string, attempt: () => Promise<T>, policy: RetryPolicy): Promise<T> {
+  // Attempts that timed out but have not settled: their command may still land (ioredis holds
+  // it through a frozen Redis). Giving up while one is pending would tell the user "send it
+  // again" for a message that is then stored and answered (issue 28 item 3).
+  const pending = new Set<Promise<T>>();
   for (let index = 0; ; index++) {
+    const call = attempt();
+    pending.add(call);
+    call.then(() => undefined, () => pending.delete(call));
     try {
-      return await withTimeout(attempt(), policy.attemptTimeoutMs, `${what}: no answer from the store within ${policy.attemptTimeoutMs} ms`);
+      return await withTimeout(call, policy.attemptTimeoutMs, `${what}: no answer from the store within ${policy.attemptTimeoutMs} ms`);
     } catch (error) {
       const delay = policy.delaysMs[index];
-      if (delay === undefined || policy.stopped()) throw error;
+      if (policy.stopped()) throw error;
+      if (delay === undefined) return await outlastPending(what, pending, error, policy);
       policy.logger.warn({ what, attempt: index + 1, err: describeError(error) }, "ingress submit failed; retrying");
       await new Promise((resolve) => setTimeout(resolve, delay));
       if (policy.stopped()) throw error;
     }
   }
+}
+
+/**
+ * Every attempt failed: waits while one that timed out may still land. The first to succeed is
+ * the answer (the message was stored); only once all of them failed is the last error thrown
+ * (the message is known not stored). Logged every `attemptTimeoutMs` while waiting; ends when stopped.
+ */
+async function outlastPending<T>(what: string, pending: Set<Promise<T>>, lastError: unknown, policy: RetryPolicy): Promise<T> {
+  const started = Date.now();
+  while (pending.size > 0) {
+    const settled = await Promise.race([
+      ...[...pending].map((call) => call.then((value) => ({ ok: true as const, value }), () => ({ ok: false as const }))),
+      new Promise<"tick">((resolve) => setTimeout(() => resolve("tick"), policy.attemptTimeoutMs)),
+    ]);
+    if (settled !== "tick" && settled.ok) return settled.value;
+    if (policy.stopped()) throw lastError;
+    if (settled === "tick") policy.logger.warn({ what, waitingMs: Date.now() - started, pending: pending.size }, "ingress submit still unanswered; waiting (it may still be stored)");
+  }
+  throw lastError;
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {

@@ -587,6 +587,32 @@ describe("telegram adapter, long polling", () => {
     await waitUntil(() => fake.confirmedOffset > update.update_id);
   });
 
+  it("never says 'send it again' while a timed-out submit may still land: waits for it, confirms once it is stored (issue 28 item 3)", async () => {
+    fake = await FakeTelegram.start();
+    // A frozen Redis: the first submit's command stays queued in ioredis past every attempt's
+    // timeout and every retry, then lands when Redis thaws. On main the user was told to send
+    // it again (and the message was then answered as well).
+    let release: (() => void) | undefined;
+    const held = new Promise<void>((resolve) => { release = resolve; });
+    let calls = 0;
+    const ingress = new RecordingIngress(async () => {
+      if (calls++ === 0) await held;
+      else await new Promise(() => undefined);
+      return { status: "accepted" };
+    });
+    await startAdapter(ingress, { submitRetryDelaysMs: [20, 20], submitAttemptTimeoutMs: 100 });
+    const update = fake.pushMessage({ chat: DM, from: ADA, text: "are you there?" });
+    await waitUntil(() => ingress.submissions.length === 3);
+    await sleep(800);
+    expect(fake.callsOf("sendMessage")).toHaveLength(0);
+    expect(fake.confirmedOffset).toBeLessThanOrEqual(update.update_id);
+    release?.();
+    await waitUntil(() => fake.confirmedOffset > update.update_id);
+    await sleep(300);
+    expect(fake.callsOf("sendMessage").map(textOf)).not.toContain(SUBMIT_FAILED_NOTICE);
+    expect(logLines.some((line) => line.includes("ingress submit still unanswered"))).toBe(true);
+  });
+
   it("sends one notice for an album of uncaptioned videos (media it cannot open)", async () => {
     fake = await FakeTelegram.start();
     const ingress = new RecordingIngress();
