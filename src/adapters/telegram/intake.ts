@@ -166,6 +166,7 @@ export class UpdateIntake {
     return retrying(what, attempt, {
       delaysMs: this.options.mode === "webhook" ? [] : (this.options.submitRetryDelaysMs ?? [500, 2000, 5000, 10000]),
       attemptTimeoutMs: this.options.submitAttemptTimeoutMs ?? 10_000,
+      outlastPending: this.options.mode === "polling",
       // Stopping: leave the update unconfirmed; the next process gets it again.
       stopped: this.options.stopped,
       logger: this.options.logger,

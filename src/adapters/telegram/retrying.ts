@@ -13,6 +13,8 @@ export interface RetryPolicy {
   /** No further attempt once this is true (shutdown). */
   stopped(): boolean;
   logger: Logger;
+  /** Wait for a timed-out attempt that may still land before giving up (polling; a webhook answers 500 and Telegram re-delivers). @defaultValue true */
+  outlastPending?: boolean;
 }
 
 export async function retrying<T>(what: string, attempt: () => Promise<T>, policy: RetryPolicy): Promise<T> {
@@ -29,7 +31,10 @@ export async function retrying<T>(what: string, attempt: () => Promise<T>, polic
     } catch (error) {
       const delay = policy.delaysMs[index];
       if (policy.stopped()) throw error;
-      if (delay === undefined) return await outlastPending(what, pending, error, policy);
+      if (delay === undefined) {
+        if (policy.outlastPending === false) throw error;
+        return await outlastPending(what, pending, error, policy);
+      }
       policy.logger.warn({ what, attempt: index + 1, err: describeError(error) }, "ingress submit failed; retrying");
       await new Promise((resolve) => setTimeout(resolve, delay));
       if (policy.stopped()) throw error;
