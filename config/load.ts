@@ -41,6 +41,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (flat.REDIS_SENTINELS && !flat.REDIS_SENTINEL_MASTER) {
     throw new ConfigError("Invalid configuration:\n  REDIS_SENTINEL_MASTER: required when REDIS_SENTINELS is set (the name in the sentinels' `sentinel monitor NAME host port quorum`)");
   }
+  if (flat.REDIS_CLUSTER_NODES && flat.REDIS_SENTINELS) {
+    throw new ConfigError("Invalid configuration:\n  REDIS_CLUSTER_NODES: not with REDIS_SENTINELS (a Cluster fails over by itself; choose one topology)");
+  }
   const config: Config = Object.freeze({ ...flat, ...parseSections(file.sections, file.path) });
   interpolatedSecrets.set(config, file.secrets);
   return config;

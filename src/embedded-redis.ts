@@ -3,7 +3,7 @@ import { mkdirSync } from "node:fs";
 import { connect } from "node:net";
 import { resolve } from "node:path";
 import type { Logger } from "./logger.js";
-import { describeRedisAddress, parseHostPorts, type RedisAddress, type SentinelAddress } from "./queue/redis.js";
+import { describeRedisAddress, parseHostPorts, type ClusterAddress, type RedisAddress, type SentinelAddress } from "./queue/redis.js";
 
 export async function isListening(host: string, port: number, timeoutMs = 500): Promise<boolean> {
   return new Promise((done) => {
@@ -41,6 +41,8 @@ export interface RedisLookup {
   redisUrl?: string;
   /** REDIS_SENTINELS and friends: the master they name wins over REDIS_URL's host. */
   sentinel?: SentinelAddress;
+  /** REDIS_CLUSTER_NODES: a Cluster, its nodes' password from REDIS_URL. */
+  cluster?: ClusterAddress;
   dataDir: string;
   /** The default Redis port probed when REDIS_URL is unset (tests move it). */
   defaultPort?: number;
@@ -53,6 +55,7 @@ export interface RedisLookup {
  * private redis-server (AOF on, data under DATA_DIR/redis) on loopback port 6399.
  */
 export async function locateRedis(lookup: RedisLookup): Promise<RedisLocation> {
+  if (lookup.cluster) return { kind: "configured", url: describeRedisAddress(lookup.cluster), address: lookup.cluster };
   if (lookup.sentinel) return { kind: "configured", url: describeRedisAddress(lookup.sentinel), address: lookup.sentinel };
   if (lookup.redisUrl) return { kind: "configured", url: lookup.redisUrl, address: lookup.redisUrl };
   const defaultPort = lookup.defaultPort ?? 6379;
@@ -71,6 +74,7 @@ export interface RedisSettings {
   REDIS_SENTINELS?: string | undefined;
   REDIS_SENTINEL_MASTER?: string | undefined;
   REDIS_SENTINEL_PASSWORD?: string | undefined;
+  REDIS_CLUSTER_NODES?: string | undefined;
   DATA_DIR: string;
 }
 
@@ -80,6 +84,19 @@ export interface RedisSettings {
  */
 export function redisLookupOf(config: RedisSettings): RedisLookup {
   const lookup: RedisLookup = { dataDir: config.DATA_DIR, ...(config.REDIS_URL ? { redisUrl: config.REDIS_URL } : {}) };
+  if (config.REDIS_CLUSTER_NODES) {
+    const auth = config.REDIS_URL ? new URL(config.REDIS_URL) : undefined;
+    return {
+      ...lookup,
+      cluster: {
+        kind: "cluster",
+        nodes: parseHostPorts(config.REDIS_CLUSTER_NODES),
+        ...(auth?.username ? { username: decodeURIComponent(auth.username) } : {}),
+        ...(auth?.password ? { password: decodeURIComponent(auth.password) } : {}),
+        ...(auth?.protocol === "rediss:" ? { tls: true } : {}),
+      },
+    };
+  }
   if (!config.REDIS_SENTINELS) return lookup;
   if (!config.REDIS_SENTINEL_MASTER) throw new Error("REDIS_SENTINEL_MASTER is required with REDIS_SENTINELS");
   const auth = config.REDIS_URL ? new URL(config.REDIS_URL) : undefined;

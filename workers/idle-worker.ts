@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import { runIdleCompaction, type IdleCompactionDeps, type IdleCompactionOutcome } from "../src/agent/idle-compaction.js";
 import type { Logger } from "../src/logger.js";
-import { IDLE_QUEUE, PAYLOAD_VERSION, createRedis, type IdleJobData, type RedisAddress } from "../src/queue/index.js";
+import { IDLE_QUEUE, PAYLOAD_VERSION, createRedis, queuePrefixOf, type IdleJobData, type RedisAddress } from "../src/queue/index.js";
 import { attemptToken } from "../src/session/lease.js";
 
 export interface IdleWorkerOptions {
@@ -55,7 +55,7 @@ export function startIdleWorker(options: IdleWorkerOptions): { close(): Promise<
     },
     {
       connection,
-      prefix: options.prefix,
+      prefix: queuePrefixOf(connection, options.prefix, IDLE_QUEUE),
       // A compaction is one summarizer call at a time per worker: it never crowds out turns.
       concurrency: 1,
       lockDuration: options.lockMs,

@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { UnrecoverableError, Worker, type Job } from "bullmq";
 import type { Logger } from "../src/logger.js";
-import { PAYLOAD_VERSION, SCHEDULE_QUEUE, createRedis, type FiringJobData, type RedisAddress } from "../src/queue/index.js";
+import { PAYLOAD_VERSION, SCHEDULE_QUEUE, createRedis, queuePrefixOf, type FiringJobData, type RedisAddress } from "../src/queue/index.js";
 import { fireOccurrence, type FiringDeps, type FiringOutcome, type ScheduleService } from "../src/schedule/index.js";
 
 export interface ScheduleWorkerOptions {
@@ -33,7 +33,7 @@ export function startScheduleWorker(options: ScheduleWorkerOptions): { close(): 
     },
     {
       connection,
-      prefix: options.prefix,
+      prefix: queuePrefixOf(connection, options.prefix, SCHEDULE_QUEUE),
       // Firings are a few Redis calls each; a handful at once is plenty.
       concurrency: 4,
       lockDuration: options.lockMs,

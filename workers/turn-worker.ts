@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import type { Logger } from "../src/logger.js";
-import { PAYLOAD_VERSION, TURN_QUEUE, createRedis, type Producers, type TurnJobData, type RedisAddress } from "../src/queue/index.js";
+import { PAYLOAD_VERSION, TURN_QUEUE, createRedis, queuePrefixOf, type Producers, type TurnJobData, type RedisAddress } from "../src/queue/index.js";
 import { attemptToken } from "../src/session/lease.js";
 import { hasLegacyWork, migrateSession } from "../src/session/migrate.js";
 import type { SessionStore } from "../src/session/store.js";
@@ -68,7 +68,7 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
     },
     {
       connection,
-      prefix: options.prefix,
+      prefix: queuePrefixOf(connection, options.prefix, TURN_QUEUE),
       concurrency: options.concurrency,
       lockDuration: options.lockMs,
       stalledInterval: options.lockMs,

@@ -4,12 +4,13 @@
  */
 import { minReplicasAckOf, type Config } from "../../config/index.js";
 import { locateRedis, NO_REDIS_FIX, redisLookupOf, type RedisLookup } from "../embedded-redis.js";
+import { clusterMasters } from "../queue/index.js";
 import { CHECK_GROUPS, fail, ok, skip, type CheckResult, type DoctorCheck } from "./check.js";
 import { llmResults } from "./llm.js";
 import { discordResults, telegramResults } from "./platforms.js";
 import { connectForChecks, durabilityResults, ownershipResult, readRedisFacts, unreachableResult } from "./redis.js";
 import { settingsResults } from "./settings.js";
-import { replicaResult, sentinelResults } from "./topology.js";
+import { clusterResults, replicaResult, sentinelResults } from "./topology.js";
 
 export interface DoctorOptions {
   /** Longest wait of one network check. @defaultValue 15000 */
@@ -47,10 +48,12 @@ export async function redisResults(config: Config, timeoutMs: number, lookup: Do
     return [ok("redis", `nothing on 127.0.0.1:6379: npm start runs a private redis-server (AOF, fsync every second, noeviction) with its data in ${location.dir}`)];
   }
   const explicit = location.kind === "configured";
-  const sentinel = location.kind === "configured" && typeof location.address !== "string" ? location.address : undefined;
+  const configured = location.kind === "configured" && typeof location.address !== "string" ? location.address : undefined;
+  const sentinel = configured?.kind === "sentinel" ? configured : undefined;
+  const cluster = configured?.kind === "cluster";
   const topology = sentinel ? await sentinelResults(sentinel, Math.min(timeoutMs, 5_000)) : [];
   if (topology.some((result) => result.status === "fail")) return topology;
-  const source = sentinel ? "the master REDIS_SENTINELS name" : explicit ? "REDIS_URL" : location.kind === "default" ? "found listening, REDIS_URL unset" : "longhaul's private redis-server";
+  const source = sentinel ? "the master REDIS_SENTINELS name" : cluster ? "the REDIS_CLUSTER_NODES cluster" : explicit ? "REDIS_URL" : location.kind === "default" ? "found listening, REDIS_URL unset" : "longhaul's private redis-server";
   let redis;
   try {
     redis = await connectForChecks(location.kind === "configured" ? location.address : location.url, Math.min(timeoutMs, 5_000));
@@ -59,6 +62,24 @@ export async function redisResults(config: Config, timeoutMs: number, lookup: Do
   }
   try {
     const facts = await readRedisFacts(redis, config.REDIS_PREFIX);
+    if (cluster) {
+      const shape = await clusterResults(redis);
+      // Each master answers INFO and CONFIG for itself: every one must keep AOF and noeviction.
+      const masters = await Promise.all(clusterMasters(redis).map(async (master) => ({
+        where: `${master.options.host ?? "?"}:${master.options.port ?? "?"}`,
+        facts: await readRedisFacts(master, config.REDIS_PREFIX, { ownership: false }),
+        keys: await master.dbsize(),
+      })));
+      const perMaster = masters.map(({ where, facts: own }) => durabilityResults(own).map((result) => ({ ...result, detail: `master ${where}: ${result.detail}` })));
+      // The deployment's keys are spread over the masters: empty means empty on every one.
+      facts.keys = masters.reduce((sum, master) => sum + master.keys, 0);
+      return [
+        ...shape,
+        ok("redis", `reachable: Redis ${facts.version ?? "(version unknown)"} (${source})`),
+        ownershipResult(facts, { url: location.kind === "configured" ? location.address : location.url, explicit, prefix: config.REDIS_PREFIX }),
+        ...perMaster.flat(),
+      ];
+    }
     return [
       ...topology,
       ...(sentinel ? [await replicaResult(redis, minReplicasAckOf(config))] : []),

@@ -56,7 +56,7 @@ function describeRedisError(error: unknown): string {
 }
 
 /** Reads what the checks judge. GET marker and DBSIZE run as one transaction: see `ownershipResult`. */
-export async function readRedisFacts(redis: Redis, prefix: string): Promise<RedisFacts> {
+export async function readRedisFacts(redis: Redis, prefix: string, options: { ownership?: boolean } = {}): Promise<RedisFacts> {
   const server = parseInfo(await redis.info("server"));
   const persistence = parseInfo(await redis.info("persistence"));
   const memory = parseInfo(await redis.info("memory"));
@@ -68,7 +68,8 @@ export async function readRedisFacts(redis: Redis, prefix: string): Promise<Redi
       return undefined; // CONFIG renamed or disabled (ElastiCache, Upstash…)
     }
   };
-  const snapshot = await redis.multi().get(globalKeys(prefix).marker).dbsize().exec();
+  // A Cluster's master answers only for its own slots: its facts are read without the marker.
+  const snapshot = options.ownership === false ? undefined : await redis.multi().get(globalKeys(prefix).marker).dbsize().exec();
   const maxmemory = memory.maxmemory ?? (await config("maxmemory"));
   return {
     version: server.redis_version,

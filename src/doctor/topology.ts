@@ -79,3 +79,32 @@ export async function replicaResult(master: Redis, minReplicasAck: number): Prom
   }
   return ok("redis", `${online} replicas online; the ingress waits for ${minReplicasAck} to confirm each message`);
 }
+
+function infoField(info: string, name: string): string | undefined {
+  return new RegExp(`^${name}:(.*)$`, "m").exec(info)?.[1]?.trim();
+}
+
+/**
+ * A Cluster's shape (`npm run doctor` with REDIS_CLUSTER_NODES): every slot covered and served,
+ * the state ok, and how many masters and replicas answer. Each master's durability (AOF,
+ * noeviction) is judged by redis.ts, per master.
+ */
+export async function clusterResults(redis: Redis): Promise<CheckResult[]> {
+  const info = (await redis.call("CLUSTER", "INFO")) as string;
+  const state = infoField(info, "cluster_state");
+  const assigned = Number(infoField(info, "cluster_slots_assigned") ?? 0);
+  const served = Number(infoField(info, "cluster_slots_ok") ?? 0);
+  const masters = Number(infoField(info, "cluster_size") ?? 0);
+  const nodes = Number(infoField(info, "cluster_known_nodes") ?? 0);
+  if (state !== "ok" || assigned < 16_384) {
+    return [fail("redis", `cluster state ${state ?? "unknown"}: ${assigned} of 16384 slots assigned, ${served} served — commands for the others fail`,
+      "assign every slot (redis-cli --cluster fix HOST:PORT) and start the masters that are down")];
+  }
+  const results = [ok("redis", `cluster ok: 16384 slots served by ${masters} master${masters === 1 ? "" : "s"}, ${nodes} node${nodes === 1 ? "" : "s"} known`)];
+  const replicas = nodes - masters;
+  if (replicas < masters) {
+    results.push(warn("redis", `${replicas} replica${replicas === 1 ? "" : "s"} for ${masters} masters: a master that dies without a replica takes its slots' sessions and queues with it until it is back`,
+      "give every master a replica (redis-cli --cluster add-node NEW HOST:PORT --cluster-slave)"));
+  }
+  return results;
+}

@@ -4,7 +4,7 @@ import type { ChannelAdapter, SendOptions } from "../adapters/channel-adapter.js
 import type { OutboundReply, Platform } from "../core/channel.js";
 import { errorMessage, PermanentError, RetryableError } from "../errors.js";
 import type { Logger } from "../logger.js";
-import { PAYLOAD_VERSION, createRedis, deliveryQueueName, type DeliveryJobData, type Producers, type RedisAddress } from "../queue/index.js";
+import { PAYLOAD_VERSION, createRedis, deliveryQueueName, queuePrefixOf, type DeliveryJobData, type Producers, type RedisAddress } from "../queue/index.js";
 import { attemptToken, LeaseKeeper } from "../session/lease.js";
 import { DeliveryFencedError, Outbox, type DeliveryStep } from "../session/outbox.js";
 import { PreviewRecords } from "../session/previews.js";
@@ -184,7 +184,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
 
   const workers = [...options.adapters.keys()].map((platform) => {
     const worker = new Worker<DeliveryJobData>(deliveryQueueName(platform), deliver, {
-      connection, prefix: options.prefix, concurrency: options.concurrency, lockDuration: options.lockMs, stalledInterval: options.lockMs,
+      connection, prefix: queuePrefixOf(connection, options.prefix, deliveryQueueName(platform)), concurrency: options.concurrency, lockDuration: options.lockMs, stalledInterval: options.lockMs,
     });
     worker.on("error", (error) => log.error({ err: error }, "delivery-worker-error"));
     worker.on("failed", (job, error) => log.warn({ jobId: job?.id, sessionKey: job?.data.sessionKey, err: error }, "delivery-failed"));

@@ -13,6 +13,7 @@
 import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { PAYLOAD_VERSION } from "./jobs.js";
+import { queuePrefixOf } from "./redis.js";
 
 export const IDLE_QUEUE = "idle-compactions";
 
@@ -51,7 +52,7 @@ export interface IdleQueue {
 }
 
 export function createIdleQueue(connection: Redis, prefix: string, options: { now?: () => number } = {}): IdleQueue {
-  const queue = new Queue<IdleJobData>(IDLE_QUEUE, { connection, prefix });
+  const queue = new Queue<IdleJobData>(IDLE_QUEUE, { connection, prefix: queuePrefixOf(connection, prefix, IDLE_QUEUE) });
   const now = options.now ?? Date.now;
   // Errors surface on the add() promise; the listener only keeps them from being unhandled.
   queue.on("error", () => undefined);

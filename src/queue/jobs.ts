@@ -42,3 +42,15 @@ export const deliveryDedupId = (sessionKey: string) => `deliver/${sessionKey}`;
  * The approval id is a UUID; BullMQ refuses ':' in job ids, which session keys contain.
  */
 export const approvalTimeoutJobId = (approvalId: string) => `approval-${approvalId}`;
+
+/**
+ * BullMQ's key prefix for one queue. A BullMQ script touches several keys of its queue
+ * (`<prefix>:<queue>:wait`, `…:active`, `…:<job id>`), so on a Redis Cluster they must share a
+ * slot: each queue gets its own hash tag (`<prefix>:{<queue>}`), which also spreads the queues
+ * over the masters. A single Redis (or Sentinel) keeps the plain prefix, so an existing
+ * deployment's queued jobs stay where they are (`npm run admin -- migrate-to-cluster` renames
+ * them when it copies a deployment to a Cluster).
+ */
+export function queuePrefix(prefix: string, queue: string, cluster: boolean): string {
+  return cluster ? `${prefix}:{${queue}}` : prefix;
+}

@@ -5,6 +5,7 @@ import {
   PAYLOAD_VERSION, PLATFORMS, TURN_QUEUE, approvalTimeoutJobId, deliveryDedupId, deliveryQueueName, turnDedupId,
   type DeliveryJobData, type TurnJobData,
 } from "./jobs.js";
+import { queuePrefixOf } from "./redis.js";
 
 /**
  * What is kept of a finished turn or delivery job (docs/decisions.md, "Job retention"). A
@@ -51,9 +52,9 @@ export interface Producers {
 }
 
 export function createProducers(connection: Redis, prefix: string, turnAttempts = 4): Producers {
-  const options = { connection, prefix, streams: { events: { maxLen: EVENTS_MAX_LEN } } };
-  const turnQueue = new Queue<TurnJobData>(TURN_QUEUE, options);
-  const deliveryQueues = new Map(PLATFORMS.map((platform) => [platform, new Queue<DeliveryJobData>(deliveryQueueName(platform), options)]));
+  const options = (queue: string) => ({ connection, prefix: queuePrefixOf(connection, prefix, queue), streams: { events: { maxLen: EVENTS_MAX_LEN } } });
+  const turnQueue = new Queue<TurnJobData>(TURN_QUEUE, options(TURN_QUEUE));
+  const deliveryQueues = new Map(PLATFORMS.map((platform) => [platform, new Queue<DeliveryJobData>(deliveryQueueName(platform), options(deliveryQueueName(platform)))]));
   // Errors surface on the add() promise; the listener only keeps them from being unhandled.
   for (const queue of [turnQueue, ...deliveryQueues.values()]) queue.on("error", () => undefined);
 

@@ -1,4 +1,5 @@
-import { Redis, type RedisOptions } from "ioredis";
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
+import { queuePrefix } from "./jobs.js";
 
 /** One sentinel or node address. */
 export interface HostPort {
@@ -22,8 +23,24 @@ export interface SentinelAddress {
   password?: string;
 }
 
-/** Where Redis is: a `redis://` or `rediss://` URL, or a Sentinel-managed master. */
-export type RedisAddress = string | SentinelAddress;
+/**
+ * A Redis Cluster: connections learn the slot map from any node they reach (`nodes` are seeds,
+ * not necessarily every node), follow MOVED/ASK redirections and failovers, and send each command
+ * to the master of its key's slot. Every script and transaction of ours touches one slot (a
+ * session's keys share its `{sessionKey}` tag); BullMQ's queues get one tag each (`queuePrefix`).
+ */
+export interface ClusterAddress {
+  kind: "cluster";
+  nodes: readonly HostPort[];
+  /** The nodes' AUTH (from REDIS_URL's userinfo when it is set beside the nodes). */
+  username?: string;
+  password?: string;
+  /** TLS to every node (REDIS_URL with rediss://). */
+  tls?: boolean;
+}
+
+/** Where Redis is: a `redis://` or `rediss://` URL, a Sentinel-managed master, or a Cluster. */
+export type RedisAddress = string | SentinelAddress | ClusterAddress;
 
 /** Parses `host:port,host:port,…` (IPv6 hosts in brackets). */
 export function parseHostPorts(list: string): HostPort[] {
@@ -38,6 +55,7 @@ export function parseHostPorts(list: string): HostPort[] {
 
 /** Where an address points, for messages and logs: never a password. */
 export function describeRedisAddress(address: RedisAddress): string {
+  if (typeof address !== "string" && address.kind === "cluster") return `cluster via ${address.nodes.map(({ host, port }) => `${host.includes(":") ? `[${host}]` : host}:${port}`).join(",")}`;
   if (typeof address !== "string") return `sentinel master "${address.master}" via ${address.sentinels.map(({ host, port }) => `${host.includes(":") ? `[${host}]` : host}:${port}`).join(",")}`;
   try {
     return new URL(address).host;
@@ -60,6 +78,7 @@ export function createRedis(address: RedisAddress, options: RedisOptions = {}): 
     retryStrategy: (attempt) => Math.min(100 * attempt, 2_000),
   };
   if (typeof address === "string") return new Redis(address, { ...common, ...options });
+  if (address.kind === "cluster") return createCluster(address, { ...common, ...options });
   const client = new Redis({
     ...common,
     sentinels: address.sentinels.map(({ host, port }) => ({ host, port })),
@@ -83,6 +102,71 @@ export function createRedis(address: RedisAddress, options: RedisOptions = {}): 
     ...options,
   });
   return client.options.failoverDetector ? reviveAfterFailover(client) : client;
+}
+
+/**
+ * Options a caller gives for one connection that a Cluster takes at its own level rather than
+ * per node (ioredis ClusterOptions); the rest go to every node's connection.
+ */
+const CLUSTER_LEVEL = ["lazyConnect", "enableOfflineQueue", "enableReadyCheck", "maxRetriesPerRequest", "retryStrategy", "scripts"] as const;
+
+/**
+ * A Cluster client typed as a Redis: ioredis' Cluster has the same commands, MULTI, pipelines,
+ * scripts, pub/sub and `duplicate()` (BullMQ uses it for its blocking connections), so every
+ * room keeps one connection type. What differs is what a node answers for itself (INFO, CONFIG,
+ * DBSIZE, SCAN): code that needs every node asks `clusterMasters` (the doctor, the admin tools).
+ */
+function createCluster(address: ClusterAddress, options: RedisOptions): Redis {
+  const perNode: RedisOptions = { ...options };
+  for (const key of CLUSTER_LEVEL) delete perNode[key];
+  const retry = options.retryStrategy;
+  const clusterOptions: ClusterOptions = {
+    redisOptions: {
+      ...perNode,
+      ...(address.username ? { username: address.username } : {}),
+      ...(address.password ? { password: address.password } : {}),
+      ...(address.tls ? { tls: {} } : {}),
+      // BullMQ reads maxRetriesPerRequest from the nodes' options of a Cluster.
+      maxRetriesPerRequest: options.maxRetriesPerRequest ?? null,
+    },
+    ...(options.lazyConnect !== undefined ? { lazyConnect: options.lazyConnect } : {}),
+    ...(options.enableOfflineQueue !== undefined ? { enableOfflineQueue: options.enableOfflineQueue } : {}),
+    enableReadyCheck: options.enableReadyCheck ?? true,
+    // Seeds unreachable: try again as a single connection would (null gives up, as for the doctor).
+    clusterRetryStrategy: (attempt) => (retry ? retry(attempt) ?? null : Math.min(100 * attempt, 2_000)),
+    // A slot moving (resharding) or its master failing over: wait and resend, as a single
+    // connection waits for a restart. 16 redirections cover a failover's few seconds.
+    maxRedirections: 16,
+    retryDelayOnFailover: 200,
+    retryDelayOnClusterDown: 300,
+    retryDelayOnTryAgain: 200,
+    retryDelayOnMoved: 0,
+    // Every command to the slot's master: replicas may lag, and our reads decide writes.
+    scaleReads: "master",
+    // Keep the slot map fresh without waiting for a redirection (a failover elsewhere).
+    slotsRefreshInterval: 5_000,
+    slotsRefreshTimeout: 2_000,
+  };
+  return new Cluster(address.nodes.map(({ host, port }) => ({ host, port })), clusterOptions) as unknown as Redis;
+}
+
+/** Whether a connection is a Cluster client (ioredis sets `isCluster` on both kinds). */
+export function isCluster(redis: Redis): boolean {
+  return (redis as { isCluster?: boolean }).isCluster === true;
+}
+
+/** BullMQ's prefix for `queue` on this connection (a hash tag per queue on a Cluster). */
+export function queuePrefixOf(connection: Redis, prefix: string, queue: string): string {
+  return queuePrefix(prefix, queue, isCluster(connection));
+}
+
+/**
+ * The masters of a Cluster, each as its own connection (for what a node answers only for
+ * itself: INFO, CONFIG GET, DBSIZE, SCAN); a single Redis is its own one master.
+ */
+export function clusterMasters(redis: Redis): Redis[] {
+  if (!isCluster(redis)) return [redis];
+  return (redis as unknown as Cluster).nodes("master") as Redis[];
 }
 
 /**

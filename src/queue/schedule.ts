@@ -7,6 +7,7 @@ import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { FiringAlarms } from "../schedule/index.js";
 import { PAYLOAD_VERSION } from "./jobs.js";
+import { queuePrefixOf } from "./redis.js";
 
 export const SCHEDULE_QUEUE = "schedule";
 
@@ -26,7 +27,7 @@ export interface FiringQueue extends FiringAlarms {
 }
 
 export function createFiringQueue(connection: Redis, prefix: string): FiringQueue {
-  const queue = new Queue<FiringJobData>(SCHEDULE_QUEUE, { connection, prefix });
+  const queue = new Queue<FiringJobData>(SCHEDULE_QUEUE, { connection, prefix: queuePrefixOf(connection, prefix, SCHEDULE_QUEUE) });
   // Errors surface on the add() promise; the listener only keeps them from being unhandled.
   queue.on("error", () => undefined);
   return {

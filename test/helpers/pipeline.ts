@@ -39,11 +39,11 @@ export interface Pipeline {
   close(): Promise<void>;
 }
 
-/** The Redis a test's configuration names, composed as main.ts composes it (REDIS_SENTINELS or REDIS_URL). */
+/** The Redis a test's configuration names, composed as main.ts composes it (REDIS_CLUSTER_NODES, REDIS_SENTINELS or REDIS_URL). */
 export function testRedisAddress(config: Config): RedisAddress {
   const lookup = redisLookupOf(config);
-  const address = lookup.sentinel ?? lookup.redisUrl;
-  if (!address) throw new Error("tests must set REDIS_URL or REDIS_SENTINELS");
+  const address = lookup.cluster ?? lookup.sentinel ?? lookup.redisUrl;
+  if (!address) throw new Error("tests must set REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES");
   return address;
 }
 

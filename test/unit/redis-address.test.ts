@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../config/index.js";
 import { redisLookupOf } from "../../src/embedded-redis.js";
-import { describeRedisAddress, parseHostPorts } from "../../src/queue/index.js";
+import { describeRedisAddress, parseHostPorts, queuePrefix } from "../../src/queue/index.js";
 
 describe("Redis topology settings", () => {
   it("reads REDIS_SENTINELS as host:port pairs, IPv6 in brackets", () => {
@@ -37,5 +37,29 @@ describe("Redis topology settings", () => {
   it("without sentinels the lookup is REDIS_URL as before", () => {
     expect(redisLookupOf(loadConfig({ REDIS_URL: "redis://10.0.0.9:6380" }))).toEqual({ dataDir: "./data", redisUrl: "redis://10.0.0.9:6380" });
     expect(redisLookupOf(loadConfig({}))).toEqual({ dataDir: "./data" });
+  });
+});
+
+describe("Redis Cluster settings", () => {
+  it("REDIS_CLUSTER_NODES names the seeds; REDIS_URL gives the nodes' credentials and TLS", () => {
+    const lookup = redisLookupOf(loadConfig({ REDIS_URL: "rediss://app:s%40cret@ignored:6379", REDIS_CLUSTER_NODES: "10.0.0.1:7000,10.0.0.2:7001" }));
+    expect(lookup.cluster).toEqual({
+      kind: "cluster", username: "app", password: "s@cret", tls: true,
+      nodes: [{ host: "10.0.0.1", port: 7000 }, { host: "10.0.0.2", port: 7001 }],
+    });
+    const described = describeRedisAddress(lookup.cluster!);
+    expect(described).toBe("cluster via 10.0.0.1:7000,10.0.0.2:7001");
+    expect(described).not.toContain("s@cret");
+  });
+
+  it("refuses a Cluster and Sentinel together, and a malformed node list", () => {
+    expect(() => loadConfig({ REDIS_CLUSTER_NODES: "127.0.0.1:7000", REDIS_SENTINELS: "127.0.0.1:26379", REDIS_SENTINEL_MASTER: "m" })).toThrow(/REDIS_CLUSTER_NODES: not with REDIS_SENTINELS/);
+    expect(() => loadConfig({ REDIS_CLUSTER_NODES: "nohostport" })).toThrow(/REDIS_CLUSTER_NODES/);
+  });
+
+  it("BullMQ's prefix: one hash tag per queue on a Cluster, the plain prefix on one Redis", () => {
+    expect(queuePrefix("lh", "turns", true)).toBe("lh:{turns}");
+    expect(queuePrefix("lh", "deliveries-telegram", true)).toBe("lh:{deliveries-telegram}");
+    expect(queuePrefix("lh", "turns", false)).toBe("lh");
   });
 });

@@ -23,7 +23,7 @@ interface Atomic {
   keys: string[];
 }
 
-describe("Cluster shape of the key layout, measured on a chat (no Cluster support yet: this holds the ground for it)", () => {
+describe("Cluster shape of the key layout, measured on a chat on one Redis (test/integration/topology/cluster.test.ts runs it on a real Cluster)", () => {
   let redis: RedisServerHandle;
   let judge: { child: ChildProcess; client: Redis; dir: string };
   let llm: FakeLlm;
@@ -92,7 +92,7 @@ describe("Cluster shape of the key layout, measured on a chat (no Cluster suppor
     expect(crossing).toEqual([]);
   });
 
-  it("so do the deployment-wide ones of ours; only BullMQ's queue scripts cross slots (its keys carry no tag yet)", async () => {
+  it("so do the deployment-wide ones of ours; only BullMQ's queue scripts cross slots on one Redis (on a Cluster each queue gets its hash tag: queuePrefix)", async () => {
     const queueKey = /^[A-Za-z0-9_-]+:(turns|deliveries-[a-z]+|schedule|idle-compactions):/;
     const ours = atomics.filter((atomic) => !atomic.keys.every((key) => queueKey.test(key)));
     const queues = atomics.filter((atomic) => atomic.keys.length > 0 && atomic.keys.every((key) => queueKey.test(key)));

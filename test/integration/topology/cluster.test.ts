@@ -1,0 +1,83 @@
+/**
+ * The pipeline (ingress, BullMQ queues, worker, delivery) on a real Redis Cluster: three masters
+ * made with `redis-cli --cluster create` (test/helpers/redis-cluster.ts). A MULTI or a script
+ * whose keys span two slots fails there (CROSSSLOT), and a command sent to the wrong node is
+ * answered MOVED: a chat that runs clean here — compactions included — runs on any Cluster.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { formatResult } from "../../../src/doctor/check.js";
+import { redisResults } from "../../../src/doctor/doctor.js";
+import { IDLE_QUEUE, SCHEDULE_QUEUE, TURN_QUEUE, deliveryQueueName } from "../../../src/queue/index.js";
+import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
+import { isSummarizerRequest } from "../../helpers/agent-fixtures.js";
+import { testConfig } from "../../helpers/config.js";
+import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
+import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
+import { startRedisCluster, type RedisClusterHandle } from "../../helpers/redis-cluster.js";
+
+describe("Redis Cluster: the pipeline on three masters", () => {
+  let cluster: RedisClusterHandle;
+  let llm: FakeLlm;
+  let pipeline: Pipeline;
+  const adapter = new RecordingAdapter("console");
+  const onCluster = () => testConfig({
+    // REDIS_URL points nowhere: the cluster's nodes are the seeds.
+    REDIS_URL: "redis://127.0.0.1:1", REDIS_CLUSTER_NODES: cluster.nodeList, LLM_BASE_URL: llm.url, LLM_CONTEXT_WINDOW: "8000",
+  });
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+    llm = await startFakeLlm();
+    llm.route(isSummarizerRequest, { text: "## Goal\nA long chat about the sea." });
+    pipeline = await startPipeline(onCluster(), [adapter]);
+  }, 120_000);
+  afterAll(async () => {
+    await pipeline?.close();
+    await llm?.close();
+    await cluster?.dispose();
+  });
+
+  /** Keys of a deployment per master, by the masters' own DBSIZE. */
+  const keysPerMaster = () => cluster.nodes.map((node) => Number(cluster.cli(node.port, "DBSIZE").trim()));
+
+  it("answers a conversation in several chats, commands included, with no error logged", async () => {
+    for (const [chat, text] of [["a", "hello"], ["b", "hi"], ["a", "how are you"], ["a", "/new"], ["b", "/status"], ["c", "hey"]] as const) {
+      const reply = await adapter.ask(inbound({ chatId: chat, text }), 60_000);
+      expect(reply.length).toBeGreaterThan(0);
+    }
+    expect(pipeline.logs.lines.filter((line) => /CROSSSLOT|MOVED|"level":(50|60)/.test(line))).toEqual([]);
+  }, 180_000);
+
+  it("a long session compacts on the cluster (summarizer called, the turn answered)", async () => {
+    const summaries = llm.requests.filter(isSummarizerRequest).length;
+    for (let turn = 0; turn < 40 && llm.requests.filter(isSummarizerRequest).length === summaries; turn++) {
+      const reply = await adapter.ask(inbound({ chatId: "long", text: `chapter ${turn}: ${"the waves, the wind and the salt on the deck ".repeat(40)}` }), 60_000);
+      expect(reply.length).toBeGreaterThan(0);
+    }
+    expect(llm.requests.filter(isSummarizerRequest).length).toBeGreaterThan(summaries);
+    const after = await adapter.ask(inbound({ chatId: "long", text: "and now?" }), 60_000);
+    expect(after.length).toBeGreaterThan(0);
+    expect(pipeline.logs.lines.filter((line) => /CROSSSLOT|MOVED|"level":(50|60)/.test(line))).toEqual([]);
+  }, 300_000);
+
+  it("spreads the deployment over the masters: each queue has its own slot, sessions land on several nodes", () => {
+    const slotOf = (key: string) => Number(cluster.cli(cluster.nodes[0]!.port, "CLUSTER", "KEYSLOT", key).trim());
+    const queues = [TURN_QUEUE, deliveryQueueName("console"), SCHEDULE_QUEUE, IDLE_QUEUE];
+    const slots = new Set(queues.map((queue) => slotOf(`longhaul:{${queue}}:${queue}:wait`)));
+    expect(slots.size).toBe(queues.length);
+    expect(keysPerMaster().filter((keys) => keys > 0).length).toBeGreaterThanOrEqual(2);
+  });
+
+  it("npm run doctor judges the cluster: every slot served, each master's AOF and eviction policy", async () => {
+    const results = await redisResults(onCluster(), 5_000);
+    const lines = results.map((result) => formatResult(result, { color: false }));
+    expect(lines.find((line) => /cluster ok: 16384 slots served by 3 masters, 3 nodes known/.test(line))).toBeDefined();
+    // No replicas in this cluster: the doctor says what a dead master would cost.
+    expect(lines.find((line) => /0 replicas for 3 masters/.test(line))).toBeDefined();
+    for (const node of cluster.nodes) {
+      expect(lines.find((line) => line.includes(`master 127.0.0.1:${node.port}: maxmemory-policy noeviction`))).toBeDefined();
+      expect(lines.find((line) => line.includes(`master 127.0.0.1:${node.port}: AOF on, fsync every second`))).toBeDefined();
+    }
+    expect(results.filter((result) => result.status === "fail")).toEqual([]);
+  }, 60_000);
+});
