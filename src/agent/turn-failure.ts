@@ -82,7 +82,9 @@ export function settleWithoutAnswer(
 
 export function failureNotice(error: unknown): string {
   if (error instanceof ContextOverflowError) {
-    return "Sorry — this conversation no longer fits the model's context, even after compacting it. Nothing is lost: send /compress to try again, or /new to start fresh.";
+    // /compress can help: every compaction cuts a user message over its share of the window
+    // (the newest included) to head + tail, the whole kept for recall (issue #31).
+    return "Sorry — this conversation no longer fits the model's context, even after compacting it. Nothing is lost: send /compress to compact it harder (a very long message is cut to its start and end, the whole kept for recall), or /new to start fresh.";
   }
   if (error instanceof AbortedError) return "Stopped.";
   // Nothing was sent to the model; the message is kept for when the budget allows again.

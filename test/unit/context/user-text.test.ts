@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { compact, type CompactInput } from "../../../src/context/compact.js";
+import { defaultHardLimit } from "../../../src/context/decisions.js";
 import { extractRecallId } from "../../../src/context/prune.js";
 import type { Summarizer } from "../../../src/context/summarizer.js";
 import { createTokenCounter } from "../../../src/context/tokens.js";
@@ -125,6 +126,15 @@ describe("a compaction with a paste larger than the window in its kept tail", ()
     expect(result.record.summarizerCalls).toBe(0);
     expect(result.record.tokensAfter).toBeLessThanOrEqual(WINDOW * USER_TEXT_WINDOW_SHARE + 50);
     expect(result.messages[1]!.kind).toBe("truncated");
+  });
+
+  it("/compress (a manual compaction) cuts the newest message too, as the overflow notice promises", async () => {
+    const base = input({ reason: "manual" });
+    const result = await compact(base);
+    expect(result.status).toBe("compacted");
+    expect(result.record.tokensAfter).toBeLessThan(defaultHardLimit(WINDOW));
+    expect(result.messages.at(-1)!.id).toBe(base.messages.at(-1)!.id);
+    expect(result.messages.at(-1)!.kind).toBe("truncated");
   });
 
   it("obeys a cap the caller sets, in the provider's tokens", async () => {
