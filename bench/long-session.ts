@@ -47,7 +47,7 @@ import { SessionStore } from "../src/session/store.js";
 import { countTokens as cl100kCount } from "gpt-tokenizer/encoding/cl100k_base";
 import { overflow, startFakeLlm, textOf, type FakeChatMessage, type FakeLlm, type FakeResponse, type RecordedRequest } from "../test/fakes/fake-llm.js";
 import { SummaryModel } from "../test/fakes/fake-summarizer.js";
-import { isSummarizerRequest, requestTokens } from "../test/helpers/agent-fixtures.js";
+import { isFlushRequest, isSummarizerRequest, requestTokens } from "../test/helpers/agent-fixtures.js";
 import { captureLogs, startPipeline } from "../test/helpers/pipeline.js";
 import { inbound, RecordingAdapter } from "../test/helpers/recording-adapter.js";
 import { startRedisServer, type RedisServerHandle } from "../test/helpers/redis-server.js";
@@ -349,6 +349,8 @@ interface MainRecord extends Billed {
   toolsTokens: number;
   /** The max_tokens the request asked for (the window must hold it too). */
   maxTokens: number;
+  /** The silent memory flush before a fold. */
+  flush?: boolean;
 }
 
 /** The second tokenizer: cl100k, special-token text counted as text. */
@@ -512,6 +514,15 @@ async function runWorker(shared: Shared, label: string, overrides: Record<string
   llm.setHandler((request): FakeResponse => {
     const { ids, tools } = intern(request, mainInterner);
     llm.requests.length = 0; // the bodies of a long run would fill the memory
+    // The silent memory flush before a fold (src/memory/flush.ts): billed like any main-model
+    // request (same prefix cache), answered "nothing to save".
+    if (isFlushRequest(request)) {
+      const billed = mainCache.bill(ids, tools.id, provider.toolsTokens(tools));
+      const maxTokens = Number(request.body.max_tokens ?? request.body.max_completion_tokens ?? 0);
+      const completion = Math.ceil(ratio * completionTokens("NO_REPLY".length));
+      run.main.push({ turn: currentTurn, ...billed, completion, ids, tools: tools.id, toolsTokens: provider.toolsTokens(tools), maxTokens, flush: true });
+      return { text: "NO_REPLY", usage: { prompt_tokens: billed.prompt, completion_tokens: completion, prompt_tokens_details: { cached_tokens: billed.cached } } };
+    }
     const messages = request.body.messages;
     let lastUser = messages.length - 1;
     while (lastUser >= 0 && messages[lastUser]!.role !== "user") lastUser--;
@@ -835,6 +846,10 @@ export async function main(args: string[] = process.argv.slice(2)): Promise<stri
     out.push(`  compactions: ${compactionsCell(longhaul, options.turns, true)} at turns ${done.map((record) => record.turn).join(", ") || "—"}; ${unsuccessful.length} not "compacted" (${unsuccessful.map((record) => `${record.reason}/${record.status}`).join(", ") || "none"}); ` +
       `median ${compactCount(median(done.map((record) => record.tokensBefore)))} → ${compactCount(median(done.map((record) => record.tokensAfter)))} tokens; ` +
       `${mean(done.map((record) => record.summarizerCalls)).toFixed(2)} summarizer calls and ${mean(done.map((record) => record.chunks)).toFixed(2)} chunks per compaction; ${longhaul.lengthStops} summaries cut at max_tokens; ${longhaul.maxStepsAnswers} answers at the max-steps limit.`);
+    const flushes = longhaul.main.filter((request) => request.flush === true);
+    const flushPrompt = flushes.reduce((sum, request) => sum + request.prompt, 0);
+    const flushCached = flushes.reduce((sum, request) => sum + request.cached, 0);
+    out.push(`  memory flushes: ${flushes.length} (${compactCount(flushPrompt)} prompt tokens, ${pct(flushCached, flushPrompt)} cached) for ${longhaul.compactions.length} compactions.`);
     out.push(`  session stats (/usage): ${longhaul.stats.compactions} compactions, prompt ${compactCount(longhaul.stats.promptTokens)}, cached ${compactCount(longhaul.stats.cachedTokens)}, summarizer ${compactCount(longhaul.stats.summarizerPromptTokens)} / ${compactCount(longhaul.stats.summarizerCompletionTokens)}.`);
   }
   out.push(`(a) session stats: prompt ${compactCount(noCompaction.stats.promptTokens)}, cached ${compactCount(noCompaction.stats.cachedTokens)}.`);
