@@ -24,7 +24,7 @@ import { deleteUserData, exportUserData, parseUserRef } from "../memory/index.js
 import { createFiringQueue, createProducers } from "../queue/index.js";
 import { scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../schedule/index.js";
 import { globalKeys, sessionKeys } from "../session/keys.js";
-import { globEscape, scanAll, scanBatches } from "../session/scan.js";
+import { globEscape, scanAll, scanBatches, unlinkKeys } from "../session/scan.js";
 import type { SessionState } from "../session/state.js";
 import { SessionStore } from "../session/store.js";
 import { deadLettersCommand } from "./dead-letters-command.js";
@@ -198,7 +198,7 @@ export async function resetCommand(context: AdminContext, sessionKey: string): P
 /** Deletes every key matching `pattern` (SCAN, then UNLINK in batches). → how many. */
 async function deleteMatching(redis: Redis, pattern: string): Promise<number> {
   let deleted = 0;
-  for await (const keys of scanBatches(redis, pattern)) if (keys.length > 0) deleted += await redis.unlink(...keys);
+  for await (const keys of scanBatches(redis, pattern)) if (keys.length > 0) deleted += await unlinkKeys(redis, keys);
   return deleted;
 }
 

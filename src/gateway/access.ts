@@ -125,11 +125,10 @@ export class AccessControl {
     const raw = await this.#redis.get(this.#keys.pairingCode(normalized));
     if (raw === null) return undefined;
     const request = JSON.parse(raw) as PairingRequest;
-    await this.#redis
-      .multi()
-      .sadd(this.#keys.approvedUsers(request.platform), request.userId)
-      .del(this.#keys.pairingCode(normalized), this.#keys.pairingUser(request.platform, request.userId))
-      .exec();
+    // The user first, then the request: two slots on a Redis Cluster, so not one MULTI. Dying
+    // between the two leaves an approved user whose code still approves (harmlessly) for its hour.
+    await this.#redis.sadd(this.#keys.approvedUsers(request.platform), request.userId);
+    await this.#redis.del(this.#keys.pairingCode(normalized), this.#keys.pairingUser(request.platform, request.userId));
     return request;
   }
 

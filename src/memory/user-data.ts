@@ -13,7 +13,7 @@ import type { ChatMessage } from "../core/messages.js";
 import { deleteLimits } from "../budget/limits-cache.js";
 import { globalKeys, sessionKeys } from "../session/keys.js";
 import { runScript } from "../session/run-script.js";
-import { globEscape, scanAll } from "../session/scan.js";
+import { globEscape, scanAll, unlinkKeys } from "../session/scan.js";
 import { memoryKeys, userRef } from "./owner.js";
 import { COMPARE_AND_SET, MemoryStore, type MemoryDoc } from "./store.js";
 
@@ -118,7 +118,7 @@ export async function deleteUserData(redis: Redis, prefix: string, user: UserRef
   // The limits an admin set for these accounts, each with its publish (src/budget/limits-cache.ts).
   for (const account of accounts) keysDeleted += await deleteLimits(redis, prefix, account);
   const list = [...doomed];
-  for (let index = 0; index < list.length; index += 500) keysDeleted += await redis.del(...list.slice(index, index + 500));
+  keysDeleted += await unlinkKeys(redis, list);
   const scheduledItems = schedule ? await schedule.removeUserItems(user.platform, user.userId) : 0;
   return { sessions, keysDeleted, scheduledItems };
 }

@@ -86,8 +86,13 @@ export const globalKeys = (prefix: string) => ({
    */
   approvalsDue: `${prefix}:approvals-due`,
   approvedUsers: (platform: string) => `${prefix}:access:${platform}:users`,
-  pairingCode: (code: string) => `${prefix}:pairing:code:${code}`,
-  pairingUser: (platform: string, userId: string) => `${prefix}:pairing:user:${platform}:${userId}`,
+  /**
+   * Pairing requests share one hash tag: a request is written as a code and its user in one
+   * MULTI, and listed with one MGET, which a Redis Cluster allows only within a slot. (Before the
+   * tag they were `<prefix>:pairing:…`; requests pending at the upgrade expire within the hour.)
+   */
+  pairingCode: (code: string) => `${prefix}:{pairing}:code:${code}`,
+  pairingUser: (platform: string, userId: string) => `${prefix}:{pairing}:user:${platform}:${userId}`,
   rate: (platform: string, userId: string, minute: number) => `${prefix}:rate:${platform}:${userId}:${minute}`,
   /** Hash: new chat id → the id it had before (a Telegram group upgraded to a supergroup). */
   chatMigrations: (platform: string) => `${prefix}:access:${platform}:migrated-chats`,

@@ -7,6 +7,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatResult } from "../../../src/doctor/check.js";
 import { redisResults } from "../../../src/doctor/doctor.js";
+import { runAdmin } from "../../../src/cli/admin-commands.js";
+import { AccessControl } from "../../../src/gateway/access.js";
+import { createRedis, type Redis } from "../../../src/queue/index.js";
 import { IDLE_QUEUE, SCHEDULE_QUEUE, TURN_QUEUE, deliveryQueueName } from "../../../src/queue/index.js";
 import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
 import { isSummarizerRequest } from "../../helpers/agent-fixtures.js";
@@ -20,10 +23,12 @@ describe("Redis Cluster: the pipeline on three masters", () => {
   let llm: FakeLlm;
   let pipeline: Pipeline;
   const adapter = new RecordingAdapter("console");
-  const onCluster = () => testConfig({
+  let config: ReturnType<typeof testConfig> | undefined;
+  /** One configuration (and so one REDIS_PREFIX) for the pipeline and the operator's tools. */
+  const onCluster = () => (config ??= testConfig({
     // REDIS_URL points nowhere: the cluster's nodes are the seeds.
     REDIS_URL: "redis://127.0.0.1:1", REDIS_CLUSTER_NODES: cluster.nodeList, LLM_BASE_URL: llm.url, LLM_CONTEXT_WINDOW: "8000",
-  });
+  }));
 
   beforeAll(async () => {
     cluster = await startRedisCluster();
@@ -80,4 +85,42 @@ describe("Redis Cluster: the pipeline on three masters", () => {
     }
     expect(results.filter((result) => result.status === "fail")).toEqual([]);
   }, 60_000);
+
+  describe("the operator's tools on the cluster (keys spread over masters: SCAN walks each, no multi-key command crosses slots)", () => {
+    let redis: Redis;
+    beforeAll(() => {
+      redis = createRedis({ kind: "cluster", nodes: cluster.nodes.map((node) => ({ host: "127.0.0.1", port: node.port })) });
+    });
+    afterAll(() => redis?.disconnect());
+
+    it("pairing: a stranger's request is listed, approved, and the user is served", async () => {
+      const config = onCluster();
+      const access = new AccessControl(redis, config.REDIS_PREFIX, { users: {}, chats: {} });
+      const strangers = ["s1", "s2", "s3", "s4", "s5"].map((userId) => ({ platform: "telegram" as const, chatType: "private" as const, chatId: userId, userId, userName: userId }));
+      for (const stranger of strangers) expect((await access.check(stranger)).allowed).toBe(false);
+      const pending = await access.pendingRequests();
+      expect(pending.map((request) => request.userId).sort()).toEqual(["s1", "s2", "s3", "s4", "s5"]);
+      const approved = await access.approve(pending.find((request) => request.userId === "s3")!.code);
+      expect(approved?.userId).toBe("s3");
+      expect((await access.check(strangers[2]!)).allowed).toBe(true);
+      expect((await access.pendingRequests()).map((request) => request.userId).sort()).toEqual(["s1", "s2", "s4", "s5"]);
+    });
+
+    it("npm run admin -- sessions lists the chats of every master; delete-user removes a user's keys wherever they live", async () => {
+      const config = onCluster();
+      expect(keysPerMaster().filter((keys) => keys > 0).length).toBeGreaterThanOrEqual(2);
+      let out = "";
+      expect(await runAdmin({ redis, config, now: Date.now(), write: (text) => (out += text) }, ["sessions"])).toBe(0);
+      for (const chat of ["a", "b", "c", "long"]) expect(out).toContain(`console:${chat}`);
+      // The user's private chat (its id is the user's) lives on some master; delete-user finds it.
+      await adapter.ask(inbound({ chatId: "user-1", text: "hello, it is me" }), 60_000);
+      out = "";
+      expect(await runAdmin({ redis, config, now: Date.now(), write: (text) => (out += text) }, ["delete-user", "console:user-1"])).toBe(0);
+      // Every private chat of the user, wherever its slot put it, and all their keys.
+      expect(out).toMatch(/^Deleted console:user-1: 4 private conversation\(s\) \(console:b, console:c, console:long, console:user-1\), [1-9]\d* key\(s\)/);
+      out = "";
+      await runAdmin({ redis, config, now: Date.now(), write: (text) => (out += text) }, ["sessions"]);
+      for (const chat of ["b", "c", "long", "user-1"]) expect(out).not.toMatch(new RegExp(`console:${chat}\\b`));
+    }, 60_000);
+  });
 });
