@@ -55,6 +55,7 @@ describe("Redis Cluster settings", () => {
   it("refuses a Cluster and Sentinel together, and a malformed node list", () => {
     expect(() => loadConfig({ REDIS_CLUSTER_NODES: "127.0.0.1:7000", REDIS_SENTINELS: "127.0.0.1:26379", REDIS_SENTINEL_MASTER: "m" })).toThrow(/REDIS_CLUSTER_NODES: not with REDIS_SENTINELS/);
     expect(() => loadConfig({ REDIS_CLUSTER_NODES: "nohostport" })).toThrow(/REDIS_CLUSTER_NODES/);
+    expect(() => loadConfig({ REDIS_CLUSTER_NODES: "127.0.0.1:7000", REDIS_MIN_REPLICAS_ACK: "1" })).toThrow(/REDIS_MIN_REPLICAS_ACK: not supported with REDIS_CLUSTER_NODES/);
   });
 
   it("BullMQ's prefix: one hash tag per queue on a Cluster, the plain prefix on one Redis", () => {
