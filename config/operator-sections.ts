@@ -8,6 +8,9 @@
  *       mini:  { id: gpt-4o-mini, context_window: 128000, prices: { input: 0.15, cached: 0.075, output: 0.6 }, aliases: [small] }
  *       local: { id: "llama3.1:8b", endpoint: "http://127.0.0.1:11434/v1", context_window: 8192, summarizer: mini }
  *       smart: { id: gpt-4.1, prices: { input: 2, output: 8 }, vision: true, allow: { users: ["tg:42"] } }
+ *       big:   { id: gpt-4.1, limits: { concurrent: 50, requests_per_minute: 500 } }
+ *     endpoints:
+ *       "http://127.0.0.1:11434/v1": { concurrent: 4 }
  *   personas:
  *     pirate: "Answer like a friendly pirate."
  *   budgets:
@@ -22,6 +25,12 @@ import { LLM_PROVIDERS } from "./schema.js";
 /** `tg:<id>`, `dc:<id>` (a Discord channel, or `dc:dm:<user>`), `console:<name>`; the same keys as access.tools. */
 const chatKey = z.string().regex(/^(tg|dc|console):.+$/, "tg:<id>, dc:<id> or console:<name>");
 const modelName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "letters, digits, '.', '_' and '-' only");
+
+/** A provider's own caps (src/llm/limits.ts); a 429 pauses the requests behind them whatever they say. */
+const callLimits = z.strictObject({
+  concurrent: z.number().int().positive().optional().describe("Requests in flight at once"),
+  requests_per_minute: z.number().int().positive().optional().describe("Requests started per minute, spread evenly"),
+});
 
 const modelEntry = z.strictObject({
   id: z.string().min(1).describe("The model name the endpoint knows (sent as `model`)"),
@@ -41,11 +50,13 @@ const modelEntry = z.strictObject({
     chats: z.array(chatKey).default([]),
     users: z.array(chatKey).default([]),
   }).optional().describe("Who may pick it (a chat listed, or the asking user listed); unset: everyone; admins always"),
+  limits: callLimits.optional().describe("Caps on this model's requests (its summaries and memory flushes included); unset: none but the 429 pause"),
 });
 
 export const modelsSection = z.strictObject({
   default: modelName.optional().describe("The model chats use until /model picks another; unset: the first in list"),
   list: z.record(modelName, modelEntry).refine((list) => Object.keys(list).length > 0, "at least one model"),
+  endpoints: z.record(z.url(), callLimits).default({}).describe("Caps shared by every model on one endpoint (its base URL as the models use it: endpoint, or LLM_BASE_URL)"),
 });
 
 export const personasSection = z.record(modelName, z.string().min(1).max(4_000));
@@ -69,6 +80,7 @@ export type PersonasSection = z.infer<typeof personasSection>;
 export type BudgetsSection = z.infer<typeof budgetsSection>;
 export type BudgetPeriods = z.infer<typeof periods>;
 export type BudgetLimit = z.infer<typeof limit>;
+export type CallLimitsConfig = z.infer<typeof callLimits>;
 
 /** Names must be unique across models and aliases; summarizers and the default must exist. */
 export function checkOperatorSections(sections: { models?: ModelsSection }): string[] {

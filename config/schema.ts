@@ -76,7 +76,7 @@ export const configSchema = z.object({
   HTTP_HOST: z.string().min(1).default("127.0.0.1").describe("Address the HTTP server binds to; 0.0.0.0 to serve other hosts (compose sets it in containers)"),
   METRICS_TOKEN: optionalText("When set, /metrics answers only requests with `Authorization: Bearer <token>` (401 otherwise); unset: /metrics is open on HTTP_HOST"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info").describe("pino log level"),
-  WORKER_CONCURRENCY: positiveInt(8, "Turns one worker process runs at once (different sessions)"),
+  WORKER_CONCURRENCY: optionalInt("Turns one worker process runs at once (different sessions); unset: as many as the memory set aside for turns holds at the measured in-flight footprint of one (workers/concurrency.ts; hundreds on any machine with 2 GB or more)"),
   JOB_LOCK_MS: positiveInt(30_000, "BullMQ job lock; a session's lease lasts twice this, so a stall shorter than that never hands a running turn to another worker"),
   DELIVERY_MAX_ATTEMPTS: positiveInt(3, "Failed attempts at one reply (an error the platform did not call temporary) before it is moved to the dead letters (npm run admin -- dead-letters) and the chat gets a notice instead; a temporary error (network, 5xx) counts ten times as many"),
   SHUTDOWN_TIMEOUT_MS: positiveInt(20_000, "Hard exit after SIGTERM if the running turns have not finished or been handed back"),

@@ -26,6 +26,7 @@ import { startScheduleWorker } from "./schedule-worker.js";
 import { createTestHooks } from "./test-hooks.js";
 import { startTurnWorker, type TurnWorker } from "./turn-worker.js";
 import { startIdleWorker } from "./idle-worker.js";
+import { workerConcurrency } from "./concurrency.js";
 import { shouldScheduleIdleCompaction, type IdleCompactionSettings } from "../src/agent/idle-compaction.js";
 
 export interface WorkerRole {
@@ -196,10 +197,12 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       now: () => Date.now(),
     },
   });
+  const concurrency = workerConcurrency(config.WORKER_CONCURRENCY);
+  logger.info({ concurrency, configured: config.WORKER_CONCURRENCY !== undefined }, "worker-concurrency");
   const worker: TurnWorker = startTurnWorker({
     redisAddress: options.redisAddress,
     prefix,
-    concurrency: config.WORKER_CONCURRENCY,
+    concurrency,
     lockMs: config.JOB_LOCK_MS,
     handBackAfterMs: Math.floor(config.SHUTDOWN_TIMEOUT_MS / 2),
     logger,

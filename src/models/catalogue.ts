@@ -4,8 +4,9 @@
  * one model built from LLM_* (named after LLM_MODEL), so every path below has one shape.
  */
 import type { Config } from "../../config/index.js";
-import type { ModelEntryConfig } from "../../config/operator-sections.js";
+import type { CallLimitsConfig, ModelEntryConfig } from "../../config/operator-sections.js";
 import type { ProviderName } from "../llm/index.js";
+import type { CallLimits } from "../llm/limits.js";
 
 export interface Prices {
   /** USD per million uncached input tokens. */
@@ -32,6 +33,8 @@ export interface CatalogueModel {
   /** Catalogue name of its summarizer; undefined: SUMMARY_* (or itself). */
   summarizer?: string;
   allow?: { chats: readonly string[]; users: readonly string[] };
+  /** The provider's caps on this model's requests (src/llm/limits.ts). */
+  limits?: CallLimits;
 }
 
 /** Who asks: the chat (session key, and the chat it belongs to) and the user, in `tg:<id>` form. */
@@ -46,7 +49,7 @@ export class ModelCatalogue {
   private readonly byName = new Map<string, CatalogueModel>();
   private readonly lookup = new Map<string, string>();
 
-  constructor(readonly models: readonly CatalogueModel[], defaultName?: string) {
+  constructor(readonly models: readonly CatalogueModel[], defaultName?: string, /** By base URL without a trailing slash. */ readonly endpointLimits: Readonly<Record<string, CallLimits>> = {}) {
     const first = models[0];
     if (!first) throw new Error("the model catalogue is empty");
     for (const model of models) {
@@ -93,7 +96,8 @@ export function catalogueFromConfig(config: Config): ModelCatalogue {
       aliases: [],
     }]);
   }
-  return new ModelCatalogue(Object.entries(section.list).map(([name, entry]) => toModel(name, entry)), section.default);
+  const endpoints = Object.fromEntries(Object.entries(section.endpoints).map(([url, limits]) => [url.replace(/\/+$/, ""), callLimitsOf(limits)]));
+  return new ModelCatalogue(Object.entries(section.list).map(([name, entry]) => toModel(name, entry)), section.default, endpoints);
 }
 
 function toModel(name: string, entry: ModelEntryConfig): CatalogueModel {
@@ -110,5 +114,13 @@ function toModel(name: string, entry: ModelEntryConfig): CatalogueModel {
     aliases: entry.aliases,
     ...(entry.summarizer ? { summarizer: entry.summarizer } : {}),
     ...(entry.allow ? { allow: entry.allow } : {}),
+    ...(entry.limits ? { limits: callLimitsOf(entry.limits) } : {}),
+  };
+}
+
+function callLimitsOf(limits: CallLimitsConfig): CallLimits {
+  return {
+    ...(limits.concurrent === undefined ? {} : { concurrent: limits.concurrent }),
+    ...(limits.requests_per_minute === undefined ? {} : { requestsPerMinute: limits.requests_per_minute }),
   };
 }

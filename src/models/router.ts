@@ -9,6 +9,7 @@ import { createContextManager, type ContextHooks, type ContextManager, type Cont
 import type { LlmClient } from "../core/llm.js";
 import type { ToolDefinition } from "../core/messages.js";
 import { createLlmClient, createSummarizer, type OpenAiLlmClient, type Summarizer } from "../llm/index.js";
+import { CallGate, limitedClient, type CallLimits } from "../llm/limits.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import { catalogueFromConfig, type CatalogueModel, type ModelCatalogue, type Prices } from "./catalogue.js";
@@ -58,14 +59,32 @@ export function createModelRouter(options: ModelRouterOptions): ModelRouter {
   const bound = new Map<string, BoundModel>();
   let globalSummary: OpenAiLlmClient | undefined;
 
+  // The provider's limits (src/llm/limits.ts): one gate per endpoint, shared by every model on
+  // it (a 429 pauses them all), and one per model with caps of its own.
+  const gates = new Map<string, CallGate>();
+  const gate = (key: string, limits: CallLimits, what: Record<string, string>): CallGate => {
+    let found = gates.get(key);
+    if (!found) {
+      found = new CallGate(limits, { onPause: (pauseMs) => logger.warn({ ...what, pauseMs }, "llm-rate-limited-pausing") });
+      gates.set(key, found);
+    }
+    return found;
+  };
+  const endpointGate = (baseUrl: string) => gate(`endpoint:${baseUrl}`, catalogue.endpointLimits[baseUrl.replace(/\/+$/, "")] ?? {}, { endpoint: new URL(baseUrl).host });
+  const gatesFor = (model: CatalogueModel, baseUrl: string): CallGate[] => [
+    ...(model.limits ? [gate(`model:${model.name}`, model.limits, { model: model.name })] : []),
+    endpointGate(baseUrl),
+  ];
+
   const rawClient = (model: CatalogueModel): OpenAiLlmClient => {
     let client = clients.get(model.name);
     if (!client) {
       const defaultEndpoint = model.endpoint === undefined || model.endpoint === config.LLM_BASE_URL;
       const apiKey = model.apiKey ?? (defaultEndpoint ? mainApiKey(config) : undefined);
       const provider = model.provider ?? (defaultEndpoint ? config.LLM_PROVIDER : undefined);
-      client = createLlmClient({
-        baseUrl: model.endpoint ?? config.LLM_BASE_URL,
+      const baseUrl = model.endpoint ?? config.LLM_BASE_URL;
+      client = limitedClient(createLlmClient({
+        baseUrl,
         ...(provider ? { provider } : {}),
         ...(apiKey ? { apiKey } : {}),
         model: model.id,
@@ -75,7 +94,7 @@ export function createModelRouter(options: ModelRouterOptions): ModelRouter {
         maxOutputTokens: config.LLM_MAX_OUTPUT_TOKENS,
         logger,
         ...(config.LLM_ALTERNATE_ROLES ? { alternateRoles: true } : {}),
-      });
+      }), gatesFor(model, baseUrl));
       clients.set(model.name, client);
     }
     return client;
@@ -87,7 +106,7 @@ export function createModelRouter(options: ModelRouterOptions): ModelRouter {
       const apiKey = config.SUMMARY_API_KEY ?? mainApiKey(config);
       const model = config.SUMMARY_MODEL ?? config.LLM_MODEL;
       const baseUrl = config.SUMMARY_BASE_URL ?? config.LLM_BASE_URL;
-      globalSummary = createLlmClient({
+      globalSummary = limitedClient(createLlmClient({
         baseUrl,
         ...(config.LLM_PROVIDER && baseUrl === config.LLM_BASE_URL ? { provider: config.LLM_PROVIDER } : {}),
         ...(apiKey ? { apiKey } : {}),
@@ -96,7 +115,7 @@ export function createModelRouter(options: ModelRouterOptions): ModelRouter {
         timeoutMs: config.LLM_TIMEOUT_MS,
         maxRetries: config.LLM_MAX_RETRIES,
         logger,
-      });
+      }), [endpointGate(baseUrl)]);
     }
     return globalSummary;
   };

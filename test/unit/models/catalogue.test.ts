@@ -55,3 +55,20 @@ models:
     expect(withPersona("base", { chat: { persona: "Be terse." } })).toBe("base\n\nBe terse.");
   });
 });
+
+describe("provider limits in the catalogue (models.list.<name>.limits, models.endpoints)", () => {
+  it("reads a model's caps and an endpoint's caps (keyed without a trailing slash)", () => {
+    const catalogue = catalogueFromConfig(load(`
+models:
+  list:
+    a: { id: model-a, limits: { concurrent: 3, requests_per_minute: 600 } }
+    b: { id: model-b, endpoint: "http://127.0.0.1:9/v1" }
+  endpoints:
+    "http://127.0.0.1:9/v1/": { concurrent: 2 }
+`));
+    expect(catalogue.find("a")?.limits).toEqual({ concurrent: 3, requestsPerMinute: 600 });
+    expect(catalogue.find("b")?.limits).toBeUndefined();
+    expect(catalogue.endpointLimits).toEqual({ "http://127.0.0.1:9/v1": { concurrent: 2 } });
+    expect(() => load("models:\n  list:\n    a: { id: x, limits: { concurrent: 0 } }\n")).toThrow(/models\.list\.a\.limits\.concurrent/);
+  });
+});
