@@ -7,12 +7,12 @@ import type { ChatMessage, UserMessage } from "../core/messages.js";
 import { markStage } from "../core/stages.js";
 import type { InboxEntry } from "../session/store.js";
 import type { CompactionScope } from "../session-context/index.js";
-import { ToolRegistry } from "../tools/index.js";
+import { ToolRegistry, withoutApprovals } from "../tools/index.js";
 import { resolveApproval } from "./approvals.js";
 import type { ChatPorts } from "./ports.js";
 import { answering, replyIdOf } from "./replies.js";
 import { finishLoop, runLoop } from "./session-loop.js";
-import { toolScopeOf } from "./tool-scope.js";
+import { actingEntry, toolScopeOf } from "./tool-scope.js";
 import { ContextOverflowError } from "../errors.js";
 import { FailedAfterCompaction } from "./turn-failure.js";
 import type { TurnRun } from "./turn-types.js";
@@ -45,7 +45,7 @@ export async function runChatSegment(run: TurnRun<ChatPorts>, entries: readonly 
   let context: ChatMessage[] = [...run.state.live, ...admitted.messages];
   // One step waits for approval at a time: a task that runs meanwhile goes without the tools
   // that would ask again.
-  if (run.state.pendingApproval) tools = new ToolRegistry(tools.list().filter((tool) => !tool.needsApproval));
+  if (run.state.pendingApproval) tools = new ToolRegistry(withoutApprovals(tools.list()));
   // A compaction paid for before the turn's first step (hygiene, or the in-loop check or an
   // overflow before the first answer) is kept if the turn then fails: its context ends with
   // this segment's user messages, so it holds nothing the transcript lacks.
@@ -60,7 +60,10 @@ export async function runChatSegment(run: TurnRun<ChatPorts>, entries: readonly 
   if (engine.memory && last) await engine.memory.prepareTurn(run.state, last);
   let result: Awaited<ReturnType<typeof runLoop>>;
   let hygiene: Awaited<ReturnType<typeof engine.context.hygiene>>;
-  const origin = last ? messageOrigin(last) : undefined;
+  // The tools act for the most restricted speaker of the batch (actingEntry), never for
+  // whoever happened to write last.
+  const acting = actingEntry(entries, engine.approval.admins);
+  const origin = acting ? messageOrigin(acting) : undefined;
   try {
     hygiene = await engine.context.hygiene(run.state, context, toolsScope);
     context = hygiene.context;
@@ -75,7 +78,7 @@ export async function runChatSegment(run: TurnRun<ChatPorts>, entries: readonly 
   const notices = [...(admitted.cutIds.length > 0 ? [pasteNotice(admitted.cutIds)] : []), ...(hygiene.notice ? [hygiene.notice] : [])];
   finishLoop(run, result, {
     answers: answering(run, entries),
-    requestedBy: { platform: input.target.platform, userId: last?.userId ?? "", userName: last?.userName ?? "" },
+    requestedBy: { platform: input.target.platform, userId: acting?.userId ?? "", userName: acting?.userName ?? "" },
     scope: { chatId: toolScope.chatId, ...(toolScope.parentChatId ? { parentChatId: toolScope.parentChatId } : {}), userIds: [...toolScope.userIds] },
     ...(origin ? { origin } : {}),
     ...(notices.length > 0 ? { notices } : {}),

@@ -5,7 +5,7 @@ import { repairToolPairs } from "../context/index.js";
 import type { ToolImage, WaitingCall } from "../core/tools.js";
 import { AbortedError, ContextOverflowError } from "../errors.js";
 import type { CallBudget, ChatRequest, ChatResult, LlmClient } from "../core/llm.js";
-import { runToolCall, toolResultMessage, type Tool, type ToolContext, type ToolOutputWriter, type ToolSet } from "../tools/index.js";
+import { callNeedsApproval, runToolCall, toolResultMessage, type Tool, type ToolContext, type ToolOutputWriter, type ToolSet } from "../tools/index.js";
 
 export interface RunTurnInput {
   llm: LlmClient;
@@ -150,7 +150,7 @@ export async function runTurn(input: RunTurnInput): Promise<RunTurnResult> {
     }
 
     input.preview?.tools(calls.map((call) => call.function.name), step);
-    const waiting = calls.filter((call) => input.tools.get(call.function.name)?.needsApproval === true);
+    const waiting = calls.filter((call) => callNeedsApproval(input.tools.get(call.function.name), call.function.arguments));
     const runNow = calls.filter((call) => !waiting.includes(call));
     const results = await runCalls(input, runNow);
     if (waiting.length > 0) {

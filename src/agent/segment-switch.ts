@@ -22,7 +22,9 @@ export function batchBudget(engine: Pick<RoutingPorts, "budget">, input: Segment
 
 /** Switches `run` to `segment`: its model, its payer, its system prompt; → the segment's id allocator and compaction scope. */
 export function enterSegment(base: TurnEngine, run: TurnRun<TurnEngine>, segment: Segment): { newId: () => string; scope: CompactionScope } {
-  const engine = run.engine = activeEngine(base, run.state);
+  // The chosen model's `allow` list is asked on every segment, for the people it answers.
+  const speakers = segment.kind === "chat" ? segment.entries : [segment.entry];
+  const engine = run.engine = activeEngine(base, run.state, { speakers, admins: base.approval.admins });
   run.budget?.payFrom(budgetAccounts(run.input.sessionKey, lastEntryOf(segment)));
   const newId = messageIdAllocator(run.state);
   const scope = compactionScope(run, newId);

@@ -22,6 +22,22 @@ export interface ScheduleToolContext {
 export interface ScheduleTool {
   definition: ToolDefinition;
   run(args: Record<string, unknown>, context: ScheduleToolContext): Promise<string>;
+  /** The calls that wait for the asker's approval by button (`asksApproval`). */
+  needsApproval(args: Record<string, unknown>): boolean;
+}
+
+/**
+ * A recurring agent task runs the model with its instructions again and again, long after the
+ * conversation that made it, so text planted in a document or a tool result must not create one
+ * unseen (issue 29 item 8): creating one waits for the asker's approval by button, and so does an
+ * edit that could make or change one (new instructions, kind=task, a new recurrence) unless it
+ * makes the item a plain reminder. One-off tasks and reminders are created at once.
+ */
+export function asksApproval(args: Record<string, unknown>): boolean {
+  const recurring = stringArg(args, "every") !== undefined || stringArg(args, "cron") !== undefined;
+  if (args.action === "create") return args.kind === "task" && recurring;
+  if (args.action === "edit") return args.kind !== "reminder" && (recurring || args.kind === "task" || stringArg(args, "text") !== undefined);
+  return false;
 }
 
 // Static text only: tool definitions sit in the cached prompt prefix.
@@ -36,6 +52,7 @@ const DEFINITION: ToolDefinition = {
       "Give one of at / in / cron, or every (with at or in for the first run, if not one interval from now).",
       "Tell the user the absolute date and time this tool confirms, and the id.",
       "action=list shows the items with ids; edit (new text and/or time), pause, resume and cancel take the id.",
+      "Creating a recurring task, or changing a task's instructions or recurrence, waits for the user's approval by button.",
     ].join(" "),
     parameters: {
       type: "object",
@@ -58,6 +75,7 @@ const DEFINITION: ToolDefinition = {
 export function createScheduleTool(service: ScheduleService): ScheduleTool {
   return {
     definition: DEFINITION,
+    needsApproval: asksApproval,
     async run(args, context) {
       if (!context.origin) throw new Error("there is no chat to schedule in");
       const requester = requesterOf(context.origin, context.timeZone ?? "UTC");

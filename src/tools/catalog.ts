@@ -67,7 +67,7 @@ export function describeTools(turn: TurnTools, builtins: ToolRegistry): string {
   for (const entry of turn.servers) {
     lines.push("", `${entry.server} (MCP server)${entry.unavailable ? `: unavailable right now (${entry.unavailable})` : ""}`);
     for (const tool of entry.tools) {
-      lines.push(`• ${tool.definition.function.name}${tool.needsApproval ? " 🔐 asks for approval" : ""} — ${firstSentence(tool.definition.function.description)}`);
+      lines.push(`• ${tool.definition.function.name}${tool.needsApproval === true ? " 🔐 asks for approval" : tool.needsApproval ? " 🔐 some calls ask for approval" : ""} — ${firstSentence(tool.definition.function.description)}`);
     }
     if (!entry.unavailable && entry.tools.length === 0) lines.push("• (no tools offered)");
   }

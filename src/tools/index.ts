@@ -2,7 +2,7 @@
  * The tools the agent can use: the registry, the built-ins (recall, current time), MCP servers
  * behind per-chat access, output caps, tool execution and approval. The agent imports from here.
  */
-export { ToolRegistry, type Tool, type ToolContext, type ToolSet, type TranscriptReader, type ToolOutputReader } from "./registry.js";
+export { ToolRegistry, callNeedsApproval, withoutApprovals, type Tool, type ToolContext, type ToolSet, type TranscriptReader, type ToolOutputReader } from "./registry.js";
 export { currentTimeTool } from "./builtin/current-time.js";
 export { createRecallTool, RECALL_DEFAULT_CHARS, RECALL_MAX_CHARS } from "./builtin/recall.js";
 export { outputCapChars, capToolResult, type ToolOutputWriter } from "./output-cap.js";

@@ -43,12 +43,53 @@ export interface Tool {
   definition: ToolDefinition;
   /** Returns what the model sees. Throwing is fine: the loop turns it into an error result. */
   run(args: Record<string, unknown>, context: ToolContext): Promise<string | ToolOutput>;
-  /** A person must approve each call before it runs (MCP `approval` setting). */
-  needsApproval?: boolean;
+  /**
+   * A person must approve a call before it runs: every call (`true`, the MCP `approval`
+   * setting), or the calls a sensitive built-in names (a function of the call's arguments,
+   * e.g. `schedule` creating a recurring agent task).
+   */
+  needsApproval?: boolean | ((args: Record<string, unknown>) => boolean);
   /** Longest output the model sees from this tool; unset: the turn's cap. */
   maxOutputChars?: number;
   /** The MCP server and tool behind it, for /tools and approval requests. */
   origin?: { server: string; tool: string };
+}
+
+/**
+ * Whether this call waits for a person's approval. Arguments that do not parse ask for none:
+ * the call then runs only to return its parse error.
+ */
+export function callNeedsApproval(tool: Tool | undefined, rawArguments: string): boolean {
+  const rule = tool?.needsApproval;
+  if (typeof rule !== "function") return rule === true;
+  let args: unknown;
+  try {
+    args = rawArguments.trim() === "" ? {} : JSON.parse(rawArguments);
+  } catch {
+    return false;
+  }
+  return typeof args === "object" && args !== null && !Array.isArray(args) && rule(args as Record<string, unknown>);
+}
+
+/**
+ * The tools a turn may use while another call waits for approval (one waits at a time): a tool
+ * that always asks is left out; one that asks for some calls refuses those calls.
+ */
+export function withoutApprovals(tools: readonly Tool[]): Tool[] {
+  return tools.flatMap((tool): Tool[] => {
+    const rule = tool.needsApproval;
+    if (rule === true) return [];
+    if (typeof rule !== "function") return [tool];
+    const { needsApproval: _asks, ...rest } = tool;
+    void _asks;
+    return [{
+      ...rest,
+      run: async (args, context) => {
+        if (rule(args)) throw new Error("this call needs a person's approval, and another request is already waiting for one; ask again after it is answered");
+        return tool.run(args, context);
+      },
+    }];
+  });
 }
 
 /** The tools of one turn, as the loop sees them. */
