@@ -12,7 +12,7 @@ import type { Logger } from "../logger.js";
 import { ownerOf, parseUserRef, sameOwner, userRef } from "./owner.js";
 import { renderSnapshot, type SnapshotParts } from "./snapshot.js";
 import {
-  addFact, charCount, matcher, removeFacts, replaceFact, usedChars, type MemoryDoc, type MemoryFact, type MemoryStore, type WriteResult,
+  addFact, charCount, copiesFact, matcher, removeFacts, replaceFact, usedChars, type MemoryDoc, type MemoryFact, type MemoryStore, type WriteResult,
 } from "./store.js";
 
 export interface MemorySettings {
@@ -116,12 +116,38 @@ export class MemoryService {
   // ---- the memory tool's writes ---------------------------------------------------------
 
   async add(owner: MemoryOwner, text: string, speaker?: string): Promise<WriteResult> {
+    const refused = await this.#copyRefusal(owner, text);
+    if (refused) return refused;
     const prefix = owner.scope === "user" ? "u" : "c";
     return this.store.update(owner, (doc) => named(addFact(doc, prefix, text, { maxChars: this.capOf(owner) }, this.#now()), owner, speaker));
   }
 
   async replace(owner: MemoryOwner, id: string, text: string, speaker?: string): Promise<WriteResult> {
+    const refused = await this.#copyRefusal(owner, text);
+    if (refused) return refused;
     return this.store.update(owner, (doc) => named(replaceFact(doc, id, text, { maxChars: this.capOf(owner) }, this.#now()), owner, speaker));
+  }
+
+  /**
+   * A fact a member shared with a group stays theirs (issue 29): the model may not copy it into
+   * the group's own memory, where it would outlive their `/memory unshare` or `forget`.
+   */
+  async #copyRefusal(owner: MemoryOwner, text: string): Promise<WriteResult | undefined> {
+    if (owner.scope !== "chat") return undefined;
+    const { chat, shared = [] } = await this.snapshotParts(owner);
+    for (const member of shared) {
+      if (member.doc.facts.some((fact) => copiesFact(text, fact.text))) {
+        return { ok: false, reason: `that is ${member.name}'s own memory, shared with this chat while they allow it; it is not copied into the chat's memory (it leaves with their /memory unshare)`, doc: chat ?? { facts: [], nextId: 1 } };
+      }
+    }
+    return undefined;
+  }
+
+  /** Removes from a chat's memory every fact that copies one of `facts` (a share withdrawn, a shared fact forgotten). */
+  async #dropCopies(sessionKey: string, facts: readonly MemoryFact[]): Promise<MemoryFact[]> {
+    if (facts.length === 0) return [];
+    const result = await this.store.update({ scope: "chat", sessionKey }, (doc) => removeFacts(doc, (fact) => facts.some((shared) => copiesFact(fact.text, shared.text))));
+    return result.ok ? (result.removed ?? []) : [];
   }
 
   /** Removes facts by id, or else every fact containing the text. */
@@ -154,7 +180,13 @@ export class MemoryService {
         if (removed.length === 0) return `Nothing in ${scopeName(owner)} matches "${argument}".`;
         // Gone from every snapshot at once: this conversation's, and each group's the memory is shared with.
         await this.refreshSnapshot(state);
-        if (owner.scope === "user") for (const sessionKey of (await this.store.read(owner)).sharedWith ?? []) await this.store.dropSnapshot(sessionKey);
+        // A copy of it the group's memory holds (written before copies were refused) goes too.
+        if (owner.scope === "user") {
+          for (const sessionKey of (await this.store.read(owner)).sharedWith ?? []) {
+            await this.#dropCopies(sessionKey, removed);
+            await this.store.dropSnapshot(sessionKey);
+          }
+        }
         return `Removed from ${scopeName(owner)}:\n${removed.map((fact) => `• [${fact.id}] ${fact.text}`).join("\n")}\nIt has left my memory here${owner.scope === "user" ? " and in the groups you share it with" : ""}; /forget removes it from the current conversation's messages too.`;
       }
       case "share":
@@ -191,8 +223,10 @@ export class MemoryService {
     const chat: MemoryOwner = { scope: "chat", sessionKey: origin.sessionKey };
     const ref = userRef(origin.platform, origin.userId);
     const toggle = (list: string[] | undefined, item: string) => (on ? [...new Set([...(list ?? []), item])] : (list ?? []).filter((entry) => entry !== item));
-    await this.store.update(user, (doc) => ({ ok: true, doc: { ...doc, name: origin.userName, sharedWith: toggle(doc.sharedWith, origin.sessionKey) } }));
+    const written = await this.store.update(user, (doc) => ({ ok: true, doc: { ...doc, name: origin.userName, sharedWith: toggle(doc.sharedWith, origin.sessionKey) } }));
     await this.store.update(chat, (doc) => ({ ok: true, doc: { ...doc, sharedBy: toggle(doc.sharedBy, ref) } }));
+    // The share leaves with every copy of its facts in the chat's own memory.
+    if (!on) await this.#dropCopies(origin.sessionKey, written.doc.facts);
     return on
       ? `${origin.userName}, your memory is now used in this chat too, from now on. /memory unshare stops it.`
       : `${origin.userName}, your memory is no longer used in this chat, from now on.`;

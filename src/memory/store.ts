@@ -164,3 +164,30 @@ export function matcher(idOrText: string): (fact: MemoryFact) => boolean {
   const needle = wanted.toLowerCase();
   return (fact) => fact.id === wanted || (needle !== "" && fact.text.toLowerCase().includes(needle));
 }
+
+/** Words of a fact as compared for copies: letters and digits, lower case, short words dropped (numbers kept). */
+function factWords(text: string): string[] {
+  return (text.normalize("NFKC").toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((word) => word.length >= 3 || /^\p{N}+$/u.test(word));
+}
+
+/** Share of a shared fact's words that make a chat fact its copy. */
+export const COPY_WORD_SHARE = 0.6;
+
+/**
+ * Whether `text` copies `original` (a fact someone shared with a group, issue 29): one holds the
+ * other's words in order, or `text` holds most of the original's words (at least two, and
+ * COPY_WORD_SHARE of them) in any order — "Zoe is on sick leave until Friday" and "Note: Zoe on
+ * sick leave, back Friday" are copies; "Zoe likes trains" of "Zoe is on sick leave" is not.
+ */
+export function copiesFact(text: string, original: string): boolean {
+  const words = factWords(text);
+  const source = factWords(original);
+  if (words.length === 0 || source.length === 0) return false;
+  const joined = ` ${words.join(" ")} `;
+  const sourceJoined = ` ${source.join(" ")} `;
+  if (joined.includes(sourceJoined) || (words.length >= 2 && sourceJoined.includes(joined))) return true;
+  const present = new Set(words);
+  const distinct = [...new Set(source)];
+  const held = distinct.filter((word) => present.has(word)).length;
+  return held >= 2 && held / distinct.length >= COPY_WORD_SHARE;
+}

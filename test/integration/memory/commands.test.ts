@@ -139,4 +139,45 @@ describe("memory commands and the visible context", () => {
     await say(ALI_IN_GROUP, "and Zoe?");
     expect(requestText(lastMain())).not.toContain("sick leave");
   });
+
+  it("a fact shared into a group is not copied into the group's own memory, and a copy leaves with the share (issue 29)", async () => {
+    const MIA_DM = { chatId: "dm-mia", sessionKey: "console:dm-mia", chatType: "private" as const, userId: "mia", userName: "Mia" };
+    const MIA_IN_GROUP = { chatId: "crew-3", sessionKey: "console:crew-3", chatType: "group" as const, userId: "mia", userName: "Mia" };
+    const TOM_IN_GROUP = { ...MIA_IN_GROUP, userId: "tom", userName: "Tom" };
+    // Mia: a private fact, shared with the group.
+    await say(MIA_DM, "remember: Mia is on sick leave until Friday");
+    await say(MIA_IN_GROUP, "/memory share");
+    // Tom (or text planted in the group) asks the model to keep it for the group: the tool refuses.
+    const refused = await say(TOM_IN_GROUP, "remember: Mia on sick leave, back Friday");
+    expect(refused).toMatch(/Mia's own memory, shared with this chat while they allow it; it is not copied/);
+    // The group's own facts are still written.
+    expect(await say(TOM_IN_GROUP, "remember: the team meets on Mondays")).toMatch(/Saved \[c1\] to this chat's memory/);
+    const group = await say(TOM_IN_GROUP, "/memory");
+    expect(group).toContain("[c1] the team meets on Mondays");
+    expect(group).not.toContain("sick leave");
+
+    // A copy written while nothing was shared (or before copies were refused) leaves with the share.
+    await say(MIA_IN_GROUP, "/memory unshare");
+    await say(TOM_IN_GROUP, "remember: Mia is on sick leave until Friday, says Tom");
+    expect(await say(TOM_IN_GROUP, "/memory")).toContain("sick leave");
+    await say(MIA_IN_GROUP, "/memory share");
+    expect(await say(MIA_IN_GROUP, "/memory unshare")).toMatch(/no longer used in this chat/);
+    // Tom's view: the group's memory and his very next request no longer carry it; the group's own fact stays.
+    const after = await say(TOM_IN_GROUP, "/memory");
+    expect(after).not.toContain("sick leave");
+    expect(after).toContain("the team meets on Mondays");
+    await say(TOM_IN_GROUP, "how is the team?");
+    expect(textOf(lastMain().body.messages[0]!.content)).not.toContain("sick leave");
+    expect(textOf(lastMain().body.messages[0]!.content)).toContain("the team meets on Mondays");
+    // Mia's view: her own memory is untouched.
+    expect(await say(MIA_DM, "/memory")).toContain("Mia is on sick leave until Friday");
+
+    // Forgetting the fact in her private chat removes a group copy too.
+    await say(TOM_IN_GROUP, "remember: Mia is on sick leave until Friday");
+    await say(MIA_IN_GROUP, "/memory share");
+    expect(await say(MIA_DM, "/memory forget sick leave")).toMatch(/left my memory here and in the groups you share it with/);
+    expect(await say(TOM_IN_GROUP, "/memory")).not.toContain("sick leave");
+    await say(TOM_IN_GROUP, "anything new?");
+    expect(requestText(lastMain())).not.toMatch(/\[c\d+\] Mia is on sick leave/);
+  });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { addFact, emptyDoc, normaliseFact, removeFacts, replaceFact, matcher, usedChars } from "../../../src/memory/store.js";
+import { addFact, copiesFact, emptyDoc, normaliseFact, removeFacts, replaceFact, matcher, usedChars } from "../../../src/memory/store.js";
 import { renderPins, renderSnapshot, systemBlockText } from "../../../src/memory/snapshot.js";
 import { ownerOf, parseUserRef } from "../../../src/memory/owner.js";
 
@@ -57,5 +57,22 @@ describe("snapshot", () => {
     expect(ownerOf({ chatType: "group", platform: "telegram", userId: "42", sessionKey: "tg:-100" })).toEqual({ scope: "chat", sessionKey: "tg:-100" });
     expect(parseUserRef("discord:123")).toEqual({ platform: "discord", userId: "123" });
     expect(parseUserRef("slack:1")).toBeUndefined();
+  });
+});
+
+describe("copiesFact: a group fact that copies a member's shared one (issue 29)", () => {
+  it("finds copies in other words, order or case", () => {
+    const shared = "Zoe is on sick leave until Friday";
+    for (const text of ["Zoe is on sick leave until Friday", "zoe IS on sick-leave until friday!", "Note: Zoe on sick leave, back Friday", "Team update: Zoe is on sick leave until Friday (she said)", "sick leave until Friday"]) {
+      expect(copiesFact(text, shared), text).toBe(true);
+    }
+  });
+
+  it("leaves facts about other things alone", () => {
+    const shared = "Zoe is on sick leave until Friday";
+    for (const text of ["Zoe likes trains", "the team meets on Fridays", "Friday", "Leave the keys at the desk", ""]) {
+      expect(copiesFact(text, shared), text).toBe(false);
+    }
+    expect(copiesFact("anything", "")).toBe(false);
   });
 });
