@@ -105,13 +105,16 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   });
 
   const transcribeKey = config.TRANSCRIBE_API_KEY ?? mainApiKey(config);
+  const transcribeUrl = config.TRANSCRIBE_BASE_URL ?? config.LLM_BASE_URL;
   const media = createMediaEngine({
     sources: {
       ...(config.TELEGRAM_BOT_TOKEN ? { telegram: { token: config.TELEGRAM_BOT_TOKEN, apiRoot: config.TELEGRAM_API_ROOT } } : {}),
       ...(config.DISCORD_BOT_TOKEN ? { discord: { token: config.DISCORD_BOT_TOKEN, apiRoot: config.DISCORD_API_ROOT } } : {}),
     },
     transcription: {
-      baseUrl: config.TRANSCRIBE_BASE_URL ?? config.LLM_BASE_URL,
+      baseUrl: transcribeUrl,
+      // The main endpoint's LLM_PROVIDER holds for it; another endpoint's profile is detected from its URL.
+      ...(config.LLM_PROVIDER && transcribeUrl === config.LLM_BASE_URL ? { provider: config.LLM_PROVIDER } : {}),
       ...(transcribeKey ? { apiKey: transcribeKey } : {}),
       model: config.TRANSCRIBE_MODEL,
       timeoutMs: config.MEDIA_TIMEOUT_MS,

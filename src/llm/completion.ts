@@ -7,11 +7,9 @@
 import { randomUUID } from "node:crypto";
 import type { ToolCall } from "../core/messages.js";
 import type { ChatResult, TokenUsage } from "../core/llm.js";
-import { AbortedError } from "../errors.js";
 import { errorFromCompletionBody } from "./errors.js";
 import { readUsage, type WireUsage } from "./providers/dialect.js";
 import type { ProviderProfile } from "./providers/profiles.js";
-import { SseDecoder } from "./sse.js";
 
 interface WireToolCall {
   index?: number;
@@ -123,24 +121,4 @@ export class StreamedCompletion {
     const usage = readUsage(this.profile, this.usage);
     return { content: this.content, toolCalls, ...(this.reasoning === "" ? {} : { reasoningContent: this.reasoning }), finishReason: this.finishReason, ...(usage === undefined ? {} : { usage }), model: this.model || configuredModel };
   }
-}
-
-/**
- * Reads a streamed body into `completion`: the `data` of each event is a JSON chunk, `[DONE]`
- * ends the answer (what follows is read and ignored, so the connection stays reusable).
- */
-export async function readEvents(body: AsyncIterable<Uint8Array>, completion: StreamedCompletion, signal?: AbortSignal): Promise<void> {
-  const decoder = new SseDecoder();
-  let done = false;
-  const take = (events: string[]) => {
-    for (const data of events) {
-      // An abort from inside onText (/stop) hands on nothing more, not even the rest of this piece.
-      if (signal?.aborted) throw new AbortedError("LLM request aborted", { cause: signal.reason });
-      if (done) return;
-      if (data.startsWith("[DONE]")) done = true;
-      else completion.add(JSON.parse(data));
-    }
-  };
-  for await (const bytes of body) take(decoder.push(bytes));
-  take(decoder.end());
 }

@@ -1,42 +1,21 @@
 /**
- * The failures of the LLM transport (transport.ts), and their mapping to the errors named for
- * what the caller must do (`src/errors.ts`); `classifyLlmError` classes them for metrics. Every
- * mapped error keeps the transport's error as `cause`.
+ * What a failed model call means for the caller: the openai SDK's errors (`APIError` and its
+ * subclasses, with status, headers and the parsed body), a body that broke off after the headers
+ * (undici's own error: the stall timeout or a dropped connection), or an error inside a 200
+ * answer, mapped to the errors named for what the caller must do (`src/errors.ts`);
+ * `classifyLlmError` classes them for metrics. Every mapped error keeps the original as `cause`.
  *
- * A failed response keeps its status, headers and raw body (`LlmHttpError`): the message is the
- * body's own words (`error.message`, a string `error`, `message` or `detail`, OpenRouter's
- * `metadata.raw`), so vLLM's older flat `{object:"error", message, code:400}` and every other
- * backend's overflow wording reach the overflow rule (src/context/overflow.ts).
+ * A message carries the status and the provider's own words (`error.message`, or `message` /
+ * `detail` of a flat body, pydantic's `detail[].msg`, OpenRouter's `metadata.raw`), with the key masked; never a raw body
+ * (a proxy's HTML page, a body echoing the request). The raw body is read only by the overflow
+ * rules (src/context/overflow.ts), which also know vLLM's and llama.cpp's wordings.
  */
+import OpenAI from "openai";
 import { detectContextOverflow } from "../context/overflow.js";
 import { AbortedError, ContextOverflowError, PermanentError, RetryableError } from "../errors.js";
 
 export type LlmErrorKind =
   | "overflow" | "rate-limit" | "server" | "timeout" | "connection" | "auth" | "bad-request" | "aborted" | "unknown";
-
-/** A non-2xx answer as the server sent it. `code` and `type` are `body.error`'s, when it has them. */
-export class LlmHttpError extends Error {
-  override readonly name = "LlmHttpError";
-  readonly code: unknown;
-  readonly type: unknown;
-  constructor(readonly status: number, readonly headers: Headers, readonly body: string) {
-    super(`${status} ${messageInBody(body) ?? (body.trim() === "" ? "status code (no body)" : truncate(body.trim(), 500))}`);
-    const parsed = unwrapped(safeParse(body));
-    const error = isRecord(parsed) && isRecord(parsed.error) ? parsed.error : undefined;
-    this.code = error?.code;
-    this.type = error?.type;
-  }
-}
-
-/** No answer within `timeoutMs`: no headers, a plain body not read in time, or a stream gone idle. */
-export class LlmTimeoutError extends Error {
-  override readonly name = "LlmTimeoutError";
-}
-
-/** The connection failed or dropped (refused, reset, closed mid-body); `cause` is the network error. */
-export class LlmConnectionError extends Error {
-  override readonly name = "LlmConnectionError";
-}
 
 /**
  * An error reported inside a 200 response instead of a completion. OpenRouter does this when the
@@ -60,9 +39,9 @@ export class ProviderErrorBody extends Error {
 export function errorFromCompletionBody(body: unknown): Error {
   const text = safeStringify(body);
   const error = isRecord(body) && isRecord(body.error) ? body.error : undefined;
-  if (!error) return new ProviderErrorBody(`response without choices: ${truncate(text, 300)}`, undefined, undefined, undefined, text);
+  if (!error) return new ProviderErrorBody(`response without choices${isRecord(body) && typeof body.streamed === "string" ? ` (${body.streamed})` : ""}`, undefined, undefined, undefined, text);
   const status = typeof error.code === "number" ? error.code : undefined;
-  return new ProviderErrorBody(messageInBody(text) ?? "provider error", status, error.code, error.type, text);
+  return new ProviderErrorBody(wordsOf(body) ?? "provider error", status, error.code, error.type, text);
 }
 
 interface Facts {
@@ -75,17 +54,37 @@ interface Facts {
   headers?: Headers;
 }
 
-function factsOf(error: unknown): Facts {
-  if (error instanceof AbortedError || (error instanceof Error && error.name === "AbortError")) return { kind: "aborted", message: error.message };
-  if (error instanceof LlmTimeoutError) return { kind: "timeout", message: error.message };
-  if (error instanceof LlmConnectionError) return { kind: "connection", message: error.message };
+/** undici's codes for a body that stopped coming (its `cause` when the error is fetch's "terminated"). */
+const codeOf = (error: unknown): string | undefined => {
+  for (let current = error, depth = 0; current instanceof Error && depth < 3; current = current.cause, depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string") return code;
+  }
+  return undefined;
+};
+
+function factsOf(error: unknown, rawBody: (headers: Headers | undefined) => string | undefined): Facts {
+  if (error instanceof AbortedError || error instanceof OpenAI.APIUserAbortError || (error instanceof Error && error.name === "AbortError")) return { kind: "aborted", message: "aborted" };
+  if (error instanceof OpenAI.APIConnectionTimeoutError) return { kind: "timeout", message: "request timed out" };
+  if (error instanceof OpenAI.APIConnectionError) return { kind: "connection", message: `connection failed${codeOf(error.cause) ? ` (${codeOf(error.cause)})` : ""}` };
   if (error instanceof ProviderErrorBody) {
     return { kind: "api", status: error.status, code: error.code, type: error.type, message: error.message, body: error.body };
   }
-  if (error instanceof LlmHttpError) {
-    return { kind: "api", status: error.status, code: error.code, type: error.type, message: error.message, body: error.body, headers: error.headers };
+  if (error instanceof OpenAI.APIError) {
+    // An error chunk inside a stream has no HTTP status; OpenRouter puts one in `error.code`.
+    const status = error.status ?? (typeof error.code === "number" ? (error.code as number) : undefined);
+    const body = rawBody(error.headers) ?? (error.error === undefined ? undefined : safeStringify({ error: error.error }));
+    const words = body === undefined ? undefined : wordsOf(safeParse(body));
+    return { kind: "api", status, code: error.code, type: error.type, message: `${status ?? ""} ${words ?? (body ? "(the provider's words not shown)" : "status code (no body)")}`.trim(), ...(body === undefined ? {} : { body }), ...(error.headers ? { headers: error.headers } : {}) };
   }
-  return { kind: "other", message: error instanceof Error ? error.message : String(error) };
+  // A body that broke off after the headers: undici's stall timeout, or the connection dropped.
+  const code = codeOf(error);
+  if (code === "UND_ERR_BODY_TIMEOUT" || code === "UND_ERR_HEADERS_TIMEOUT") return { kind: "timeout", message: `no answer for the timeout (${code})` };
+  if (code !== undefined && (code.startsWith("UND_ERR") || code.startsWith("E"))) return { kind: "connection", message: `connection failed (${code})` };
+  if (error instanceof TypeError && error.message === "terminated") return { kind: "connection", message: "connection closed mid-answer" };
+  // A JSON parser's message quotes the body it choked on.
+  if (error instanceof SyntaxError) return { kind: "other", message: "the answer was not valid JSON" };
+  return { kind: "other", message: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
 }
 
 function kindOf(facts: Facts): LlmErrorKind {
@@ -104,14 +103,14 @@ function kindOf(facts: Facts): LlmErrorKind {
   return "unknown";
 }
 
-/** The failure's class, for metrics and logs. Accepts the transport's errors and errors mapped by `toLlmError`. */
+/** The failure's class, for metrics and logs. Accepts raw failures and errors mapped by `toLlmError`. */
 export function classifyLlmError(error: unknown): LlmErrorKind {
   if (error instanceof ContextOverflowError) return "overflow";
   if (error instanceof AbortedError) return "aborted";
   if ((error instanceof PermanentError || error instanceof RetryableError) && error.cause !== undefined) {
     return classifyLlmError(error.cause);
   }
-  return kindOf(factsOf(error));
+  return kindOf(factsOf(error, () => undefined));
 }
 
 export interface MapOptions {
@@ -119,13 +118,15 @@ export interface MapOptions {
   signal?: AbortSignal;
   /** Masks secrets in the message of the error returned. */
   redact?: (text: string) => string;
+  /** The raw body of a failed answer by its headers (sdk.ts keeps them). */
+  rawBody?: (headers: Headers | undefined) => string | undefined;
 }
 
-/** The error the caller should act on, with the transport's error as `cause`. Our own errors pass through. */
+/** The error the caller should act on, with the original as `cause`. Our own errors pass through. */
 export function toLlmError(error: unknown, options: MapOptions = {}): Error {
   if (error instanceof PermanentError || error instanceof RetryableError || error instanceof AbortedError) return error;
   const redact = options.redact ?? ((text: string) => text);
-  const facts = factsOf(error);
+  const facts = factsOf(error, options.rawBody ?? (() => undefined));
   const kind = options.signal?.aborted ? "aborted" : kindOf(facts);
   const message = redact(`LLM ${kind}: ${truncate(facts.message, 1_000)}`);
   switch (kind) {
@@ -150,8 +151,9 @@ export function toLlmError(error: unknown, options: MapOptions = {}): Error {
 }
 
 /**
- * The wait a server asks for, read as the openai SDK read it: `retry-after-ms` (milliseconds,
- * non-standard), else `retry-after` (seconds, or an HTTP date).
+ * The wait a server asks for, read as the openai SDK reads it when it retries: `retry-after-ms`
+ * (milliseconds, non-standard), else `retry-after` (seconds, or an HTTP date). Here for the cap
+ * (sdk.ts) and for the RetryableError handed to the queue.
  */
 export function retryAfterMsFromHeaders(headers: Headers): number | undefined {
   const milliseconds = Number.parseFloat(headers.get("retry-after-ms") ?? "");
@@ -164,25 +166,33 @@ export function retryAfterMsFromHeaders(headers: Headers): number | undefined {
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
-/** Google's OpenAI-compatible endpoint wraps its error in a one-element array: `[{ error: {...} }]`. */
-const unwrapped = (parsed: unknown): unknown => (Array.isArray(parsed) && parsed.length === 1 && isRecord(parsed[0]) && "error" in parsed[0] ? parsed[0] : parsed);
-
-/** The human part of an error body: `error.message`, a string `error`, `message` or `detail`. */
-function messageInBody(body: string): string | undefined {
-  const parsed = unwrapped(safeParse(body));
-  if (!isRecord(parsed)) return body.trim() === "" ? undefined : truncate(body.trim(), 500);
-  const error = parsed.error;
+/**
+ * The provider's own words in a parsed error body: `error.message`, a string `error`, `message`
+ * or `detail`; OpenRouter's "Provider returned error" followed by the provider's words from
+ * `metadata.raw`. Google's endpoint wraps its body in a one-element array.
+ */
+function wordsOf(parsed: unknown): string | undefined {
+  const body = Array.isArray(parsed) && parsed.length === 1 ? parsed[0] : parsed;
+  if (!isRecord(body)) return undefined;
+  const error = body.error;
   const message =
     typeof error === "string" ? error
     : isRecord(error) && typeof error.message === "string" ? error.message
-    : typeof parsed.message === "string" ? parsed.message
-    : typeof parsed.detail === "string" ? parsed.detail
+    : typeof body.message === "string" ? body.message
+    : typeof body.detail === "string" ? body.detail
+    : Array.isArray(body.detail) ? detailMessages(body.detail)
+    : isRecord(body.message) && Array.isArray(body.message.detail) ? detailMessages(body.message.detail)
     : undefined;
-  // OpenRouter: "Provider returned error", the provider's own body in `metadata.raw`.
   const raw = isRecord(error) && isRecord(error.metadata) ? error.metadata.raw : undefined;
-  const inner = typeof raw === "string" ? messageInBody(raw) : undefined;
+  const inner = typeof raw === "string" ? wordsOf(safeParse(raw)) ?? truncate(raw.trim(), 200) : undefined;
   return inner && message ? `${message}: ${inner}` : message ?? inner;
 }
+
+/** FastAPI/pydantic's validation list (Mistral nests it in `message`): each entry's `msg` and where it points, never its `input`. */
+const detailMessages = (detail: unknown[]): string | undefined => {
+  const messages = detail.flatMap((entry) => (isRecord(entry) && typeof entry.msg === "string" ? [`${entry.msg}${Array.isArray(entry.loc) ? ` (${entry.loc.join(".")})` : ""}`] : []));
+  return messages.length > 0 ? messages.join("; ") : undefined;
+};
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null;
 
@@ -203,4 +213,3 @@ function safeStringify(value: unknown): string {
 }
 
 const truncate = (text: string, length: number): string => (text.length > length ? `${text.slice(0, length)}…` : text);
-

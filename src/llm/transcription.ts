@@ -2,11 +2,15 @@
  * Speech to text through the openai SDK (`audio.transcriptions.create`, multipart `file` +
  * `model`, answered `{ text }`) against any OpenAI-compatible endpoint (OpenAI, Groq,
  * faster-whisper-server, LocalAI …). The SDK's own retries are off (`maxRetries: 0`): the media
- * engine's caller decides. Failures come back as `TranscriptionFailure`, naming the status and
+ * engine's caller decides. The endpoint's provider profile picks the SDK client as for chat
+ * (sdk.ts: Azure's `api-key` header, `api-version` and deployment path). Failures come back as `TranscriptionFailure`, naming the status and
  * the provider's error code, never its body (some echo the key or the audio's words), the request
  * or the key.
  */
 import OpenAI, { toFile } from "openai";
+import { resolveProfile } from "./providers/detect.js";
+import type { ProviderName } from "./providers/profiles.js";
+import { createSdk } from "./sdk.js";
 
 export interface SpeechToTextOptions {
   /** Ends in `/v1`, like LLM_BASE_URL. */
@@ -14,6 +18,8 @@ export interface SpeechToTextOptions {
   apiKey?: string;
   model: string;
   timeoutMs: number;
+  /** As LLM_PROVIDER; unset: detected from `baseUrl`. */
+  provider?: ProviderName;
   fetchImpl?: typeof fetch;
 }
 
@@ -25,12 +31,13 @@ export class TranscriptionFailure extends Error {
 }
 
 export function createSpeechToText(options: SpeechToTextOptions): SpeechToText {
-  const sdk = new OpenAI({
-    apiKey: options.apiKey ?? "none",
-    baseURL: options.baseUrl,
+  const sdk = createSdk({
+    baseUrl: options.baseUrl,
+    ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+    provider: resolveProfile(options.baseUrl, options.provider).name,
     maxRetries: 0,
-    timeout: options.timeoutMs,
-    ...(options.fetchImpl ? { fetch: options.fetchImpl } : {}),
+    timeoutMs: options.timeoutMs,
+    ...(options.fetchImpl ? { fetchImpl: options.fetchImpl } : {}),
   });
   return async (audio, file, signal) => {
     const upload = await toFile(audio, file.name, { type: file.mimeType ?? "application/octet-stream" });

@@ -4,6 +4,7 @@
  * The key is never logged; failures name the status, not the request.
  */
 import type { CallBudget } from "../core/llm.js";
+import type { ProviderName } from "../llm/providers/profiles.js";
 import { createSpeechToText, TranscriptionFailure } from "../llm/transcription.js";
 
 export interface TranscriberOptions {
@@ -12,6 +13,8 @@ export interface TranscriberOptions {
   apiKey?: string;
   model: string;
   timeoutMs: number;
+  /** The endpoint's provider profile (LLM_PROVIDER for the main endpoint); unset: detected from `baseUrl`. */
+  provider?: ProviderName;
   fetchImpl?: typeof fetch;
 }
 

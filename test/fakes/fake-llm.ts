@@ -38,8 +38,10 @@
  * Each request records the id of the connection it came on (`connection`), so a test can see
  * whether the client reuses its keep-alive connections.
  *
- * `startFakeLlm({ rules: "openai" | "anthropic" | "vllm" | "vllm-alternating" | "ollama" })` refuses
- * requests that break that kind of server's message rules with its own 400 body (provider-rules.ts).
+ * `startFakeLlm({ rules: "openai" | "anthropic" | "vllm" | "vllm-alternating" | "ollama" | … })` refuses
+ * requests that break that kind of server's message rules with its own 400 body (provider-rules.ts);
+ * `rules: "azure"` also refuses a request without the `api-key` header, or on the deployment API
+ * (`/openai/deployments/<d>/…`) without `api-version`, with Azure's 401 and 404.
  * `startFakeLlm({ tokenRatio, contextWindow })`: a provider whose tokenizer differs from ours.
  * It counts a request in its own unit (`ownPromptTokens`: characters / 4 with framing) × the ratio,
  * reports that as `prompt_tokens` (and the reply's length likewise as `completion_tokens`) on
@@ -93,6 +95,8 @@ export interface RecordedRequest {
   at: number;
   /** The TCP connection it came on: 1, 2, … in the order the server accepted them. */
   connection: number;
+  /** The path and query it was sent to (`/v1/chat/completions`; Azure's `/openai/deployments/<d>/chat/completions?api-version=…`). */
+  url: string;
 }
 
 export interface WireUsage {
@@ -145,6 +149,8 @@ export interface RecordedTranscription {
   contentType: string;
   bytes: Buffer;
   headers: IncomingHttpHeaders;
+  /** The path and query it was sent to. */
+  url: string;
 }
 
 /** Answers a transcription: the text, or an HTTP error. */
@@ -351,6 +357,23 @@ const requestedCompletion = (body: FakeChatRequestBody): number => {
   return typeof value === "number" && value > 0 ? value : 0;
 };
 
+/**
+ * Azure OpenAI's gate, before any body rule: the key in an `api-key` header (a bearer token is
+ * Entra ID's, not a key: refused like a missing key), and on the deployment API an `api-version`
+ * query parameter (without one Azure answers 404 "Resource not found"). Azure's `/openai/v1` API
+ * takes no version. Bodies as Azure words them.
+ */
+function azureRefusal(url: URL, headers: IncomingHttpHeaders, apiKey: string | undefined): FakeHttpError | undefined {
+  const key = headers["api-key"];
+  if (key === undefined || key === "" || (apiKey !== undefined && key !== apiKey)) {
+    return { status: 401, body: { error: { code: "401", message: "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource." } } };
+  }
+  if (!url.pathname.startsWith("/openai/v1/") && !url.searchParams.get("api-version")) {
+    return { status: 404, body: { error: { code: "404", message: "Resource not found" } } };
+  }
+  return undefined;
+}
+
 /** A request over the window, refused with the words and shape of the server `rules` names (OpenAI by default). */
 function windowRefusal(rules: ProviderRules | undefined, window: number, prompt: number, completion: number): FakeHttpError {
   const requested = prompt + completion;
@@ -545,7 +568,7 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
   const transcriptions: RecordedTranscription[] = [];
   let transcriber: FakeTranscriber | undefined;
 
-  const transcribe = async (raw: Buffer, headers: IncomingHttpHeaders, response: ServerResponse): Promise<void> => {
+  const transcribe = async (raw: Buffer, headers: IncomingHttpHeaders, url: string, response: ServerResponse): Promise<void> => {
     if (raw.length > TRANSCRIPTION_MAX_BYTES + 64 * 1024) {
       return send(response, 413, { error: { message: `Maximum content size limit (${TRANSCRIPTION_MAX_BYTES}) exceeded (${raw.length} bytes read)`, type: "server_error", param: null, code: null } });
     }
@@ -561,7 +584,7 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
     const model = form.get("model");
     if (typeof model !== "string" || model === "") return send(response, 400, httpError.badRequest("you must provide a model parameter", "model").body);
     if (file === null || typeof file === "string") return send(response, 400, httpError.badRequest("Missing required parameter: 'file'.", "file").body);
-    const recorded: RecordedTranscription = { model, fileName: file.name, contentType: file.type, bytes: Buffer.from(await file.arrayBuffer()), headers };
+    const recorded: RecordedTranscription = { model, fileName: file.name, contentType: file.type, bytes: Buffer.from(await file.arrayBuffer()), headers, url };
     transcriptions.push(recorded);
     const answer = transcriber ? await transcriber(recorded) : httpError.badRequest("Audio file might be corrupted or unsupported", "file");
     if (typeof answer === "string") return send(response, 200, { text: answer });
@@ -582,8 +605,8 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
     return queue.shift() ?? fallback(request);
   };
 
-  const answer = async (body: string, headers: IncomingHttpHeaders, connection: number, response: ServerResponse): Promise<void> => {
-    const request: RecordedRequest = { index: requests.length, body: JSON.parse(body) as FakeChatRequestBody, headers, at: Date.now(), connection };
+  const answer = async (body: string, headers: IncomingHttpHeaders, connection: number, url: string, response: ServerResponse): Promise<void> => {
+    const request: RecordedRequest = { index: requests.length, body: JSON.parse(body) as FakeChatRequestBody, headers, at: Date.now(), connection, url };
     requests.push(request);
     for (const wake of waiters) wake();
     // The client may give up (timeout, abort, a killed worker) while we wait: then stay silent.
@@ -647,24 +670,30 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
     const chunks: Buffer[] = [];
     incoming.on("data", (chunk: Buffer) => chunks.push(chunk));
     incoming.on("end", () => {
-      if (options.apiKey !== undefined && incoming.headers.authorization !== `Bearer ${options.apiKey}`) {
+      const url = new URL(incoming.url ?? "/", "http://fake");
+      if (rules === "azure") {
+        const refusal = azureRefusal(url, incoming.headers, options.apiKey);
+        if (refusal) return send(response, refusal.status, refusal.body);
+      } else if (options.apiKey !== undefined && incoming.headers.authorization !== `Bearer ${options.apiKey}`) {
         const refusal = httpError.unauthorized();
         return send(response, refusal.status, refusal.body);
       }
-      if (incoming.method === "GET" && incoming.url === "/v1/models") {
+      // OpenAI's paths, and Azure's: /openai/deployments/<deployment>/… or /openai/v1/… (any query).
+      const path = url.pathname.replace(/^\/openai\/(v1\/)?(deployments\/[^/]+\/)?/, "/v1/").replace(/^\/v1\/deployments\/[^/]+\//, "/v1/");
+      if (incoming.method === "GET" && path === "/v1/models") {
         const data = (options.models ?? ["gpt-4o-mini"]).map((id) => ({ id, object: "model", created: 1_700_000_000, owned_by: "fake" }));
         return send(response, 200, { object: "list", data });
       }
-      if (incoming.method === "POST" && incoming.url === "/v1/audio/transcriptions") {
-        transcribe(Buffer.concat(chunks), incoming.headers, response).catch((error: unknown) => {
+      if (incoming.method === "POST" && path === "/v1/audio/transcriptions") {
+        transcribe(Buffer.concat(chunks), incoming.headers, incoming.url ?? "", response).catch((error: unknown) => {
           if (!response.headersSent) send(response, 500, { error: { message: `fake LLM: ${String(error)}`, type: "server_error", param: null, code: null } });
         });
         return;
       }
-      if (incoming.method !== "POST" || incoming.url !== "/v1/chat/completions") {
+      if (incoming.method !== "POST" || path !== "/v1/chat/completions") {
         return send(response, 404, { error: { message: `no route ${incoming.method} ${incoming.url}`, type: "invalid_request_error", param: null, code: null } });
       }
-      answer(Buffer.concat(chunks).toString("utf8"), incoming.headers, connectionIds.get(incoming.socket) ?? 0, response).catch((error: unknown) => {
+      answer(Buffer.concat(chunks).toString("utf8"), incoming.headers, connectionIds.get(incoming.socket) ?? 0, incoming.url ?? "", response).catch((error: unknown) => {
         if (!response.headersSent) send(response, 500, { error: { message: `fake LLM: ${String(error)}`, type: "server_error", param: null, code: null } });
       });
     });

@@ -43,14 +43,14 @@
  */
 import type { FakeChatMessage, FakeChatRequestBody, FakeHttpError } from "./fake-llm.js";
 
-export type ProviderRules = "openai" | "anthropic" | "vllm" | "vllm-alternating" | "ollama" | "gemini" | "deepseek" | "mistral";
+export type ProviderRules = "openai" | "azure" | "anthropic" | "vllm" | "vllm-alternating" | "ollama" | "gemini" | "deepseek" | "mistral";
 
 /** Every rule set, for tests that run against each. */
-export const ALL_PROVIDER_RULES: readonly ProviderRules[] = ["openai", "anthropic", "vllm", "vllm-alternating", "ollama", "gemini", "deepseek", "mistral"];
+export const ALL_PROVIDER_RULES: readonly ProviderRules[] = ["openai", "azure", "anthropic", "vllm", "vllm-alternating", "ollama", "gemini", "deepseek", "mistral"];
 
 /** The `LLM_PROVIDER` value an operator sets for the server each rule set models. */
 export const PROVIDER_FOR_RULES = {
-  openai: "openai", anthropic: "anthropic", vllm: "vllm", "vllm-alternating": "vllm", ollama: "ollama", gemini: "gemini", deepseek: "deepseek", mistral: "mistral",
+  openai: "openai", azure: "azure", anthropic: "anthropic", vllm: "vllm", "vllm-alternating": "vllm", ollama: "ollama", gemini: "gemini", deepseek: "deepseek", mistral: "mistral",
 } as const satisfies Record<ProviderRules, string>;
 
 /** What a stateful provider issued earlier in the session: Gemini's thought signatures. */
@@ -80,6 +80,7 @@ export function checkProviderRules(rules: ProviderRules | undefined, body: FakeC
     case undefined:
       return undefined;
     case "openai":
+    case "azure":
       return checkOpenAi(body);
     case "anthropic":
       return checkAnthropic(body);

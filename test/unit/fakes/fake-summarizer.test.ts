@@ -21,7 +21,7 @@ describe("FakeSummarizer's window", () => {
 
   it("behind the HTTP fake, answers OpenAI's context_length_exceeded 400", () => {
     const handler = summarizerHandler({ contextWindow: 1_000, defaultTargetTokens: 100 });
-    const request = (chars: number): RecordedRequest => ({ index: 0, at: 0, connection: 1, headers: {}, body: { model: "m", max_tokens: 200, messages: [{ role: "system", content: "Summarize." }, { role: "user", content: turns(chars) }] } });
+    const request = (chars: number): RecordedRequest => ({ index: 0, at: 0, connection: 1, url: "/v1/chat/completions", headers: {}, body: { model: "m", max_tokens: 200, messages: [{ role: "system", content: "Summarize." }, { role: "user", content: turns(chars) }] } });
     expect(handler(request(2_000))).toMatchObject({ finishReason: "stop" });
     expect(handler(request(4_000))).toMatchObject({ status: 400, body: { error: { code: "context_length_exceeded" } } });
   });

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ContextOverflowError, RetryableError } from "../../../src/errors.js";
 import { classifyLlmError } from "../../../src/llm/index.js";
-import { LlmHttpError } from "../../../src/llm/errors.js";
+import OpenAI from "openai";
+import { rawErrorBody } from "../../../src/llm/sdk.js";
 import { overflow, startFakeLlm, type FakeHttpError, type FakeLlm } from "../../fakes/fake-llm.js";
 import { clientFor, rejectionOf, user } from "./helpers.js";
 
@@ -33,8 +34,8 @@ describe("every backend's context-overflow body becomes a ContextOverflowError",
     expect(error).toBeInstanceOf(ContextOverflowError);
     expect((error as ContextOverflowError).contextWindow).toBe(contextWindow);
     expect(classifyLlmError(error)).toBe("overflow");
-    expect(error.cause).toBeInstanceOf(LlmHttpError);
-    expect((error.cause as LlmHttpError).status).toBe(response.status);
+    expect(error.cause).toBeInstanceOf(OpenAI.APIError);
+    expect((error.cause as InstanceType<typeof OpenAI.APIError>).status).toBe(response.status);
   });
 
   it("is never retried", async () => {
@@ -43,12 +44,13 @@ describe("every backend's context-overflow body becomes a ContextOverflowError",
     expect(fake.requests).toHaveLength(1);
   });
 
-  it("reads the message of vLLM's flat body, which has no `error` key (the openai SDK reported it as '(no body)')", async () => {
+  it("reads the message of vLLM's flat body, which has no `error` key (the SDK alone reports it as '(no body)')", async () => {
     const response = overflow.vllmFlat({ contextWindow: 4096, requested: 5000 });
     const error = await failureOf(response);
 
-    const cause = error.cause as LlmHttpError;
-    expect(cause.body).toBe(JSON.stringify(response.body));
+    const cause = error.cause as InstanceType<typeof OpenAI.APIError>;
+    expect(cause.message).toBe("400 status code (no body)");
+    expect(rawErrorBody(cause.headers)).toBe(JSON.stringify(response.body));
     expect(cause.code).toBeUndefined();
     expect(error.message).toContain("maximum context length is 4096 tokens. However, you requested 5000 tokens");
   });
