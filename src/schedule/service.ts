@@ -119,6 +119,20 @@ export class ScheduleService {
     return listText(await this.list(requester), requester.chatType === "group");
   }
 
+  /**
+   * Runs a change (edit, pause, resume, cancel) once per `idempotencyKey`: a re-run of the same
+   * tool call answers what the first run answered instead of "no such item" or a second change.
+   * The answer is recorded after the change, so a run that dies between the two still repeats it.
+   */
+  async once(idempotencyKey: string | undefined, change: () => Promise<ActionResult>): Promise<string> {
+    if (idempotencyKey === undefined) return (await change()).text;
+    const earlier = await this.#store.doneText(idempotencyKey);
+    if (earlier !== null) return earlier;
+    const result = await change();
+    await this.#store.recordDone(idempotencyKey, result.text);
+    return (await this.#store.doneText(idempotencyKey)) ?? result.text;
+  }
+
   async edit(requester: Requester, itemId: string, changes: EditInput): Promise<ActionResult> {
     return this.#change(requester, itemId, "Changed", (item, now) => {
       if (changes.text !== undefined) {

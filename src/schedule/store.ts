@@ -111,6 +111,16 @@ export class ScheduleStore {
     return result === 1 ? "created" : result === -1 ? "chat-full" : "user-full";
   }
 
+  /** The answer recorded for a tool call's change under `idempotencyKey`, if any. */
+  async doneText(idempotencyKey: string): Promise<string | null> {
+    return this.#redis.get(this.#keys.done(idempotencyKey));
+  }
+
+  /** Records a tool call's answer under its key (the first answer stays; expires with the create keys). */
+  async recordDone(idempotencyKey: string, text: string): Promise<void> {
+    await this.#redis.set(this.#keys.done(idempotencyKey), text, "EX", IDEMPOTENCY_TTL_S, "NX");
+  }
+
   async get(itemId: string): Promise<ScheduleItem | undefined> {
     const fields = await this.#redis.hgetall(this.#keys.item(itemId));
     return fields.data === undefined ? undefined : fromFields(fields);

@@ -84,20 +84,20 @@ export function createScheduleTool(service: ScheduleService): ScheduleTool {
       const when = whenArgs(args);
       switch (args.action) {
         case "create":
-          return (await service.create(requester, { kind: kind ?? "reminder", text: stringArg(args, "text") ?? "", when: when ?? {} }, createKey(context, args))).text;
+          return (await service.create(requester, { kind: kind ?? "reminder", text: stringArg(args, "text") ?? "", when: when ?? {} }, callKey(context, args))).text;
         case "list":
           return service.listText(requester);
         case "edit": {
           const text = stringArg(args, "text");
           if (text === undefined && kind === undefined && when === undefined) throw new Error("edit needs a new text, kind or time");
-          return (await service.edit(requester, id, { text, kind, when })).text;
+          return service.once(callKey(context, args), () => service.edit(requester, id, { text, kind, when }));
         }
         case "pause":
-          return (await service.pause(requester, id)).text;
+          return service.once(callKey(context, args), () => service.pause(requester, id));
         case "resume":
-          return (await service.resume(requester, id)).text;
+          return service.once(callKey(context, args), () => service.resume(requester, id));
         case "cancel":
-          return (await service.cancel(requester, id)).text;
+          return service.once(callKey(context, args), () => service.cancel(requester, id));
         default:
           throw new Error(`unknown action ${JSON.stringify(args.action)}: use create, list, edit, pause, resume or cancel`);
       }
@@ -122,12 +122,12 @@ function whenArgs(args: Record<string, unknown>): WhenInput | undefined {
 }
 
 /**
- * The idempotency key of a create: the session, the version its turn commits, and the call's
+ * The idempotency key of a create, edit, pause, resume or cancel: the session, the version its turn commits, and the call's
  * arguments (keys sorted). A re-run of the turn asks the model again, which names its calls anew
  * but asks for the same reminder with the same words; an identical second create in one turn
  * is the same reminder too. No key outside a turn (no version): every create is new.
  */
-function createKey(context: ScheduleToolContext, args: Record<string, unknown>): string | undefined {
+function callKey(context: ScheduleToolContext, args: Record<string, unknown>): string | undefined {
   if (context.turnVersion === undefined || context.sessionKey === undefined) return undefined;
   const canonical = JSON.stringify(Object.keys(args).sort().map((key) => [key, args[key]]));
   return createHash("sha256").update(`${context.sessionKey}\n${context.turnVersion}\n${canonical}`).digest("base64url").slice(0, 32);

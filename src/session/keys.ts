@@ -133,6 +133,8 @@ export const scheduleKeys = (prefix: string) => ({
   all: `${prefix}:{sched}:items`,
   /** The item a tool call created (idempotency key of the turn that made it → item id): a re-run turn finds it. */
   created: (idempotencyKey: string) => `${prefix}:{sched}:created:${idempotencyKey}`,
+  /** The answer of a tool call's edit/pause/resume/cancel (idempotency key → its text): a re-run turn gets it again. */
+  done: (idempotencyKey: string) => `${prefix}:{sched}:done:${idempotencyKey}`,
   sequence: `${prefix}:{sched}:sequence`,
 });
 

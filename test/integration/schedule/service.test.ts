@@ -200,6 +200,21 @@ describe("the schedule tool", () => {
   const origin = inbound({ platform: "telegram", chatId: "5012345678", sessionKey: "tg:5012345678", userId: "5012345678", userName: "Ada", text: "remind me" });
   const context = { origin, timeZone: "Europe/Berlin" };
 
+  it("answers a re-run turn's edit, pause, resume and cancel as the first run did (issue 28 item 1)", async () => {
+    const h = setUp();
+    const tool = createScheduleTool(h.service);
+    const turn = { ...context, sessionKey: "tg:5012345678", turnVersion: 7 };
+    await tool.run({ action: "create", text: "Call the bank", at: "tomorrow 09:00" }, turn);
+    const calls = [{ action: "edit", id: "r1", in: "3h" }, { action: "pause", id: "r1" }, { action: "resume", id: "r1" }, { action: "cancel", id: "r1" }];
+    const first = [];
+    for (const args of calls) first.push(await tool.run(args, turn));
+    expect(first[3]).toBe("Cancelled r1: “Call the bank”.");
+    // The turn fails after its tool calls and runs again with the same version: same answers.
+    for (const [index, args] of calls.entries()) expect(await tool.run(args, turn)).toBe(first[index]);
+    // A later turn (a new version) is a new request.
+    expect(await tool.run({ action: "cancel", id: "r1" }, { ...turn, turnVersion: 8 })).not.toBe(first[3]);
+  });
+
   it("creates in the chat's zone, lists, edits and cancels for the speaker of the turn", async () => {
     const h = setUp();
     const tool = createScheduleTool(h.service);
