@@ -152,9 +152,11 @@ export class CallGate {
 /** A client whose every call passes the gates, in order (the model's, then its endpoint's). */
 export function limitedClient<C extends LlmClient>(client: C, gates: readonly CallGate[]): C {
   if (gates.length === 0) return client;
-  const wrapped = Object.create(client) as C;
+  // The client's own properties (getters included, as getters) copied onto the wrapper, so a
+  // caller that spreads or reads the client sees what it would see on the client itself.
+  const wrapped = Object.create(Object.getPrototypeOf(client) as object, Object.getOwnPropertyDescriptors(client)) as C;
   const through = (index: number, request: ChatRequest): Promise<ChatResult> =>
     index === gates.length ? client.complete(request) : gates[index]!.run(() => through(index + 1, request), request.signal);
-  Object.defineProperty(wrapped, "complete", { value: (request: ChatRequest) => through(0, request) });
+  Object.defineProperty(wrapped, "complete", { value: (request: ChatRequest) => through(0, request), enumerable: true, writable: true, configurable: true });
   return wrapped;
 }

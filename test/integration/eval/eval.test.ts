@@ -143,6 +143,7 @@ describe("npm run eval against the fake LLM", () => {
       writeFileSync(file, "Keep a handoff summary of the turns, {length}, every line as it was.\n");
       const first = llm.requests.length;
       const run = await evalCli(["--summarizer", "keeper", "--prompt", `default,${file}`, "--json"], env);
+      if (run.code !== 0) console.log(run.err.split("\n").slice(-15).join("\n"));
       expect(run.code).toBe(0);
       const result = JSON.parse(run.out) as EvalResult;
       expect(result.columns.map((column) => [column.label, column.prompt])).toEqual([["keeper/default", "default"], ["keeper/terse", "terse"]]);
