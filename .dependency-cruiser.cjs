@@ -17,7 +17,12 @@ const owned = [
   { name: "grammy", pkg: "grammy|@grammyjs", owner: "^src/adapters/telegram/" },
   { name: "discord.js", pkg: "discord\\.js|@discordjs|discord-api-types", owner: "^src/adapters/discord/" },
   { name: "bullmq", pkg: "bullmq", owner: "^(src/queue/|src/gateway/delivery\\.ts$|workers/)" },
-  { name: "openai", pkg: "openai|undici", owner: "^src/llm/" },
+  { name: "openai", pkg: "openai", owner: "^src/llm/" },
+  // The LLM transport, and fetch_url's SSRF-checked page fetcher (its own connector and lookup).
+  { name: "undici", pkg: "undici", owner: "^src/(llm|tools/web)/" },
+  { name: "ipaddr", pkg: "ipaddr\\.js", owner: "^src/tools/web/" },
+  // Web pages are parsed in the extraction worker thread, with its memory and time limits.
+  { name: "readability", pkg: "@mozilla/readability|linkedom", owner: "^src/media/extract-worker\\.ts$" },
   { name: "mcp", pkg: "@modelcontextprotocol", owner: "^src/tools/mcp/" },
   { name: "pdfjs", pkg: "pdfjs-dist", owner: "^src/media/" },
   { name: "prom-client", pkg: "prom-client", owner: "^src/metrics\\.ts$" },

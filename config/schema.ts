@@ -121,6 +121,9 @@ export const configSchema = z.object({
   // Agent
   AGENT_MAX_STEPS: positiveInt(12, "LLM steps one turn may take before it must answer"),
   TOOL_OUTPUT_MAX_CHARS: positiveInt(50_000, "Tool outputs over this (or a tenth of the context window at ~4 characters a token, if smaller) become a preview; recall pages through the stored original"),
+  FETCH_URL_MAX_KB: positiveInt(2_048, "fetch_url reads at most this many kilobytes of a page (after decompression); the rest is left out and the model is told"),
+  FETCH_URL_TIMEOUT_MS: positiveInt(20_000, "Deadline of one fetch_url call's download, redirects included (ms)"),
+  FETCH_URL_MAX_REDIRECTS: z.coerce.number().int().min(0).default(5).describe("Redirects fetch_url follows, each hop checked like the first (no private, loopback or link-local address)"),
   APPROVAL_TIMEOUT_S: positiveInt(300, "A tool call waiting for approval (mcp.servers.*.approval) is denied after this many seconds without an answer"),
   BUSY_MODE: z.enum(["collect", "queue", "interrupt"]).default("collect").describe("Messages during a turn: answered together next (collect), one turn each (queue), or restart the turn (interrupt)"),
   STREAMING: z.enum(["off", "progress", "partial"]).default("progress").describe("While a turn runs: nothing but typing (off), one status message edited as the agent works and then into the answer (progress), or the answer as it is written too (partial)"),

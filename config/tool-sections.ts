@@ -68,14 +68,22 @@ export type McpServerConfig = McpSection["servers"][string];
 export type AccessSection = z.infer<typeof accessSection>;
 export type ToolAccessConfig = NonNullable<AccessSection["tools"]>;
 
-/** Servers named in `access.tools` must exist in `mcp.servers`. → issue lines, path first. */
+/**
+ * Built-in tools that are off until `access.tools` names them (a chat, a user or `default`):
+ * `"*"` grants every MCP server but none of these, so reaching the web is always a named choice.
+ */
+export const OPTIONAL_TOOLS: readonly string[] = ["fetch_url"];
+
+/** Names in `access.tools` must be servers of `mcp.servers` or optional built-ins; a server may not take a built-in's name. → issue lines, path first. */
 export function checkToolSections(sections: { mcp?: McpSection; access?: AccessSection }): string[] {
-  const known = new Set(Object.keys(sections.mcp?.servers ?? {}));
-  const tools = sections.access?.tools;
-  if (!tools) return [];
+  const servers = Object.keys(sections.mcp?.servers ?? {});
   const lines: string[] = [];
+  for (const name of servers) if (OPTIONAL_TOOLS.includes(name)) lines.push(`  mcp.servers.${name}: "${name}" is a built-in tool's name; name the server otherwise`);
+  const known = new Set([...servers, ...OPTIONAL_TOOLS]);
+  const tools = sections.access?.tools;
+  if (!tools) return lines;
   const check = (path: string, names: readonly string[]) => {
-    for (const name of names) if (name !== "*" && !known.has(name)) lines.push(`  ${path}: no server "${name}" in mcp.servers`);
+    for (const name of names) if (name !== "*" && !known.has(name)) lines.push(`  ${path}: no server "${name}" in mcp.servers (nor a built-in tool: ${OPTIONAL_TOOLS.join(", ")})`);
   };
   check("access.tools.default", tools.default);
   for (const [key, names] of Object.entries(tools.chats)) check(`access.tools.chats.${key}`, names);

@@ -8,9 +8,9 @@ import type { TurnEngine } from "../src/agent/index.js";
 import { createMemoryHooks, createMemoryTool, exportUserData, MemoryService, MemoryStore } from "../src/memory/index.js";
 import { createModelRouter } from "../src/models/router.js";
 import { BudgetMeter, budgetAccounts, LimitsCache, meteredClient, transcriptionCost, transcriptionEstimate } from "../src/budget/index.js";
-import { createRecallTool, currentTimeTool, McpManager, ToolCatalog, type Tool } from "../src/tools/index.js";
+import { createFetchUrlTool, createPageFetcher, createRecallTool, currentTimeTool, McpManager, publicAddressPolicy, ToolCatalog, type Tool } from "../src/tools/index.js";
 import { MB } from "../src/core/attachments.js";
-import { createMediaEngine, redisExtractionMemory, redisVisionMemory } from "../src/media/index.js";
+import { createMediaEngine, extractText, redisExtractionMemory, redisVisionMemory } from "../src/media/index.js";
 import type { Logger } from "../src/logger.js";
 import type { Metrics } from "../src/metrics.js";
 import { AccessControl, accessListsFrom } from "../src/gateway/access.js";
@@ -43,6 +43,8 @@ export interface WorkerRoleOptions {
   extraTools?: readonly Tool[];
   /** Test-only faults (workers/test-hooks.ts); main.ts turns them on with LONGHAUL_TEST_HOOKS=1. */
   testHooks?: boolean;
+  /** Test-only: addresses fetch_url may reach although they are not public (a loopback fixture server). No config key sets it. */
+  fetchTestAllow?: readonly string[];
 }
 
 /** Resolves once the worker takes jobs: the key layout is migrated before the first turn. */
@@ -97,8 +99,21 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   const mcpServers = config.mcp?.servers ?? {};
   // No server is started here: each connects when a turn first needs it.
   const mcp = Object.keys(mcpServers).length > 0 ? new McpManager({ config: { servers: mcpServers }, logger, clientVersion: "0.1.0" }) : undefined;
+  // fetch_url: offered only where access.tools names it; pages become text in the extraction
+  // worker, with the document limits.
+  const pageFetcher = createPageFetcher(
+    { maxBytes: config.FETCH_URL_MAX_KB * 1024, timeoutMs: config.FETCH_URL_TIMEOUT_MS, maxRedirects: config.FETCH_URL_MAX_REDIRECTS },
+    publicAddressPolicy(options.fetchTestAllow),
+  );
+  const extractLimits = { memoryMb: config.EXTRACT_MEMORY_MB, timeoutMs: config.EXTRACT_TIMEOUT_MS, maxPages: config.EXTRACT_MAX_PAGES, maxChars: config.MAX_DOCUMENT_CHARS };
+  const fetchUrl = createFetchUrlTool({
+    fetcher: pageFetcher,
+    maxKb: config.FETCH_URL_MAX_KB,
+    toText: (kind, bytes, page, signal) => extractText(kind, bytes, extractLimits, signal, page),
+  });
   const tools = new ToolCatalog({
     builtins: [currentTimeTool, createRecallTool(), createScheduleTool(schedule), createMemoryTool(memory), ...(options.extraTools ?? [])],
+    optional: [fetchUrl],
     mcp,
     access: config.access?.tools,
     logger,
@@ -266,6 +281,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
         await worker.close();
         // After the turns: a turn handed back mid-call has let go of its server by now.
         await tools.close();
+        await pageFetcher.close();
         await firingQueue.close();
         await idleQueue.close();
         await producers.close();

@@ -10,8 +10,13 @@ import { parentPort, workerData } from "node:worker_threads";
 
 /** What the parent sends, once the worker said it is ready. */
 export interface ExtractRequest {
-  type: "text" | "pdf";
+  /** html: a web page's readable text (Readability over a linkedom DOM), for fetch_url. */
+  type: "text" | "pdf" | "html";
   bytes: Uint8Array;
+  /** html: the charset the server named; unset: a <meta charset>, else UTF-8. */
+  charset?: string;
+  /** html: the page's address, against which relative links are resolved. */
+  url?: string;
   /** Pages read at most; later pages are left out and the text says so. */
   maxPages: number;
   /** Characters kept at most; extraction stops there and the text says so. */
@@ -84,6 +89,128 @@ async function extractPdf(request: ExtractRequest): Promise<ExtractReply> {
   return { ok: true, text: pages.join("\n\n"), pages: document.numPages, ...(truncated ? { truncated } : {}) };
 }
 
+/** Elements whose text is not the page's (scripts, styles, embedded objects). */
+const SKIPPED = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE", "SVG", "IFRAME", "OBJECT", "EMBED", "CANVAS", "HEAD", "BUTTON", "SELECT", "INPUT", "TEXTAREA"]);
+/** Elements that start a new line of text. */
+const BLOCKS = new Set(["P", "DIV", "SECTION", "ARTICLE", "HEADER", "FOOTER", "MAIN", "ASIDE", "NAV", "BLOCKQUOTE", "TABLE", "THEAD", "TBODY", "TFOOT", "UL", "OL", "DL", "DT", "DD", "FIGURE", "FIGCAPTION", "FORM", "HR", "ADDRESS", "DETAILS", "SUMMARY", "CAPTION"]);
+/** Deeper nesting than this is not walked (a crafted page of a million nested divs). */
+const MAX_DEPTH = 200;
+
+interface DomNode {
+  nodeType: number;
+  nodeName: string;
+  textContent: string | null;
+  childNodes: ArrayLike<DomNode>;
+  getAttribute?(name: string): string | null;
+}
+
+/**
+ * A web page's readable text: Mozilla Readability picks the article (as Firefox's Reader View
+ * does); a page it finds no article in is read whole, without scripts, styles and forms. The
+ * text keeps headings (`#`), list items (`-`), table cells (`|`), code blocks and links
+ * (`[text](url)`, absolute http(s) only).
+ */
+async function extractHtml(request: ExtractRequest): Promise<ExtractReply> {
+  const [{ parseHTML }, { Readability }] = await Promise.all([import("linkedom"), import("@mozilla/readability")]);
+  const html = decodeHtml(request.bytes, request.charset);
+  const { document } = parseHTML(html);
+  const title = (document.title ?? "").replace(/\s+/g, " ").trim();
+  let article: { content?: string | null; title?: string | null } | null = null;
+  try {
+    // Readability changes the document it reads: the whole page stays in `html` for the fallback.
+    article = new Readability(document as unknown as ConstructorParameters<typeof Readability>[0], { charThreshold: 200 }).parse();
+  } catch {
+    article = null;
+  }
+  const root = article?.content ? parseHTML(`<!doctype html><html><body>${article.content}</body></html>`).document.body : parseHTML(html).document.body;
+  const parts: string[] = [];
+  walk(root as unknown as DomNode, parts, request.url, 0);
+  let text = tidy(parts.join(""));
+  const heading = (article?.title ?? "").replace(/\s+/g, " ").trim() || title;
+  if (heading && !text.startsWith(`# ${heading}`)) text = `# ${heading}\n\n${text}`;
+  if (text.length <= request.maxChars) return { ok: true, text };
+  return { ok: true, text: cut(text, request.maxChars), truncated: `the page's first ${request.maxChars} characters of ${text.length}` };
+}
+
+function walk(node: DomNode, out: string[], base: string | undefined, depth: number): void {
+  if (depth > MAX_DEPTH) return;
+  const children = node.childNodes;
+  for (let index = 0; index < children.length; index++) {
+    const child = children[index]!;
+    if (child.nodeType === 3) {
+      out.push((child.textContent ?? "").replace(/\s+/g, " "));
+      continue;
+    }
+    if (child.nodeType !== 1) continue;
+    const tag = child.nodeName.toUpperCase();
+    if (SKIPPED.has(tag)) continue;
+    if (tag === "BR") out.push("\n");
+    else if (/^H[1-6]$/.test(tag)) {
+      out.push(`\n\n${"#".repeat(Number(tag[1]))} `);
+      walk(child, out, base, depth + 1);
+      out.push("\n\n");
+    } else if (tag === "LI") {
+      out.push("\n- ");
+      walk(child, out, base, depth + 1);
+      out.push("\n");
+    } else if (tag === "PRE") {
+      out.push(`\n\n\`\`\`\n${(child.textContent ?? "").replace(/\n+$/, "")}\n\`\`\`\n\n`);
+    } else if (tag === "TR") {
+      out.push("\n| ");
+      walk(child, out, base, depth + 1);
+      out.push("\n");
+    } else if (tag === "TD" || tag === "TH") {
+      walk(child, out, base, depth + 1);
+      out.push(" | ");
+    } else if (tag === "A") {
+      const start = out.length;
+      walk(child, out, base, depth + 1);
+      const label = out.slice(start).join("").trim();
+      const href = link(child.getAttribute?.("href") ?? null, base);
+      if (label !== "" && href !== undefined && href !== label) {
+        out.length = start;
+        out.push(`[${label}](${href})`);
+      }
+    } else if (BLOCKS.has(tag)) {
+      out.push("\n\n");
+      walk(child, out, base, depth + 1);
+      out.push("\n\n");
+    } else walk(child, out, base, depth + 1);
+  }
+}
+
+function link(href: string | null, base: string | undefined): string | undefined {
+  if (!href || href.startsWith("#")) return undefined;
+  try {
+    const url = new URL(href, base);
+    return url.protocol === "http:" || url.protocol === "https:" ? url.href : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Spaces trimmed at line ends, at most one blank line in a row; code blocks as they were. */
+function tidy(text: string): string {
+  return text
+    .split(/(\n```\n[\s\S]*?\n```\n)/)
+    .map((piece, index) => (index % 2 === 1 ? piece : piece.replace(/[ \t]+/g, " ").replace(/ *\n */g, "\n")))
+    .join("")
+    .replace(/\n{3,}/g, "\n\n")
+    .trim();
+}
+
+/** The server's charset, else the page's own <meta charset> (in its first 2 KB), else UTF-8. */
+function decodeHtml(bytes: Uint8Array, charset: string | undefined): string {
+  const head = new TextDecoder("latin1").decode(bytes.subarray(0, 2048));
+  const declared = charset ?? /<meta[^>]+charset=["']?([A-Za-z0-9_-]+)/i.exec(head)?.[1];
+  try {
+    return new TextDecoder(declared ?? "utf-8").decode(bytes);
+  } catch {
+    // An unknown label: UTF-8 with replacement characters reads better than nothing.
+    return new TextDecoder("utf-8").decode(bytes);
+  }
+}
+
 /** At most `max` UTF-16 units, never half of a surrogate pair. */
 function cut(text: string, max: number): string {
   let end = max;
@@ -94,6 +221,7 @@ function cut(text: string, max: number): string {
 
 async function run(request: ExtractRequest): Promise<ExtractReply> {
   try {
+    if (request.type === "html") return await extractHtml(request);
     return request.type === "text" ? decodeText(request.bytes, request.maxChars) : await extractPdf(request);
   } catch (error) {
     if (error instanceof NotTextError) return { ok: false, corrupt: true, detail: error.message };
@@ -108,6 +236,10 @@ async function run(request: ExtractRequest): Promise<ExtractReply> {
  * `globalThis.pdfjsWorker` when it is there instead of importing it on the first document.
  */
 async function load(type: ExtractRequest["type"]): Promise<void> {
+  if (type === "html") {
+    await Promise.all([import("linkedom"), import("@mozilla/readability")]);
+    return;
+  }
   if (type !== "pdf") return;
   // No type declarations ship for the parser half; only its presence matters here.
   const parserModule = "pdfjs-dist/legacy/build/pdf.worker.mjs";

@@ -72,10 +72,10 @@ const MEMORY_CHECK_MS = 20;
  * The file's text; throws CorruptFileError when it is not what its name says, ExtractionLimitError
  * when it cost too much, and the signal's reason when the turn was stopped.
  */
-export async function extractText(type: Exclude<DocumentType, "unsupported">, bytes: Uint8Array, limits: ExtractLimits, signal?: AbortSignal): Promise<ExtractedText> {
+export async function extractText(type: ExtractRequest["type"], bytes: Uint8Array, limits: ExtractLimits, signal?: AbortSignal, page?: { charset?: string; url?: string }): Promise<ExtractedText> {
   const release = await slot.acquire(signal);
   try {
-    return await runWorker({ type, bytes: new Uint8Array(bytes), maxPages: limits.maxPages, maxChars: limits.maxChars }, limits, signal);
+    return await runWorker({ type, bytes: new Uint8Array(bytes), maxPages: limits.maxPages, maxChars: limits.maxChars, ...(page?.charset ? { charset: page.charset } : {}), ...(page?.url ? { url: page.url } : {}) }, limits, signal);
   } finally {
     release();
   }

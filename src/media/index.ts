@@ -18,6 +18,7 @@ export { download, type Download, type DownloadLimits } from "./download.js";
 export { createTranscriber, TranscriptionError } from "./transcribe.js";
 export { isVisionRefusal, redisVisionMemory, type VisionMemory } from "./vision.js";
 export { redisExtractionMemory, type ExtractionMemory } from "./extraction-memory.js";
+export { extractText, CorruptFileError, ExtractionLimitError, type ExtractLimits, type ExtractedText } from "./extract.js";
 export { imageFormat, ImageCache } from "./images.js";
 export type { ResolveScope, Resolved } from "./resolve.js";
 

@@ -26,9 +26,24 @@ export { platformPrefix };
 
 export function allowedServers(servers: readonly string[], access: ToolAccessConfig | undefined, scope: ToolScope): string[] {
   if (!access) return [...servers];
-  const granted = new Set<string>();
-  const grant = (names: readonly string[] | undefined) => {
-    for (const name of names ?? []) for (const server of name === "*" ? servers : [name]) granted.add(server);
+  return granted(servers, access, scope, true);
+}
+
+/**
+ * The opt-in built-ins (`fetch_url`) this turn may use: only where `access.tools` names them —
+ * never without the section, never through `"*"`; a user grant only when every speaker has it.
+ */
+export function allowedOptionalTools(names: readonly string[], access: ToolAccessConfig | undefined, scope: ToolScope): string[] {
+  if (!access) return [];
+  return granted(names, access, scope, false);
+}
+
+/** `default` ∪ `chats[this chat]` ∪ what every speaker of the turn holds; `"*"` counts only when `star`. */
+function granted(names: readonly string[], access: ToolAccessConfig, scope: ToolScope, star: boolean): string[] {
+  const result = new Set<string>();
+  const expand = (list: readonly string[] | undefined) => new Set((list ?? []).flatMap((name) => (name === "*" ? (star ? names : []) : [name])));
+  const grant = (list: readonly string[] | undefined) => {
+    for (const name of expand(list)) result.add(name);
   };
   grant(access.default);
   const prefix = platformPrefix(scope.platform);
@@ -36,11 +51,8 @@ export function allowedServers(servers: readonly string[], access: ToolAccessCon
   for (const key of chatKeys) grant(access.chats[key]);
   const speakers = [...new Set(scope.userIds)];
   if (speakers.length > 0) {
-    const perUser = speakers.map((userId) => expand(access.users[`${prefix}:${userId}`], servers));
-    for (const server of perUser[0] ?? []) if (perUser.every((set) => set.has(server))) granted.add(server);
+    const perUser = speakers.map((userId) => expand(access.users[`${prefix}:${userId}`]));
+    for (const name of perUser[0] ?? []) if (perUser.every((set) => set.has(name))) result.add(name);
   }
-  return servers.filter((server) => granted.has(server));
+  return names.filter((name) => result.has(name));
 }
-
-const expand = (names: readonly string[] | undefined, servers: readonly string[]) =>
-  new Set((names ?? []).flatMap((name) => (name === "*" ? servers : [name])));

@@ -1,11 +1,12 @@
 /**
  * Every tool a worker can offer, and the part of it one turn gets: the built-ins everywhere,
- * MCP servers as `access.tools` allows for the chat and its speakers (connected lazily).
+ * the opt-in built-ins (`fetch_url`) and MCP servers as `access.tools` allows for the chat and
+ * its speakers (servers connected lazily).
  */
 import type { ToolAccessConfig } from "../../config/tool-sections.js";
 import type { ToolDefinition } from "../core/messages.js";
 import type { Logger } from "../logger.js";
-import { allowedServers, type ToolScope } from "./access.js";
+import { allowedOptionalTools, allowedServers, type ToolScope } from "./access.js";
 import type { McpManager, ServerTools } from "./mcp/index.js";
 import { ToolRegistry, type Tool } from "./registry.js";
 
@@ -13,10 +14,14 @@ export interface TurnTools {
   tools: ToolRegistry;
   /** Per allowed server: its tools, or why it has none this turn. */
   servers: ServerTools[];
+  /** The opt-in built-ins this turn may use. */
+  optional: Tool[];
 }
 
 export interface ToolCatalogOptions {
   builtins: readonly Tool[];
+  /** Built-ins offered only where `access.tools` names them (config OPTIONAL_TOOLS). */
+  optional?: readonly Tool[];
   mcp?: McpManager | undefined;
   access?: ToolAccessConfig | undefined;
   logger: Logger;
@@ -49,11 +54,14 @@ export class ToolCatalog {
     const mcp = this.#options.mcp;
     const servers = mcp ? await mcp.toolsFor(this.allowedServers(scope)) : [];
     const tools = new ToolRegistry(this.#options.builtins);
+    const optionalNames = allowedOptionalTools((this.#options.optional ?? []).map((tool) => tool.definition.function.name), this.#options.access, scope);
+    const optional = (this.#options.optional ?? []).filter((tool) => optionalNames.includes(tool.definition.function.name));
+    for (const tool of optional) tools.register(tool);
     for (const entry of servers) {
       if (entry.unavailable) log.info({ mcpServer: entry.server, reason: entry.unavailable }, "mcp-server-left-out-of-turn");
       for (const tool of entry.tools) tools.register(tool);
     }
-    return { tools, servers };
+    return { tools, servers, optional };
   }
 
   async close(): Promise<void> {
@@ -63,7 +71,7 @@ export class ToolCatalog {
 
 /** `/tools`: what this chat can use, by server. */
 export function describeTools(turn: TurnTools, builtins: ToolRegistry): string {
-  const lines = ["Tools I can use in this chat:", ...builtins.list().map((tool) => `• ${tool.definition.function.name} — ${firstSentence(tool.definition.function.description)}`)];
+  const lines = ["Tools I can use in this chat:", ...[...builtins.list(), ...turn.optional].map((tool) => `• ${tool.definition.function.name} — ${firstSentence(tool.definition.function.description)}`)];
   for (const entry of turn.servers) {
     lines.push("", `${entry.server} (MCP server)${entry.unavailable ? `: unavailable right now (${entry.unavailable})` : ""}`);
     for (const tool of entry.tools) {

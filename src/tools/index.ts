@@ -4,10 +4,13 @@
  */
 export { ToolRegistry, callNeedsApproval, withoutApprovals, type Tool, type ToolContext, type ToolSet, type TranscriptReader, type ToolOutputReader } from "./registry.js";
 export { currentTimeTool } from "./builtin/current-time.js";
+export { createFetchUrlTool, type PageToText } from "./builtin/fetch-url.js";
+export { createPageFetcher, FetchRefusedError, type PageFetcher, type PageFetchLimits, type FetchedPage, type Resolve } from "./web/page-fetch.js";
+export { publicAddressPolicy, type AddressPolicy } from "./web/address-policy.js";
 export { createRecallTool, RECALL_DEFAULT_CHARS, RECALL_MAX_CHARS } from "./builtin/recall.js";
 export { outputCapChars, capToolResult, type ToolOutputWriter } from "./output-cap.js";
 export { runToolCall, toolResultMessage, parseArguments } from "./execute.js";
-export { allowedServers, platformPrefix, type ToolScope } from "./access.js";
+export { allowedServers, allowedOptionalTools, platformPrefix, type ToolScope } from "./access.js";
 export { ToolCatalog, describeTools, type TurnTools, type ToolCatalogOptions } from "./catalog.js";
 export { McpManager } from "./mcp/index.js";
 export {

@@ -50,12 +50,12 @@ export function testRedisAddress(config: Config): RedisAddress {
 export async function startPipeline(
   config: Config,
   adapters: ChannelAdapter[],
-  options: { worker?: boolean; logs?: LogCapture; tools?: readonly Tool[] } = {},
+  options: { worker?: boolean; logs?: LogCapture; tools?: readonly Tool[]; fetchTestAllow?: readonly string[] } = {},
 ): Promise<Pipeline> {
   const logs = options.logs ?? captureLogs("warn");
   const metrics = createMetrics();
   const redisAddress = testRedisAddress(config);
-  const worker = options.worker === false ? undefined : await startWorkerRole({ config, redisAddress, logger: logs.logger, metrics, ...(options.tools ? { extraTools: options.tools } : {}) });
+  const worker = options.worker === false ? undefined : await startWorkerRole({ config, redisAddress, logger: logs.logger, metrics, ...(options.tools ? { extraTools: options.tools } : {}), ...(options.fetchTestAllow ? { fetchTestAllow: options.fetchTestAllow } : {}) });
   const gateway = await startGateway({ config, redisAddress, adapters, logger: logs.logger, metrics });
   return {
     gateway,
