@@ -51,7 +51,9 @@ function recordingSchedule(): { service: ScheduleService; calls: Array<{ action:
     calls.push({ action, requester, args });
     return { ok: true, text: `${action} done for ${requester.userName}` };
   };
-  const service = { create: answer("create"), edit: answer("edit"), pause: answer("pause"), resume: answer("resume"), cancel: answer("cancel"), listText: async () => "nothing" };
+  const service = { create: answer("create"), edit: answer("edit"), pause: answer("pause"), resume: answer("resume"), cancel: answer("cancel"), listText: async () => "nothing",
+    // No idempotency record here: every change runs (the real service's `once` is tested in schedule/service.test.ts).
+    once: async (_key: string | undefined, change: () => Promise<{ text: string }>) => (await change()).text };
   return { service: service as unknown as ScheduleService, calls };
 }
 
