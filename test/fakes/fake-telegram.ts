@@ -449,6 +449,11 @@ export class FakeTelegram {
         this.commandMenus.set(JSON.stringify(payload.scope ?? { type: "default" }), payload.commands as Array<{ command: string; description: string }>);
         return ok(true);
       }
+      case "getMyCommands": {
+        const invalid = invalidScope(payload.scope);
+        if (invalid) return fail({ error_code: 400, description: `Bad Request: ${invalid}` });
+        return ok(this.commandMenus.get(JSON.stringify(payload.scope ?? { type: "default" })) ?? []);
+      }
       case "setMessageReaction": {
         // Bots set at most one reaction, from Telegram's standard set and the chat's allowed ones.
         const reaction = Array.isArray(payload.reaction) ? (payload.reaction as Array<{ type?: unknown; emoji?: unknown }>) : [];

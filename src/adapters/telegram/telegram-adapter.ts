@@ -5,6 +5,7 @@
  * handled by intake.ts. Access control, dedupe and persistence are the ingress's.
  */
 import type { Bot } from "grammy";
+import type { BotCommandScope } from "grammy/types";
 import type { ChannelAdapter, ChatMoveResult, IngressPort, OutboundReply, ReplyTarget, SendOptions, TurnActivity } from "../channel-adapter.js";
 import type { Logger } from "../../logger.js";
 import { createBot, previewApi } from "./bot.js";
@@ -128,13 +129,7 @@ export class TelegramAdapter implements ChannelAdapter {
       this.logger.warn({ username: me.username }, "privacy mode is on: in groups the bot sees only commands, mentions and replies to it, so the rest of a long paste and an album's other photos never reach it; turn it off with BotFather /setprivacy (then remove and re-add the bot to each group), or make the bot a group admin");
     }
     // One menu per scope from the command registry: private chats, groups, group admins.
-    for (const { scope, menu } of TELEGRAM_MENU_SCOPES) {
-      this.track(
-        this.bot.api
-          .setMyCommands(telegramCommands(menu), { scope }, toApiSignal(this.abort.signal))
-          .catch((error: unknown) => this.logger.warn({ scope: scope.type, err: describeError(error) }, "setMyCommands failed; commands still work when typed")),
-      );
-    }
+    for (const { scope, menu } of TELEGRAM_MENU_SCOPES) this.track(this.syncMenu(scope, telegramCommands(menu)));
     const connection = { me, bot: this.bot, options: this.options, logger: this.logger, signal: this.abort.signal };
     if (this.mode === "webhook" && this.options.webhookUrl !== undefined) {
       this.routes = webhookRoutes(this.bot, this.options, () => this.state === "running", this.logger);
@@ -142,6 +137,27 @@ export class TelegramAdapter implements ChannelAdapter {
       return;
     }
     this.poller = await connectPolling(connection);
+  }
+
+  /**
+   * Sets one scope's menu, only when Telegram holds a different one: every gateway start (each
+   * replica, each restart) would otherwise rewrite all three. A failure leaves the old menu; the
+   * commands still work when typed.
+   */
+  private async syncMenu(scope: BotCommandScope, commands: Array<{ command: string; description: string }>): Promise<void> {
+    const signal = toApiSignal(this.abort.signal);
+    try {
+      const current = await this.bot.api.getMyCommands({ scope }, signal).catch(() => undefined);
+      const same = current !== undefined && current.length === commands.length
+        && current.every((entry, index) => entry.command === commands[index]?.command && entry.description === commands[index]?.description);
+      if (same) {
+        this.logger.debug({ scope: scope.type }, "telegram command menu unchanged");
+        return;
+      }
+      await this.bot.api.setMyCommands(commands, { scope }, signal);
+    } catch (error) {
+      this.logger.warn({ scope: scope.type, err: describeError(error) }, "setMyCommands failed; commands still work when typed");
+    }
   }
 
   async send(reply: OutboundReply, options: SendOptions): Promise<void> {

@@ -97,6 +97,7 @@ describe("telegram adapter, long polling", () => {
     expect(menu("all_group_chats")).toEqual([...common, "tools", "reminders", "timezone"]);
     expect(menu("all_chat_administrators")).toEqual([...common, "persona", "tools", "reminders", "timezone"]);
     expect(fake.callsOf("setMyCommands")).toHaveLength(3);
+    expect(fake.callsOf("getMyCommands")).toHaveLength(3);
     // No webhook was set, so none is deleted: deleteWebhook would disconnect another deployment's.
     expect(fake.callsOf("getWebhookInfo")).toHaveLength(1);
     expect(fake.callsOf("deleteWebhook")).toHaveLength(0);
@@ -447,6 +448,21 @@ describe("telegram adapter, long polling", () => {
     const afterAnswer = fake.callsOf("sendChatAction").length;
     await sleep(350);
     expect(fake.callsOf("sendChatAction")).toHaveLength(afterAnswer);
+  });
+
+  it("sets a scope's menu only when Telegram holds a different one", async () => {
+    fake = await FakeTelegram.start();
+    await startAdapter(new RecordingIngress());
+    await waitUntil(() => fake.callsOf("setMyCommands").length === 3);
+    await adapter?.stop();
+    // The group menu was changed meanwhile (another deployment, an older version of ours).
+    fake.commandMenus.set(JSON.stringify({ type: "all_group_chats" }), [{ command: "help", description: "Old help" }]);
+    await startAdapter(new RecordingIngress());
+    await waitUntil(() => fake.callsOf("getMyCommands").length === 6);
+    await waitUntil(() => fake.callsOf("setMyCommands").length === 4);
+    await sleep(100);
+    expect(fake.callsOf("setMyCommands").slice(3).map((call) => call.payload.scope)).toEqual([{ type: "all_group_chats" }]);
+    expect(fake.commandMenus.get(JSON.stringify({ type: "all_group_chats" }))?.map((entry) => entry.command)).toContain("new");
   });
 
   it("survives a failing setMyCommands, a malformed update and a failing ingress", async () => {
