@@ -166,6 +166,9 @@ export const configSchema = z.object({
   TELEGRAM_WEBHOOK_SECRET: z.string().regex(/^[A-Za-z0-9_-]{1,256}$/).optional().describe("Secret token Telegram sends with webhook calls; required with TELEGRAM_WEBHOOK_URL"),
   TELEGRAM_FORCE_POLLING: onOff(false, "Poll even though a webhook is set for the bot, deleting it (another deployment's webhook stops working)"),
   TELEGRAM_CONFLICT_EXIT_S: positiveInt(300, "Seconds of 409 Conflict (another poller on the token) before the gateway exits non-zero for its supervisor to restart it"),
+  SEND_BUDGET: onOff(true, "One send budget per bot token, shared by every gateway through Redis: token buckets for the platform's global and per-chat limits, finals first, previews and typing skipped first (docs/operator.md)"),
+  TELEGRAM_SENDS_PER_SECOND: z.coerce.number().gt(1).default(28).describe("At most this many messages and edits of the bot in any second, across all chats (Telegram allows about 30); a tenth of it may go at once"),
+  TELEGRAM_GROUP_SENDS_PER_MINUTE: z.coerce.number().gt(3).default(18).describe("At most this many messages and edits into one group in any minute (Telegram allows 20); 3 may go at once"),
   TELEGRAM_STREAMING: z.enum(["off", "progress", "partial"]).optional().describe("STREAMING for Telegram chats; unset: STREAMING"),
   LINK_PREVIEWS: onOff(false, "Show link previews under the bot's replies"),
   ACK_REACTIONS: onOff(false, "React 👀 to a message as soon as it is taken (Telegram and Discord), where the chat allows reactions"),
@@ -181,6 +184,7 @@ export const configSchema = z.object({
   ADMIN_DISCORD_USERS: list("Discord user ids of admins (may answer anyone's tool approval, change anyone's reminders in groups, /model, /persona and /timezone in groups, /budget, /pair approve)"),
   DISCORD_ALWAYS_ON_CHANNELS: list("Discord channel ids answered without a mention"),
   DISCORD_STREAMING: z.enum(["off", "progress", "partial"]).optional().describe("STREAMING for Discord channels; unset: STREAMING"),
+  DISCORD_REQUESTS_PER_SECOND: z.coerce.number().gt(1).default(45).describe("At most this many REST requests of the bot in any second (Discord's global limit is 50); a tenth of it may go at once"),
   DISCORD_PING_ON_REPLY: flag(true, "In Discord guild channels the reply pings the person who asked (never @everyone or roles; DMs never ping)"),
 
   // Console

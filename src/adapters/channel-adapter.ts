@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { IngressPort, OutboundReply, Platform, ReplyTarget, TurnActivity } from "../core/channel.js";
+import type { SendBudget } from "../core/send-budget.js";
 
 export type { AccessSubject, ChannelCursors, ChatMove, ChatMoveResult, InboundMessage, IngressPort, OutboundReply, Platform, PreviewUpdate, ReplyAction, ReplyDocument, ReplyTarget, StreamingMode, SubmitResult, TurnActivity } from "../core/channel.js";
 export { REPLY_CONTEXT_MAX_CHARS } from "../core/channel.js";
@@ -27,6 +28,12 @@ export interface ChannelAdapter {
   send(reply: OutboundReply, options: SendOptions): Promise<void>;
   /** Live previews (docs/streaming.md); absent: the platform shows none, replies go out as before. */
   readonly previews?: PreviewPort | undefined;
+  /**
+   * The bot's send budget, shared with every gateway through Redis (src/gateway/send-budget.ts):
+   * given before `start`; the adapter asks it before each call that counts against the
+   * platform's rate limits. Without it the adapter sends as the platform's own answers allow.
+   */
+  useSendBudget?(budget: SendBudget): void;
   /** Turn activity for typing indicators; optional. Must never throw. */
   onActivity?(activity: TurnActivity): void;
   /** Stops intake and releases connections; safe to call twice. */

@@ -9,3 +9,4 @@ export * from "./tools.js";
 export * from "./memory.js";
 export * from "./attachments.js";
 export * from "./commands.js";
+export * from "./send-budget.js";

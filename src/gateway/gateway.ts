@@ -16,6 +16,7 @@ import { AccessControl, accessListsFrom } from "./access.js";
 import { RedisChannelCursors } from "./cursors.js";
 import { startDeliveryWorker } from "./delivery.js";
 import { PreviewRenderer } from "./preview-renderer.js";
+import { RedisSendBudget } from "./send-budget.js";
 import type { RouteHandler } from "./http-server.js";
 import { Ingress } from "./ingress.js";
 
@@ -141,7 +142,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     chatClosed,
     cursors,
   };
+  // One send budget per bot token, shared by every gateway on this Redis (docs/operator.md).
+  const sendBudget = config.SEND_BUDGET ? new RedisSendBudget({ redis, prefix, logger: log }) : undefined;
   for (const adapter of adapters.values()) {
+    if (sendBudget) adapter.useSendBudget?.(sendBudget);
     await adapter.start(port);
     log.info({ platform: adapter.platform }, "adapter-started");
   }

@@ -111,6 +111,12 @@ export const globalKeys = (prefix: string) => ({
   budgetLimits: (account: string) => `${prefix}:{budget}:limits:${account}`,
   /** Every write of a `budgetLimits` hash publishes its account here (workers' limits caches forget it). */
   budgetLimitsChannel: `${prefix}:budget-limits`,
+  /**
+   * The send budget of one bot (src/gateway/send-budget.ts): its token buckets (`b:<name>`) and
+   * penalties (`p:<chat>`, `p:*` for the whole bot) share the bot's hash tag, so one script
+   * checks a chat's and the bot's buckets together, on a Redis Cluster too.
+   */
+  sendBudget: (platform: string, bot: string, name: string) => `${prefix}:{send:${platform}:${bot}}:${name}`,
   /** Says this Redis (under this prefix) is longhaul's: src/doctor/redis.ts. */
   marker: `${prefix}:longhaul`,
   /** Which key layout this deployment's data is in (absent: wave 1, `2`: hash-tagged). */

@@ -1,0 +1,115 @@
+import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
+import type { SendBucket, SendRequest } from "../../../src/core/send-budget.js";
+import { RedisSendBudget } from "../../../src/gateway/send-budget.js";
+import { silentLogger } from "../../../src/logger.js";
+import { createRedis, type Redis } from "../../../src/queue/index.js";
+import { uniquePrefix } from "../../helpers/config.js";
+
+describe("the send budget in Redis", () => {
+  let redis: Redis;
+  let prefix: string;
+  let budget: RedisSendBudget;
+
+  beforeEach(() => {
+    redis = createRedis(inject("redisUrl"));
+    prefix = uniquePrefix("send");
+    budget = new RedisSendBudget({ redis, prefix, logger: silentLogger, finalMaxWaitMs: 10_000 });
+  });
+
+  afterEach(async () => {
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
+  });
+
+  // Slow refills, so the few milliseconds between calls cannot refill a token.
+  const global: SendBucket = { name: "global", capacity: 4, perSecond: 0.01 };
+  const chat = (id: string): SendBucket => ({ name: `chat:${id}`, capacity: 2, perSecond: 0.01 });
+  const request = (chatId: string, priority: SendRequest["priority"]): SendRequest => ({ platform: "telegram", bot: "77", chat: chatId, buckets: [global, chat(chatId)], priority });
+
+  it("lets finals borrow their slot (told how long to wait) and refuses previews once a bucket is below half", async () => {
+    expect(await budget.take(request("1", "preview"))).toEqual({ granted: true, delayMs: 0 });
+    // The chat's bucket (2) now holds 1: a preview must leave half of it (1) after taking.
+    const refused = await budget.take(request("1", "preview"));
+    expect(refused.granted).toBe(false);
+    expect(await budget.take(request("1", "typing"))).toMatchObject({ granted: false });
+    expect(await budget.take(request("1", "final"))).toEqual({ granted: true, delayMs: 0 });
+    // Empty now: a notice needs a whole token, a final borrows the next one (1 / 0.01 per s = 100 s),
+    // which is past the longest wait it may be given here: refused, with the wait.
+    const notice = await budget.take(request("1", "notice"));
+    expect(notice.granted).toBe(false);
+    const final = await budget.take(request("1", "final"));
+    expect(final).toMatchObject({ granted: false });
+    if (!final.granted) expect(final.waitMs).toBeGreaterThan(90_000);
+  });
+
+  it("queues finals in the order they asked: each later one is given a later slot", async () => {
+    const fast: SendBucket = { name: "global", capacity: 2, perSecond: 20 };
+    const take = () => budget.take({ platform: "telegram", bot: "77", buckets: [fast], priority: "final" });
+    const grants = [await take(), await take(), await take(), await take()];
+    const delays = grants.map((grant) => (grant.granted ? grant.delayMs : -1));
+    expect(delays.slice(0, 2)).toEqual([0, 0]);
+    // The third and fourth borrow: about 50 and 100 ms (20/s), less what refilled meanwhile.
+    expect(delays[2]).toBeGreaterThan(20);
+    expect(delays[2]).toBeLessThanOrEqual(50);
+    expect(delays[3]).toBeGreaterThan(delays[2]!);
+    expect(delays[3]).toBeLessThanOrEqual(100);
+    // A preview cannot pass the finals' debt.
+    expect((await budget.take({ platform: "telegram", bot: "77", buckets: [fast], priority: "preview" })).granted).toBe(false);
+  });
+
+  it("holds a chat's penalty on that chat only: other chats' finals and previews go at once", async () => {
+    await budget.penalize({ platform: "telegram", bot: "77", chat: "1", retryAfterMs: 120_000 });
+    const penalized = await budget.take(request("1", "final"));
+    expect(penalized.granted).toBe(false);
+    if (!penalized.granted) expect(penalized.waitMs).toBeGreaterThan(110_000);
+    expect((await budget.take(request("1", "preview"))).granted).toBe(false);
+    expect(await budget.take(request("2", "final"))).toEqual({ granted: true, delayMs: 0 });
+    expect(await budget.take(request("3", "preview"))).toEqual({ granted: true, delayMs: 0 });
+    // Another bot's budget is its own.
+    expect(await budget.take({ ...request("1", "final"), bot: "78" })).toEqual({ granted: true, delayMs: 0 });
+  });
+
+  it("a short penalty delays a final (its slot after it) and refuses the rest; a global one holds the lower priorities longer", async () => {
+    await budget.penalize({ platform: "telegram", bot: "77", chat: "1", retryAfterMs: 2_000 });
+    const final = await budget.take(request("1", "final"));
+    expect(final.granted).toBe(true);
+    if (final.granted) expect(final.delayMs).toBeGreaterThan(1_500);
+
+    await budget.penalize({ platform: "telegram", bot: "77", retryAfterMs: 3_000 });
+    const otherFinal = await budget.take(request("2", "final"));
+    expect(otherFinal.granted).toBe(true);
+    if (otherFinal.granted) expect(otherFinal.delayMs).toBeGreaterThan(2_500);
+    const preview = await budget.take(request("2", "preview"));
+    expect(preview.granted).toBe(false);
+    // The bot's penalty plus the 1 s the priorities below final wait longer.
+    if (!preview.granted) expect(preview.waitMs).toBeGreaterThan(3_500);
+    // A shorter penalty never shortens a longer one.
+    await budget.penalize({ platform: "telegram", bot: "77", retryAfterMs: 10 });
+    const later = await budget.take(request("3", "notice"));
+    if (!later.granted) expect(later.waitMs).toBeGreaterThan(3_000);
+    expect(later.granted).toBe(false);
+  });
+
+  it("keeps every key of a bot under one hash tag (Redis Cluster), with lifetimes", async () => {
+    await budget.take(request("1", "final"));
+    await budget.take(request("-100", "final"));
+    await budget.penalize({ platform: "telegram", bot: "77", chat: "5", retryAfterMs: 5_000 });
+    await budget.penalize({ platform: "telegram", bot: "77", retryAfterMs: 5_000 });
+    const keys = await redis.keys(`${prefix}:*`);
+    expect(keys.length).toBe(5);
+    for (const key of keys) {
+      expect(key.startsWith(`${prefix}:{send:telegram:77}:`)).toBe(true);
+      expect(await redis.pttl(key)).toBeGreaterThan(0);
+    }
+  });
+
+  it("lets calls go when Redis does not answer (the platform's own 429s still hold)", async () => {
+    const dead = createRedis("redis://127.0.0.1:1", { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    dead.on("error", () => undefined);
+    const blind = new RedisSendBudget({ redis: dead, prefix, logger: silentLogger, timeoutMs: 200 });
+    expect(await blind.take(request("1", "final"))).toEqual({ granted: true, delayMs: 0 });
+    await blind.penalize({ platform: "telegram", bot: "77", chat: "1", retryAfterMs: 1_000 });
+    dead.disconnect();
+  });
+});
