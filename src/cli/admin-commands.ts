@@ -12,7 +12,8 @@
  *   delete-user <p:id>    a user's private chat (all its keys), approval, private reminders and
  *                         budget counters
  *   budgets               today's and this month's spend of every account, with its limits
- *   dead-letters [session] replies moved aside after failing for good (dead-letters-command.ts)
+ *   dead-letters [session] replies moved aside after failing for good (dead-letters-command.ts);
+ *                         `retry SESSION ID` / `drop SESSION ID` (src/operator)
  */
 import type { Redis } from "ioredis";
 import type { Config } from "../../config/index.js";
@@ -20,6 +21,7 @@ import { BudgetMeter, deleteLimits, type SlotStatus } from "../budget/index.js";
 import type { InboundMessage, Platform } from "../core/channel.js";
 import type { ChatMessage } from "../core/messages.js";
 import { errorMessage } from "../errors.js";
+import { silentLogger, type Logger } from "../logger.js";
 import { deleteUserData, exportUserData, parseUserRef } from "../memory/index.js";
 import { createFiringQueue, createProducers } from "../queue/index.js";
 import { scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../schedule/index.js";
@@ -27,7 +29,7 @@ import { globalKeys, sessionKeys } from "../session/keys.js";
 import { globEscape, scanAll, scanBatches, unlinkKeys } from "../session/scan.js";
 import type { SessionState } from "../session/state.js";
 import { SessionStore } from "../session/store.js";
-import { deadLettersCommand } from "./dead-letters-command.js";
+import { deadLettersCommand, DeadLettersUsageError } from "./dead-letters-command.js";
 
 export class AdminUsageError extends Error {
   override readonly name = "AdminUsageError";
@@ -38,6 +40,8 @@ export interface AdminContext {
   config: Config;
   now: number;
   write(text: string): void;
+  /** Where changes an operator makes are logged (operator-action); the CLI logs to stderr. Default: silent. */
+  logger?: Logger;
 }
 
 export interface SessionSummary {
@@ -276,7 +280,11 @@ export const ADMIN_USAGE = `usage:
   npm run admin -- export-user PLATFORM:ID    print a user's memory and private conversations as JSON
   npm run admin -- budgets                    today's and this month's spend per chat and user
   npm run admin -- dead-letters [SESSION] [--json]
-                                              replies moved aside after failing for good, with the error`;
+                                              replies moved aside after failing for good, with the error and ID
+  npm run admin -- dead-letters retry SESSION ID
+                                              send one again (back to its session's outbox)
+  npm run admin -- dead-letters drop SESSION ID
+                                              discard one`;
 
 export async function runAdmin(context: AdminContext, argv: readonly string[]): Promise<number> {
   const [command, argument] = argv;
@@ -300,7 +308,9 @@ export async function runAdmin(context: AdminContext, argv: readonly string[]): 
     case "budgets":
       return budgetsCommand(context);
     case "dead-letters":
-      return deadLettersCommand(context, argv.slice(1));
+      return deadLettersCommand({ ...context, logger: context.logger ?? silentLogger }, argv.slice(1)).catch((error: unknown) => {
+        throw error instanceof DeadLettersUsageError ? new AdminUsageError(error.message) : error;
+      });
     default:
       throw new AdminUsageError(command ? `unknown command: ${command}` : "which command?");
   }

@@ -3,8 +3,10 @@
  * delete-user PLATFORM:ID | budgets`. Reads the same configuration as the bot (REDIS_URL,
  * REDIS_PREFIX, the config file); what each command does: admin-commands.ts.
  */
+import { pino } from "pino";
 import { ConfigError, loadConfig } from "../../config/index.js";
 import { ADMIN_USAGE, AdminUsageError, runAdmin } from "./admin-commands.js";
+import { createLogger } from "../logger.js";
 import { withConfiguredRedis } from "./redis.js";
 
 async function main(argv: string[]): Promise<number> {
@@ -14,8 +16,11 @@ async function main(argv: string[]): Promise<number> {
     return command ? 0 : 1;
   }
   const config = loadConfig(process.env);
-  return withConfiguredRedis(config, (redis) => runAdmin({ redis, config, now: Date.now(), write: (text) => process.stdout.write(text) }, argv));
+  return withConfiguredRedis(config, (redis) => runAdmin({ redis, config, now: Date.now(), write: (text) => process.stdout.write(text), logger: cliLogger() }, argv));
 }
+
+/** JSON lines on stderr, as the bot logs: an operator's changes are logged with who made them. */
+const cliLogger = () => createLogger({ level: "info", destination: pino.destination({ fd: 2, sync: true }) });
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),

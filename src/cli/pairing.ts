@@ -1,8 +1,12 @@
 /**
- * Operator CLI for access: `npm run pairing -- approve CODE`, `list`, `revoke <platform> <userId>`.
+ * Operator CLI for access: `npm run pairing -- approve CODE`, `deny CODE`, `list`, `revoke <platform> <userId>`.
+ * Approve and deny are src/operator's, the same functions the web console calls (logged with the operator).
  * Reads the same configuration as the bot (REDIS_URL, REDIS_PREFIX, allowlists).
  */
+import { pino } from "pino";
 import { ConfigError, loadConfig } from "../../config/index.js";
+import { createLogger } from "../logger.js";
+import { approvePairing, cliOperator, denyPairing } from "../operator/index.js";
 import { AccessControl, accessListsFrom } from "../gateway/access.js";
 import { createFiringQueue } from "../queue/index.js";
 import { withConfiguredRedis } from "./redis.js";
@@ -11,6 +15,7 @@ import type { Platform } from "../core/channel.js";
 
 const USAGE = `usage:
   npm run pairing -- approve CODE          let the user who got CODE talk to the bot
+  npm run pairing -- deny CODE             refuse it (the user hears nothing more for the code's hour)
   npm run pairing -- list                  pending pairing requests and approved users
   npm run pairing -- revoke PLATFORM ID    remove an approved user (telegram | discord) and
                                            what they scheduled in private chats with the bot`;
@@ -24,16 +29,29 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig(process.env);
   return withConfiguredRedis(config, async (redis) => {
     const access = new AccessControl(redis, config.REDIS_PREFIX, accessListsFrom(config));
+    // JSON lines on stderr, as the bot logs: approvals and denials are logged with who made them.
+    const logger = createLogger({ level: "info", destination: pino.destination({ fd: 2, sync: true }) });
     switch (command) {
       case "approve": {
         const code = args[0];
         if (!code) throw new UsageError("approve needs the CODE the user received");
-        const request = await access.approve(code);
+        const request = await approvePairing({ access, logger }, cliOperator(), code);
         if (!request) {
           process.stderr.write(`No pending pairing request with code ${code} (codes expire after an hour).\n`);
           return 1;
         }
         process.stdout.write(`Approved ${request.userName} (${request.platform} user ${request.userId}). They can talk to the bot now.\n`);
+        return 0;
+      }
+      case "deny": {
+        const code = args[0];
+        if (!code) throw new UsageError("deny needs the CODE the user received");
+        const request = await denyPairing({ access, logger }, cliOperator(), code);
+        if (!request) {
+          process.stderr.write(`No pending pairing request with code ${code} (codes expire after an hour).\n`);
+          return 1;
+        }
+        process.stdout.write(`Denied ${request.userName} (${request.platform} user ${request.userId}).\n`);
         return 0;
       }
       case "list": {

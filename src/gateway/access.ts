@@ -101,6 +101,8 @@ export class AccessControl {
   async #pairingNotice(message: AccessSubject, now: number): Promise<{ notice?: string }> {
     const userKey = this.#keys.pairingUser(message.platform, message.userId);
     const existing = await this.#redis.hgetall(userKey);
+    // Denied: silence until the record expires (the rest of the code's hour); then a new code.
+    if (existing.denied) return {};
     if (existing.code && existing.notifiedAt) {
       if (now - Number(existing.notifiedAt) < REMINDER_INTERVAL_MS) return {};
       await this.#redis.hset(userKey, "notifiedAt", String(now));
@@ -129,6 +131,24 @@ export class AccessControl {
     // between the two leaves an approved user whose code still approves (harmlessly) for its hour.
     await this.#redis.sadd(this.#keys.approvedUsers(request.platform), request.userId);
     await this.#redis.del(this.#keys.pairingCode(normalized), this.#keys.pairingUser(request.platform, request.userId));
+    return request;
+  }
+
+  /**
+   * Refuses a pairing code: it approves nothing from now on, and its user hears nothing more for
+   * the rest of the code's hour (a new message then gets a new code). → the request it refused,
+   * or undefined for an unknown/expired code.
+   */
+  async deny(code: string): Promise<PairingRequest | undefined> {
+    const normalized = code.replace(/[\s-]/g, "").toUpperCase();
+    const raw = await this.#redis.get(this.#keys.pairingCode(normalized));
+    if (raw === null) return undefined;
+    const request = JSON.parse(raw) as PairingRequest;
+    await this.#redis
+      .multi()
+      .hset(this.#keys.pairingUser(request.platform, request.userId), "denied", "1")
+      .del(this.#keys.pairingCode(normalized))
+      .exec();
     return request;
   }
 

@@ -5,6 +5,7 @@
  * dead-letters`), a short notice takes its place at the head of the outbox, and everything
  * behind it flows. The one home of dead letters: the admin CLI lists them with `listDeadLetters`.
  */
+import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { OutboundReply } from "../core/channel.js";
 import { wellFormedDeep, wellFormedJson } from "../core/text.js";
@@ -17,6 +18,8 @@ import { OUTBOX_HEAD } from "./scripts.js";
 export const DEAD_LETTERS_KEPT = 100;
 
 export interface DeadLetter {
+  /** Names the letter within its session for retry and drop: the first 12 hex digits of the stored entry's SHA-1. */
+  id: string;
   sessionKey: string;
   kind: "reply";
   /** The item as it was queued (an OutboundReply for `reply`). */
@@ -109,8 +112,51 @@ export async function listDeadLetters(redis: Redis, prefix: string, sessionKey?:
       } catch {
         // Kept as the stored text: the operator still sees what it was.
       }
-      letters.push({ sessionKey: owner, kind: entry.kind, item, error: entry.error, attempts: entry.attempts, at: entry.at });
+      letters.push({ id: deadLetterId(raw), sessionKey: owner, kind: entry.kind, item, error: entry.error, attempts: entry.attempts, at: entry.at });
     }
   }
   return letters;
+}
+
+/** A letter's id: what `TAKE_LETTER` compares (redis.sha1hex of the stored entry). */
+export const deadLetterId = (raw: string) => createHash("sha1").update(raw).digest("hex").slice(0, 12);
+
+/**
+ * Takes the letter `ARGV[1]` out of the dead letters; with `ARGV[2]` = 'retry' its item goes back
+ * to the tail of the outbox, as it was stored (its failure count and progress were cleared when it
+ * was moved aside, so it is sent from its first part again). One script: a letter is never both
+ * retried and dropped, nor retried twice.
+ * KEYS: dead letters, outbox. → the stored entry, or false when no letter has that id.
+ */
+const TAKE_LETTER = `
+local entries = redis.call('LRANGE', KEYS[1], 0, -1)
+for _, raw in ipairs(entries) do
+  if string.sub(redis.sha1hex(raw), 1, 12) == ARGV[1] then
+    redis.call('LREM', KEYS[1], 1, raw)
+    if ARGV[2] == 'retry' then
+      local entry = cjson.decode(raw)
+      redis.call('RPUSH', KEYS[2], entry.item)
+    end
+    return raw
+  end
+end
+return false`;
+
+/**
+ * Retry (back to the outbox's tail) or drop one dead letter. → the letter taken, or undefined
+ * when the session has no letter with that id (already retried or dropped, or trimmed). The
+ * caller enqueues the delivery of a retried reply and lists the session as having work.
+ */
+export async function takeDeadLetter(redis: Redis, prefix: string, sessionKey: string, id: string, mode: "retry" | "drop"): Promise<DeadLetter | undefined> {
+  const keys = sessionKeys(prefix, sessionKey);
+  const raw = (await runScript(redis, TAKE_LETTER, 2, keys.deadLetters, keys.outbox, id, mode)) as string | null;
+  if (raw === null) return undefined;
+  const entry = JSON.parse(raw) as { kind: "reply"; item: string; error: string; attempts: number; at: number };
+  let item: unknown = entry.item;
+  try {
+    item = wellFormedDeep(JSON.parse(entry.item) as unknown);
+  } catch {
+    // The stored text, as listDeadLetters shows it.
+  }
+  return { id, sessionKey, kind: entry.kind, item, error: entry.error, attempts: entry.attempts, at: entry.at };
 }
