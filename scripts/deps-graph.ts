@@ -39,6 +39,8 @@ const ROOMS: Record<string, string> = {
   "src/queue": "BullMQ: queue names, job payloads, producers, Redis connections",
   "src/adapters": "Telegram, Discord and the console: platform update → InboundMessage, OutboundReply → platform (the only grammy and discord.js users)",
   "src/gateway": "the gateway process: adapters, ingress (access → dedupe → inbox → enqueue), delivery, live previews, HTTP",
+  "src/operator": "what an operator changes from outside the chats (pairing approve/deny, dead-letter retry/drop), one code path for the CLIs and the web console, each action logged with its operator",
+  "src/web": "the operator's web console under /console (off unless CONSOLE_WEB_TOKEN): login, server-rendered pages, uPlot charts served from node_modules",
   "src/doctor": "the setup checks behind `npm run doctor` and the start-up checks",
   "src/eval": "the evaluation harness (`npm run eval`): scripted dialogues scored against the engine",
   "src/cli": "command-line entry points (doctor, pairing, admin, eval): thin, they call the rooms above",
