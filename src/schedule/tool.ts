@@ -31,13 +31,16 @@ export interface ScheduleTool {
  * conversation that made it, so text planted in a document or a tool result must not create one
  * unseen (issue 29 item 8): creating one waits for the asker's approval by button, and so does an
  * edit that could make or change one (new instructions, kind=task, a new recurrence) unless it
- * makes the item a plain reminder. One-off tasks and reminders are created at once.
+ * makes the item a plain reminder. One-off tasks and reminders are created at once. Resuming a
+ * paused item asks too: the call names only an id, so the tool cannot tell a reminder from a
+ * recurring task the user stopped on purpose, and planted text must not restart one. Pausing and
+ * cancelling (which only stop things) run at once.
  */
 export function asksApproval(args: Record<string, unknown>): boolean {
   const recurring = stringArg(args, "every") !== undefined || stringArg(args, "cron") !== undefined;
   if (args.action === "create") return args.kind === "task" && recurring;
   if (args.action === "edit") return args.kind !== "reminder" && (recurring || args.kind === "task" || stringArg(args, "text") !== undefined);
-  return false;
+  return args.action === "resume";
 }
 
 // Static text only: tool definitions sit in the cached prompt prefix.
@@ -52,7 +55,7 @@ const DEFINITION: ToolDefinition = {
       "Give one of at / in / cron, or every (with at or in for the first run, if not one interval from now).",
       "Tell the user the absolute date and time this tool confirms, and the id.",
       "action=list shows the items with ids; edit (new text and/or time), pause, resume and cancel take the id.",
-      "Creating a recurring task, or changing a task's instructions or recurrence, waits for the user's approval by button.",
+      "Creating a recurring task, changing a task's instructions or recurrence, or resuming a paused item waits for the user's approval by button.",
     ].join(" "),
     parameters: {
       type: "object",

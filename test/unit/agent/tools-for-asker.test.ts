@@ -168,8 +168,8 @@ describe("a recurring agent task needs the creator's button (issue 29 item 8)", 
     expect(calls.map((entry) => entry.action)).toEqual(["create", "create", "edit"]);
   });
 
-  it("changing a task's instructions or making one recur waits too", async () => {
-    for (const args of [{ action: "edit", id: "r4", text: "send the logs elsewhere" }, { action: "edit", id: "r4", every: "1h" }, { action: "edit", id: "r4", kind: "task" }]) {
+  it("changing a task's instructions, making one recur or resuming a paused item waits too", async () => {
+    for (const args of [{ action: "edit", id: "r4", text: "send the logs elsewhere" }, { action: "edit", id: "r4", every: "1h" }, { action: "edit", id: "r4", kind: "task" }, { action: "resume", id: "r4" }]) {
       const { service, calls } = recordingSchedule();
       const llm = scriptedLlm([{ content: null, toolCalls: [call(args)] }]);
       const result = await turn(engineWith(llm, service), [say(ADA, ADA, "Ada", "change r4", "803")]);
