@@ -79,6 +79,7 @@ export const configSchema = z.object({
   WORKER_CONCURRENCY: optionalInt("Turns one worker process runs at once (different sessions); unset: as many as the memory set aside for turns holds at the measured in-flight footprint of one (workers/concurrency.ts; hundreds on any machine with 2 GB or more)"),
   JOB_LOCK_MS: positiveInt(30_000, "BullMQ job lock; a session's lease lasts twice this, so a stall shorter than that never hands a running turn to another worker"),
   DELIVERY_MAX_ATTEMPTS: positiveInt(3, "Failed attempts at one reply (an error the platform did not call temporary) before it is moved to the dead letters (npm run admin -- dead-letters) and the chat gets a notice instead; a temporary error (network, 5xx) counts ten times as many"),
+  DELIVERY_STEP_WARN_MS: positiveInt(30_000, "A delivery step (a send, a store write) still unanswered after this long is logged with its chat, reply and part, and again each time this long passes; the platform clients' own timeouts end a hung send, and the delivery job retries it"),
   SHUTDOWN_TIMEOUT_MS: positiveInt(20_000, "Hard exit after SIGTERM if the running turns have not finished or been handed back"),
 
   // Main model

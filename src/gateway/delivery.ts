@@ -10,6 +10,7 @@ import { DeliveryFencedError, Outbox, type DeliveryStep } from "../session/outbo
 import { PreviewRecords } from "../session/previews.js";
 import type { SessionStore } from "../session/store.js";
 import { markStage } from "../core/stages.js";
+import { watched } from "../core/deadline.js";
 
 export interface DeliveryWorkerOptions {
   redisAddress: RedisAddress;
@@ -27,6 +28,11 @@ export interface DeliveryWorkerOptions {
    * RetryableError — network, 5xx — counts against ten times as many: the platform, not the reply).
    */
   maxAttempts?: number;
+  /**
+   * DELIVERY_STEP_WARN_MS: a step (send, store write) unanswered this long is logged with its
+   * chat, reply and part, and again each time this long passes. @defaultValue 30000
+   */
+  stepWarnMs?: number;
   logger: Logger;
   onDelivered?: (platform: Platform) => void;
   /** A part whose outcome is unknown (its answer lost after the platform may have acted) was counted as sent. */
@@ -54,6 +60,15 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
   const log = options.logger.child({ component: "delivery", gatewayId });
   const outbox = new Outbox(options.store.redis, options.store.prefix);
   const previews = new PreviewRecords(options.store.redis, options.store.prefix);
+  const stepWarnMs = options.stepWarnMs ?? 30_000;
+  /**
+   * Every await of a delivery is watched (issue 28 item 9): one that does not answer is logged
+   * with its session, chat, reply and part every stepWarnMs, so no chat goes silent without a
+   * log line. It is not abandoned: a store write is fenced and lands when Redis answers; a send
+   * is ended by its platform client's timeout, and the job retries.
+   */
+  const watch = <T>(promise: Promise<T>, step: string, where: () => Record<string, unknown>): Promise<T> =>
+    watched(promise, stepWarnMs, (elapsedMs) => log.warn({ ...where(), step, elapsedMs }, "delivery-step-overdue"));
 
   /**
    * The preview a reply takes over, from the durable record: waits while a preview write is in
@@ -89,7 +104,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
     markStage("delivery-picked", sessionKey);
     const token = attemptToken(`${gatewayId}:${job.id}`);
     const { leaseMs } = options;
-    let step: DeliveryStep = await outbox.begin(sessionKey, token, leaseMs);
+    let step: DeliveryStep = await watch(outbox.begin(sessionKey, token, leaseMs), "begin", () => ({ sessionKey }));
     markStage("delivery-begun", sessionKey);
     if (step.status === "busy") {
       // A stalled run of this job (or another gateway) is still sending: wait for it without
@@ -108,11 +123,13 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
           await options.producers.enqueueDelivery(sessionKey, reply.target.platform);
           return;
         }
+        const where = { sessionKey, chatId: reply.target.chatId, replyId: reply.replyId };
+        let part = fromPart;
         try {
-          const { preview, skip } = await previewFor(reply, fromPart, previewRecorded, adapter);
+          const { preview, skip } = await watch(previewFor(reply, fromPart, previewRecorded, adapter), "take-preview", () => where);
           if (!skip) {
             markStage("sending", sessionKey);
-            await adapter.send(reply, {
+            await watch(adapter.send(reply, {
               fromPart,
               // The last part is recorded by the finish that follows at once (fenced by the same
               // lease; a crash before either re-sends that part alike): one round trip less.
@@ -122,10 +139,11 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
                   log.warn({ sessionKey, replyId: reply.replyId, chatId: reply.target.chatId, part: partIndex }, "reply-part-unconfirmed");
                   options.onPartUnconfirmed?.(reply.target.platform);
                 }
+                part = partIndex + 1;
                 return last ? Promise.resolve() : outbox.recordPart(sessionKey, token, reply.replyId, partIndex, leaseMs);
               },
               ...(preview ? { preview } : {}),
-            });
+            }), "send", () => ({ ...where, part }));
           }
           options.onDelivered?.(reply.target.platform);
           // Per reply at debug: the turn's info line (turn-committed) already records it, and a
@@ -163,7 +181,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
           log.error({ sessionKey, replyId: reply.replyId, err: error }, "reply-undeliverable");
         }
         // FINISH_REPLY releases the lease when the outbox is empty: no heartbeat may follow it.
-        const finish = (): Promise<DeliveryStep> => lease.paused(() => outbox.finish(sessionKey, token, reply.replyId, leaseMs), (next) => next.status !== "head");
+        const finish = (): Promise<DeliveryStep> => watch(lease.paused(() => outbox.finish(sessionKey, token, reply.replyId, leaseMs), (next) => next.status !== "head"), "finish", () => where);
         // The outbox's last reply: settling the session goes out with its finish (one round
         // trip); a reply committed meanwhile, or messages waiting, list the session again.
         if (step.queued === 1) {

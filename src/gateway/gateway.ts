@@ -95,7 +95,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   const delivery = startDeliveryWorker({
     redisAddress: options.redisAddress, prefix, store, producers, adapters,
-    concurrency: 32, lockMs: config.JOB_LOCK_MS, leaseMs: leaseTtlMs(config.JOB_LOCK_MS), maxAttempts: config.DELIVERY_MAX_ATTEMPTS, logger: log,
+    concurrency: 32, lockMs: config.JOB_LOCK_MS, leaseMs: leaseTtlMs(config.JOB_LOCK_MS), maxAttempts: config.DELIVERY_MAX_ATTEMPTS, stepWarnMs: config.DELIVERY_STEP_WARN_MS, logger: log,
     onDelivered: (platform) => metrics.repliesDelivered.inc({ platform }),
     onPartUnconfirmed: (platform) => metrics.partsUnconfirmed.inc({ platform }),
     onPreviewTaken: (previewId) => previews.finished(previewId),

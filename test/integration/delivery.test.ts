@@ -40,6 +40,32 @@ describe("reply delivery", () => {
     expect(adapter.sent).toHaveLength(1);
   });
 
+  it("logs a send that does not answer with its chat, reply and part while it hangs (issue 28 item 9), then delivers it once", async () => {
+    llm = await startFakeLlm();
+    let thaw = (): void => {};
+    const frozen = new Promise<void>((resolve) => { thaw = resolve; });
+    class FrozenAdapter extends RecordingAdapter {
+      override async send(reply: OutboundReply, options: SendOptions): Promise<void> {
+        await frozen;
+        await super.send(reply, options);
+      }
+    }
+    const adapter = new FrozenAdapter("console");
+    const logs = captureLogs("warn");
+    pipeline = await startPipeline(testConfig({ LLM_BASE_URL: llm.url, DELIVERY_STEP_WARN_MS: "100" }), [adapter], { logs });
+    await adapter.submit(inbound({ text: "anyone there?", messageId: "f1" }));
+    const overdue = () => logs.lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.msg === "delivery-step-overdue");
+    await adapter.waitFor(() => overdue().length >= 2);
+    expect(overdue()[0]).toMatchObject({ step: "send", chatId: "chat-1", part: 0, replyId: expect.stringContaining("#") });
+    expect(adapter.sent).toHaveLength(0);
+    thaw();
+    await adapter.waitFor((sent) => sent.length === 1);
+    const logged = overdue().length;
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(overdue()).toHaveLength(logged);
+    expect(adapter.sent).toHaveLength(1);
+  });
+
   it("drops a reply the platform refuses for good and delivers the next one", async () => {
     llm = await startFakeLlm();
     const adapter = new FlakyAdapter([new PermanentError("403 bot was blocked by the user")]);

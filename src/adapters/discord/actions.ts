@@ -1,8 +1,8 @@
 /**
  * Buttons on Discord: approval requests go out with message components; a press arrives as an
- * INTERACTION_CREATE, is acknowledged at once (a deferred update: Discord wants an answer
- * within 3 s, before the ingress has stored anything), becomes an InboundMessage with
- * `action`, and the outcome later replaces the request in place (components removed).
+ * INTERACTION_CREATE, becomes an InboundMessage with `action`, is stored by the ingress and
+ * only then acknowledged (a deferred update; Discord wants it within 3 s and never delivers
+ * the press again), and the outcome later replaces the request in place (components removed).
  */
 import { ButtonStyle, ComponentType, type ButtonInteraction, type MessageCreateOptions, type SendableChannels } from "discord.js";
 import type { InboundMessage, OutboundReply, ReplyAction } from "../channel-adapter.js";

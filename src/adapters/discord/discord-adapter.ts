@@ -48,6 +48,8 @@ export interface DiscordAdapterOptions {
   submitRetryDelaysMs?: readonly number[];
   /** A text attachment (a long paste's message.txt) must be downloaded within this. @defaultValue 10000 */
   textFileTimeoutMs?: number;
+  /** Deadline of one ingress attempt (a store that never answers is logged and retried). @defaultValue 10000 */
+  submitAttemptTimeoutMs?: number;
   /** @defaultValue DEFAULT_BACKFILL_LIMITS (6 h, 100 per channel, DMs of the last 7 days, 100 of them) */
   backfillLimits?: Partial<BackfillLimits>;
   /** Live messages wait at most this long behind a backfill before going ahead anyway. @defaultValue 30000 */
@@ -150,6 +152,7 @@ export class DiscordAdapter implements ChannelAdapter {
       maxTextFileBytes: maxMessageChars * 4,
       textFileTimeoutMs: this.options.textFileTimeoutMs ?? 10_000,
       submitRetryDelaysMs: this.options.submitRetryDelaysMs ?? [250, 1_000, 4_000],
+      ...(this.options.submitAttemptTimeoutMs === undefined ? {} : { attemptTimeoutMs: this.options.submitAttemptTimeoutMs }),
       notify: (message, text, kind) => this.replyNotice(message, text, kind),
       ...(this.options.ackReactions === true ? { acknowledge: (message: Message) => this.acknowledge(message) } : {}),
     });
@@ -284,7 +287,10 @@ export class DiscordAdapter implements ChannelAdapter {
       const holdMs = this.options.backfillHoldMs ?? 30_000;
       let timer: NodeJS.Timeout | undefined;
       const limit = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, holdMs);
+        timer = setTimeout(() => {
+          this.logger.warn({ shardId, holdMs }, "discord backfill still running; live messages no longer wait for it");
+          resolve();
+        }, holdMs);
         timer.unref();
       });
       void intake.hold(Promise.race([run, limit]).finally(() => clearTimeout(timer)));
@@ -312,16 +318,24 @@ export class DiscordAdapter implements ChannelAdapter {
     }
   }
 
-  /** A button press: acknowledged at once (Discord's 3 s), then handed to the ingress behind the channel's messages. */
+  /**
+   * A button press: stored first, acknowledged after (issue 28 item 7). Discord never delivers
+   * an interaction again, so an acknowledgement sent before the press is stored would tell the
+   * user "done" for a press a gateway crash then loses. Unacknowledged, the user's client says
+   * "This interaction failed" and the button is still there to press again. A store slower than
+   * Discord's 3 s costs the same message for a press that was taken (logged).
+   */
   private onInteraction(interaction: Interaction): void {
     const intake = this.intake;
     if (!interaction.isButton() || !intake || this.stopping) return;
     try {
       const inbound = toInboundAction(interaction);
-      const acknowledged = interaction.deferUpdate().catch((error: unknown) =>
-        this.logger.warn({ interactionId: interaction.id, error: errorMessage(error) }, "interaction not acknowledged"));
-      void intake.submitInOrder(inbound, acknowledged).then((result) =>
-        this.logger.debug({ messageId: inbound.messageId, status: result?.status }, "button press submitted"));
+      void intake.submitInOrder(inbound).then(async (result) => {
+        this.logger.debug({ messageId: inbound.messageId, channelId: inbound.chatId, status: result?.status }, "button press submitted");
+        if (result === undefined) return;
+        await interaction.deferUpdate().catch((error: unknown) =>
+          this.logger.warn({ interactionId: interaction.id, channelId: inbound.chatId, status: result.status, error: errorMessage(error) }, "interaction not acknowledged (the press was stored)"));
+      });
     } catch (error) {
       this.logger.warn({ interactionId: interaction.id, error: errorMessage(error) }, "malformed interaction skipped");
     }

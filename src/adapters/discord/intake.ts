@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Message, User } from "discord.js";
+import { DeadlineError, withDeadline } from "../../core/deadline.js";
 import { errorMessage } from "../../errors.js";
 import type { Logger } from "../../logger.js";
 import type { IngressPort, SubmitResult } from "../channel-adapter.js";
@@ -26,8 +27,20 @@ export interface IntakeOptions {
   /** Text files above this many bytes are not downloaded. */
   maxTextFileBytes: number;
   textFileTimeoutMs: number;
-  /** Pauses between attempts when the ingress throws. */
+  /** Pauses between attempts when the ingress throws or overruns its deadline. */
   submitRetryDelaysMs: readonly number[];
+  /**
+   * Deadline of one ingress attempt, of a notice, of the cursor's move and of fetching a
+   * replied-to message: a Redis that never answers (frozen, half-open) is logged with the chat
+   * and message and the attempt retried. @defaultValue 10000
+   */
+  attemptTimeoutMs?: number;
+  /**
+   * A message's whole handling (files, ingress, notice, cursor) past this is logged and the
+   * channel's next message no longer waits for it; a backfill holding live messages longer
+   * lets them through. @defaultValue 120000
+   */
+  stepDeadlineMs?: number;
   /** Replies to `message` with `text` (access, rate limit, truncation, unreadable files). */
   notify(message: Message, text: string, kind: string): Promise<void>;
   /** The ingress took `message` (ACK_REACTIONS): react to it. Never throws. */
@@ -53,6 +66,14 @@ export class Intake {
 
   constructor(private readonly options: IntakeOptions) {}
 
+  private get attemptTimeoutMs(): number {
+    return this.options.attemptTimeoutMs ?? 10_000;
+  }
+
+  private get stepDeadlineMs(): number {
+    return this.options.stepDeadlineMs ?? 120_000;
+  }
+
   /** A message from the gateway. discord.js does not await listeners: this never throws. */
   receive(message: Message): void {
     if (this.closed) return;
@@ -66,7 +87,9 @@ export class Intake {
 
   /** Holds live messages until `work` (a backfill) has queued what it fetched. */
   async hold(work: Promise<unknown>): Promise<void> {
-    const gate = work.catch(() => undefined);
+    const gate = withDeadline(work, this.stepDeadlineMs, "discord backfill").catch((error: unknown) => {
+      if (error instanceof DeadlineError) this.options.logger.warn({ deadlineMs: error.ms }, "discord backfill overran its deadline; live messages no longer wait for it");
+    });
     this.gate = gate;
     await gate;
     if (this.gate === gate) this.gate = undefined;
@@ -88,7 +111,7 @@ export class Intake {
       this.inChannelOrder(message.channelId, async () => {
         if (decision.kind === "take") await this.handle(message, facts, decision.plan, rules);
         if (watched) await this.advanceCursor(message.channelId, message.id);
-      });
+      }, message.id);
     } catch (error) {
       this.options.logger.warn({ messageId: message.id, error: errorMessage(error) }, "malformed discord message skipped");
     }
@@ -96,19 +119,18 @@ export class Intake {
 
   /**
    * Submits something that is not a gateway message (a button press, say) behind its
-   * channel's queued messages, with the same retries; `before` is awaited first (an
-   * interaction's acknowledgement). Returns the ingress' answer, undefined if every try failed.
+   * channel's queued messages, with the same retries and deadlines. Returns the ingress'
+   * answer, undefined if every try failed.
    */
-  submitInOrder(inbound: DiscordInboundMessage, before?: Promise<unknown>): Promise<SubmitResult | undefined> {
+  submitInOrder(inbound: DiscordInboundMessage): Promise<SubmitResult | undefined> {
     return new Promise((resolve) => {
       this.inChannelOrder(inbound.chatId, async () => {
         try {
-          await before;
           resolve(await this.submit(inbound));
         } finally {
           resolve(undefined);
         }
-      });
+      }, inbound.messageId);
     });
   }
 
@@ -122,7 +144,7 @@ export class Intake {
     const chatClosed = ingress.chatClosed;
     if (!chatClosed || chatIds.length === 0) return;
     this.inChannelOrder(`closed:${chatIds[0]}`, async () => {
-      for (const chatId of chatIds) await this.retried({ chatId }, "chat-closed not recorded", () => chatClosed.call(ingress, "discord", chatId));
+      for (const chatId of chatIds) await this.retried({ channelId: chatId }, "chat-closed not recorded", () => chatClosed.call(ingress, "discord", chatId));
       this.options.logger.info({ chats: chatIds.length, reason }, "discord chats closed for the bot");
     });
   }
@@ -141,10 +163,17 @@ export class Intake {
     return true;
   }
 
-  private inChannelOrder(channelId: string, task: () => Promise<void>): void {
+  /**
+   * Runs `task` after the channel's earlier ones. Every await inside has its own deadline; this
+   * one is the backstop: a task still running after stepDeadlineMs is logged and the channel
+   * goes on without it (it may still finish; the ingress dedupes).
+   */
+  private inChannelOrder(channelId: string, task: () => Promise<void>, messageId?: string): void {
     const previous = this.chains.get(channelId) ?? Promise.resolve();
-    const next = previous.then(task).catch((error: unknown) =>
-      this.options.logger.error({ channelId, error: errorMessage(error) }, "discord message handling failed"));
+    const next = previous.then(() => withDeadline(task(), this.stepDeadlineMs, "discord intake step")).catch((error: unknown) => {
+      if (error instanceof DeadlineError) this.options.logger.error({ channelId, messageId, deadlineMs: error.ms }, "discord intake step overran its deadline; the channel goes on without it");
+      else this.options.logger.error({ channelId, messageId, error: errorMessage(error) }, "discord message handling failed");
+    });
     this.chains.set(channelId, next);
     void next.finally(() => {
       if (this.chains.get(channelId) === next) this.chains.delete(channelId);
@@ -155,13 +184,13 @@ export class Intake {
     // Access first: nothing is downloaded or fetched for a stranger or a channel not served.
     const admit = this.options.ingress.admit;
     if (admit && (plan.textFiles.length > 0 || facts.replyReference)) {
-      const verdict = await this.retried({ messageId: message.id }, "access not checked", () => admit.call(this.options.ingress, plan.message));
+      const verdict = await this.retried({ channelId: message.channelId, messageId: message.id }, "access not checked", () => admit.call(this.options.ingress, plan.message));
       if (verdict === undefined) {
-        await this.options.notify(message, SUBMIT_FAILED_NOTICE, "submit-failed");
+        await this.notify(message, SUBMIT_FAILED_NOTICE, "submit-failed");
         return;
       }
       if (!verdict.allowed) {
-        if (verdict.notice) await this.options.notify(message, verdict.notice, "denied");
+        if (verdict.notice) await this.notify(message, verdict.notice, "denied");
         else this.options.logger.debug({ messageId: message.id, channelId: message.channelId }, "message denied before reading its files");
         return;
       }
@@ -174,7 +203,7 @@ export class Intake {
       return;
     }
     if (outcome.kind === "notice") {
-      await this.options.notify(message, outcome.notice, "unreadable");
+      await this.notify(message, outcome.notice, "unreadable");
       return;
     }
     await this.deliver(message, outcome.message, outcome.notice);
@@ -191,10 +220,11 @@ export class Intake {
   private async replyContext(message: Message, botUserId: string): Promise<DiscordInboundMessage["replyTo"]> {
     const bot = this.options.botUser();
     try {
-      const referenced = await message.fetchReference();
+      const referenced = await withDeadline(message.fetchReference(), this.attemptTimeoutMs, "fetch the replied-to message");
       return bot ? replyContextFrom(describeMessage(referenced, bot), botUserId) : undefined;
     } catch (error) {
-      this.options.logger.debug({ messageId: message.id, error: errorMessage(error) }, "replied-to message not available");
+      const log = error instanceof DeadlineError ? this.options.logger.warn.bind(this.options.logger) : this.options.logger.debug.bind(this.options.logger);
+      log({ channelId: message.channelId, messageId: message.id, error: errorMessage(error) }, "replied-to message not available");
       return undefined;
     }
   }
@@ -202,20 +232,20 @@ export class Intake {
   private async deliver(message: Message, inbound: DiscordInboundMessage, notice: string | undefined): Promise<void> {
     const result = await this.submit(inbound);
     if (result === undefined) {
-      await this.options.notify(message, SUBMIT_FAILED_NOTICE, "submit-failed");
+      await this.notify(message, SUBMIT_FAILED_NOTICE, "submit-failed");
       return;
     }
     this.options.logger.debug({ messageId: inbound.messageId, sessionKey: inbound.sessionKey, status: result.status }, "message submitted");
     switch (result.status) {
       case "accepted":
         this.options.acknowledge?.(message);
-        if (notice !== undefined) await this.options.notify(message, notice, "inbound-notice");
+        if (notice !== undefined) await this.notify(message, notice, "inbound-notice");
         return;
       case "duplicate":
         return;
       case "denied":
       case "rate-limited":
-        if (result.notice) await this.options.notify(message, result.notice, result.status);
+        if (result.notice) await this.notify(message, result.notice, result.status);
         return;
     }
   }
@@ -226,26 +256,61 @@ export class Intake {
    * that did succeed harmless.
    */
   private submit(inbound: DiscordInboundMessage): Promise<SubmitResult | undefined> {
-    return this.retried({ messageId: inbound.messageId }, "ingress submit failed", () => this.options.ingress.submit(inbound));
+    return this.retried({ channelId: inbound.chatId, messageId: inbound.messageId }, "ingress submit failed", () => this.options.ingress.submit(inbound));
   }
 
-  /** An ingress call, retried after each of submitRetryDelaysMs; undefined when every attempt failed. */
+  /**
+   * An ingress call, each attempt bounded by attemptTimeoutMs, retried after each of
+   * submitRetryDelaysMs; undefined when every attempt failed. An attempt that overran may still
+   * land (ioredis holds its command through a frozen Redis): once the retries are over, the
+   * answer of such an attempt is waited for (logged each attemptTimeoutMs) before giving up,
+   * so nobody is told "send it again" for a message that is then stored (issue 28 items 3, 9).
+   */
   private async retried<T>(context: Record<string, unknown>, failure: string, call: () => Promise<T>): Promise<T | undefined> {
+    const pending = new Set<Promise<T>>();
     for (let attempt = 0; ; attempt += 1) {
+      const running = call();
+      pending.add(running);
+      running.then(() => undefined, () => pending.delete(running));
       try {
-        return await call();
+        return await withDeadline(running, this.attemptTimeoutMs, failure);
       } catch (error) {
         const delay = this.options.submitRetryDelaysMs[attempt];
-        this.options.logger.warn({ ...context, attempt: attempt + 1, error: errorMessage(error) }, failure);
-        if (delay === undefined) return undefined;
+        this.options.logger.warn({ ...context, attempt: attempt + 1, overran: error instanceof DeadlineError, error: errorMessage(error) }, failure);
+        if (delay === undefined) return this.outlast(context, failure, pending);
+        if (this.closed) return undefined;
         await sleep(delay);
       }
     }
   }
 
+  /** Every attempt failed: the first overrun attempt that still lands is the answer; undefined once all failed or the intake closed. */
+  private async outlast<T>(context: Record<string, unknown>, failure: string, pending: Set<Promise<T>>): Promise<T | undefined> {
+    const started = Date.now();
+    while (pending.size > 0 && !this.closed) {
+      const settled = await Promise.race([
+        ...[...pending].map((running) => running.then((value) => ({ ok: true as const, value }), () => ({ ok: false as const }))),
+        sleep(this.attemptTimeoutMs).then(() => "tick" as const),
+      ]);
+      if (settled === "tick") this.options.logger.warn({ ...context, waitingMs: Date.now() - started, pending: pending.size }, `${failure}: still unanswered; waiting (it may still land)`);
+      else if (settled.ok) return settled.value;
+    }
+    return undefined;
+  }
+
+  /** A notice, bounded like every other step: one that hangs is logged, and the channel goes on. */
+  private async notify(message: Message, text: string, kind: string): Promise<void> {
+    try {
+      await withDeadline(this.options.notify(message, text, kind), this.attemptTimeoutMs, "send a notice");
+    } catch (error) {
+      this.options.logger.warn({ channelId: message.channelId, messageId: message.id, kind, error: errorMessage(error) }, "discord notice not sent");
+    }
+  }
+
   private async advanceCursor(channelId: string, messageId: string): Promise<void> {
     try {
-      await this.options.ingress.cursors?.advance("discord", channelId, messageId);
+      const cursors = this.options.ingress.cursors;
+      if (cursors) await withDeadline(cursors.advance("discord", channelId, messageId), this.attemptTimeoutMs, "advance the channel cursor");
     } catch (error) {
       // Only costs a re-fetch after the next reconnect, which dedupe absorbs.
       this.options.logger.warn({ channelId, messageId, error: errorMessage(error) }, "channel cursor not advanced");

@@ -146,14 +146,25 @@ export class UpdateIntake {
    * Submits with bounded retries. Polling: the update is not confirmed to Telegram until this
    * resolves, so a failing Redis holds it; when every attempt failed, the user is told and
    * undefined is returned (the update is then confirmed: it was answered, with an apology).
-   * Webhook: one attempt; a failure answers 500 and Telegram re-delivers.
+   * Webhook: one attempt, bounded by submitAttemptTimeoutMs; a failure or an overrun answers
+   * 500 and Telegram re-delivers.
    */
   private async submit(message: InboundMessage, target: ReplyTarget): Promise<SubmitResult | undefined> {
     const ingress = this.options.ingress();
     if (!ingress) throw new Error("telegram adapter received an update before start()");
-    if (this.options.mode === "webhook") return ingress.submit(message);
+    const what = `store ${message.sessionKey} message ${message.messageId}`;
+    if (this.options.mode === "webhook") {
+      // One attempt, bounded: a store that never answers (a frozen or half-open Redis) is
+      // logged with its chat and message, answered 500, and Telegram delivers it again.
+      try {
+        return await this.withRetries(what, () => ingress.submit(message));
+      } catch (error) {
+        this.options.logger.warn({ sessionKey: message.sessionKey, chatId: message.chatId, messageId: message.messageId, err: describeError(error) }, "telegram update not stored; answered 500, Telegram re-delivers it");
+        throw error;
+      }
+    }
     try {
-      return await this.withRetries(message.messageId, () => ingress.submit(message));
+      return await this.withRetries(what, () => ingress.submit(message));
     } catch (error) {
       if (this.options.stopped()) throw error;
       this.options.logger.error({ sessionKey: message.sessionKey, messageId: message.messageId, err: describeError(error) }, "message could not be stored; the user is asked to send it again");

@@ -8,7 +8,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Update } from "grammy/types";
 import type { InboundMessage, IngressPort, SubmitResult } from "../../../src/adapters/channel-adapter.js";
 import { TELEGRAM_WEBHOOK_PATH, TelegramAdapter } from "../../../src/adapters/telegram/index.js";
-import { silentLogger } from "../../../src/logger.js";
+import { silentLogger, type Logger } from "../../../src/logger.js";
+import { captureLogs } from "../../helpers/pipeline.js";
 import { FAKE_BOT, FAKE_TOKEN, FakeTelegram } from "../../fakes/fake-telegram.js";
 
 const SECRET = "webhook-secret_123";
@@ -29,7 +30,7 @@ let fake: FakeTelegram;
 let adapter: TelegramAdapter | undefined;
 let gateway: Server | undefined;
 
-async function startWebhook(ingress: IngressPort, options: { webhookCheckIntervalMs?: number } = {}): Promise<string> {
+async function startWebhook(ingress: IngressPort, options: { webhookCheckIntervalMs?: number; submitAttemptTimeoutMs?: number; logger?: Logger } = {}): Promise<string> {
   fake = await FakeTelegram.start();
   gateway = createServer((request, response) => {
     const route = adapter?.httpRoutes?.get(request.url ?? "");
@@ -119,6 +120,24 @@ describe("telegram adapter, webhook mode", () => {
     failing = false;
     expect((await fake.postWebhook(url, update, SECRET)).status).toBe(200);
     expect(ingress.submissions.map((entry) => entry.message.messageId)).toEqual(["13", "13"]);
+  });
+
+  it("answers 500 with a log line naming the chat and message when the store never answers (issue 28 item 9); the re-delivery is stored", async () => {
+    const logs = captureLogs("warn");
+    let calls = 0;
+    // The first store hangs as on a frozen or half-open Redis connection.
+    const ingress = new RecordingIngress(() => (++calls === 1 ? new Promise<SubmitResult>(() => undefined) : { status: "accepted" }));
+    const url = await startWebhook(ingress, { submitAttemptTimeoutMs: 200, logger: logs.logger });
+    const update = dm(10, 19, "frozen store");
+    const answered = await Promise.race([
+      fake.postWebhook(url, update, SECRET).then((response) => response.status),
+      new Promise<string>((resolve) => setTimeout(() => resolve("no answer within 5 s"), 5_000)),
+    ]);
+    expect(answered).toBe(500);
+    const line = logs.lines.map((text) => JSON.parse(text) as Record<string, unknown>).find((entry) => String(entry.msg).includes("not stored; answered 500"));
+    expect(line).toMatchObject({ chatId: "5012345678", messageId: "19", sessionKey: "tg:5012345678" });
+    expect((await fake.postWebhook(url, update, SECRET)).status).toBe(200);
+    expect(ingress.submissions.map((entry) => entry.message.messageId)).toEqual(["19", "19"]);
   });
 
   it("passes a re-delivered update on with the same message id and sends nothing for the duplicate", async () => {
