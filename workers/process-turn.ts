@@ -17,6 +17,7 @@ import type { Producers } from "../src/queue/index.js";
 import { LeaseKeeper } from "../src/session/lease.js";
 import type { BeginTurnResult, InboxEntry, SessionStore, WorkLeft } from "../src/session/store.js";
 import type { SessionState } from "../src/session/state.js";
+import type { TurnRecorder } from "../src/session/turn-history.js";
 import type { TurnHooks } from "./test-hooks.js";
 import { markStage } from "../src/core/stages.js";
 
@@ -42,6 +43,8 @@ export interface TurnDeps {
   now(): number;
   /** After a commit that archived a conversation (/new, idle reset): its stored tool outputs expire with it. */
   onArchived?(sessionKey: string, sessionId: string): Promise<void>;
+  /** After a commit: its entry in the session's turn history (the console's timeline; src/session/turn-history.ts). */
+  recordTurn?: TurnRecorder;
   /** After a commit: schedules the session's idle-time compaction (src/agent/idle-compaction.ts). */
   afterCommit?(sessionKey: string, version: number, state: SessionState): Promise<void>;
   /** Test-only pauses at fixed points of a turn (LONGHAUL_TEST_HOOKS). */
@@ -107,6 +110,7 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
     }
     if (begun.status !== "claimed") return superseded(deps, sessionKey, log, "lost");
     const { state, batch, claim } = begun;
+    const started = { sessionId: state.sessionId, stats: { ...state.stats } };
     const timedOut = attempt.approvalTimeout !== undefined && state.pendingApproval?.id === attempt.approvalTimeout ? state.pendingApproval : undefined;
     if (batch.length === 0 && !timedOut) {
       if (begun.outbox === 0) await store.settle(sessionKey);
@@ -196,6 +200,7 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
     deps.metrics.turns.inc({ outcome });
     deps.metrics.turnSeconds.observe((performance.now() - startedAt) / 1_000);
     await handOn(deps, sessionKey, ended, target.platform, result, await delivering);
+    await deps.recordTurn?.(sessionKey, { version: ended.version, kind: "turn", before: started, after: result.state, batch }).catch((error: unknown) => log.warn({ err: error }, "turn-history-write-failed"));
     // The turn is committed: a lost schedule only means no idle compaction this time.
     await deps.afterCommit?.(sessionKey, ended.version, result.state).catch((error: unknown) => log.warn({ err: error }, "idle-compaction-schedule-failed"));
     return { status: "answered", version: ended.version, messages: batch.length, replies: result.replies.length };

@@ -26,6 +26,7 @@ import { startScheduleWorker } from "./schedule-worker.js";
 import { createTestHooks } from "./test-hooks.js";
 import { startTurnWorker, type TurnWorker } from "./turn-worker.js";
 import { startIdleWorker } from "./idle-worker.js";
+import { createTurnRecorder } from "./turn-history-recorder.js";
 import { workerConcurrency } from "./concurrency.js";
 import { shouldScheduleIdleCompaction, type IdleCompactionSettings } from "../src/agent/idle-compaction.js";
 
@@ -201,6 +202,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   const migration = await migrateLayout(redis, prefix);
   if (!migration.current) logger.warn({ migration }, "key-layout-migrated");
   // Idle-time compaction: scheduled by each commit that leaves a session past the mark.
+  // Each commit's entry in its session's turn history (the web console's timeline).
+  const recordTurn = createTurnRecorder({ redis, prefix, models, compactionThreshold: config.COMPACTION_THRESHOLD, now: () => Date.now() });
   const idle: IdleCompactionSettings = { cacheTtlMs: config.CACHE_TTL_S * 1_000, mark: config.IDLE_COMPACTION_MARK };
   const idleQueue = createIdleQueue(redis, prefix);
   const idleWorker = startIdleWorker({
@@ -213,6 +216,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       enqueueTurn: (sessionKey) => producers.enqueueTurn(sessionKey),
       logger,
       now: () => Date.now(),
+      recordTurn,
     },
   });
   const concurrency = workerConcurrency(config.WORKER_CONCURRENCY);
@@ -242,6 +246,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       logger,
       metrics,
       now: () => Date.now(),
+      recordTurn,
       onArchived: (sessionKey, sessionId) => toolOutputs.expireArchived(sessionKey, sessionId, config.ARCHIVE_RETENTION_DAYS * 86_400_000),
       afterCommit: async (sessionKey, version, state) => {
         // Most commits of a busy session add nothing: the job this process added follows the session.

@@ -15,6 +15,7 @@ import { BudgetScope, budgetAccounts } from "../budget/index.js";
 import { heartbeatMs, LeaseKeeper } from "../session/lease.js";
 import { messageIdAllocator, type SessionState } from "../session/state.js";
 import type { SessionStore, TurnClaim } from "../session/store.js";
+import type { TurnRecorder } from "../session/turn-history.js";
 import type { ChatMessage } from "../core/messages.js";
 import type { CompactionScope } from "../session-context/index.js";
 import { activeEngine } from "./active-model.js";
@@ -41,6 +42,8 @@ export interface IdleCompactionDeps {
   enqueueTurn(sessionKey: string): Promise<void>;
   logger: Logger;
   now(): number;
+  /** After a commit: its entry in the session's turn history (src/session/turn-history.ts). */
+  recordTurn?: TurnRecorder;
 }
 
 export interface IdleCompactionJob {
@@ -194,6 +197,8 @@ async function compactHeld({ deps, job, log, state, batch, claim, lease, signal 
   }
   const folded = working.memory?.lastFold?.count ?? Math.max(0, startedLive - working.live.length);
   log.info({ version: ended.version, folded }, "idle-compaction-committed");
+  await deps.recordTurn?.(sessionKey, { version: ended.version, kind: "idle", before: { sessionId: state.sessionId, stats: state.stats }, after: working, batch: [] })
+    .catch((error: unknown) => log.warn({ err: error }, "turn-history-write-failed"));
   if (ended.inbox > 0 || ended.pending > 0) await deps.enqueueTurn(sessionKey);
   else if (ended.outbox === 0) await store.settle(sessionKey);
   return { status: "compacted", version: ended.version, folded };

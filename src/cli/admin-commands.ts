@@ -29,6 +29,7 @@ import { globalKeys, sessionKeys } from "../session/keys.js";
 import { globEscape, scanAll, scanBatches, unlinkKeys } from "../session/scan.js";
 import type { SessionState } from "../session/state.js";
 import { SessionStore } from "../session/store.js";
+import { forgetInUsageLedger } from "../session/turn-history.js";
 import { deadLettersCommand, DeadLettersUsageError } from "./dead-letters-command.js";
 
 export class AdminUsageError extends Error {
@@ -231,6 +232,8 @@ export async function deleteUserCommand(context: AdminContext, who: string): Pro
     budgetDeleted += await deleteMatching(redis, `${globEscape(globalKeys(prefix).budget(owner, ""))}*`);
     budgetDeleted += await deleteLimits(redis, prefix, owner);
   }
+  // The console's usage ledger names them and their private chats too.
+  await forgetInUsageLedger(redis, prefix, [`user|${user.platform}:${user.userId}`, ...report.sessions.map((session) => `chat|${session}`)], context.now);
   context.write(`Deleted ${who}: ${report.sessions.length} private conversation(s) (${report.sessions.join(", ") || "none"}), ${report.keysDeleted} key(s), ${report.scheduledItems} reminder(s) or task(s).\nBudget counters and limits: ${budgetDeleted} key(s).\n`);
   return 0;
 }

@@ -13,6 +13,7 @@ import type { ContextOverflowError } from "../errors.js";
 import type { LlmClient } from "../core/llm.js";
 import type { Metrics } from "../metrics.js";
 import type { SessionState } from "../session/state.js";
+import { noteCompaction } from "../session/turn-history.js";
 import type { CompactionScope, ContextHooks, ContextManager } from "./context-manager.js";
 import { compactNumber } from "../core/format.js";
 import { createContextMeasure, fields } from "./context-measure.js";
@@ -148,6 +149,12 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       rememberSystemNote(state, result.messages);
       const kept = new Set(result.messages.map((message) => message.id));
       const folded = context.filter((message) => !kept.has(message.id) && message.role !== "system" && message.kind !== "summary");
+      // For the operator's timeline (src/session/turn-history.ts): which fold, what it saved, who summarized.
+      noteCompaction(state, {
+        seq: state.stats.compactions, at: Date.now(), reason, status: result.status,
+        tokensBefore: record.tokensBefore, tokensAfter: record.tokensAfter, summarizerModel: record.summarizerModel,
+        folded: folded.length, ...(folded[0] ? { firstId: folded[0].id } : {}), ...(folded.at(-1) ? { lastId: folded.at(-1)!.id } : {}),
+      });
       await hooks.afterCompaction?.(state, { reason, status: result.status, folded, record }, scope);
       scope.onCompacted?.(result.messages);
     }

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAdmin, type AdminContext } from "../../../src/cli/admin-commands.js";
 import { createRedis } from "../../../src/queue/index.js";
 import { sessionKeys } from "../../../src/session/keys.js";
+import { readUsageLedger } from "../../../src/session/turn-history.js";
 import { startFakeLlm, withoutStamp, type FakeLlm } from "../../fakes/fake-llm.js";
 import { spawnApp } from "../../helpers/app-process.js";
 import { testConfig, testEnv } from "../../helpers/config.js";
@@ -97,6 +98,11 @@ describe("npm run admin against a real Redis", () => {
     expect(sessions).not.toMatch(/^tg:1\s/m);
     expect(sessions).toMatch(/^tg:-100\s/m);
     expect((await admin("budgets")).output).not.toMatch(/^user tg:1\s/m);
+    // The console's usage ledger forgets them and their private chat; the group stays.
+    const ledger = await readUsageLedger(redis, config.REDIS_PREFIX, new Date().toISOString().slice(0, 10));
+    expect(ledger.get("user")?.has("telegram:1")).toBe(false);
+    expect(ledger.get("chat")?.has("tg:1")).toBe(false);
+    expect(ledger.get("chat")?.has("tg:-100")).toBe(true);
     await expect(admin("delete-user", "nobody")).rejects.toThrow(/platform/);
     const exported = JSON.parse((await admin("export-user", "telegram:2")).output) as object;
     // Group messages are the group's: the export holds the user's memory and private chats.
