@@ -50,10 +50,12 @@ export interface SendOptions {
    */
   onPartSent(partIndex: number, sent: PartSent): Promise<void>;
   /**
-   * The live preview this reply takes over (only with `fromPart` 0): part 1 is edited into
-   * `messageId` ("not modified" counts as done), the other parts are sent. When the platform
-   * refuses the edit for good (deleted, too old), `onRefused` is awaited and part 1 is sent as a
-   * new message instead, unless `only`: then nothing is sent.
+   * The live preview this reply takes over. A preview-only reply (`only`, from part 0) is
+   * edited into `messageId` ("not modified" counts as done); when the platform refuses the edit
+   * for good (deleted, too old), `onRefused` is awaited and nothing is sent. Any other reply is
+   * sent as new messages (they notify; an edit never does) and the preview deleted once part 1
+   * is recorded; with `fromPart` 1 (a delivery resumed after part 1) the preview is deleted
+   * again, since a crash may have come between the record and the deletion.
    */
   preview?: { messageId: string; only: boolean; onRefused(): Promise<void> };
 }

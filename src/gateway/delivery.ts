@@ -77,8 +77,17 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
    * outbox script closed it): nothing to ask.
    */
   const previewFor = async (reply: OutboundReply, fromPart: number, previewRecorded: boolean, adapter: ChannelAdapter): Promise<{ preview?: SendOptions["preview"]; skip: boolean }> => {
-    if (reply.preview === undefined || fromPart > 0 || !adapter.previews) return { skip: reply.previewOnly === true };
+    if (reply.preview === undefined || !adapter.previews) return { skip: reply.previewOnly === true };
     const previewId = reply.preview;
+    if (fromPart === 1 && reply.previewOnly !== true) {
+      // Resumed after part 1: the status it replaced is deleted after part 1's record, so a
+      // crash between the two leaves it behind. The record still names it (the final took it):
+      // the adapter deletes it again. Only a resumed delivery pays this round trip.
+      const taken = await previews.take(reply.sessionKey, previewId);
+      if (taken.status !== "edit") return { skip: false };
+      return { skip: false, preview: { messageId: taken.messageId, only: false, onRefused: () => previews.refused(reply.sessionKey, previewId) } };
+    }
+    if (fromPart > 0) return { skip: reply.previewOnly === true };
     if (!previewRecorded) {
       options.onPreviewTaken?.(previewId);
       return { skip: reply.previewOnly === true };

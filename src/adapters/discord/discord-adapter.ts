@@ -187,17 +187,23 @@ export class DiscordAdapter implements ChannelAdapter {
       this.typing.stop(reply.sessionKey);
       throw error;
     }
-    if (options.preview && options.fromPart === 0 && !options.preview.only) {
+    if (options.preview && !options.preview.only && options.fromPart <= 1) {
       // The final replaces the live preview: an edit never notifies, so the answer goes out as
       // new messages (with a nonce: a retried part 1 is not posted twice) and the silent status
-      // is deleted once part 1 is out, before that part is recorded. Sending also unarchives a
-      // thread archived meanwhile, where an edit would be refused (50083).
+      // is deleted once part 1 is out and recorded (even as the last part: the deletion
+      // follows); the delivery that resumes at part 2 after a crash deletes it instead. Sending
+      // also unarchives a thread archived meanwhile, where an edit would be refused (50083).
       const { messageId } = options.preview;
+      if (options.fromPart === 1) {
+        await removeReplaced(this.client, channel.id, messageId, this.logger);
+        return this.send(reply, { fromPart: 1, onPartSent: options.onPartSent });
+      }
       return this.send(reply, {
         fromPart: 0,
         onPartSent: async (partIndex, sent) => {
-          if (partIndex === 0) await removeReplaced(this.client, channel.id, messageId, this.logger);
-          return options.onPartSent(partIndex, sent);
+          if (partIndex !== 0) return options.onPartSent(partIndex, sent);
+          await options.onPartSent(0, { ...sent, last: false });
+          await removeReplaced(this.client, channel.id, messageId, this.logger);
         },
       });
     }

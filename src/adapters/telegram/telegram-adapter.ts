@@ -4,7 +4,7 @@
  * (for several gateway replicas) when a webhook URL is configured (connect.ts). Updates are
  * handled by intake.ts. Access control, dedupe and persistence are the ingress's.
  */
-import type { Bot } from "grammy";
+import { GrammyError, type Bot } from "grammy";
 import type { BotCommandScope } from "grammy/types";
 import type { ChannelAdapter, ChatMoveResult, IngressPort, OutboundReply, ReplyTarget, SendOptions, TurnActivity } from "../channel-adapter.js";
 import type { Logger } from "../../logger.js";
@@ -161,16 +161,23 @@ export class TelegramAdapter implements ChannelAdapter {
   }
 
   async send(reply: OutboundReply, options: SendOptions): Promise<void> {
-    if (options.preview && options.fromPart === 0 && !options.preview.only) {
+    if (options.preview && !options.preview.only && options.fromPart <= 1) {
       // The final replaces the live preview: an edit never notifies, so the answer is sent as
       // a new message (the phone buzzes for it) and the silent status is deleted once part 1 is
-      // out, before that part is recorded (a resumed delivery deletes it too).
+      // out and recorded — recorded even when it is the last part, so that a crash before the
+      // deletion never sends the answer twice; the delivery that resumes at part 2 deletes the
+      // status instead (one already gone is fine).
       const previewId = Number(options.preview.messageId);
+      if (options.fromPart === 1) {
+        await this.removePreview(reply.target.chatId, previewId);
+        return this.send(reply, { fromPart: 1, onPartSent: options.onPartSent });
+      }
       return this.send(reply, {
         fromPart: 0,
         onPartSent: async (partIndex, sent) => {
-          if (partIndex === 0) await this.removePreview(reply.target.chatId, previewId);
-          return options.onPartSent(partIndex, sent);
+          if (partIndex !== 0) return options.onPartSent(partIndex, sent);
+          await options.onPartSent(0, { ...sent, last: false });
+          await this.removePreview(reply.target.chatId, previewId);
         },
       });
     }
@@ -214,12 +221,17 @@ export class TelegramAdapter implements ChannelAdapter {
     if (reply.kind === "answer" && parts > 0) this.typing.stop(reply.sessionKey);
   }
 
-  /** Deletes a replaced preview; one already gone (deleted by the user, or by an earlier attempt) is fine. */
+  /**
+   * Deletes a replaced preview; one already gone (deleted by the user, or by an earlier
+   * attempt: a delivery resumed at part 2 asks again) is fine. Any other refusal (a status
+   * older than 48 hours) is logged: the answer is out either way.
+   */
   private async removePreview(chatId: string, messageId: number): Promise<void> {
     try {
       await this.bot.api.deleteMessage(this.migrations.get(chatId) ?? chatId, messageId);
     } catch (error) {
-      this.logger.info({ chatId, messageId, err: describeError(error) }, "telegram preview not deleted after its final was sent");
+      const gone = error instanceof GrammyError && /message to delete not found/i.test(error.description);
+      this.logger[gone ? "debug" : "info"]({ chatId, messageId, err: describeError(error) }, "telegram preview not deleted after its final was sent");
     }
   }
 

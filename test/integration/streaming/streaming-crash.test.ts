@@ -2,7 +2,8 @@
  * Live previews across crashes (issue 15), with real processes: a worker SIGKILLed while it
  * streams (another worker retries the turn and continues the same preview, which the final then
  * replaces: one preview, one answer), and a gateway SIGKILLed in the middle of the final (the
- * restarted gateway finishes it from the durable record, after the parts already recorded).
+ * restarted gateway finishes it from the durable record, after the parts already recorded), and
+ * a gateway SIGKILLed between the final's record and the deletion of the status it replaced.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { startTelegramApps, type TelegramApps } from "../../helpers/telegram-apps.js";
@@ -86,6 +87,39 @@ describe("streaming across crashes", () => {
     // The silent preview, then parts 1 and 2 once each: the restarted gateway resumed at part 2.
     expect(sends).toHaveLength(3);
     expect(sends.map((call) => call.notified)).toEqual([false, true, true]);
-    expect(telegram.callsOf("deleteMessage")).toHaveLength(1);
+    // The status was deleted after part 1's record; the delivery resumed at part 2 cannot know
+    // that the deletion happened and asks once more (Telegram: already gone).
+    const deletes = telegram.callsOf("deleteMessage");
+    expect(deletes).toHaveLength(2);
+    expect(new Set(deletes.map((call) => call.payload.message_id)).size).toBe(1);
+  });
+
+  it("a gateway SIGKILLed after the final was recorded but before its status was deleted: the restarted gateway deletes the status and never sends the answer twice (issue 30)", { timeout: 240_000 }, async () => {
+    const { telegram, llm, start } = await setUp();
+    const answer = Array.from({ length: 60 }, (_, index) => `word${index}`).join(" ");
+    llm.enqueue({ text: answer, tokensPerSecond: 20 });
+    // The status's deletion never gets an answer (nor happens): the gateway dies waiting, after
+    // the answer (one part, the reply's last) went out.
+    telegram.loseAnswer("deleteMessage", { applied: false, hang: true });
+    const gateway = start("gateway");
+    const worker = start("worker");
+    await gateway.waitForStderr(/telegram long polling started/, 90_000);
+    await worker.waitForStderr(/longhaul-ready/, 90_000);
+
+    telegram.pushMessage({ chat: DM, from: ADA, text: "go" });
+    await waitUntil(() => telegram.callsOf("deleteMessage").length === 1, "the status's deletion asked for", 60_000);
+    const preview = telegram.chatView(DM.id)[0]!;
+    expect(telegram.chatView(DM.id).map((message) => message.text)).toEqual([preview.text, answer]);
+    await gateway.kill("SIGKILL");
+    const restarted = start("gateway");
+    await restarted.waitForStderr(/telegram long polling started/, 90_000);
+
+    await waitUntil(() => telegram.callsOf("deleteMessage").length === 2, "the restarted gateway deleting the status", 90_000);
+    await sleep(1_500);
+    expect(telegram.chatView(DM.id).map((message) => message.text)).toEqual([answer]);
+    expect(telegram.callsOf("deleteMessage").map((call) => call.payload.message_id)).toEqual([preview.messageId, preview.messageId]);
+    // The silent status and the answer, once: the answer notified, once.
+    expect(telegram.callsOf("sendMessage").filter((call) => call.visible).map((call) => call.notified)).toEqual([false, true]);
+    expect(telegram.notifications(DM.id).map((call) => call.visible?.text)).toEqual([answer]);
   });
 });
