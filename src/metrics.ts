@@ -24,6 +24,11 @@ export function createMetrics() {
       help: "Reply parts whose send outcome was unknown (answer lost after the platform may have acted): counted as sent, not sent again",
     }),
     inbound: new Counter({ name: "longhaul_inbound_messages_total", help: "Inbound messages by platform and result", labelNames: ["platform", "result"] as const, registers: [registry] }),
+    queueWaitSeconds: new Histogram({
+      name: "longhaul_queue_wait_seconds", registers: [registry],
+      help: "How long a message waited from its arrival (stored by the ingress) to the turn that takes it beginning",
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    }),
     queueDepth: new Gauge({ name: "longhaul_queue_depth", help: "Jobs waiting or delayed per queue", labelNames: ["queue"] as const, registers: [registry] }),
   };
 }

@@ -20,6 +20,7 @@ import type { SessionState } from "../src/session/state.js";
 import type { TurnRecorder } from "../src/session/turn-history.js";
 import type { TurnHooks } from "./test-hooks.js";
 import { markStage } from "../src/core/stages.js";
+import type { RecentWaits } from "../src/core/queue-wait.js";
 
 export interface TurnDeps {
   store: SessionStore;
@@ -49,6 +50,8 @@ export interface TurnDeps {
   afterCommit?(sessionKey: string, version: number, state: SessionState): Promise<void>;
   /** Test-only pauses at fixed points of a turn (LONGHAUL_TEST_HOOKS). */
   hooks?: TurnHooks;
+  /** This worker's recent queue waits, for `/status` (the histogram of /metrics has them too). */
+  queueWaits?: RecentWaits;
 }
 
 export type TurnOutcome =
@@ -69,6 +72,8 @@ export interface TurnAttempt {
   approvalTimeout?: string;
   /** The BullMQ job, for the log. */
   jobId?: string;
+  /** A retry of a failed attempt: its messages' queue wait was counted by the first. */
+  retried?: boolean;
 }
 
 /** Rounds of waiting for the rest of a paste the client split (a few parts at most). */
@@ -91,6 +96,7 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
     if (first.outbox === 0) await store.settle(sessionKey);
     return { status: "idle" };
   }
+  if (!attempt.retried) recordQueueWait(deps, first.batch);
 
   const lease = new LeaseKeeper(store.redis, { key: store.keys(sessionKey).lease, token: attempt.token, ttlMs: deps.leaseMs, abortKey: store.keys(sessionKey).abort }, attempt.signal);
   let target: ReplyTarget | undefined;
@@ -117,7 +123,7 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
       return { status: "idle" };
     }
     target = batch.length > 0 ? targetOf(batch) : timedOut!.target;
-    typing = new TurnTyping({ sessionKey, target, publish: deps.publishActivity, delayMs: deps.typingDelayMs ?? 0 });
+    typing = new TurnTyping({ sessionKey, target, publish: deps.publishActivity, delayMs: typingDelay(deps, batch) });
     deps.hooks?.at("turn-begun", batch);
     const startedAt = performance.now();
     let outcome: "answered" | "stopped" | "failed" = "answered";
@@ -247,6 +253,33 @@ async function handOn(deps: TurnDeps, sessionKey: string, left: WorkLeft, platfo
   if (result.archivedSessionId) await deps.onArchived?.(sessionKey, result.archivedSessionId);
   if (left.inbox > 0 || left.pending > 0) await deps.producers.enqueueTurn(sessionKey);
   if (left.inbox === 0 && left.pending === 0 && left.outbox === 0) await deps.store.settle(sessionKey);
+}
+
+/**
+ * Queue wait: from each message's arrival (the ingress's `receivedAt`) to this turn's beginning.
+ * A message of an interrupted turn is counted again by the turn that takes it over (it waited
+ * again); a retried attempt counts nothing (`TurnAttempt.retried`).
+ */
+function recordQueueWait(deps: TurnDeps, batch: readonly InboxEntry[]): void {
+  const now = deps.now();
+  for (const entry of batch) {
+    const waitMs = Math.max(0, now - entry.receivedAt);
+    deps.metrics.queueWaitSeconds.observe(waitMs / 1_000);
+    deps.queueWaits?.observe(waitMs, now);
+  }
+}
+
+/**
+ * TYPING_DELAY_MS counts from the oldest message's arrival, not from the turn's start: a
+ * message that already waited that long in the queue shows "typing…" the moment its turn
+ * begins (the gateway showed it while it waited: src/gateway/waiting-typing.ts), and this
+ * turn's `turn-finished` ends the indicator either way.
+ */
+function typingDelay(deps: TurnDeps, batch: readonly InboxEntry[]): number {
+  const delayMs = deps.typingDelayMs ?? 0;
+  if (delayMs <= 0 || batch.length === 0) return delayMs;
+  const oldest = Math.min(...batch.map((entry) => entry.receivedAt));
+  return Math.max(0, delayMs - (deps.now() - oldest));
 }
 
 /**

@@ -54,6 +54,7 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
           // Job id and attempt alone repeat when this worker picks its own stalled job back up.
           token: attemptToken(`${workerId}:${job.id}:${job.attemptsMade}`),
           finalAttempt: job.attemptsMade + 1 >= attempts,
+          retried: job.attemptsMade > 0,
           signal: signal ?? new AbortController().signal,
           ...(job.data.approvalId ? { approvalTimeout: job.data.approvalId } : {}),
         },

@@ -10,6 +10,7 @@ import { createModelRouter } from "../src/models/router.js";
 import { BudgetMeter, budgetAccounts, LimitsCache, meteredClient, transcriptionCost, transcriptionEstimate } from "../src/budget/index.js";
 import { createFetchUrlTool, createPageFetcher, createRecallTool, currentTimeTool, McpManager, publicAddressPolicy, ToolCatalog, type Tool } from "../src/tools/index.js";
 import { MB } from "../src/core/attachments.js";
+import { RecentWaits } from "../src/core/queue-wait.js";
 import { createMediaEngine, extractText, redisExtractionMemory, redisVisionMemory } from "../src/media/index.js";
 import type { Logger } from "../src/logger.js";
 import type { Metrics } from "../src/metrics.js";
@@ -151,6 +152,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   const defaultModel = models.bind(models.catalogue.default);
 
   const access = new AccessControl(redis, prefix, accessListsFrom(config));
+  const queueWaits = new RecentWaits();
   const engine: TurnEngine = {
     llm: defaultModel.llm,
     media,
@@ -193,6 +195,14 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     schedule,
     memory,
     exportUser: (user) => exportUserData(redis, prefix, user),
+    queue: {
+      status: async () => {
+        const counts = await producers.turnQueue.getJobCounts("waiting", "prioritized", "active");
+        const recent = queueWaits.summary(Date.now());
+        // The /status turn itself is one of the running ones.
+        return { waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0), running: counts.active ?? 0, ...(recent ? { recent } : {}) };
+      },
+    },
   };
 
   // Before taking jobs: building the tokenizer blocks the event loop, which mid-turn would stall
@@ -253,6 +263,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
         if (shouldScheduleIdleCompaction(engine, idle, state)) await idleQueue.keepScheduled(sessionKey, version, state.updatedAt, idle.cacheTtlMs);
       },
       ...(options.testHooks ? { hooks: createTestHooks() } : {}),
+      queueWaits,
     },
   });
 

@@ -6,6 +6,7 @@
  */
 import type { Platform } from "../core/channel.js";
 import type { LlmClient } from "../core/llm.js";
+import type { QueueStatus } from "../core/queue-wait.js";
 import type { BudgetMeter } from "../budget/index.js";
 import type { MediaEngine } from "../media/index.js";
 import type { MemoryService, UserExport, UserRef } from "../memory/index.js";
@@ -93,6 +94,8 @@ export interface CommandPorts extends Clock, ModelPorts, ApprovalSettings {
   exportUser?(user: UserRef): Promise<UserExport>;
   /** Named personas of the config file (`/persona <name>`). */
   personas?: Readonly<Record<string, string>>;
+  /** `/status`: the turn queue's backlog and this worker's recent queue waits; absent: no queue line. */
+  queue?: { status(): Promise<QueueStatus> };
 }
 
 /** Who pays (budgets, issue #17) and which model a chat chose (the catalogue). */

@@ -199,6 +199,8 @@ export interface TurnActivity {
   type: "turn-started" | "turn-finished";
   sessionKey: string;
   target: ReplyTarget;
+  /** Sent by the gateway for a message still waiting for its turn (src/gateway/waiting-typing.ts), not by a turn. */
+  waiting?: true;
 }
 
 /**

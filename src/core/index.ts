@@ -10,3 +10,4 @@ export * from "./memory.js";
 export * from "./attachments.js";
 export * from "./commands.js";
 export * from "./send-budget.js";
+export * from "./queue-wait.js";

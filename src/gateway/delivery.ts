@@ -34,7 +34,8 @@ export interface DeliveryWorkerOptions {
    */
   stepWarnMs?: number;
   logger: Logger;
-  onDelivered?: (platform: Platform) => void;
+  /** A reply went out (its last part sent) for `sessionKey`. */
+  onDelivered?: (platform: Platform, sessionKey: string) => void;
   /** A part whose outcome is unknown (its answer lost after the platform may have acted) was counted as sent. */
   onPartUnconfirmed?: (platform: Platform) => void;
   /** A final took its preview over (the renderer stops rendering it). */
@@ -154,7 +155,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
               ...(preview ? { preview } : {}),
             }), "send", () => ({ ...where, part }));
           }
-          options.onDelivered?.(reply.target.platform);
+          options.onDelivered?.(reply.target.platform, sessionKey);
           // Per reply at debug: the turn's info line (turn-committed) already records it, and a
           // delivery that goes wrong logs a warning or an error of its own.
           if (log.isLevelEnabled("debug")) log.debug({ sessionKey, jobId: job.id, replyId: reply.replyId, fromPart }, "reply-delivered");

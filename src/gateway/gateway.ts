@@ -19,6 +19,7 @@ import { PreviewRenderer } from "./preview-renderer.js";
 import { RedisSendBudget } from "./send-budget.js";
 import type { RouteHandler } from "./http-server.js";
 import { Ingress } from "./ingress.js";
+import { WaitingTyping } from "./waiting-typing.js";
 
 export interface GatewayOptions {
   config: Config;
@@ -93,10 +94,18 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   for (const adapter of adapters.values()) if (adapter.previews) previewPorts.set(adapter.platform, adapter.previews);
   const previews = new PreviewRenderer({ records: new PreviewRecords(redis, prefix), ports: previewPorts, logger: log });
 
+  // Typing for a message queued behind busy workers (TYPING_DELAY_MS after it was stored).
+  const waitingTyping = new WaitingTyping({
+    redis, prefix, delayMs: config.TYPING_DELAY_MS, logger: log,
+    start: (activity) => adapters.get(activity.target.platform)?.onActivity?.(activity),
+  });
   const delivery = startDeliveryWorker({
     redisAddress: options.redisAddress, prefix, store, producers, adapters,
     concurrency: 32, lockMs: config.JOB_LOCK_MS, leaseMs: leaseTtlMs(config.JOB_LOCK_MS), maxAttempts: config.DELIVERY_MAX_ATTEMPTS, stepWarnMs: config.DELIVERY_STEP_WARN_MS, logger: log,
-    onDelivered: (platform) => metrics.repliesDelivered.inc({ platform }),
+    onDelivered: (platform, sessionKey) => {
+      metrics.repliesDelivered.inc({ platform });
+      waitingTyping.heard(sessionKey);
+    },
     onPartUnconfirmed: (platform) => metrics.partsUnconfirmed.inc({ platform }),
     onPreviewTaken: (previewId) => previews.finished(previewId),
   });
@@ -118,6 +127,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     } catch {
       return;
     }
+    waitingTyping.heard(activity.sessionKey);
     adapters.get(activity.target.platform)?.onActivity?.(activity);
   });
 
@@ -128,6 +138,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     submit: async (message) => {
       const result = await ingress.submit(message);
       metrics.inbound.inc({ platform: message.platform, result: result.status });
+      if (result.status === "accepted") waitingTyping.accepted(message);
       return result;
     },
     moveChat: async (move) => {
@@ -181,6 +192,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     close() {
       closing ??= (async () => {
         await stopIntake();
+        waitingTyping.close();
         previews.close();
         await delivery.close();
         await firingQueue.close();

@@ -40,7 +40,8 @@ describe("TYPING_DELAY_MS: typing only for turns that take a while", () => {
     pipeline = await startPipeline(testConfig({ LLM_BASE_URL: fake.url, ...env }), [adapter]);
     return { adapter, llm: fake };
   }
-  const seen = (adapter: RecordingAdapter) => adapter.activity.map((activity) => `${activity.type} ${activity.target.replyToMessageId}`);
+  // The turns' own events: a message still waiting for its turn gets its typing from the gateway (test/integration/gateway/queue-wait.test.ts).
+  const seen = (adapter: RecordingAdapter) => adapter.activity.filter((activity) => !activity.waiting).map((activity) => `${activity.type} ${activity.target.replyToMessageId}`);
   const until = (check: () => void) => vi.waitFor(check, { timeout: 15_000, interval: 20 });
 
   it("by default a turn answered at once publishes nothing; one slower than the delay publishes started, then finished, once each", async () => {

@@ -1,4 +1,5 @@
 import { compactNumber, contextMeter, duration, usd } from "../../core/format.js";
+import type { QueueStatus } from "../../core/queue-wait.js";
 import { budgetAccounts } from "../../budget/accounts.js";
 import { budgetCommand } from "../../budget/command.js";
 import { budgetLines } from "../../budget/usage.js";
@@ -18,7 +19,7 @@ export const HELP_TEXT = [
   "Commands:",
   "/new (or /reset) — archive this conversation and start fresh",
   "/compress [focus] — compact the conversation now, optionally focusing the summary on a topic",
-  "/status — model, how full the context is, compactions, session age",
+  "/status — model, how full the context is, compactions, session age, the queue and how long messages wait",
   "/usage — tokens used, estimated cost, what compaction saved",
   "/tools — the tools I can use in this chat",
   "/stop — stop what I'm doing",
@@ -130,7 +131,17 @@ async function statusText({ engine, state, sessionKey, now }: CommandContext): P
     `Messages: ${state.live.length} in context, ${transcriptLength} in the full transcript`,
     `Compactions: ${state.stats.compactions}`,
     `Session age: ${duration(now - state.createdAt)}`,
+    ...(engine.queue ? [queueLine(await engine.queue.status())] : []),
   ].join("\n");
+}
+
+/** "Queue: 3 waiting, 40 running · wait p50 0.2 s, p99 1.8 s (last 5 min, 812 messages)": the backlog, and how long messages waited before their turn began. */
+export function queueLine(status: QueueStatus): string {
+  const seconds = (ms: number) => `${(ms / 1_000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+  const head = `Queue: ${status.waiting} waiting, ${status.running} running`;
+  if (!status.recent) return head;
+  const { p50Ms, p99Ms, windowMs, messages } = status.recent;
+  return `${head} · wait p50 ${seconds(p50Ms)}, p99 ${seconds(p99Ms)} (last ${Math.round(windowMs / 60_000)} min, ${messages} message${messages === 1 ? "" : "s"}, this worker)`;
 }
 
 export function usageText(state: SessionState, prices: Prices): string {
