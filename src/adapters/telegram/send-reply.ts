@@ -82,7 +82,7 @@ export async function sendReply(api: Api, target: ReplyTarget, markdown: string,
         if (outcomeUnknown(error)) unconfirmed = true;
         else if (!refusesFormatting(error)) throw toTelegramError(error);
         // Telegram refused the formatted text: the reply is never lost, simpler forms follow.
-        else unconfirmed = await sendSimpler(api, chatId, html, common, index, error.description, options);
+        else unconfirmed = (await sendSimpler(api, chatId, html, common, index, error.description, options)) === "unconfirmed";
         if (unconfirmed) options.logger.warn({ chatId, part: index, err: describeError(error) }, "telegram part's outcome unknown (sent, perhaps, answer lost); not sent again");
       }
       if (unconfirmed) {
@@ -102,22 +102,29 @@ function refusesFormatting(error: unknown): error is GrammyError {
 
 /**
  * Sends a refused part in its simpler forms, one after another, until one is accepted.
- * → true: a form's outcome is unknown (see `outcomeUnknown`), so no further form is tried.
+ * "unconfirmed": a form's outcome is unknown (see `outcomeUnknown`), so no further form is
+ * tried. "given-up": Telegram refused even the plain text with a 400 that is not about the
+ * chat (text it will not take at all): that part alone is given up, with one error line, and
+ * the reply goes on with its next part — only a chat that refuses ends a reply.
  */
-async function sendSimpler(api: Api, chatId: string, html: string, common: Record<string, unknown>, part: number, description: string, options: SendReplyOptions): Promise<boolean> {
+async function sendSimpler(api: Api, chatId: string, html: string, common: Record<string, unknown>, part: number, description: string, options: SendReplyOptions): Promise<"sent" | "unconfirmed" | "given-up"> {
   const forms = simplerForms(html);
   for (const [at, form] of forms.entries()) {
     options.logger.warn({ chatId, part, description, form: form.form }, "telegram refused the formatted text; sending it simpler");
     try {
       await api.sendMessage(chatId, form.text, form.html ? { ...common, parse_mode: "HTML" } : common, toApiSignal(options.signal));
-      return false;
+      return "sent";
     } catch (error) {
-      if (outcomeUnknown(error)) return true;
-      if (at === forms.length - 1 || !refusesFormatting(error)) throw toTelegramError(error);
+      if (outcomeUnknown(error)) return "unconfirmed";
+      if (!refusesFormatting(error)) throw toTelegramError(error);
       description = error.description;
+      if (at === forms.length - 1) {
+        options.logger.error({ chatId, part, description }, "telegram refused every form of a part, plain text included; the part is given up, the reply goes on");
+        return "given-up";
+      }
     }
   }
-  return false;
+  return "sent";
 }
 
 /**

@@ -284,6 +284,20 @@ describe("telegram adapter, long polling", () => {
     expect(logLines.filter((line) => line.includes("sending it simpler"))).toHaveLength(5);
   });
 
+  it("a part Telegram refuses in every form, plain text included, is given up alone: the reply goes on with its next part (issue 30)", async () => {
+    fake = await FakeTelegram.start({ rateLimits: false });
+    const started = await startAdapter(new RecordingIngress(), { maxPartLength: 100 });
+    // The HTML, the links written out, plain with the URL, plain: all refused, part 1 only.
+    for (let index = 0; index < 4; index++) fake.failNext("sendMessage", { error_code: 400, description: "Bad Request: text must be encoded in UTF-8" });
+    const sent: number[] = [];
+    const text = `**First** part, see [the docs](https://e.com/d) ${"a".repeat(60)}\n\nSecond part ${"b".repeat(60)}`;
+    await started.send(reply(text, { platform: "telegram", chatId: "111" }), { fromPart: 0, onPartSent: async (partIndex) => void sent.push(partIndex) });
+    expect(fake.callsOf("sendMessage")).toHaveLength(5);
+    expect(fake.delivered("111").map((call) => call.visible?.text)).toEqual([`Second part ${"b".repeat(60)}`]);
+    expect(sent).toEqual([0, 1]);
+    expect(logLines.filter((line) => line.includes("the part is given up"))).toHaveLength(1);
+  });
+
   it("a 400 that says the chat refuses ends the reply at once, with no simpler sends (chat gone, topic closed or deleted)", async () => {
     fake = await FakeTelegram.start();
     const started = await startAdapter(new RecordingIngress());
