@@ -44,10 +44,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (flat.REDIS_CLUSTER_NODES && flat.REDIS_SENTINELS) {
     throw new ConfigError("Invalid configuration:\n  REDIS_CLUSTER_NODES: not with REDIS_SENTINELS (a Cluster fails over by itself; choose one topology)");
   }
-  if (flat.REDIS_CLUSTER_NODES && (flat.REDIS_MIN_REPLICAS_ACK ?? 0) > 0) {
-    // WAIT answers for the node it reaches, and a keyless command on a Cluster reaches any node.
-    throw new ConfigError("Invalid configuration:\n  REDIS_MIN_REPLICAS_ACK: not supported with REDIS_CLUSTER_NODES yet (WAIT would ask a node other than the one holding the message)");
-  }
   const config: Config = Object.freeze({ ...flat, ...parseSections(file.sections, file.path) });
   interpolatedSecrets.set(config, file.secrets);
   return config;

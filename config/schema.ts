@@ -69,7 +69,7 @@ export const configSchema = z.object({
   REDIS_SENTINEL_MASTER: z.string().min(1).optional().describe("Name of the master the sentinels watch (sentinel monitor NAME …); required with REDIS_SENTINELS"),
   REDIS_SENTINEL_PASSWORD: optionalText("Password of the sentinels themselves (their requirepass), when they have one"),
   REDIS_CLUSTER_NODES: z.string().regex(hostPortList, "host:port,host:port,…").optional().describe("Redis Cluster seed nodes (host:port,…): run on a Cluster instead of one Redis (REDIS_URL may still give the password, and rediss:// for TLS); not with REDIS_SENTINELS"),
-  REDIS_MIN_REPLICAS_ACK: z.coerce.number().int().min(0).optional().describe("Replicas that must hold a message (WAIT) before it is acknowledged to its platform; unset: 1 with REDIS_SENTINELS, else 0"),
+  REDIS_MIN_REPLICAS_ACK: z.coerce.number().int().min(0).optional().describe("Replicas that must hold a message (WAIT; on a Cluster, of each node the message is written to) before it is acknowledged to its platform; unset: 1 with REDIS_SENTINELS, else 0"),
   REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+$/).default("lh").describe("Prefix of every Redis key and queue, so deployments can share one Redis"),
   DATA_DIR: z.string().min(1).default("./data").describe("Where the private redis-server keeps its AOF and dump files"),
   HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(8080).describe("Port of /healthz, /metrics and the Telegram webhook; 0 disables the HTTP server"),

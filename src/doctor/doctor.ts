@@ -63,14 +63,17 @@ export async function redisResults(config: Config, timeoutMs: number, lookup: Do
   try {
     const facts = await readRedisFacts(redis, config.REDIS_PREFIX);
     if (cluster) {
-      const shape = await clusterResults(redis);
+      const minReplicasAck = minReplicasAckOf(config);
+      const shape = await clusterResults(redis, minReplicasAck);
       // Each master answers INFO and CONFIG for itself: every one must keep AOF and noeviction.
       const masters = await Promise.all(clusterMasters(redis).map(async (master) => ({
         where: `${master.options.host ?? "?"}:${master.options.port ?? "?"}`,
         facts: await readRedisFacts(master, config.REDIS_PREFIX, { ownership: false }),
         keys: await master.dbsize(),
+        // The ingress waits for replicas of each node a message is written to: each master must have them.
+        replicas: minReplicasAck > 0 ? [await replicaResult(master, minReplicasAck)] : [],
       })));
-      const perMaster = masters.map(({ where, facts: own }) => durabilityResults(own).map((result) => ({ ...result, detail: `master ${where}: ${result.detail}` })));
+      const perMaster = masters.map(({ where, facts: own, replicas }) => [...replicas, ...durabilityResults(own)].map((result) => ({ ...result, detail: `master ${where}: ${result.detail}` })));
       // The deployment's keys are spread over the masters: empty means empty on every one.
       facts.keys = masters.reduce((sum, master) => sum + master.keys, 0);
       return [

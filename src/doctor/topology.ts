@@ -89,7 +89,7 @@ function infoField(info: string, name: string): string | undefined {
  * the state ok, and how many masters and replicas answer. Each master's durability (AOF,
  * noeviction) is judged by redis.ts, per master.
  */
-export async function clusterResults(redis: Redis): Promise<CheckResult[]> {
+export async function clusterResults(redis: Redis, minReplicasAck = 0): Promise<CheckResult[]> {
   const info = (await redis.call("CLUSTER", "INFO")) as string;
   const state = infoField(info, "cluster_state");
   const assigned = Number(infoField(info, "cluster_slots_assigned") ?? 0);
@@ -105,6 +105,9 @@ export async function clusterResults(redis: Redis): Promise<CheckResult[]> {
   if (replicas < masters) {
     results.push(warn("redis", `${replicas} replica${replicas === 1 ? "" : "s"} for ${masters} masters: a master that dies without a replica takes its slots' sessions and queues with it until it is back`,
       "give every master a replica (redis-cli --cluster add-node NEW HOST:PORT --cluster-slave)"));
+  } else if (minReplicasAck === 0) {
+    results.push(warn("redis", "REDIS_MIN_REPLICAS_ACK=0 on a Cluster with replicas: replication is asynchronous, so a master failing over may lose messages already acknowledged to their platform",
+      "set REDIS_MIN_REPLICAS_ACK=1 (each message then waits for a replica of every node it is written to)"));
   }
   return results;
 }

@@ -4,7 +4,7 @@ import type { ChannelAdapter, SendOptions } from "../adapters/channel-adapter.js
 import type { OutboundReply, Platform } from "../core/channel.js";
 import { errorMessage, PermanentError, RetryableError } from "../errors.js";
 import type { Logger } from "../logger.js";
-import { PAYLOAD_VERSION, createRedis, deliveryQueueName, queuePrefixOf, type DeliveryJobData, type Producers, type RedisAddress } from "../queue/index.js";
+import { PAYLOAD_VERSION, createRedis, deliveryQueueName, queuePrefixOf, replicaCounter, type DeliveryJobData, type Producers, type RedisAddress } from "../queue/index.js";
 import { attemptToken, LeaseKeeper } from "../session/lease.js";
 import { DeliveryFencedError, Outbox, type DeliveryStep } from "../session/outbox.js";
 import { PreviewRecords } from "../session/previews.js";
@@ -40,6 +40,18 @@ export interface DeliveryWorkerOptions {
   onPartUnconfirmed?: (platform: Platform) => void;
   /** A final took its preview over (the renderer stops rendering it). */
   onPreviewTaken?: (previewId: string) => void;
+  /**
+   * REDIS_MIN_REPLICAS_ACK: before each reply is sent, this many replicas must hold the
+   * delivery lease just renewed (see `replicated` below). 0: no such fence. @defaultValue 0
+   */
+  minReplicasAck?: number;
+  /** How long that WAIT may take. @defaultValue 3000 */
+  replicaAckTimeoutMs?: number;
+}
+
+/** The session's node did not get the delivery lease onto enough replicas: nothing is sent, the job is retried. */
+export class DeliveryReplicasBehindError extends Error {
+  override readonly name = "DeliveryReplicasBehindError";
 }
 
 /**
@@ -122,11 +134,36 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
       await job.moveToDelayed(Date.now() + Math.min(2_000, Math.max(250, step.retryInMs)), jobToken);
       throw new DelayedError();
     }
-    const lease = new LeaseKeeper(options.store.redis, { key: options.store.keys(sessionKey).deliveryLease, token, ttlMs: leaseMs });
+    const leaseKey = options.store.keys(sessionKey).deliveryLease;
+    const lease = new LeaseKeeper(options.store.redis, { key: leaseKey, token, ttlMs: leaseMs });
+    /**
+     * With replicas, a reply is sent only once a replica holds the lease just renewed, on the
+     * same connection (replicaCounter). A master frozen past its failover and woken answers from
+     * its stale copy for a moment — the lease, the outbox head, "part recorded" — and all it
+     * writes is dropped when it turns replica: a reply read or recorded there is sent again
+     * from the new master. Its replica is gone, so the fence fails there, and nothing is sent.
+     */
+    const replicated = async (): Promise<void> => {
+      const wanted = options.minReplicasAck ?? 0;
+      if (wanted === 0) return;
+      const counter = await replicaCounter(options.store.redis, [leaseKey]);
+      if (!(await lease.renewNow())) throw new DeliveryFencedError(`another delivery holds ${sessionKey}`);
+      const acked = await counter.count(wanted, options.replicaAckTimeoutMs ?? 3_000);
+      if (acked < wanted) throw new DeliveryReplicasBehindError(`${acked} of ${wanted} Redis replicas hold ${sessionKey}'s delivery lease: nothing sent, retry`);
+    };
     let settled = false;
     try {
       while (step.status === "head") {
         const { reply, fromPart, previewRecorded } = step;
+        try {
+          await replicated();
+        } catch (error) {
+          if (error instanceof DeliveryFencedError) {
+            log.warn({ sessionKey, replyId: reply.replyId }, "delivery-superseded");
+            return;
+          }
+          throw error;
+        }
         const adapter = options.adapters.get(reply.target.platform);
         if (!adapter) {
           // Not ours to send: hand it to the queue of its platform.

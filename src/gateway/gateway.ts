@@ -108,6 +108,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     },
     onPartUnconfirmed: (platform) => metrics.partsUnconfirmed.inc({ platform }),
     onPreviewTaken: (previewId) => previews.finished(previewId),
+    minReplicasAck: minReplicasAckOf(config),
   });
 
   const { activityChannel, previewChannel } = globalKeys(prefix);

@@ -2,7 +2,9 @@ import type { Redis } from "ioredis";
 import { wellFormedDeep } from "../core/text.js";
 import type { AccessSubject, ChatMove, ChatMoveResult, InboundMessage, IngressPort, SubmitResult } from "../core/channel.js";
 import type { Logger } from "../logger.js";
-import type { Producers } from "../queue/index.js";
+import { queuePrefixOf, replicaCounter, TURN_QUEUE, type Producers } from "../queue/index.js";
+
+type ReplicaCounter = Awaited<ReturnType<typeof replicaCounter>>;
 import { globalKeys } from "../session/keys.js";
 import { moveSession } from "../session/move-session.js";
 import type { SessionStore } from "../session/store.js";
@@ -87,11 +89,14 @@ export class Ingress implements IngressPort {
     // On the store's own connection the enqueue goes out with the append and runs after it in
     // Redis (store.appendInbox): one round trip, and no worker can see the job before the
     // message. On another connection that order would not hold, so it waits for the append.
-    const added = producers.connection === store.redis
+    const together = producers.connection === store.redis;
+    // Fixed before the writes go out: which connections (a Cluster: which nodes) carry them.
+    const replicas = await this.#replicaCounter(message, together);
+    const added = together
       ? await store.appendInbox(normalized, now, enqueue)
       : await store.appendInbox(normalized, now).then(async (stored) => (await enqueue(), stored));
     // A duplicate waits too: its first copy may be the one the replicas have not seen yet.
-    await this.#replicated(message);
+    await this.#replicated(message, replicas);
     if (!added) {
       log().info("message-duplicate");
       return { status: "duplicate" };
@@ -121,15 +126,27 @@ export class Ingress implements IngressPort {
   }
 
   /**
-   * WAIT counts this connection's writes so far, so it covers the append, the work-set entry
-   * and (on the same connection) the enqueue. Too few replicas: a failure, so the adapter does
+   * What WAIT will count: the connection(s) carrying the append, the work-set entry and (on the
+   * same connection) the enqueue — on a Cluster the nodes of the session's slot, of the work
+   * set's and of the turns queue's.
+   */
+  async #replicaCounter(message: InboundMessage, withQueue: boolean): Promise<ReplicaCounter | undefined> {
+    if ((this.#options.minReplicasAck ?? 0) === 0) return undefined;
+    const { store, producers, prefix } = this.#options;
+    const queueKey = `${queuePrefixOf(producers.connection, prefix, TURN_QUEUE)}:${TURN_QUEUE}:id`;
+    return replicaCounter(store.redis, [store.keys(message.sessionKey).inbox, this.#keys.workSet, ...(withQueue ? [queueKey] : [])]);
+  }
+
+  /**
+   * WAIT on the connections that carried this message's writes. Too few replicas (or a
+   * connection that changed under the writes: see replicaCounter): a failure, so the adapter does
    * not acknowledge the platform, retries, and the dedupe record makes the retry harmless.
    */
-  async #replicated(message: InboundMessage): Promise<void> {
+  async #replicated(message: InboundMessage, replicas: ReplicaCounter | undefined): Promise<void> {
+    if (!replicas) return;
     const wanted = this.#options.minReplicasAck ?? 0;
-    if (wanted === 0) return;
     const timeoutMs = this.#options.replicaAckTimeoutMs ?? 3_000;
-    const acked = await this.#options.store.redis.wait(wanted, timeoutMs);
+    const acked = await replicas.count(wanted, timeoutMs);
     if (acked < wanted) throw new ReplicasBehindError(message.sessionKey, wanted, acked, timeoutMs);
   }
 

@@ -1,5 +1,6 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
 import { queuePrefix } from "./jobs.js";
+import { keySlot } from "./key-slot.js";
 
 /** One sentinel or node address. */
 export interface HostPort {
@@ -167,6 +168,39 @@ export function queuePrefixOf(connection: Redis, prefix: string, queue: string):
 export function clusterMasters(redis: Redis): Redis[] {
   if (!isCluster(redis)) return [redis];
   return (redis as unknown as Cluster).nodes("master") as Redis[];
+}
+
+/** The connection that carries commands for `key`: the slot's master on a Cluster, else the connection itself. */
+function connectionFor(redis: Redis, key: string): Redis | undefined {
+  if (!isCluster(redis)) return redis;
+  const cluster = redis as unknown as Cluster;
+  const nodeKey = cluster.slots[keySlot(key)]?.[0];
+  return nodeKey === undefined ? undefined : cluster.nodes("master").find((node) => `${node.options.host}:${node.options.port}` === nodeKey);
+}
+
+/**
+ * How many replicas hold what is about to be written to `keys` (WAIT on the very connection the
+ * writes go out on). Made before the writes: `count` answers 0 — "not confirmed" — unless every
+ * key's commands went to the same node over the same socket as WAIT did afterwards. A WAIT
+ * answered by another socket (a reconnect after a failover resends it to the new master, which
+ * never saw the writes and so has nothing to wait for) would confirm what no replica holds.
+ * On a Cluster each key's node is asked (a WAIT per node, in parallel); the least count wins.
+ */
+export async function replicaCounter(redis: Redis, keys: readonly string[]): Promise<{ count(wanted: number, timeoutMs: number): Promise<number> }> {
+  // A Cluster connects to a node on its first command: connect now, so the socket is known.
+  await Promise.all(keys.map((key) => connectionFor(redis, key)).map((target) => (target?.status === "wait" ? target.connect().catch(() => undefined) : undefined)));
+  const targets = keys.map((key) => connectionFor(redis, key));
+  const sockets = targets.map((target) => target?.stream);
+  const ready = targets.every((target) => target?.status === "ready");
+  return {
+    async count(wanted, timeoutMs) {
+      if (!ready) return 0;
+      const distinct = [...new Set(targets)] as Redis[];
+      const counts = await Promise.all(distinct.map((target) => target.wait(wanted, timeoutMs)));
+      const unchanged = keys.every((key, index) => connectionFor(redis, key) === targets[index] && targets[index]?.stream === sockets[index]);
+      return unchanged ? Math.min(...counts) : 0;
+    },
+  };
 }
 
 /**

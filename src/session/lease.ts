@@ -81,6 +81,14 @@ export class LeaseKeeper {
   }
 
   /**
+   * Renews the lease now, outside the heartbeat's rhythm; → whether this attempt still holds it.
+   * A write of the attempt's own on the lease's node, for a caller that WAITs on it.
+   */
+  async renewNow(): Promise<boolean> {
+    return this.paused(async () => (await runScript(this.redis, HEARTBEAT, 1, this.lease.key, this.lease.token, this.lease.ttlMs)) !== "lost", () => false);
+  }
+
+  /**
    * Stops renewing, and waits for a heartbeat already sent: one landing after the attempt's
    * last write would otherwise take the lease again for a whole TTL.
    */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../config/index.js";
+import { ConfigError, loadConfig, minReplicasAckOf } from "../../config/index.js";
 import { redisLookupOf } from "../../src/embedded-redis.js";
-import { describeRedisAddress, parseHostPorts, queuePrefix } from "../../src/queue/index.js";
+import { describeRedisAddress, keySlot, parseHostPorts, queuePrefix } from "../../src/queue/index.js";
 
 describe("Redis topology settings", () => {
   it("reads REDIS_SENTINELS as host:port pairs, IPv6 in brackets", () => {
@@ -55,7 +55,16 @@ describe("Redis Cluster settings", () => {
   it("refuses a Cluster and Sentinel together, and a malformed node list", () => {
     expect(() => loadConfig({ REDIS_CLUSTER_NODES: "127.0.0.1:7000", REDIS_SENTINELS: "127.0.0.1:26379", REDIS_SENTINEL_MASTER: "m" })).toThrow(/REDIS_CLUSTER_NODES: not with REDIS_SENTINELS/);
     expect(() => loadConfig({ REDIS_CLUSTER_NODES: "nohostport" })).toThrow(/REDIS_CLUSTER_NODES/);
-    expect(() => loadConfig({ REDIS_CLUSTER_NODES: "127.0.0.1:7000", REDIS_MIN_REPLICAS_ACK: "1" })).toThrow(/REDIS_MIN_REPLICAS_ACK: not supported with REDIS_CLUSTER_NODES/);
+  });
+
+  it("a Cluster takes REDIS_MIN_REPLICAS_ACK (WAIT per node written to), 0 unless set", () => {
+    expect(minReplicasAckOf(loadConfig({ REDIS_CLUSTER_NODES: "127.0.0.1:7000", REDIS_MIN_REPLICAS_ACK: "1" }))).toBe(1);
+    expect(minReplicasAckOf(loadConfig({ REDIS_CLUSTER_NODES: "127.0.0.1:7000" }))).toBe(0);
+  });
+
+  it("keySlot is Redis Cluster's HASH_SLOT (values from CLUSTER KEYSLOT of redis-server 7.0)", () => {
+    const slots: Array<[string, number]> = [["foo", 12182], ["bar", 5061], ["somekey", 11058], ["{user1000}.following", 3443], ["{}x", 10595], ["a{}{b}", 15033], ["ключ", 10303], ["longhaul:{tg:123}:inbox", 11813]];
+    for (const [key, slot] of slots) expect(keySlot(key)).toBe(slot);
   });
 
   it("BullMQ's prefix: one hash tag per queue on a Cluster, the plain prefix on one Redis", () => {
