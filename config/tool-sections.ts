@@ -72,7 +72,7 @@ export type ToolAccessConfig = NonNullable<AccessSection["tools"]>;
  * Built-in tools that are off until `access.tools` names them (a chat, a user or `default`):
  * `"*"` grants every MCP server but none of these, so reaching the web is always a named choice.
  */
-export const OPTIONAL_TOOLS: readonly string[] = ["fetch_url"];
+export const OPTIONAL_TOOLS: readonly string[] = ["fetch_url", "delegate"];
 
 /** Names in `access.tools` must be servers of `mcp.servers` or optional built-ins; a server may not take a built-in's name. → issue lines, path first. */
 export function checkToolSections(sections: { mcp?: McpSection; access?: AccessSection }): string[] {

@@ -8,7 +8,7 @@ import type { TurnEngine } from "../src/agent/index.js";
 import { createMemoryHooks, createMemoryTool, exportUserData, MemoryService, MemoryStore } from "../src/memory/index.js";
 import { createModelRouter } from "../src/models/router.js";
 import { BudgetMeter, budgetAccounts, LimitsCache, meteredClient, transcriptionCost, transcriptionEstimate } from "../src/budget/index.js";
-import { createFetchUrlTool, createPageFetcher, createRecallTool, currentTimeTool, McpManager, publicAddressPolicy, ToolCatalog, type Tool } from "../src/tools/index.js";
+import { createFetchUrlTool, createPageFetcher, createRecallTool, currentTimeTool, delegateTool, McpManager, publicAddressPolicy, ToolCatalog, type Tool } from "../src/tools/index.js";
 import { MB } from "../src/core/attachments.js";
 import { RecentWaits } from "../src/core/queue-wait.js";
 import { createMediaEngine, extractText, redisExtractionMemory, redisVisionMemory } from "../src/media/index.js";
@@ -115,7 +115,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   });
   const tools = new ToolCatalog({
     builtins: [currentTimeTool, createRecallTool(), createScheduleTool(schedule), createMemoryTool(memory), ...(options.extraTools ?? [])],
-    optional: [fetchUrl],
+    optional: [fetchUrl, delegateTool],
     mcp,
     access: config.access?.tools,
     logger,
@@ -164,6 +164,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     personas: config.personas ?? {},
     systemPrompt: config.SYSTEM_PROMPT,
     maxSteps: config.AGENT_MAX_STEPS,
+    delegation: { maxSteps: config.DELEGATE_MAX_STEPS, maxTokens: config.DELEGATE_MAX_TOKENS, maxParallel: config.DELEGATE_MAX_PARALLEL },
     maxOutputTokens: config.LLM_MAX_OUTPUT_TOKENS,
     toolOutputMaxChars: config.TOOL_OUTPUT_MAX_CHARS,
     toolOutputs: {

@@ -6,10 +6,11 @@ import { randomUUID } from "node:crypto";
 import type { MessageOrigin } from "../core/channel.js";
 import type { ChatMessage } from "../core/messages.js";
 import type { PendingApproval } from "../core/tools.js";
-import { approvalActions, approvalRequestText, outputCapChars, type ToolRegistry } from "../tools/index.js";
+import { approvalActions, approvalRequestText, DELEGATE_TOOL, outputCapChars, type ToolRegistry } from "../tools/index.js";
 import type { ContextOverflowError } from "../errors.js";
 import type { CompactionScope } from "../session-context/index.js";
 import type { ChatPorts } from "./ports.js";
+import { delegation } from "./delegate.js";
 import { addReply } from "./replies.js";
 import { runTurn, type RunTurnInput, type RunTurnResult } from "./run-turn.js";
 import type { Answering, TurnRun } from "./turn-types.js";
@@ -48,8 +49,11 @@ export function runLoop(run: TurnRun<ChatPorts>, context: ChatMessage[], tools: 
   const state = run.state;
   const definitions = tools.definitions();
   const toolsScope: CompactionScope = { ...scope, tools: definitions };
+  const plumbing = toolPlumbing(run, tools, scope.newId, origin);
+  // The `delegate` tool (opt-in) runs its children with this turn's tools, model and payer.
+  if (tools.get(DELEGATE_TOOL)) plumbing.toolContext = { ...plumbing.toolContext, delegate: delegation(run, tools, plumbing) };
   return runTurn({
-    ...toolPlumbing(run, tools, scope.newId, origin),
+    ...plumbing,
     llm: engine.llm,
     context,
     maxSteps: engine.maxSteps,

@@ -18,6 +18,9 @@ export interface SessionStats {
   summarizerCompletionTokens: number;
   /** prompt_tokens of the latest step, the best measure of the live context's size. */
   lastPromptTokens: number;
+  /** Sub-tasks run by the `delegate` tool, and their tokens (prompt + completion); absent: none yet. */
+  delegations?: number;
+  delegatedTokens?: number;
 }
 
 /** What the operator and the chat chose for this chat (issue #17); survives /new. */

@@ -22,6 +22,20 @@ export interface ToolContext {
    * earlier effect instead of repeating it.
    */
   turnVersion?: number;
+  /**
+   * Runs a sub-task as a child agent turn and returns its result (the `delegate` tool); set by
+   * the turn for its own calls only, so a child cannot delegate again.
+   */
+  delegate?: (request: DelegateRequest) => Promise<string>;
+}
+
+/** What a turn asks of one child agent (the `delegate` tool, builtin/delegate.ts). */
+export interface DelegateRequest {
+  task: string;
+  /** The facts the child needs: it sees nothing else of the conversation. */
+  context?: string;
+  /** Names of the parent's tools the child may use; absent: all of them (but `delegate`). */
+  tools?: string[];
 }
 
 export interface TranscriptReader {

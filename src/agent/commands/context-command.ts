@@ -56,6 +56,11 @@ export async function contextCommand(context: CommandContext): Promise<string> {
     `• free: ${number(Math.max(0, parts.window - parts.total))}`,
     `Compactions: ${state.stats.compactions}`,
   ];
+  const delegations = state.stats.delegations ?? 0;
+  if (delegations > 0) {
+    const inContext = state.live.filter((message) => message.role === "assistant" && message.tool_calls?.some((call) => call.function.name === "delegate")).length;
+    lines.push(`Delegated sub-tasks: ${number(delegations)} in this conversation, ${number(state.stats.delegatedTokens ?? 0)} tokens of their own (their results sit in the context; ${inContext} step${inContext === 1 ? "" : "s"} with delegate calls still in it)`);
+  }
   const fold = state.memory?.lastFold;
   if (fold) {
     const range = fold.from !== undefined && fold.to !== undefined ? ` from ${stamp(fold.from, context.timeZone)} to ${stamp(fold.to, context.timeZone)}` : "";

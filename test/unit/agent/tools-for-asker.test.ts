@@ -5,42 +5,20 @@
  * a model's `allow` list is asked on every turn, for the people the turn answers.
  */
 import { describe, expect, it } from "vitest";
-import { runTurnSegments, type TurnEngine } from "../../../src/agent/index.js";
-import { createTokenCounter } from "../../../src/context/index.js";
-import type { ChatRequest, ChatResult, LlmClient } from "../../../src/core/llm.js";
+import type { TurnEngine } from "../../../src/agent/index.js";
+import type { LlmClient } from "../../../src/core/llm.js";
 import type { ToolCall } from "../../../src/core/messages.js";
 import { silentLogger } from "../../../src/logger.js";
 import { ModelCatalogue, type CatalogueModel } from "../../../src/models/catalogue.js";
 import type { ModelRouter } from "../../../src/models/router.js";
 import { createScheduleTool, type Requester, type ScheduleService } from "../../../src/schedule/index.js";
-import { createContextManager } from "../../../src/session-context/session-context.js";
-import { newSessionState, type SessionState } from "../../../src/session/state.js";
-import type { InboxEntry } from "../../../src/session/store.js";
 import { ToolCatalog, withoutApprovals } from "../../../src/tools/index.js";
-import { inbound } from "../../helpers/recording-adapter.js";
+import { contextFor, engineOver, freshState, say, scriptedLlm, turn } from "../../helpers/agent-turns.js";
 
-const SYSTEM_PROMPT = "You are a careful assistant.";
 const GROUP = "-100777";
 const ADMIN = "44";
 const EVE = "66";
 const ADA = "42";
-
-type Step = Pick<ChatResult, "content" | "toolCalls">;
-
-/** Answers each request with the next scripted step. */
-function scriptedLlm(steps: Step[], model = "gpt-4o-mini"): LlmClient & { requests: ChatRequest[] } {
-  let next = 0;
-  return {
-    model,
-    contextWindow: 128_000,
-    requests: [],
-    async complete(request: ChatRequest): Promise<ChatResult> {
-      this.requests.push(request);
-      const step = steps[Math.min(next++, steps.length - 1)]!;
-      return { ...step, finishReason: step.toolCalls.length > 0 ? "tool_calls" : "stop", model, usage: { promptTokens: 100, completionTokens: 10, cachedTokens: 0 } };
-    },
-  };
-}
 
 const call = (args: Record<string, unknown>, id = "call_1"): ToolCall => ({ id, type: "function", function: { name: "schedule", arguments: JSON.stringify(args) } });
 
@@ -57,54 +35,8 @@ function recordingSchedule(): { service: ScheduleService; calls: Array<{ action:
   return { service: service as unknown as ScheduleService, calls };
 }
 
-function contextFor(llm: LlmClient, tools: ToolCatalog) {
-  return createContextManager({
-    llm,
-    summarizer: { model: "unused", contextWindow: 128_000, summarize: () => Promise.reject(new Error("no compaction expected")) },
-    settings: { hygieneThreshold: 0.85, compactionThreshold: 0.5, targetRatio: 0.2, protectLastN: 20, replyTokens: 512 },
-    tools: () => tools.builtinDefinitions(),
-    retry: { attempts: 1, baseDelayMs: 0, timeoutMs: 1_000 },
-    counter: createTokenCounter("test-chars/4", (text) => Math.ceil(text.length / 4)),
-  });
-}
-
-function engineWith(llm: LlmClient, service: ScheduleService, extra: Partial<TurnEngine> = {}): TurnEngine {
-  const tools = new ToolCatalog({ builtins: [createScheduleTool(service)], logger: silentLogger });
-  return {
-    llm, tools,
-    context: contextFor(llm, tools),
-    systemPrompt: SYSTEM_PROMPT,
-    maxSteps: 4,
-    maxOutputTokens: 512,
-    toolOutputMaxChars: 16_000,
-    toolOutputs: { save: async () => undefined, read: async () => undefined },
-    approval: { timeoutMs: 300_000, admins: { telegram: [ADMIN] } },
-    prices: { input: 0, cachedInput: 0, output: 0 },
-    idleResetMs: 0,
-    messageTimeStamps: false,
-    transcriptReader: () => ({ get: async () => undefined, search: async () => ({ messages: [], scanned: 0, continueBefore: undefined }) }),
-    transcriptLength: async () => 0,
-    now: () => 1_000_000,
-    timeZone: "UTC",
-    ...extra,
-  } as TurnEngine;
-}
-
-const say = (chatId: string, userId: string, userName: string, text: string, messageId: string): InboxEntry => ({
-  ...inbound({ platform: "telegram", chatId, sessionKey: `tg:${chatId}`, chatType: chatId.startsWith("-") ? "group" : "private", userId, userName, text, messageId }),
-  receivedAt: 0,
-});
-
-const freshState = (): SessionState => {
-  const state = newSessionState(0, 3);
-  state.engine.systemPromptBase = SYSTEM_PROMPT;
-  return state;
-};
-
-const turn = (engine: TurnEngine, batch: InboxEntry[], state = freshState()) => {
-  const chatId = batch[0]!.chatId;
-  return runTurnSegments(engine, { sessionKey: `tg:${chatId}`, state, batch, target: { platform: "telegram", chatId }, signal: new AbortController().signal, log: silentLogger });
-};
+const engineWith = (llm: LlmClient, service: ScheduleService, extra: Partial<TurnEngine> = {}): TurnEngine =>
+  engineOver(llm, new ToolCatalog({ builtins: [createScheduleTool(service)], logger: silentLogger }), extra, [ADMIN]);
 
 describe("tools act for whoever asked (issue 29 item 8)", () => {
   it("text planted by a member earlier in a batch does not act with the admin's rights who wrote last", async () => {
