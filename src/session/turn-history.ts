@@ -92,7 +92,7 @@ export function turnHistoryEntry(
 ): TurnHistoryEntry {
   const fresh = before.sessionId !== after.sessionId;
   const base = fresh ? undefined : before.stats;
-  const delta = (field: keyof SessionStats) => Math.max(0, after.stats[field] - (base?.[field] ?? 0));
+  const delta = (field: keyof SessionStats) => Math.max(0, (after.stats[field] ?? 0) - (base?.[field] ?? 0));
   const tokens = {
     prompt: delta("promptTokens"), cached: delta("cachedTokens"), completion: delta("completionTokens"),
     summarizerPrompt: delta("summarizerPromptTokens"), summarizerCompletion: delta("summarizerCompletionTokens"),
