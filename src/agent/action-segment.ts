@@ -21,7 +21,8 @@ export async function runActionSegment(run: TurnRun<ChatPorts>, entry: InboxEntr
   }
   if (!mayAnswer(pending, entry, run.engine.approval.admins)) {
     run.input.log.info({ approvalId: pending.id, userId: entry.userId }, "tool-approval-refused-not-the-requester");
-    addReply(run, `Only ${pending.requestedBy.userName}, who asked, or an admin can answer this request.`, "notice", answering(run, [entry]));
+    // To the presser alone where the platform can (a Telegram alert, a Discord ephemeral message).
+    addReply(run, `Only ${pending.requestedBy.userName}, who asked, or an admin can answer this request.`, "notice", answering(run, [entry]), { private: true });
     return;
   }
   await resolveApproval(run, pressed.approve ? "approved" : "denied", {

@@ -1,4 +1,5 @@
 /** A command segment: /stop while a tool call waits for approval, or any command of commands/. */
+import { COMMAND_MENU } from "../core/commands.js";
 import type { InboxEntry } from "../session/store.js";
 import type { CompactionScope } from "../session-context/index.js";
 import { describeTools } from "../tools/index.js";
@@ -34,6 +35,11 @@ export async function runCommandSegment(run: TurnRun<CommandPorts & ChatPorts>, 
   run.state = outcome.state;
   // A command that called a model (/compress) may have crossed a budget threshold.
   const warnings = (run.budget?.takeWarnings() ?? []).map((warning) => `⚠️ ${warning}`);
-  addReply(run, [outcome.text, ...warnings].join("\n\n"), "notice", answering(run, [entry]), outcome.documents ? { documents: outcome.documents } : {});
+  // The registry's private answers (/usage, /memory, /export) and refusals are the asker's alone.
+  const isPrivate = outcome.refused === true || COMMAND_MENU.some((spec) => spec.name === command.name && spec.privateAnswer === true);
+  addReply(run, [outcome.text, ...warnings].join("\n\n"), "notice", answering(run, [entry]), {
+    ...(outcome.documents ? { documents: outcome.documents } : {}),
+    ...(isPrivate ? { private: true } : {}),
+  });
   return archivedSessionId;
 }

@@ -6,7 +6,7 @@ import type { OutboundReply } from "../core/channel.js";
 import type { InboxEntry } from "../session/store.js";
 import type { Answering, SettleInput, TurnRun } from "./turn-types.js";
 
-type ReplyExtra = Pick<OutboundReply, "actions" | "replaces" | "preview" | "previewOnly" | "documents">;
+type ReplyExtra = Pick<OutboundReply, "actions" | "replaces" | "preview" | "previewOnly" | "documents" | "private">;
 
 /**
  * A reply to `entries`: it replies to the last of them a person sent; for a button press, to
@@ -47,5 +47,6 @@ export function buildReply(input: SettleInput, index: number, text: string, kind
     ...(extra.preview ? { preview: extra.preview } : {}),
     ...(extra.previewOnly ? { previewOnly: true } : {}),
     ...(extra.documents?.length ? { documents: extra.documents } : {}),
+    ...(extra.private ? { private: true } : {}),
   };
 }

@@ -136,6 +136,12 @@ export interface OutboundReply {
   /** Buttons shown under the reply's last part (approval requests). */
   actions?: ReplyAction[];
   /**
+   * For the person it answers only (/usage, /memory, /export, a refusal): where the platform
+   * can, it is shown to them alone (a Discord ephemeral reply to their interaction, a Telegram
+   * alert on their button press); elsewhere it is an ordinary reply.
+   */
+  private?: boolean;
+  /**
    * The platform message this reply replaces in place (the approval request, once answered):
    * its text becomes this reply's and its buttons go. Adapters that cannot edit send anew.
    */

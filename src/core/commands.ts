@@ -16,6 +16,11 @@ export interface CommandSpec {
   scopes: readonly CommandScope[];
   /** The answer is one person's (usage, memory, data): ephemeral where the platform can. */
   privateAnswer?: boolean;
+  /**
+   * What the command takes after its name, when it takes anything (Discord shows it as the
+   * slash command's optional `text` option; 1–100 characters).
+   */
+  argument?: string;
 }
 
 const EVERYWHERE: readonly CommandScope[] = ["private", "group", "group-admin"];
@@ -27,20 +32,20 @@ const EVERYWHERE: readonly CommandScope[] = ["private", "group", "group-admin"];
 export const COMMAND_MENU: readonly CommandSpec[] = [
   { name: "help", description: "What I can do and how to use me", scopes: EVERYWHERE },
   { name: "new", description: "Start a fresh conversation (the old one is archived)", scopes: EVERYWHERE },
-  { name: "compress", description: "Compact the conversation now, optionally with a focus", scopes: EVERYWHERE },
+  { name: "compress", description: "Compact the conversation now, optionally with a focus", scopes: EVERYWHERE, argument: "What the summary should focus on" },
   { name: "status", description: "Model, context use and session age", scopes: EVERYWHERE },
   { name: "usage", description: "Tokens used, cost, what compaction saved", scopes: EVERYWHERE, privateAnswer: true },
   { name: "stop", description: "Stop the answer in progress", scopes: EVERYWHERE },
   { name: "context", description: "What fills the context window, and the last compaction", scopes: EVERYWHERE },
-  { name: "memory", description: "What I remember here; /memory forget <id|text>", scopes: EVERYWHERE, privateAnswer: true },
-  { name: "forget", description: "Forget a fact: from memory and from the summary", scopes: EVERYWHERE },
-  { name: "pin", description: "Keep a fact verbatim in every context", scopes: EVERYWHERE },
-  { name: "unpin", description: "Remove a pinned fact", scopes: EVERYWHERE },
-  { name: "model", description: "Show or switch this chat's model", scopes: EVERYWHERE },
-  { name: "persona", description: "How I come across in this chat (a chat-wide setting)", scopes: ["private", "group-admin"] },
+  { name: "memory", description: "What I remember here; /memory forget <id|text>", scopes: EVERYWHERE, privateAnswer: true, argument: "forget <id|text>, or share" },
+  { name: "forget", description: "Forget a fact: from memory and from the summary", scopes: EVERYWHERE, argument: "The fact to forget" },
+  { name: "pin", description: "Keep a fact verbatim in every context", scopes: EVERYWHERE, argument: "The fact to keep" },
+  { name: "unpin", description: "Remove a pinned fact", scopes: EVERYWHERE, argument: "The pin's id" },
+  { name: "model", description: "Show or switch this chat's model", scopes: EVERYWHERE, argument: "A model's name, or default" },
+  { name: "persona", description: "How I come across in this chat (a chat-wide setting)", scopes: ["private", "group-admin"], argument: "A persona's name or your own words, or off" },
   { name: "tools", description: "The tools I can use in this chat", scopes: EVERYWHERE },
-  { name: "reminders", description: "Your reminders and scheduled tasks", scopes: EVERYWHERE },
-  { name: "timezone", description: "This chat's time zone: show or set it", scopes: EVERYWHERE },
+  { name: "reminders", description: "Your reminders and scheduled tasks", scopes: EVERYWHERE, argument: "cancel, pause, resume or edit <id> …" },
+  { name: "timezone", description: "This chat's time zone: show or set it", scopes: EVERYWHERE, argument: "A zone like Europe/Berlin, or default" },
   { name: "export", description: "Your conversations and memory as files (private chat)", scopes: ["private"], privateAnswer: true },
 ];
 

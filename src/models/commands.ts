@@ -16,7 +16,7 @@ export const isAdmin = (entry: Pick<InboundMessage, "platform" | "userId">, admi
   (admins[entry.platform] ?? []).includes(entry.userId);
 
 /** In a group only admins may change what the whole chat gets; in a private chat, its person. */
-const mayChangeChat = (entry: InboundMessage, admins: Admins) => entry.chatType !== "group" || isAdmin(entry, admins);
+export const mayChangeChat = (entry: InboundMessage, admins: Admins): boolean => entry.chatType !== "group" || isAdmin(entry, admins);
 
 export function requesterOf(entry: InboundMessage, admins: Admins): ModelRequester {
   const prefix = platformPrefix(entry.platform);

@@ -10,7 +10,8 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { textOf } from "../fakes/fake-llm.js";
 import type { Payload } from "../fakes/fake-discord.js";
-import { DiscordE2E, E2E_TIMEOUT, IDS, mention, until } from "../helpers/discord-pipeline.js";
+import { OTHER_USER } from "../fakes/fake-discord.js";
+import { DiscordE2E, E2E_TIMEOUT, IDS, mention, sleep, until } from "../helpers/discord-pipeline.js";
 import { FILESYSTEM, assertCallsAnswered, writeConfigFile } from "../helpers/mcp.js";
 
 describe("Discord: tool approval with buttons", E2E_TIMEOUT, () => {
@@ -41,7 +42,7 @@ describe("Discord: tool approval with buttons", E2E_TIMEOUT, () => {
     expect(sent[1]?.content).toBe(`result: Successfully wrote to ${join(root, "dc.txt")}`);
     expect(readFileSync(join(root, "dc.txt"), "utf8")).toBe("from discord");
 
-    expect(e2e.fake.interactionCallbacks).toEqual([{ id: expect.any(String), type: 6, late: false }]);
+    expect(e2e.fake.interactionCallbacks).toEqual([{ id: expect.any(String), type: 6, flags: 0, late: false }]);
     const edits = await until(() => {
       const found = e2e.fake.requestsTo("PATCH", new RegExp(`^/channels/${IDS.textChannel}/messages/${String(created.id)}$`));
       if (found.length === 0) throw new Error("no edit yet");
@@ -50,5 +51,24 @@ describe("Discord: tool approval with buttons", E2E_TIMEOUT, () => {
     expect(edits[0]?.status).toBe(200);
     expect(edits[0]?.body).toMatchObject({ content: "✅ Approved by Ada L.: ran `files__write_file`.", components: [] });
     for (const llmRequest of e2e.llm.requests) assertCallsAnswered(llmRequest);
+  });
+
+  it("answers the wrong presser privately (an ephemeral follow-up), not in the channel; the request keeps waiting", async () => {
+    e2e.llm.setHandler(() => ({ toolCalls: [{ name: "files__write_file", arguments: { path: join(root, "no.txt"), content: "x" } }] }));
+    e2e.fake.dispatchMessage(mention(IDS.textChannel, "600000000000000711", "save a note"));
+    const [request] = await e2e.waitForSent(1, IDS.textChannel);
+    const buttons = ((request?.components as Payload[])[0]!.components as Payload[]);
+    const created = e2e.fake.botMessages(IDS.textChannel)[0]!;
+
+    const pressId = e2e.fake.dispatchButtonPress(IDS.textChannel, String(created.id), String(buttons[0]!.custom_id), OTHER_USER);
+    const [answer] = await until(() => {
+      const found = e2e.fake.interactionResponses.filter((response) => response.interactionId === pressId);
+      if (found.length === 0) throw new Error("no answer yet");
+      return found;
+    });
+    expect(answer).toMatchObject({ ephemeral: true, userId: OTHER_USER.id, content: expect.stringMatching(/^Only Ada.*, who asked, or an admin can answer this request\.$/) });
+    await sleep(300);
+    // Nothing public: the channel holds only the request, still with its buttons.
+    expect(e2e.fake.botMessages(IDS.textChannel).map((message) => (message.components as Payload[]).length)).toEqual([1]);
   });
 });

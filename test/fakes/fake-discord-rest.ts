@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import { oneLevel, type ChannelPermissions, type DiscordStore } from "./fake-discord-store.js";
+import { FakeInteractions } from "./fake-discord-interactions.js";
 import { multipartBoundary, parseMultipart, type Multipart, type MultipartFile } from "./multipart.js";
 
 /** Largest file a bot may upload to a server without boosts (and to DMs): 10 MiB. */
@@ -30,14 +31,7 @@ export interface SendFault {
   message?: string;
 }
 
-/** An answer to an interaction (POST /interactions/:id/:token/callback), as received. */
-export interface InteractionCallback {
-  id: string;
-  /** 6: deferred update of the message that carried the button. */
-  type: number;
-  /** Arrived after Discord's 3 s: the user already saw "This interaction failed". */
-  late: boolean;
-}
+export type { InteractionCallback } from "./fake-discord-interactions.js";
 
 type Reply = (status: number, payload?: unknown, headers?: Record<string, string>) => void;
 
@@ -51,7 +45,8 @@ const invalidForm = (field: string, code: string, message: string) => ({ message
 export class FakeRest {
   readonly requests: RecordedRequest[] = [];
   readonly faults: SendFault[] = [];
-  readonly interactionCallbacks: InteractionCallback[] = [];
+  /** Application commands, interaction callbacks and their webhooks (fake-discord-interactions.ts). */
+  readonly interactions: FakeInteractions;
   /**
    * Who each created message notified, in order: a DM's recipient, or in a guild the users it
    * pinged (mentions allowed by allowed_mentions, the replied-to author with replied_user);
@@ -65,16 +60,9 @@ export class FakeRest {
   private readonly buckets = new ChannelBuckets();
   /** Edits have a bucket of their own per channel (5 per 5 s), with its own hash. */
   private readonly editBuckets = new ChannelBuckets();
-  /** Interactions dispatched and not yet acknowledged: id → token and when it was sent. */
-  private readonly openInteractions = new Map<string, { token: string; at: number }>();
 
-  constructor(private readonly world: DiscordStore, private readonly port: () => number, private readonly dispatch: (event: string, data: unknown) => void) {}
-
-  /** Registers a dispatched interaction; → its token, which authorises the one callback. */
-  openInteraction(id: string): string {
-    const token = `itoken-${id}`;
-    this.openInteractions.set(id, { token, at: Date.now() });
-    return token;
+  constructor(private readonly world: DiscordStore, private readonly port: () => number, private readonly dispatch: (event: string, data: unknown) => void) {
+    this.interactions = new FakeInteractions(world);
   }
 
   async handleRest(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -117,10 +105,11 @@ export class FakeRest {
 
     // The CDN needs no token (its URLs are signed); everything else does.
     if (method === "GET" && path.startsWith("/cdn/")) return this.serveFile(path, record, response);
-    // Interaction callbacks are authorised by the interaction's token, not the bot token.
-    const interaction = /^\/interactions\/(\d+)\/([^/]+)\/callback$/.exec(path);
-    if (method === "POST" && interaction) return this.interactionCallback(interaction[1] ?? "", interaction[2] ?? "", body, reply);
+    // Interaction callbacks and their webhooks are authorised by the interaction's token, not the bot token.
+    const uploaded = upload && !("error" in upload) ? upload.files.map((file) => file.filename) : [];
+    if (this.interactions.routeTokenAuthorised(method, path, body, uploaded, reply)) return;
     if (request.headers.authorization !== `Bot ${FAKE_TOKEN}`) return reply(401, { message: "401: Unauthorized", code: 0 });
+    if (this.interactions.routeCommands(method, path, body, reply)) return;
     if (upload && "error" in upload) return reply(400, { message: `Invalid Form Body: ${upload.error}`, code: 50035 });
     // Discord refuses an upload over the limit before reading it (no boosts: 10 MiB per file).
     if (upload && upload.files.some((file) => file.bytes.length > DISCORD_UPLOAD_LIMIT)) return reply(413, { message: "Request entity too large", code: 40005 });
@@ -314,17 +303,6 @@ export class FakeRest {
     };
     this.world.store(edited);
     reply(200, edited, bucketHeaders);
-  }
-
-  /** Each interaction is answered once, within 3 s; a late answer finds the token expired. */
-  private interactionCallback(id: string, token: string, body: unknown, reply: Reply): void {
-    const open = this.openInteractions.get(id);
-    if (!open || open.token !== token) return reply(400, { message: "Interaction has already been acknowledged.", code: 40060 });
-    this.openInteractions.delete(id);
-    const late = Date.now() - open.at > 3_000;
-    this.interactionCallbacks.push({ id, type: Number((body as Payload | undefined)?.type), late });
-    if (late) return reply(404, { message: "Unknown interaction", code: 10062 });
-    reply(204);
   }
 
   private replyFault(fault: SendFault, reply: Reply): void {

@@ -3,11 +3,13 @@ import type { AddressInfo } from "node:net";
 import { WebSocketServer } from "ws";
 import { FakeGateway } from "./fake-discord-gateway.js";
 import { FakeRest, type InteractionCallback, type RecordedRequest, type SendFault } from "./fake-discord-rest.js";
+import type { InteractionResponse } from "./fake-discord-interactions.js";
 import { DiscordStore, type ChannelPermissions, type UserMessageOptions } from "./fake-discord-store.js";
 import { BOT_USER, DEFAULT_GUILD, HUMAN_USER, IDS, threadChannel, type Payload } from "./fake-discord-world.js";
 
 export { BOT_USER, DEFAULT_GUILD, FAKE_TOKEN, HUMAN_USER, IDS, OTHER_USER, snowflakeAt, snowflakeTime, textChannel, threadChannel, type Payload } from "./fake-discord-world.js";
 export type { InteractionCallback, RecordedRequest, SendFault } from "./fake-discord-rest.js";
+export type { InteractionResponse } from "./fake-discord-interactions.js";
 export type { ChannelPermissions, FileUpload, UserMessageOptions } from "./fake-discord-store.js";
 
 /**
@@ -138,7 +140,57 @@ export class FakeDiscord {
 
   /** Interaction callbacks received, in order (`late`: after Discord's 3 s). */
   get interactionCallbacks(): InteractionCallback[] {
-    return this.rest.interactionCallbacks;
+    return this.rest.interactions.callbacks;
+  }
+
+  /** Messages shown in answer to interactions (@original and follow-ups), with who sees them. */
+  get interactionResponses(): InteractionResponse[] {
+    return this.rest.interactions.responses;
+  }
+
+  /** The application's global slash commands, by name. */
+  get applicationCommands(): Map<string, Payload> {
+    return this.rest.interactions.commands;
+  }
+
+  /** Makes an interaction `ms` older: its token lapses 15 minutes after it was created. */
+  ageInteraction(interactionId: string, ms: number): void {
+    this.rest.interactions.age(interactionId, ms);
+  }
+
+  /**
+   * A user running one of the application's slash commands, as Discord dispatches it
+   * (INTERACTION_CREATE, type 2): only a registered command, only where its contexts allow
+   * (0: a guild, 1: the bot's DM). Returns the interaction id.
+   */
+  dispatchSlashCommand(channelId: string, name: string, text?: string, user: Payload = HUMAN_USER): string {
+    const command = this.rest.interactions.commands.get(name);
+    if (!command) throw new Error(`fake discord: no application command /${name}`);
+    const channel = this.world.channels.get(channelId);
+    if (!channel) throw new Error(`fake discord: no channel ${channelId}`);
+    const inGuild = channel.guild_id !== undefined;
+    const contexts = (command.contexts as number[] | null | undefined) ?? [0, 1, 2];
+    if (!contexts.includes(inGuild ? 0 : 1)) throw new Error(`fake discord: /${name} is not offered in ${inGuild ? "guilds" : "DMs"}`);
+    const id = this.world.snowflake();
+    const token = this.rest.interactions.openInteraction(id, { type: 2, channelId, userId: String(user.id) });
+    this.dispatch("INTERACTION_CREATE", {
+      id, application_id: IDS.application, type: 2, token, version: 1,
+      data: { id: command.id, name, type: 1, ...(text === undefined ? {} : { options: [{ name: "text", type: 3, value: text }] }) },
+      ...this.interactionPlace(channel, user),
+    });
+    return id;
+  }
+
+  private interactionPlace(channel: Payload, user: Payload): Payload {
+    const inGuild = channel.guild_id !== undefined;
+    return {
+      channel: { id: channel.id, type: channel.type, ...(inGuild ? { guild_id: channel.guild_id } : {}) }, channel_id: channel.id,
+      ...(inGuild
+        ? { guild_id: channel.guild_id, member: { user, nick: null, roles: [], joined_at: "2026-01-01T00:00:00.000Z", deaf: false, mute: false, flags: 0, permissions: "1071698660929" } }
+        : { user }),
+      app_permissions: "1071698660929", locale: "en-US", guild_locale: "en-US", entitlements: [],
+      authorizing_integration_owners: { 0: IDS.guild }, context: inGuild ? 0 : 1, attachment_size_limit: 26214400,
+    };
   }
 
   /** The next POST /channels/:id/messages fails with this answer (429s carry the real headers). */
@@ -196,17 +248,11 @@ export class FakeDiscord {
     const buttons = ((message.components as Payload[] | undefined) ?? []).flatMap((row) => row.components as Payload[]);
     if (!buttons.some((button) => button.custom_id === customId)) throw new Error(`fake discord: message ${messageId} has no button ${customId}`);
     const id = this.world.snowflake();
-    const token = this.rest.openInteraction(id);
-    const inGuild = channel.guild_id !== undefined;
+    const token = this.rest.interactions.openInteraction(id, { type: 3, channelId, userId: String(user.id) });
     this.dispatch("INTERACTION_CREATE", {
       id, application_id: IDS.application, type: 3, token, version: 1,
       data: { custom_id: customId, component_type: 2 },
-      channel: { id: channel.id, type: channel.type, ...(inGuild ? { guild_id: channel.guild_id } : {}) }, channel_id: channel.id,
-      ...(inGuild
-        ? { guild_id: channel.guild_id, member: { user, nick: null, roles: [], joined_at: "2026-01-01T00:00:00.000Z", deaf: false, mute: false, flags: 0, permissions: "1071698660929" } }
-        : { user }),
-      message, app_permissions: "1071698660929", locale: "en-US", guild_locale: "en-US", entitlements: [],
-      authorizing_integration_owners: { 0: IDS.guild }, context: inGuild ? 0 : 1, attachment_size_limit: 26214400,
+      message, ...this.interactionPlace(channel, user),
     });
     return id;
   }

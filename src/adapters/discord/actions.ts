@@ -4,7 +4,7 @@
  * only then acknowledged (a deferred update; Discord wants it within 3 s and never delivers
  * the press again), and the outcome later replaces the request in place (components removed).
  */
-import { ButtonStyle, ComponentType, type ButtonInteraction, type MessageCreateOptions, type SendableChannels } from "discord.js";
+import { ButtonStyle, ComponentType, type ButtonInteraction, type ChatInputCommandInteraction, type MessageCreateOptions, type SendableChannels } from "discord.js";
 import type { InboundMessage, OutboundReply, ReplyAction } from "../channel-adapter.js";
 import { NO_MENTIONS } from "./send-reply.js";
 
@@ -23,6 +23,15 @@ export function buttonRow(actions: readonly ReplyAction[]): NonNullable<MessageC
 
 /** A press on one of our buttons, as a message for the ingress. */
 export function toInboundAction(interaction: ButtonInteraction): InboundMessage {
+  return { ...fromInteraction(interaction, interaction.customId), action: { id: interaction.customId, sourceMessageId: interaction.message.id } };
+}
+
+/** A slash command, as the message a user would have typed (`/name text`) for the same code path. */
+export function toInboundCommand(interaction: ChatInputCommandInteraction, text: string): InboundMessage {
+  return fromInteraction(interaction, text);
+}
+
+function fromInteraction(interaction: ButtonInteraction | ChatInputCommandInteraction, text: string): InboundMessage {
   const channel = interaction.channel;
   const isDirectMessage = interaction.guildId === null;
   const threadParentId = channel?.isThread() ? channel.parentId : null;
@@ -38,10 +47,9 @@ export function toInboundAction(interaction: ButtonInteraction): InboundMessage 
     userId: user.id,
     userName: nickname ?? user.globalName ?? user.username,
     chatType: isDirectMessage ? "private" : "group",
-    text: interaction.customId,
+    text,
     sentAt: interaction.createdTimestamp,
     ...(threadParentId ? { parentChatId: threadParentId } : {}),
-    action: { id: interaction.customId, sourceMessageId: interaction.message.id },
   };
 }
 

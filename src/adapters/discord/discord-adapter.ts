@@ -5,6 +5,9 @@ import { PermanentError, errorMessage } from "../../errors.js";
 import { silentLogger, type Logger } from "../../logger.js";
 import type { ChannelAdapter, IngressPort, OutboundReply, SendOptions, TurnActivity } from "../channel-adapter.js";
 import { buttonRow, replaceMessage, toInboundAction } from "./actions.js";
+import { syncCommandsQuietly } from "./commands.js";
+import { takeSlashCommand } from "./slash-commands.js";
+import { InteractionReplies } from "./interactions.js";
 import { DEFAULT_BACKFILL_LIMITS, runBackfill, type BackfillLimits } from "./backfill.js";
 import { Intake } from "./intake.js";
 import { DiscordPreviews, editFinal, removeReplaced } from "./previews.js";
@@ -34,6 +37,8 @@ export interface DiscordAdapterOptions {
   pingOnReply?: boolean;
   /** React 👀 to a message once the ingress took it (ACK_REACTIONS). @defaultValue false */
   ackReactions?: boolean;
+  /** Register the command registry as global slash commands at start, by difference (docs/discord.md). @defaultValue true */
+  slashCommands?: boolean;
   /** @defaultValue silentLogger */
   logger?: Logger;
   /** Discord shows "typing" for 10 s per call; refresh before it lapses. @defaultValue 8000 */
@@ -83,6 +88,9 @@ export class DiscordAdapter implements ChannelAdapter {
   private readonly watchedChannels: ReadonlySet<string>;
   /** Channels that refused the acknowledgement reaction. */
   private readonly noReactions = new Set<string>();
+  private readonly interactions: InteractionReplies;
+  /** The slash command sync started at login; shutdown waits for it (bounded). */
+  private commandSync: Promise<void> = Promise.resolve();
   private ingress: IngressPort | undefined;
   private intake: Intake | undefined;
   private backfilling: Promise<void> = Promise.resolve();
@@ -107,6 +115,7 @@ export class DiscordAdapter implements ChannelAdapter {
       rest: { api: options.apiRoot ?? "https://discord.com/api" },
     });
     this.previews = new DiscordPreviews(this.client, this.logger);
+    this.interactions = new InteractionReplies({ rest: this.client.rest, logger: this.logger });
     this.typing = new TypingIndicators({
       intervalMs: options.typingIntervalMs ?? 8_000,
       timeoutMs: options.typingTimeoutMs ?? 600_000,
@@ -171,6 +180,7 @@ export class DiscordAdapter implements ChannelAdapter {
     }
     const user = this.client.user;
     this.logger.info({ botUserId: user?.id, botName: user?.username, guilds: this.client.guilds.cache.size }, "discord connected");
+    if (this.options.slashCommands ?? true) this.commandSync = syncCommandsQuietly(this.client.rest, this.client.application?.id, this.logger);
   }
 
   async send(reply: OutboundReply, options: SendOptions): Promise<void> {
@@ -186,6 +196,16 @@ export class DiscordAdapter implements ChannelAdapter {
     } catch (error) {
       this.typing.stop(reply.sessionKey);
       throw error;
+    }
+    const carrier = options.preview ? undefined : this.interactions.carrier(reply);
+    if (carrier) {
+      // The answer to a slash command (or a private one to a button press) goes through its interaction.
+      const next = await this.interactions.deliver(carrier, reply, parts, options.fromPart, options.onPartSent);
+      if (next >= parts.length + (reply.documents?.length ?? 0)) {
+        this.typing.stop(reply.sessionKey);
+        return;
+      }
+      return this.send(reply, { fromPart: next, onPartSent: options.onPartSent });
     }
     if (options.preview && !options.preview.only && options.fromPart <= 1) {
       // The final replaces the live preview: an edit never notifies, so the answer goes out as
@@ -230,7 +250,8 @@ export class DiscordAdapter implements ChannelAdapter {
     try {
       await sendParts(channel, parts, {
         ...(reply.actions?.length ? { lastPart: { components: buttonRow(reply.actions) } } : {}),
-        replyToMessageId: reply.target.replyToMessageId ?? reply.inReplyTo.at(-1),
+        // An interaction (`ix:`) is no message to reply to.
+        replyToMessageId: [reply.target.replyToMessageId, reply.inReplyTo.at(-1)].find((id) => id !== undefined && !id.startsWith("ix:")),
         pingRepliedUser: this.pingsIn(channel),
         fromPart: options.fromPart,
         // The files go out after the text: its last part is the reply's last only without them.
@@ -277,7 +298,7 @@ export class DiscordAdapter implements ChannelAdapter {
   private async shutdown(): Promise<void> {
     this.typing.stopAll();
     // A backfill notices `stopping` between channels; one stuck on a dead dependency is not waited for long.
-    await Promise.race([this.backfilling, sleep(5_000, undefined, { ref: false })]);
+    await Promise.race([Promise.all([this.backfilling, this.commandSync]), sleep(5_000, undefined, { ref: false })]);
     // Let messages already handed over finish reaching the ingress.
     await this.intake?.close();
     await this.client.destroy();
@@ -325,22 +346,32 @@ export class DiscordAdapter implements ChannelAdapter {
   }
 
   /**
-   * A button press: stored first, acknowledged after (issue 28 item 7). Discord never delivers
-   * an interaction again, so an acknowledgement sent before the press is stored would tell the
-   * user "done" for a press a gateway crash then loses. Unacknowledged, the user's client says
-   * "This interaction failed" and the button is still there to press again. A store slower than
-   * Discord's 3 s costs the same message for a press that was taken (logged).
+   * A button press or a slash command: stored first, acknowledged after (issue 28 item 7).
+   * Discord never delivers an interaction again, so an acknowledgement sent before the press is
+   * stored would tell the user "done" for a press a gateway crash then loses. Unacknowledged,
+   * the user's client says "This interaction failed" and the button is still there to press
+   * again. A store slower than Discord's 3 s costs the same message for a press that was taken
+   * (logged). A reply through the interaction waits for its acknowledgement.
    */
   private onInteraction(interaction: Interaction): void {
     const intake = this.intake;
-    if (!interaction.isButton() || !intake || this.stopping) return;
+    if (!intake || this.stopping) return;
+    if (interaction.isChatInputCommand()) return takeSlashCommand(interaction, { intake, interactions: this.interactions, logger: this.logger });
+    if (!interaction.isButton()) return;
     try {
       const inbound = toInboundAction(interaction);
+      let acknowledge: (done: Promise<unknown>) => void = () => undefined;
+      this.interactions.remember(inbound.messageId, {
+        id: interaction.id, applicationId: interaction.applicationId, token: interaction.token, createdAt: interaction.createdTimestamp, kind: "button", ephemeral: false,
+        acknowledged: new Promise((resolve) => { acknowledge = resolve; }),
+      });
       void intake.submitInOrder(inbound).then(async (result) => {
         this.logger.debug({ messageId: inbound.messageId, channelId: inbound.chatId, status: result?.status }, "button press submitted");
-        if (result === undefined) return;
-        await interaction.deferUpdate().catch((error: unknown) =>
+        if (result === undefined) return acknowledge(Promise.resolve());
+        const done = interaction.deferUpdate().catch((error: unknown) =>
           this.logger.warn({ interactionId: interaction.id, channelId: inbound.chatId, status: result.status, error: errorMessage(error) }, "interaction not acknowledged (the press was stored)"));
+        acknowledge(done);
+        await done;
       });
     } catch (error) {
       this.logger.warn({ interactionId: interaction.id, error: errorMessage(error) }, "malformed interaction skipped");

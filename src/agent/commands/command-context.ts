@@ -28,4 +28,6 @@ export interface CommandOutcome {
   archive?: boolean;
   /** Files sent with the answer (`/export`). */
   documents?: ReplyDocument[];
+  /** A refusal: for the asker only, where the platform can (OutboundReply.private). */
+  refused?: boolean;
 }

@@ -3,7 +3,7 @@ import type { QueueStatus } from "../../core/queue-wait.js";
 import { budgetAccounts } from "../../budget/accounts.js";
 import { budgetCommand } from "../../budget/command.js";
 import { budgetLines } from "../../budget/usage.js";
-import { isAdmin, modelCommand, personaCommand, timeZoneCommand } from "../../models/commands.js";
+import { isAdmin, mayChangeChat, modelCommand, personaCommand, timeZoneCommand } from "../../models/commands.js";
 import type { Prices } from "../../models/catalogue.js";
 import { remindersCommand, requesterOf } from "../../schedule/index.js";
 import { freshSessionAfter, type SessionState } from "../../session/state.js";
@@ -37,6 +37,14 @@ export const HELP_TEXT = [
 ].join("\n");
 
 export async function runCommand(command: ParsedCommand, context: CommandContext): Promise<CommandOutcome> {
+  const outcome = await outcomeOf(command, context);
+  // Changing a chat-wide setting in a group without being its admin: refused, to the asker alone.
+  const chatWide = (command.name === "model" && context.engine.models !== undefined) || command.name === "persona" || command.name === "timezone";
+  if (chatWide && command.args !== "" && !mayChangeChat(context.entry, context.engine.approval.admins)) return { ...outcome, refused: true };
+  return outcome;
+}
+
+async function outcomeOf(command: ParsedCommand, context: CommandContext): Promise<CommandOutcome> {
   const { state, engine } = context;
   switch (command.name) {
     case "help":
@@ -92,12 +100,12 @@ export async function runCommand(command: ParsedCommand, context: CommandContext
         text: timeZoneCommand({ state, entry: context.entry, admins: engine.approval.admins, args: command.args, fallback: engine.timeZone, now: context.now }),
       };
     case "budget": {
-      if (!isAdmin(context.entry, engine.approval.admins)) return { state, text: "Only an admin can see or change budgets; /usage shows yours." };
+      if (!isAdmin(context.entry, engine.approval.admins)) return { state, text: "Only an admin can see or change budgets; /usage shows yours.", refused: true };
       if (!engine.budget) return { state, text: "Budgets are not available here." };
       return { state, text: await budgetCommand({ meter: engine.budget, args: command.args, here: context.sessionKey, now: context.now }) };
     }
     case "pair": {
-      if (!isAdmin(context.entry, engine.approval.admins)) return { state, text: "Only an admin can approve pairing requests." };
+      if (!isAdmin(context.entry, engine.approval.admins)) return { state, text: "Only an admin can approve pairing requests.", refused: true };
       const code = /^approve\s+(\S+)$/i.exec(command.args)?.[1];
       if (!code || !engine.pairing) return { state, text: "Usage: /pair approve CODE" };
       const request = await engine.pairing.approve(code);

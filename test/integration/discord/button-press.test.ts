@@ -29,7 +29,7 @@ describe("Discord button presses and the acknowledgement", () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(h.fake.interactionCallbacks).toEqual([]);
     store({ status: "accepted" });
-    await vi.waitFor(() => expect(h.fake.interactionCallbacks).toEqual([{ id: pressId, type: 6, late: false }]));
+    await vi.waitFor(() => expect(h.fake.interactionCallbacks).toEqual([{ id: pressId, type: 6, flags: 0, late: false }]));
   });
 
   it("a gateway killed before the store answered acknowledged nothing; the press made again is stored once and acknowledged", async () => {
@@ -46,7 +46,7 @@ describe("Discord button presses and the acknowledgement", () => {
     // The user's client showed "This interaction failed"; the button is still there.
     await h.startAdapter();
     const press = h.fake.dispatchButtonPress(IDS.textChannel, requestId, "approve:1");
-    await vi.waitFor(() => expect(h.fake.interactionCallbacks).toEqual([{ id: press, type: 6, late: false }]));
+    await vi.waitFor(() => expect(h.fake.interactionCallbacks).toEqual([{ id: press, type: 6, flags: 0, late: false }]));
     expect(h.ingress.submitted.map((message) => message.messageId)).toEqual([`ix:${lostPress}`, `ix:${lostPress}`, `ix:${lostPress}`, `ix:${press}`]);
   });
 });

@@ -1,0 +1,58 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { COMMAND_MENU } from "../../src/core/commands.js";
+import { DiscordE2E, E2E_TIMEOUT, IDS, mention, until } from "../helpers/discord-pipeline.js";
+
+/**
+ * Slash commands through the whole pipeline: the adapter registers the registry, a command
+ * runs in the worker on the same code path as a typed one, and its answer comes back through
+ * the interaction (ephemeral where the registry says the answer is private).
+ */
+describe("Discord slash commands end to end", E2E_TIMEOUT, () => {
+  let e2e: DiscordE2E;
+
+  beforeEach(async () => {
+    e2e = await DiscordE2E.start();
+    await e2e.startPipeline();
+    await until(() => {
+      if (e2e.fake.applicationCommands.size !== COMMAND_MENU.length) throw new Error("commands not registered yet");
+    });
+  });
+  afterEach(() => e2e.close());
+
+  it("/status, /usage and /new work in a guild channel without a mention; /usage only for the asker", async () => {
+    e2e.fake.dispatchMessage(mention(IDS.textChannel, "600000000000000801", "hello"));
+    await e2e.waitForSent(1, IDS.textChannel);
+
+    const status = e2e.fake.dispatchSlashCommand(IDS.textChannel, "status");
+    const statusAnswer = await until(() => {
+      const found = e2e.fake.interactionResponses.find((response) => response.interactionId === status && response.content !== "");
+      if (!found) throw new Error("no answer yet");
+      return found;
+    });
+    expect(statusAnswer).toMatchObject({ original: true, ephemeral: false, content: expect.stringMatching(/^Model: .*\nContext: /) });
+
+    const usage = e2e.fake.dispatchSlashCommand(IDS.textChannel, "usage");
+    const usageAnswer = await until(() => {
+      const found = e2e.fake.interactionResponses.find((response) => response.interactionId === usage && response.content !== "");
+      if (!found) throw new Error("no answer yet");
+      return found;
+    });
+    expect(usageAnswer).toMatchObject({ ephemeral: true, userId: IDS.user, content: expect.stringMatching(/^Tokens in: /) });
+
+    const fresh = e2e.fake.dispatchSlashCommand(IDS.textChannel, "new");
+    await until(() => {
+      if (!e2e.fake.interactionResponses.some((response) => response.interactionId === fresh && response.content === "Started a new conversation. The previous one is archived.")) throw new Error("no answer yet");
+    });
+    // A refusal (a chat-wide setting changed by someone who is not an admin) goes to the asker alone.
+    const zone = e2e.fake.dispatchSlashCommand(IDS.textChannel, "timezone", "Europe/Berlin");
+    const refusal = await until(() => {
+      const found = e2e.fake.interactionResponses.find((response) => response.interactionId === zone && response.content !== "");
+      if (!found) throw new Error("no answer yet");
+      return found;
+    });
+    expect(refusal).toMatchObject({ ephemeral: true, content: "Only an admin can change the time zone of a group." });
+    // Every command was acknowledged within Discord's 3 s; no answer went to the channel as a message.
+    expect(e2e.fake.interactionCallbacks.map((callback) => [callback.type, callback.flags, callback.late])).toEqual([[5, 0, false], [5, 64, false], [5, 0, false], [5, 0, false]]);
+    expect(e2e.sent(IDS.textChannel)).toHaveLength(1);
+  });
+});
