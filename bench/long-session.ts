@@ -223,7 +223,19 @@ interface Script {
 
 const argsKey = (name: string, args: unknown) => `${name}:${JSON.stringify(args)}`;
 
-function buildScript(turns: number, seed: number): Script {
+/** How a script's turns are drawn: the default is the 500-turn coding session; the edge scenarios use a lighter chat. */
+interface ScriptProfile {
+  /** Share of user messages that also carry a pasted log of 2–8K chars. */
+  pasteRate: number;
+  /** Cumulative shares of turns with at most 0, 1, 2 tool calls (the rest have 3). */
+  calls: readonly [number, number, number];
+  /** Tool outputs, log-uniform between these (chars). */
+  outputChars: readonly [number, number];
+}
+
+const CODING_SESSION: ScriptProfile = { pasteRate: 0.04, calls: [0.25, 0.6, 0.85], outputChars: [500, 12_000] };
+
+function buildScript(turns: number, seed: number, profile: ScriptProfile = CODING_SESSION): Script {
   const rand = random(seed);
   const byArgs = new Map<string, ScriptedCall>();
   const byCallId = new Map<string, ScriptedCall>();
@@ -231,9 +243,9 @@ function buildScript(turns: number, seed: number): Script {
   for (let turn = 1; turn <= turns; turn++) {
     // A chat message; now and then a pasted log.
     let user = prose(rand, logUniform(rand, 20, 600));
-    if (rand() < 0.04) user += `\n\n${toolOutput("run_command", logUniform(rand, 2_000, 8_000), int(rand, 1, 2 ** 30))}`;
+    if (rand() < profile.pasteRate) user += `\n\n${toolOutput("run_command", logUniform(rand, 2_000, 8_000), int(rand, 1, 2 ** 30))}`;
     const roll = rand();
-    const count = roll < 0.25 ? 0 : roll < 0.6 ? 1 : roll < 0.85 ? 2 : 3;
+    const count = roll < profile.calls[0] ? 0 : roll < profile.calls[1] ? 1 : roll < profile.calls[2] ? 2 : 3;
     const calls: ScriptedCall[] = [];
     for (let k = 0; k < count; k++) {
       const toolRoll = rand();
@@ -247,7 +259,7 @@ function buildScript(turns: number, seed: number): Script {
           : name === "search_code" ? { query: `${pick(rand, WORDS)}${pick(rand, NAMES)}`, glob: `src/${area}/**/*.ts` }
           : { url: `https://docs.example.com/${area}/${file}?page=${int(rand, 1, 60)}` };
       } while (byArgs.has(argsKey(name, args)));
-      const call: ScriptedCall = { id: `call_t${turn}_${k}`, turn, name, args, outputChars: logUniform(rand, 500, 12_000), seed: int(rand, 1, 2 ** 30) };
+      const call: ScriptedCall = { id: `call_t${turn}_${k}`, turn, name, args, outputChars: logUniform(rand, profile.outputChars[0], profile.outputChars[1]), seed: int(rand, 1, 2 ** 30) };
       calls.push(call);
       byArgs.set(argsKey(name, args), call);
       byCallId.set(call.id, call);
@@ -779,7 +791,174 @@ function checkTargets(run: WorkerRun): TargetCheck {
   return { largestWithReply, refused: run.refused, cacheShare, compactions, summarizerCalls, callsPerCompaction, met };
 }
 
+// ---------------------------------------------------------------------------------------------
+// Edge scenarios (issue #31): fixed overhead in a small window, a paste three times the window
+
+/** The edge scenarios' window: a small local model's, where both edges are everyday. */
+const EDGE_WINDOW = 32_000;
+/** Tool definitions + system prompt of the fixed-overhead run, in the engine's tokens. */
+const OVERHEAD_TOKENS = 10_000;
+/** A chat with few, small tool calls: ~250 tokens a turn, close to the issue's probe (230). */
+const LIGHT_CHAT: ScriptProfile = { pasteRate: 0, calls: [0.7, 1, 1], outputChars: [300, 2_000] };
+const EDGE_SYSTEM_PROMPT = "You are longhaul, a helpful assistant in a long-running chat. Be concise and accurate. Use the recall tool to look up earlier details that were compacted away.";
+
+/** Prose of about `tokens` tokens as the engine counts them (a few rescaling passes). */
+function proseOfTokens(counter: TokenCounter, seed: number, tokens: number): string {
+  let chars = tokens * 5;
+  let text = "";
+  for (let pass = 0; pass < 5; pass++) {
+    text = prose(random(seed), chars);
+    const count = counter.countText(text);
+    if (Math.abs(count - tokens) <= Math.max(2, tokens * 0.002)) break;
+    chars = Math.max(1, Math.round((chars * tokens) / count));
+  }
+  return text;
+}
+
+/** Tool definitions the model never calls, whose descriptions add about `tokens` to every request. */
+function paddingTools(counter: TokenCounter, tokens: number, count = 8): Tool[] {
+  return Array.from({ length: count }, (_, index): Tool => ({
+    definition: {
+      type: "function",
+      function: {
+        name: `reference_${index + 1}`,
+        description: proseOfTokens(counter, 7_001 + index, Math.max(1, Math.round(tokens / count) - 30)),
+        parameters: { type: "object", properties: { topic: { type: "string" } }, required: ["topic"] },
+      },
+    },
+    async run() {
+      return "unused";
+    },
+  }));
+}
+
+interface EdgeRun {
+  run: WorkerRun;
+  turns: number;
+  /** Tool definitions + system message of the first request (engine tokens). */
+  fixed: number;
+  paste?: { turn: number; tokens: number };
+}
+
+/** The fixed part of a run's first main-model request: tool definitions and the system message. */
+function fixedTokens(run: WorkerRun, table: MessageTable): number {
+  const first = run.main.find((request) => request.flush !== true);
+  return first ? first.toolsTokens + table.tokens[first.ids[0]!]! : 0;
+}
+
+function edgeRow(label: string, edge: EdgeRun): string[] {
+  const { run, turns } = edge;
+  const done = run.compactions.filter(succeeded);
+  const other = run.compactions.filter((record) => !succeeded(record));
+  const input = run.main.reduce((sum, request) => sum + request.prompt, 0);
+  const cached = run.main.reduce((sum, request) => sum + request.cached, 0);
+  const largest = Math.max(0, ...run.main.map((request) => request.prompt));
+  const largestWithReply = Math.max(0, ...run.main.map((request) => request.prompt + request.maxTokens));
+  const pasteTurn = edge.paste?.turn;
+  const pasteAnswered = pasteTurn === undefined ? "—" : run.notices.some((notice) => notice.startsWith(`turn ${pasteTurn}:`)) || run.replyMismatches > 0 && run.notices.length >= 5 ? "no" : "yes";
+  return [
+    label,
+    compactCount(edge.fixed),
+    String(turns),
+    `${done.length}${other.length > 0 ? ` (+${other.length} ${[...new Set(other.map((record) => record.status))].join("/")})` : ""}`,
+    ((100 * done.length) / turns).toFixed(1),
+    String(run.summarizer.length),
+    String(run.main.filter((request) => request.flush === true).length),
+    pct(cached, input),
+    compactCount(largest),
+    `${compactCount(largestWithReply)} (${((100 * largestWithReply) / EDGE_WINDOW).toFixed(0)} %)`,
+    String(run.refused),
+    `${turns - run.replyMismatches}/${turns}`,
+    pasteAnswered,
+  ];
+}
+
+const EDGE_HEADERS = [
+  "run", "fixed overhead", "turns", "compactions", "per 100 turns", "summarizer calls", "memory flushes", "cached share",
+  "largest prompt", "largest prompt + max_tokens", "refused", "replies as scripted", "paste answered",
+];
+
+async function edgeScenarios(which: string, options: Options, turnsGiven: boolean): Promise<string> {
+  const counter = getTokenCounter(MODEL);
+  const redis = await startRedisServer();
+  const llm = await startFakeLlm();
+  const window = { LLM_CONTEXT_WINDOW: String(EDGE_WINDOW), AGENT_MAX_STEPS: String(MAX_STEPS) };
+  const out: string[] = [];
+  const rows: string[][] = [];
+  const notes: string[] = [];
+  const describe = (label: string, edge: EdgeRun) => {
+    const { run } = edge;
+    const done = run.compactions.filter(succeeded);
+    notes.push(`${label}: ${run.seconds.toFixed(1)} s; compactions at turns ${done.map((record) => record.turn).join(", ") || "—"}; ` +
+      `results ${done.slice(0, 8).map((record) => `${compactCount(record.tokensBefore)}→${compactCount(record.tokensAfter)}`).join(", ") || "—"}${done.length > 8 ? ", …" : ""}; ` +
+      `statuses ${[...new Set(run.compactions.map((record) => `${record.reason}/${record.status}`))].join(", ") || "—"}` +
+      `${run.notices.length > 0 ? `; replies differing: ${run.notices.map((notice) => notice.slice(0, 100)).join(" | ")}` : ""}` +
+      `${run.warnings.size > 0 ? `; warnings: ${[...run.warnings].map(([msg, count]) => `${count}× ${msg}`).join(", ")}` : ""}.`);
+  };
+  try {
+    if (which === "fixed-overhead" || which === "edges") {
+      const turns = turnsGiven ? options.turns : 300;
+      const script = buildScript(turns, options.seed, LIGHT_CHAT);
+      const table_ = new MessageTable(counter, script);
+      const shared: Shared = { redis, llm, script, table: table_, tools: scriptTools(script) };
+      process.stderr.write(`long-session fixed-overhead: ${turns} turns, ${EDGE_WINDOW}-token window\n`);
+      const bare = await runWorker(shared, "no overhead", { ...window, SYSTEM_PROMPT: EDGE_SYSTEM_PROMPT }, EDGE_WINDOW);
+      const bareEdge: EdgeRun = { run: bare, turns, fixed: fixedTokens(bare, table_) };
+      // Pad to OVERHEAD_TOKENS: a third in the system prompt, the rest in tool definitions the model never calls.
+      const missing = Math.max(0, OVERHEAD_TOKENS - bareEdge.fixed);
+      const systemPad = Math.round(missing / 3);
+      const heavyShared: Shared = { ...shared, tools: [...shared.tools, ...paddingTools(counter, missing - systemPad)] };
+      const heavy = await runWorker(heavyShared, "10K overhead", { ...window, SYSTEM_PROMPT: `${EDGE_SYSTEM_PROMPT}\n\nReference notes:\n${proseOfTokens(counter, 6_999, systemPad)}` }, EDGE_WINDOW);
+      const heavyEdge: EdgeRun = { run: heavy, turns, fixed: fixedTokens(heavy, table_) };
+      rows.push(edgeRow("fixed-overhead: none", bareEdge), edgeRow("fixed-overhead: 10K", heavyEdge));
+      describe("no overhead", bareEdge);
+      describe("10K overhead", heavyEdge);
+    }
+    if (which === "huge-paste" || which === "edges") {
+      const turns = 60;
+      const pasteTurn = 41;
+      const script = buildScript(turns, options.seed + 1, LIGHT_CHAT);
+      // A log three times the window in the engine's count, as one message (a console paste).
+      const target = 3 * EDGE_WINDOW;
+      let chars = target * 3;
+      let paste = "";
+      for (let pass = 0; pass < 4; pass++) {
+        paste = toolOutput("run_command", chars, 424_242);
+        const count = counter.countText(paste);
+        if (Math.abs(count - target) <= target * 0.005) break;
+        chars = Math.round((chars * target) / count);
+      }
+      const pasteTokens = counter.countText(paste);
+      script.turns[pasteTurn - 1]!.user = `Here is the whole log of last night's run, what went wrong?\n\n${paste}`;
+      const table_ = new MessageTable(counter, script);
+      const shared: Shared = { redis, llm, script, table: table_, tools: scriptTools(script) };
+      process.stderr.write(`long-session huge-paste: ${turns} turns, a ${pasteTokens}-token paste at turn ${pasteTurn}, ${EDGE_WINDOW}-token window\n`);
+      const run = await runWorker(shared, "huge paste", { ...window, SYSTEM_PROMPT: EDGE_SYSTEM_PROMPT }, EDGE_WINDOW);
+      const edge: EdgeRun = { run, turns, fixed: fixedTokens(run, table_), paste: { turn: pasteTurn, tokens: pasteTokens } };
+      rows.push(edgeRow(`huge-paste: ${compactCount(pasteTokens)} tokens at turn ${pasteTurn}`, edge));
+      describe("huge paste", edge);
+      const pasteRequests = run.main.filter((request) => request.turn === pasteTurn);
+      notes.push(`huge paste turn: ${pasteRequests.length} main-model requests, largest prompt ${compactCount(Math.max(0, ...pasteRequests.map((request) => request.prompt)))}; summarizer calls in that turn ${run.summarizer.filter((request) => request.turn === pasteTurn).length}.`);
+    }
+  } finally {
+    await llm.close();
+    await redis.dispose();
+  }
+  if (rows.length === 0) throw new Error(`--scenario: coding, fixed-overhead, huge-paste or edges, got ${which}`);
+  out.push(`Edge scenarios (issue #31) through the real worker: ${EDGE_WINDOW.toLocaleString("en-US")}-token window (enforced by the fake: prompt + max_tokens), defaults otherwise (compaction at 50 %, hygiene at 85 %), a light chat (70 % of turns without a tool call, outputs 300–2,000 chars), ratio 1.0, seed ${options.seed}.`);
+  out.push(`Targets: no request over the window; the paste answered.\n`);
+  out.push(table(EDGE_HEADERS, rows));
+  out.push("");
+  out.push(...notes);
+  return out.join("\n");
+}
+
 export async function main(args: string[] = process.argv.slice(2)): Promise<string> {
+  const scenario = args.find((arg) => arg.startsWith("--scenario="))?.slice("--scenario=".length) ?? "coding";
+  if (scenario !== "coding") {
+    const rest = args.filter((arg) => !arg.startsWith("--scenario="));
+    return edgeScenarios(scenario, parseOptions(rest), rest.some((arg) => !arg.startsWith("--")));
+  }
   const options = parseOptions(args);
   const script = buildScript(options.turns, options.seed);
   const counter = getTokenCounter(MODEL);
