@@ -933,7 +933,9 @@ async function edgeScenarios(which: string, options: Options, turnsGiven: boolea
       const table_ = new MessageTable(counter, script);
       const shared: Shared = { redis, llm, script, table: table_, tools: scriptTools(script) };
       process.stderr.write(`long-session huge-paste: ${turns} turns, a ${pasteTokens}-token paste at turn ${pasteTurn}, ${EDGE_WINDOW}-token window\n`);
-      const run = await runWorker(shared, "huge paste", { ...window, SYSTEM_PROMPT: EDGE_SYSTEM_PROMPT }, EDGE_WINDOW);
+      // MAX_MESSAGE_CHARS (16,000 by default) would truncate one long message at the gateway; raised,
+      // the whole paste reaches the worker, as a paste joined from Telegram's 4,096-char parts does.
+      const run = await runWorker(shared, "huge paste", { ...window, SYSTEM_PROMPT: EDGE_SYSTEM_PROMPT, MAX_MESSAGE_CHARS: String(2 * paste.length) }, EDGE_WINDOW);
       const edge: EdgeRun = { run, turns, fixed: fixedTokens(run, table_), paste: { turn: pasteTurn, tokens: pasteTokens } };
       rows.push(edgeRow(`huge-paste: ${compactCount(pasteTokens)} tokens at turn ${pasteTurn}`, edge));
       describe("huge paste", edge);
