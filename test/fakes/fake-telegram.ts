@@ -19,6 +19,9 @@
  * - editMessageText: 400 "message is not modified" for the same text and keyboard, "message to
  *   edit not found" for a message that was deleted (`deleteByUser`, deleteMessage) or never
  *   sent, the 4,096 limit after entity parsing; `chatView` is what the chat shows in the end;
+ * - the 48-hour window: a message sent 48 hours ago or more (`age` makes one that old) can no
+ *   longer be edited ("message can't be edited") nor deleted ("message can't be deleted for
+ *   everyone"), as the Bot API's deleteMessage says and bots meet on edits;
  * - supergroup migration: after `migrateChat`, calls to the old id fail with 400
  *   "group chat was upgraded to a supergroup chat" and `parameters.migrate_to_chat_id`;
  * - notifications: an accepted sendMessage/sendDocument notifies unless `disable_notification`
@@ -178,6 +181,13 @@ export class FakeTelegram {
     return [...this.botMessages.entries()]
       .filter(([key]) => key.startsWith(`${Number(chatId)}:`))
       .map(([, message]) => ({ messageId: message.message_id, text: (message as { text?: string }).text ?? "", edited: (message as { edit_date?: number }).edit_date !== undefined }));
+  }
+
+  /** Makes a message of the bot `seconds` older (its `date`): past 48 hours it can no longer be edited or deleted. */
+  age(chatId: number | string, messageId: number, seconds: number): void {
+    const message = this.botMessages.get(`${Number(chatId)}:${messageId}`);
+    if (!message) throw new Error(`fake telegram: the bot sent no message ${messageId} to ${chatId}`);
+    this.botMessages.set(`${Number(chatId)}:${messageId}`, { ...message, date: message.date - seconds });
   }
 
   /** The user (or an admin) deletes a message of the bot: later edits of it fail as on Telegram. */
@@ -418,7 +428,10 @@ export class FakeTelegram {
         return this.editMessageText(call, ok, fail);
       case "deleteMessage": {
         const key = `${Number(payload.chat_id)}:${Number(payload.message_id)}`;
-        if (!this.botMessages.delete(key)) return fail({ error_code: 400, description: "Bad Request: message to delete not found" });
+        const existing = this.botMessages.get(key);
+        if (!existing) return fail({ error_code: 400, description: "Bad Request: message to delete not found" });
+        if (tooOld(existing)) return fail({ error_code: 400, description: "Bad Request: message can't be deleted for everyone" });
+        this.botMessages.delete(key);
         return ok(true);
       }
       case "setWebhook":
@@ -644,6 +657,7 @@ export class FakeTelegram {
     const key = `${Number(payload.chat_id)}:${Number(payload.message_id)}`;
     const existing = this.botMessages.get(key);
     if (!existing) return fail({ error_code: 400, description: "Bad Request: message to edit not found" });
+    if (tooOld(existing)) return fail({ error_code: 400, description: "Bad Request: message can't be edited" });
     const parsed = checkMessage(payload, "Bad Request: MESSAGE_TOO_LONG");
     if ("error" in parsed) return fail({ error_code: 400, description: parsed.error });
     const markup = (payload.reply_markup as { inline_keyboard?: unknown[] } | undefined)?.inline_keyboard?.length ? payload.reply_markup : undefined;
@@ -661,6 +675,10 @@ export class FakeTelegram {
     ok(edited);
   }
 }
+
+/** A bot's message this old can no longer be edited or deleted. */
+const EDIT_WINDOW_SECONDS = 48 * 60 * 60;
+const tooOld = (message: Message) => message.date <= Math.floor(Date.now() / 1000) - EDIT_WINDOW_SECONDS;
 
 /** What Telegram checks in a message's text (after entity parsing) and keyboard; `tooLong` is worded per method. */
 function checkMessage(payload: Record<string, unknown>, tooLong: string): ParsedHtml | { error: string } {

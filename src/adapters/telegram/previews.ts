@@ -12,7 +12,7 @@ import { GrammyError, type Api } from "grammy";
 import type { PreviewPort, ReplyTarget } from "../channel-adapter.js";
 import { PermanentError, RetryableError } from "../../errors.js";
 import type { Logger } from "../../logger.js";
-import { htmlToPlainText } from "./render.js";
+import { chatRefuses, simplerForms } from "./fallback.js";
 import { describeError, toApiSignal, toTelegramError } from "./send-reply.js";
 import { TELEGRAM_MESSAGE_LIMIT } from "./split.js";
 
@@ -85,27 +85,28 @@ function toPreviewError(error: unknown): Error {
 }
 
 /**
- * The final's first part (HTML) into the preview message. → false when Telegram refuses the
- * edit for good (deleted, too old): the caller sends the part as a new message instead.
- * "Not modified" is success (a resumed final whose edit had landed). HTML Telegram cannot parse
- * goes as plain text, like a sent part. Other failures throw (the delivery retries).
+ * A preview-only reply's text (HTML) into the preview message. → false when Telegram refuses the
+ * edit for good (deleted, 48 hours old, the chat refuses): the caller sends nothing (or the part
+ * as a new message). "Not modified" is success (a resumed final whose edit had landed). Any other
+ * 400 refuses the formatting: the simpler forms follow, as for a sent part (fallback.ts). Other
+ * failures throw (the delivery retries).
  */
 export async function editFinal(api: Api, target: ReplyTarget, messageId: string, html: string, extra: Record<string, unknown>, logger: Logger): Promise<boolean> {
   const common = { link_preview_options: { is_disabled: true }, ...extra };
-  const attempt = async (text: string, parseMode: boolean): Promise<boolean> => {
+  const forms = [{ text: html, html: true, form: "html" }, ...simplerForms(html)];
+  for (const [at, form] of forms.entries()) {
     try {
-      await api.editMessageText(target.chatId, Number(messageId), text, parseMode ? { ...common, parse_mode: "HTML" } : common);
+      await api.editMessageText(target.chatId, Number(messageId), form.text, form.html ? { ...common, parse_mode: "HTML" } : common);
       return true;
     } catch (error) {
       if (!(error instanceof GrammyError) || error.error_code !== 400) throw toTelegramError(error);
       if (NOT_MODIFIED.test(error.description)) return true;
-      if (parseMode && /can't parse entities/i.test(error.description)) {
-        logger.warn({ chatId: target.chatId, description: error.description }, "telegram refused the HTML; editing as plain text");
-        return attempt(htmlToPlainText(html), false);
+      if (EDIT_REFUSED.test(error.description) || chatRefuses(error.description) || at === forms.length - 1) {
+        logger.info({ chatId: target.chatId, description: error.description }, "telegram preview not editable");
+        return false;
       }
-      logger.info({ chatId: target.chatId, description: error.description }, "telegram preview not editable; sending the final as a new message");
-      return false;
+      logger.warn({ chatId: target.chatId, description: error.description, form: forms[at + 1]?.form }, "telegram refused the formatted edit; editing it simpler");
     }
-  };
-  return attempt(html, true);
+  }
+  return false;
 }

@@ -298,6 +298,39 @@ describe("telegram adapter, long polling", () => {
     expect(logLines.filter((line) => line.includes("the part is given up"))).toHaveLength(1);
   });
 
+  it("the 48-hour window: an outcome for a request that old is sent anew, a final still replaces a status that old (left in place, logged), a /stop finds it not editable; a /stop refused for its formatting is edited simpler (issue 30)", async () => {
+    fake = await FakeTelegram.start({ rateLimits: false });
+    const started = await startAdapter(new RecordingIngress());
+    const target = { platform: "telegram" as const, chatId: "111" };
+    const twoDays = 48 * 60 * 60;
+    await started.send({ ...reply("Run `rm`?", target, "notice"), actions: [{ id: "ap:1:y", label: "Approve" }] }, { fromPart: 0, onPartSent: async () => {} });
+    const request = fake.delivered("111")[0]!;
+    const requestId = fake.chatView("111")[0]!.messageId;
+    fake.age("111", requestId, twoDays);
+    await started.send({ ...reply("Approved.", target, "notice"), replyId: "111#2", replaces: String(requestId) }, { fromPart: 0, onPartSent: async () => {} });
+    expect(fake.callsOf("editMessageText").map((call) => call.visible)).toEqual([undefined]);
+    expect(fake.delivered("111").map((call) => call.visible?.text)).toEqual([request.visible?.text, "Approved."]);
+
+    const statusId = Number(await started.previews.create(target, "✍️ Writing the answer…", AbortSignal.timeout(5_000)));
+    fake.age("111", statusId, twoDays + 60);
+    await started.send({ ...reply("The answer.", target), replyId: "111#3", preview: "111#3" }, { fromPart: 0, onPartSent: async () => {}, preview: { messageId: String(statusId), only: false, onRefused: async () => {} } });
+    expect(fake.notifications("111").at(-1)?.visible?.text).toBe("The answer.");
+    expect(fake.chatView("111").map((message) => message.text).slice(-2)).toEqual(["✍️ Writing the answer…", "The answer."]);
+    expect(logLines.filter((line) => line.includes("message can't be deleted for everyone"))).toHaveLength(1);
+
+    let refused = 0;
+    await started.send({ ...reply("⏹ Stopped.", target), replyId: "111#4", preview: "111#4", previewOnly: true }, { fromPart: 0, onPartSent: async () => {}, preview: { messageId: String(statusId), only: true, onRefused: async () => void refused++ } });
+    expect(refused).toBe(1);
+    expect(fake.chatView("111").at(-2)?.text).toBe("✍️ Writing the answer…");
+
+    // A /stop whose formatted edit is refused (not for its age) is edited in a simpler form.
+    const freshId = Number(await started.previews.create(target, "✍️ Writing the answer…", AbortSignal.timeout(5_000)));
+    fake.failNext("editMessageText", { error_code: 400, description: "Bad Request: ENTITIES_TOO_LONG" });
+    await started.send({ ...reply("⏹ **Stopped.**", target), replyId: "111#5", preview: "111#5", previewOnly: true }, { fromPart: 0, onPartSent: async () => {}, preview: { messageId: String(freshId), only: true, onRefused: async () => void refused++ } });
+    expect(refused).toBe(1);
+    expect(fake.chatView("111").find((message) => message.messageId === freshId)?.text).toBe("⏹ Stopped.");
+  });
+
   it("a 400 that says the chat refuses ends the reply at once, with no simpler sends (chat gone, topic closed or deleted)", async () => {
     fake = await FakeTelegram.start();
     const started = await startAdapter(new RecordingIngress());
