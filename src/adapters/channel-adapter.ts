@@ -84,4 +84,10 @@ export interface PreviewPort {
   edit(target: ReplyTarget, messageId: string, text: string, signal: AbortSignal): Promise<void>;
   /** Removes a preview message nobody will take over (its final came first). */
   remove(target: ReplyTarget, messageId: string): Promise<void>;
+  /**
+   * Finds the message a create of `previewId` whose answer was lost may have made (Discord: a
+   * create with the same nonce returns it; it is made now if the first never landed) → its id.
+   * Absent where the platform offers no way (Telegram: no idempotency key, no reading back).
+   */
+  recover?(target: ReplyTarget, previewId: string, signal: AbortSignal): Promise<string>;
 }

@@ -8,6 +8,7 @@ import { PAYLOAD_VERSION, createRedis, deliveryQueueName, queuePrefixOf, replica
 import { attemptToken, LeaseKeeper } from "../session/lease.js";
 import { DeliveryFencedError, Outbox, type DeliveryStep } from "../session/outbox.js";
 import { PreviewRecords } from "../session/previews.js";
+import { PREVIEW_REQUEST_MS } from "./preview-renderer.js";
 import type { SessionStore } from "../session/store.js";
 import { markStage } from "../core/stages.js";
 import { watched } from "../core/deadline.js";
@@ -112,12 +113,42 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
         continue;
       }
       options.onPreviewTaken?.(previewId);
-      if (taken.status === "none") return { skip: reply.previewOnly === true };
+      let messageId = taken.status === "edit" ? taken.messageId : undefined;
+      if (taken.status === "lost") {
+        // A preview create lost its answer: the platform may show a status message nobody
+        // knows. Where the platform can find it again (Discord's nonce), the final takes it
+        // over like any preview (and so deletes it); elsewhere it stays (docs/streaming.md).
+        const recover = adapter.previews.recover;
+        if (recover) {
+          messageId = await recover.call(adapter.previews, reply.target, previewId, AbortSignal.timeout(PREVIEW_REQUEST_MS)).catch((error: unknown) => {
+            log.warn({ sessionKey: reply.sessionKey, chatId: reply.target.chatId, previewId, err: error }, "preview-orphan-not-recovered");
+            return undefined;
+          });
+        } else log.info({ sessionKey: reply.sessionKey, chatId: reply.target.chatId, previewId }, "preview-orphan-unrecoverable");
+      }
+      if (messageId === undefined) return { skip: reply.previewOnly === true };
       return {
         skip: false,
-        preview: { messageId: taken.messageId, only: reply.previewOnly === true, onRefused: () => previews.refused(reply.sessionKey, previewId) },
+        preview: { messageId, only: reply.previewOnly === true, onRefused: () => previews.refused(reply.sessionKey, previewId) },
       };
     }
+  };
+
+  /**
+   * The final is in the chat: records what it left in the preview message (deleted it, or — a
+   * preview-only reply — edited its text in). An interim edit that outlived its hold (a stalled
+   * gateway) may have landed after the final took the preview; whichever of the two learns of
+   * the other second puts the final back (the renderer, or here): so no interim edit stays over
+   * a delivered final (issue 28 item 5).
+   */
+  const settlePreview = async (reply: OutboundReply, adapter: ChannelAdapter, preview: NonNullable<SendOptions["preview"]>): Promise<void> => {
+    const previewId = reply.preview;
+    if (previewId === undefined || !adapter.previews) return;
+    const late = await previews.shown(reply.sessionKey, previewId, preview.only ? reply.text : "");
+    if (!late) return;
+    log.warn({ sessionKey: reply.sessionKey, chatId: reply.target.chatId, replyId: reply.replyId }, "preview-edit-landed-over-final; putting the final back");
+    if (preview.only) await adapter.send(reply, { fromPart: 0, preview, onPartSent: () => Promise.resolve() });
+    else await adapter.previews.remove(reply.target, preview.messageId);
   };
 
   const deliver = async (job: Job<DeliveryJobData>, jobToken?: string) => {
@@ -191,6 +222,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
               },
               ...(preview ? { preview } : {}),
             }), "send", () => ({ ...where, part }));
+            if (preview) await watch(settlePreview(reply, adapter, preview), "settle-preview", () => where);
           }
           options.onDelivered?.(reply.target.platform, sessionKey);
           // Per reply at debug: the turn's info line (turn-committed) already records it, and a

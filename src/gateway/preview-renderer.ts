@@ -15,6 +15,8 @@ import type { PreviewRecords } from "../session/previews.js";
 
 /** Longest a preview request may take; the final waits at most this long for one in flight. */
 export const PREVIEW_REQUEST_MS = 5_000;
+/** A preview request must end this long before its claim's hold does (the claim's own round trip, clock steps). */
+const CLAIM_MARGIN_MS = 250;
 /** A preview with no update for this long is forgotten here (its record stays in Redis). */
 const IDLE_FORGET_MS = 10 * 60_000;
 
@@ -48,6 +50,8 @@ export class PreviewRenderer {
     ports: ReadonlyMap<Platform, PreviewPort>;
     logger: Logger;
     now?: () => number;
+    /** How long a claim holds the record (and bounds the request it covers). @defaultValue PREVIEW_REQUEST_MS */
+    requestMs?: number;
   }) {}
 
   #now(): number {
@@ -94,31 +98,56 @@ export class PreviewRenderer {
     const { records } = this.options;
     const log = this.options.logger;
     this.#nextAt.set(chat, this.#now() + port.minIntervalMs(update.target));
+    const holdMs = this.options.requestMs ?? PREVIEW_REQUEST_MS;
+    // Taken before the claim is sent: the record's hold starts later, so this errs early.
+    const claimedAt = this.#now();
     try {
-      const claim = await records.claim(update.sessionKey, update.previewId, this.#owner, PREVIEW_REQUEST_MS);
+      const claim = await records.claim(update.sessionKey, update.previewId, this.#owner, holdMs);
       if (claim.status === "closed") {
         live.done = true;
         return;
       }
       if (claim.status === "busy") return;
-      const signal = AbortSignal.any([this.#abort.signal, AbortSignal.timeout(PREVIEW_REQUEST_MS)]);
-      try {
-        if (claim.status === "create") {
-          const messageId = await port.create(update.target, text, signal, update.previewId);
-          this.stats.writes++;
-          live.shown = text;
-          if (!(await records.opened(update.sessionKey, update.previewId, this.#owner, messageId))) {
-            // The final came first (it found no preview and sent itself): this one must go.
-            live.done = true;
-            await port.remove(update.target, messageId).catch((error: unknown) => log.debug({ err: error }, "preview-remove-failed"));
+      // The request must be over before the claim's hold is: past it, the final may take the
+      // preview. A gateway that stalled since the claim (event loop blocked, process stopped)
+      // finds no time left and writes nothing (issue 28 item 5).
+      const leftMs = holdMs - (this.#now() - claimedAt) - CLAIM_MARGIN_MS;
+      if (leftMs <= 0) {
+        log.info({ previewId: update.previewId, chat, overMs: -leftMs }, "preview-claim-expired; write skipped");
+        await records.release(update.sessionKey, update.previewId, this.#owner).catch((error: unknown) => log.debug({ err: error }, "preview-release-failed"));
+        return;
+      }
+      const signal = AbortSignal.any([this.#abort.signal, AbortSignal.timeout(leftMs)]);
+      if (claim.status === "create") {
+        let messageId: string;
+        try {
+          messageId = await port.create(update.target, text, signal, update.previewId);
+        } catch (error) {
+          // An answer lost after the request went out (timeout, reset, 5xx): the message may
+          // exist. The record keeps that, so the next create or the final can find it.
+          const refused = error instanceof PermanentError || (error instanceof RetryableError && error.retryAfterMs !== undefined);
+          if (refused) await records.release(update.sessionKey, update.previewId, this.#owner).catch((releaseError: unknown) => log.debug({ err: releaseError }, "preview-release-failed"));
+          else {
+            log.info({ previewId: update.previewId, chat, err: error }, "preview-create-outcome-unknown");
+            await records.lost(update.sessionKey, update.previewId, this.#owner).catch((lostError: unknown) => log.debug({ err: lostError }, "preview-lost-not-recorded"));
           }
-          return;
+          throw error;
         }
+        this.stats.writes++;
+        live.shown = text;
+        if (!(await records.opened(update.sessionKey, update.previewId, this.#owner, messageId))) {
+          // The final came first (it found no preview and sent itself): this one must go.
+          live.done = true;
+          await port.remove(update.target, messageId).catch((error: unknown) => log.debug({ err: error }, "preview-remove-failed"));
+        }
+        return;
+      }
+      try {
         await port.edit(update.target, claim.messageId, text, signal);
         this.stats.writes++;
         live.shown = text;
       } finally {
-        await records.release(update.sessionKey, update.previewId, this.#owner).catch((error: unknown) => log.debug({ err: error }, "preview-release-failed"));
+        await this.#afterEdit(update, claim.messageId, port);
       }
     } catch (error) {
       if (error instanceof RetryableError && error.retryAfterMs !== undefined) {
@@ -138,6 +167,27 @@ export class PreviewRenderer {
       this.#nextAt.set(chat, Math.max(this.#nextAt.get(chat) ?? 0, this.#now() + port.minIntervalMs(update.target)));
       live.busy = false;
       if (!live.done) this.#schedule(live);
+    }
+  }
+
+  /**
+   * The edit is over (answered or failed: it may have landed either way). If the final took the
+   * preview meanwhile, the edit may now show over it: put back what the final left (deleted, or
+   * its text), or, when the final has not said yet, leave a mark that makes it do so itself.
+   */
+  async #afterEdit(update: PreviewUpdate, messageId: string, port: PreviewPort): Promise<void> {
+    const log = this.options.logger;
+    try {
+      const edited = await this.options.records.edited(update.sessionKey, update.previewId, this.#owner);
+      if (edited.status === "ok") return;
+      const live = this.#live.get(update.previewId);
+      if (live) live.done = true;
+      log.warn({ previewId: update.previewId, chatId: update.target.chatId, putBack: edited.status === "reassert" }, "preview-edit-landed-after-final");
+      if (edited.status !== "reassert") return;
+      if (edited.shown === "") await port.remove(update.target, messageId);
+      else await port.edit(update.target, messageId, edited.shown, AbortSignal.timeout(this.options.requestMs ?? PREVIEW_REQUEST_MS));
+    } catch (error) {
+      log.warn({ previewId: update.previewId, chatId: update.target.chatId, err: error }, "preview-final-not-put-back");
     }
   }
 

@@ -8,7 +8,8 @@
  *   edit starts once the final took the preview;
  * - no preview appears after its final: a preview the final found missing is closed for good.
  *
- * States: `creating` (a gateway is sending the preview message) → `open` (message id known) →
+ * States: `creating` (a gateway is sending the preview message; `lost` when its answer was
+ * lost and the message may exist unseen) → `open` (message id known) →
  * `final` (the final took it: only the final edits it now); `closed` (the final found no
  * preview: none may be created any more); `gone` (the platform refused to edit it for good: the
  * final was sent as a new message). Times come from Redis (`TIME`), so gateways' clocks do not
@@ -89,9 +90,9 @@ if not rec then
   save({s = 'creating', o = ARGV[2], u = now + hold, k = now + hold})
   return {'create'}
 end
-if rec.s == 'creating' then
-  if rec.o == ARGV[2] or rec.u < now then
-    rec.o = ARGV[2]; rec.u = now + hold; rec.k = now + hold
+if rec.s == 'creating' or rec.s == 'lost' then
+  if rec.s == 'lost' or rec.o == ARGV[2] or rec.u < now then
+    rec.s = 'creating'; rec.o = ARGV[2]; rec.u = now + hold; rec.k = now + hold
     save(rec)
     return {'create'}
   end
@@ -128,8 +129,60 @@ end
 return 1`;
 
 /**
+ * ARGV: preview id, owner. A create whose answer was lost (a timeout or reset after the request
+ * went out): the platform may have made the message. The record stays, as `lost`, so the next
+ * create (Discord: the same nonce returns that message) or the final (which asks the platform
+ * for it, then deletes it) can find it.
+ */
+const LOST = `${COMMON}
+local rec = load()
+if not rec or rec.o ~= ARGV[2] or rec.s ~= 'creating' then return 0 end
+rec.s = 'lost'; rec.u = 0
+save(rec)
+return 1`;
+
+/**
+ * ARGV: preview id, owner. An interim edit is over (answered, or failed). When the final took the
+ * preview meanwhile (the edit outlived its hold: a stalled gateway), the edit may have landed
+ * over the final: → {'reassert', what the final left} when the final recorded it (the
+ * renderer puts it back), else {'late'} after marking the record, so the final, when it records
+ * what it left, puts it back itself. Otherwise as RELEASE: → {'ok'}.
+ */
+const EDITED = `${COMMON}
+local rec = load()
+if not rec then return {'ok'} end
+if rec.s == 'final' then
+  if rec.x then return {'reassert', rec.x} end
+  rec.l = 1
+  save(rec)
+  return {'late'}
+end
+if rec.o ~= ARGV[2] then return {'ok'} end
+if rec.s == 'open' then
+  rec.u = 0; rec.k = now + ${OWNER_STICKY_MS}
+  save(rec)
+end
+return {'ok'}`;
+
+/**
+ * ARGV: preview id, what the final left in the preview message ('' = deleted it, else the text
+ * it edited in). → 1 when an interim edit reported landing after the final took the preview:
+ * the final puts itself back.
+ */
+const SHOWN = `${COMMON}
+local rec = load()
+if not rec or rec.s ~= 'final' then return 0 end
+rec.x = ARGV[2]
+local late = rec.l
+rec.l = nil
+save(rec)
+if late then return 1 end
+return 0`;
+
+/**
  * The final takes the preview. ARGV: preview id.
- * → {'edit', message id} | {'none'} | {'busy', ms to wait}
+ * → {'edit', message id} | {'none'} | {'busy', ms to wait} | {'lost'} (a create's answer was
+ * lost: the platform may show a message whose id nobody knows)
  */
 export const TAKE = `${COMMON}${PRUNE_SETTLED}
 pruneSettled(KEYS[1], ARGV[1], now)
@@ -138,18 +191,29 @@ if not rec then
   save({s = 'closed'})
   return {'none'}
 end
+if rec.s == 'lost' then
+  rec.s = 'final'
+  save(rec)
+  return {'lost'}
+end
 if rec.s == 'creating' or rec.s == 'open' then
   if rec.u > now then return {'busy', rec.u - now} end
   if rec.s == 'creating' then
-    rec.s = 'closed'
+    -- A create past its hold: its gateway died or stalled mid-call, and the message may exist.
+    -- Treated as lost (the final asks the platform for it); a late 'opened' finds the record
+    -- taken and deletes its message.
+    rec.s = 'final'
     save(rec)
-    return {'none'}
+    return {'lost'}
   end
   rec.s = 'final'
   save(rec)
   return {'edit', rec.m}
 end
-if rec.s == 'final' then return {'edit', rec.m} end
+if rec.s == 'final' then
+  if rec.m then return {'edit', rec.m} end
+  return {'lost'}
+end
 return {'none'}`;
 
 /** ARGV: preview id. The platform refused the final's edit for good. */
@@ -160,10 +224,16 @@ save(rec)
 return 1`;
 
 export type PreviewClaim = { status: "create" } | { status: "edit"; messageId: string } | { status: "busy" } | { status: "closed" };
-export type PreviewTake = { status: "edit"; messageId: string } | { status: "none" } | { status: "busy"; retryInMs: number };
+export type PreviewTake = { status: "edit"; messageId: string } | { status: "none" } | { status: "busy"; retryInMs: number } | { status: "lost" };
+export type PreviewEdited = { status: "ok" } | { status: "late" } | { status: "reassert"; shown: string };
 
 export class PreviewRecords {
   constructor(private readonly redis: Redis, private readonly prefix: string) {}
+
+  /** The hash holding a session's preview records. */
+  keysFor(sessionKey: string): string {
+    return sessionKeys(this.prefix, sessionKey).previews;
+  }
 
   #run(script: string, sessionKey: string, ...args: Array<string | number>): Promise<unknown> {
     return runScript(this.redis, script, 1, sessionKeys(this.prefix, sessionKey).previews, ...args);
@@ -186,11 +256,32 @@ export class PreviewRecords {
     await this.#run(RELEASE, sessionKey, previewId, owner);
   }
 
+  /** The create claimed with `claim` lost its answer: the platform may have made the message. */
+  async lost(sessionKey: string, previewId: string, owner: string): Promise<void> {
+    await this.#run(LOST, sessionKey, previewId, owner);
+  }
+
+  /** The edit claimed with `claim` is over; says whether it may have landed over the final (see EDITED). */
+  async edited(sessionKey: string, previewId: string, owner: string): Promise<PreviewEdited> {
+    const reply = (await this.#run(EDITED, sessionKey, previewId, owner)) as [string, string?];
+    if (reply[0] === "reassert") return { status: "reassert", shown: String(reply[1] ?? "") };
+    return { status: reply[0] === "late" ? "late" : "ok" };
+  }
+
+  /**
+   * The final is in the chat; `shown` is what it left in the preview message ('' = deleted it).
+   * → true: an interim edit landed after the final took the preview, and the final must put itself back.
+   */
+  async shown(sessionKey: string, previewId: string, shown: string): Promise<boolean> {
+    return (await this.#run(SHOWN, sessionKey, previewId, shown)) === 1;
+  }
+
   /** The final answer takes the preview over (idempotent: a resumed final gets the same message). */
   async take(sessionKey: string, previewId: string): Promise<PreviewTake> {
     const reply = (await this.#run(TAKE, sessionKey, previewId)) as [string, string | number | undefined];
     if (reply[0] === "edit") return { status: "edit", messageId: String(reply[1]) };
     if (reply[0] === "busy") return { status: "busy", retryInMs: Math.max(10, Number(reply[1])) };
+    if (reply[0] === "lost") return { status: "lost" };
     return { status: "none" };
   }
 

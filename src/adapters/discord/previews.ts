@@ -53,6 +53,11 @@ export class DiscordPreviews implements PreviewPort {
     }
   }
 
+  /** The create with the same nonce returns the message a lost create made (Discord keeps nonces for a few minutes). */
+  recover(target: ReplyTarget, previewId: string, signal: AbortSignal): Promise<string> {
+    return this.create(target, "⏳", signal, previewId);
+  }
+
   async edit(target: ReplyTarget, messageId: string, text: string, signal: AbortSignal): Promise<void> {
     try {
       await this.client.rest.patch(Routes.channelMessage(target.chatId, messageId), {

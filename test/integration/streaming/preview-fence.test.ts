@@ -1,0 +1,186 @@
+/**
+ * Previews fenced like deliveries (issue 28 item 5), on real Redis with the renderer and a
+ * scripted platform: an interim edit that outlives its claim (a gateway stalled between the
+ * claim and the edit, or inside the edit) never stays over a delivered final, and a status
+ * message whose create lost its answer is found again by the final. The final is played by
+ * hand as delivery plays it: take → platform → shown.
+ */
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
+import type { PreviewPort, ReplyTarget } from "../../../src/adapters/channel-adapter.js";
+import type { PreviewUpdate } from "../../../src/core/channel.js";
+import { RetryableError } from "../../../src/errors.js";
+import { PreviewRenderer } from "../../../src/gateway/preview-renderer.js";
+import { silentLogger } from "../../../src/logger.js";
+import { createRedis, type Redis } from "../../../src/queue/index.js";
+import { PreviewRecords, type PreviewClaim } from "../../../src/session/previews.js";
+import { uniquePrefix } from "../../helpers/config.js";
+import { sleep } from "../../helpers/stall-run.js";
+
+const SESSION = "tg:42";
+const PREVIEW = "tg:42#7#1";
+const HOLD_MS = 400;
+const target: ReplyTarget = { platform: "telegram", chatId: "42" };
+const update = (text: string): PreviewUpdate => ({ sessionKey: SESSION, previewId: PREVIEW, target, text } as PreviewUpdate);
+
+/** A gate a test opens by hand. */
+function gate(): { wait: Promise<void>; open(): void } {
+  let open = (): void => {};
+  const wait = new Promise<void>((resolve) => { open = resolve; });
+  return { wait, open };
+}
+
+/** The chat as the platform shows it, and a port whose next edit or create can be held or lose its answer. */
+class ScriptedPort implements PreviewPort {
+  readonly messages = new Map<string, string>();
+  readonly byPreview = new Map<string, string>();
+  holdNextEdit: Promise<void> | undefined;
+  loseNextCreate = false;
+  intervalMs = 0;
+  #next = 100;
+  minIntervalMs(): number {
+    return this.intervalMs;
+  }
+  /** As Discord's enforced nonce: a create with the same preview id returns the message made before. */
+  async create(_target: ReplyTarget, text: string, _signal: AbortSignal, previewId?: string): Promise<string> {
+    const made = previewId === undefined ? undefined : this.byPreview.get(previewId);
+    if (made !== undefined && this.messages.has(made)) return made;
+    const id = String(this.#next++);
+    this.messages.set(id, text);
+    if (previewId) this.byPreview.set(previewId, id);
+    if (this.loseNextCreate) {
+      this.loseNextCreate = false;
+      // The platform made the message; its answer never came back.
+      throw new RetryableError("preview create: the connection was reset after the request went out");
+    }
+    return id;
+  }
+  async edit(_target: ReplyTarget, messageId: string, text: string): Promise<void> {
+    const held = this.holdNextEdit;
+    this.holdNextEdit = undefined;
+    // A gateway stalled inside the call: the edit reaches the platform late.
+    if (held) await held;
+    if (this.messages.has(messageId)) this.messages.set(messageId, text);
+  }
+  async remove(_target: ReplyTarget, messageId: string): Promise<void> {
+    this.messages.delete(messageId);
+  }
+  async recover(_target: ReplyTarget, previewId: string, signal: AbortSignal): Promise<string> {
+    return this.create(target, "⏳", signal, previewId);
+  }
+}
+
+/** Records whose next claim answers and then stalls (the gateway froze right after it). */
+class StallingRecords extends PreviewRecords {
+  stallAfterNextClaim: Promise<void> | undefined;
+  override async claim(sessionKey: string, previewId: string, owner: string, holdMs: number): Promise<PreviewClaim> {
+    const claim = await super.claim(sessionKey, previewId, owner, holdMs);
+    const stall = this.stallAfterNextClaim;
+    this.stallAfterNextClaim = undefined;
+    if (stall) await stall;
+    return claim;
+  }
+}
+
+describe("previews fenced like deliveries", () => {
+  let redis: Redis;
+  beforeAll(() => {
+    redis = createRedis(inject("redisUrl"));
+  });
+  afterAll(() => redis.disconnect());
+
+  async function shownPreview() {
+    const records = new StallingRecords(redis, uniquePrefix());
+    const port = new ScriptedPort();
+    const renderer = new PreviewRenderer({ records, ports: new Map([["telegram", port]]), logger: silentLogger, requestMs: HOLD_MS });
+    renderer.accept(update("💭 Thinking…"));
+    await vi.waitFor(() => expect([...port.messages.values()]).toEqual(["💭 Thinking…"]));
+    const messageId = [...port.messages.keys()][0]!;
+    // Past the owner's stickiness is irrelevant here: the same renderer writes again.
+    return { records, port, renderer, messageId };
+  }
+
+  /** The final of a preview-only reply (/stop), as delivery plays it. → whether it must put itself back. */
+  async function stopFinal(records: PreviewRecords, port: ScriptedPort): Promise<boolean> {
+    let taken = await records.take(SESSION, PREVIEW);
+    while (taken.status === "busy") {
+      await sleep(taken.retryInMs);
+      taken = await records.take(SESSION, PREVIEW);
+    }
+    if (taken.status !== "edit") throw new Error(`the final found no preview (${taken.status})`);
+    port.messages.set(taken.messageId, "⏹ Stopped.");
+    return records.shown(SESSION, PREVIEW, "⏹ Stopped.");
+  }
+
+  it("a gateway stalled past its claim between the claim and the edit writes nothing once the final took the preview", async () => {
+    const { records, port, renderer, messageId } = await shownPreview();
+    const stall = gate();
+    records.stallAfterNextClaim = stall.wait;
+    renderer.accept(update("✍️ Writing the answer…"));
+    await sleep(HOLD_MS + 200);
+    expect(await stopFinal(records, port)).toBe(false);
+    stall.open();
+    await sleep(300);
+    expect(port.messages.get(messageId)).toBe("⏹ Stopped.");
+    renderer.close();
+  });
+
+  it("an edit that reached the platform after the final (stalled inside the call) is undone by the renderer: the final is put back", async () => {
+    const { records, port, renderer, messageId } = await shownPreview();
+    const stall = gate();
+    port.holdNextEdit = stall.wait;
+    renderer.accept(update("✍️ Writing the answer…"));
+    await sleep(HOLD_MS + 200);
+    expect(await stopFinal(records, port)).toBe(false);
+    stall.open();
+    await vi.waitFor(() => expect(port.messages.get(messageId)).toBe("⏹ Stopped."));
+    renderer.close();
+  });
+
+  it("when the late edit is reported before the final says what it left, the final learns it must put itself back", async () => {
+    const { records, port, renderer, messageId } = await shownPreview();
+    const stall = gate();
+    port.holdNextEdit = stall.wait;
+    renderer.accept(update("✍️ Writing the answer…"));
+    await sleep(HOLD_MS + 200);
+    const taken = await records.take(SESSION, PREVIEW);
+    expect(taken).toEqual({ status: "edit", messageId });
+    port.messages.set(messageId, "⏹ Stopped.");
+    // The late edit lands and the renderer reports it before delivery records what it left.
+    stall.open();
+    await vi.waitFor(async () => expect(JSON.parse((await redis.hget(records.keysFor(SESSION), PREVIEW))!)).toMatchObject({ l: 1 }));
+    expect(port.messages.get(messageId)).toBe("✍️ Writing the answer…");
+    expect(await records.shown(SESSION, PREVIEW, "⏹ Stopped.")).toBe(true);
+    renderer.close();
+  });
+
+  it("a status message whose create lost its answer is found by the final (the platform's nonce) instead of staying as an orphan", async () => {
+    const records = new PreviewRecords(redis, uniquePrefix());
+    const port = new ScriptedPort();
+    // No second write before the final comes.
+    port.intervalMs = 60_000;
+    const renderer = new PreviewRenderer({ records, ports: new Map([["telegram", port]]), logger: silentLogger, requestMs: HOLD_MS });
+    port.loseNextCreate = true;
+    renderer.accept(update("💭 Thinking…"));
+    await vi.waitFor(async () => expect(JSON.parse((await redis.hget(records.keysFor(SESSION), PREVIEW)) ?? "{}")).toMatchObject({ s: "lost" }));
+    const orphan = [...port.messages.keys()][0]!;
+    renderer.close();
+    // The final: the record says a create may have landed; the platform finds it, and the
+    // final takes it over as it takes any preview (sends itself, deletes the status).
+    expect(await records.take(SESSION, PREVIEW)).toEqual({ status: "lost" });
+    expect(await port.recover(target, PREVIEW, AbortSignal.timeout(1_000))).toBe(orphan);
+    expect(port.messages.size).toBe(1);
+  });
+
+  it("the next write after a lost create finds the same message (the nonce) and the final takes it: one status message", async () => {
+    const records = new PreviewRecords(redis, uniquePrefix());
+    const port = new ScriptedPort();
+    const renderer = new PreviewRenderer({ records, ports: new Map([["telegram", port]]), logger: silentLogger, requestMs: HOLD_MS });
+    port.loseNextCreate = true;
+    renderer.accept(update("💭 Thinking…"));
+    await vi.waitFor(async () => expect(JSON.parse((await redis.hget(records.keysFor(SESSION), PREVIEW)) ?? "{}")).toMatchObject({ s: "open" }));
+    renderer.accept(update("✍️ Writing the answer…"));
+    await vi.waitFor(() => expect([...port.messages.values()]).toEqual(["✍️ Writing the answer…"]));
+    renderer.close();
+    expect(await records.take(SESSION, PREVIEW)).toEqual({ status: "edit", messageId: [...port.messages.keys()][0] });
+  });
+});
