@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { textOf as contentText } from "../fakes/fake-llm.js";
 import { FILESYSTEM, assertCallsAnswered, writeConfigFile } from "../helpers/mcp.js";
-import { ADA, DM, SECRETS, startTelegramE2e, textOf, waitUntil, warmUpTokenizer, type TelegramE2e } from "../helpers/telegram-pipeline.js";
+import { ADA, DM, GRACE, GROUP, SECRETS, mentionOf, sleep, startTelegramE2e, textOf, waitUntil, warmUpTokenizer, type TelegramE2e } from "../helpers/telegram-pipeline.js";
 
 let e2e: TelegramE2e | undefined;
 
@@ -53,5 +53,26 @@ describe("telegram: tool approval with buttons", () => {
     // The press was answered exactly once (the fake refuses a second answer).
     expect(telegram.callsOf("answerCallbackQuery")).toHaveLength(1);
     for (const sentRequest of llm.requests) assertCallsAnswered(sentRequest);
+  });
+
+  it("answers the wrong presser with an alert on their press, not a message to the group; the request keeps waiting", async () => {
+    const root = mkdtempSync(join(tmpdir(), "lh-tg-approval-"));
+    const file = writeConfigFile({ mcp: { servers: { files: { command: process.execPath, args: [FILESYSTEM, root], approval: "always" } } } });
+    e2e = await startTelegramE2e({ env: { LONGHAUL_CONFIG_FILE: file, ALLOWED_TELEGRAM_USERS: `${ADA.id},${GRACE.id}`, ALLOWED_TELEGRAM_CHATS: String(GROUP.id) } });
+    const { telegram, llm } = e2e;
+    llm.setHandler(() => ({ toolCalls: [{ name: "files__write_file", arguments: { path: join(root, "no.txt"), content: "x" } }] }));
+    const text = "@longhaul_test_bot save a note";
+    telegram.pushMessage({ chat: GROUP, from: ADA, text, entities: mentionOf(text) });
+    const [request] = await e2e.waitForSent(GROUP.id, 1);
+    const keyboard = (request?.payload.reply_markup as { inline_keyboard: Array<Array<{ callback_data: string }>> }).inline_keyboard;
+    const [sent] = [...telegram.botMessages.values()].filter((message) => message.chat.id === GROUP.id);
+
+    telegram.pushCallbackQuery(GRACE, GROUP.id, sent!.message_id, keyboard[0]![0]!.callback_data);
+    await waitUntil(() => telegram.callsOf("answerCallbackQuery").length === 1, "the press to be answered");
+    expect(telegram.callsOf("answerCallbackQuery")[0]?.payload).toMatchObject({ show_alert: true, text: "Only Ada Lovelace, who asked, or an admin can answer this request." });
+    await sleep(300);
+    // Nothing public: the group got only the request, which still has its buttons.
+    expect(e2e.sentTo(GROUP.id)).toHaveLength(1);
+    expect(telegram.callsOf("editMessageText")).toHaveLength(0);
   });
 });

@@ -130,7 +130,8 @@ export class FakeTelegram {
   private nextMessageId = 1;
   /** Messages the bot sent, by `chatId:messageId` (for edits and button presses). */
   readonly botMessages = new Map<string, Message>();
-  private readonly openQueries = new Set<string>();
+  /** Unanswered presses: query id → when it was pressed (Unix ms). */
+  private readonly openQueries = new Map<string, number>();
   private nextQueryId = 1;
   /** The highest offset a poller confirmed: Telegram forgets every update below it. */
   confirmedOffset = 0;
@@ -239,16 +240,24 @@ export class FakeTelegram {
 
   /**
    * A press on a button of a message the bot sent, as Telegram delivers it (callback_query
-   * with the whole message). The query must be answered once (answerCallbackQuery).
+   * with the whole message). The query must be answered once (answerCallbackQuery), within 15 s
+   * (`agePress` makes it older).
    */
   pushCallbackQuery(from: { id: number; first_name: string; last_name?: string }, chatId: number, messageId: number, data: string): Update {
     const message = this.botMessages.get(`${chatId}:${messageId}`);
     if (!message) throw new Error(`fake telegram: the bot sent no message ${messageId} to ${chatId}`);
     const id = String(this.nextQueryId++);
-    this.openQueries.add(id);
+    this.openQueries.set(id, Date.now());
     const update = { update_id: this.nextUpdateId++, callback_query: { id, from: { ...from, is_bot: false }, message, chat_instance: "-77", data } } as Update;
     this.pushUpdate(update);
     return update;
+  }
+
+  /** Makes an unanswered press `ms` older (Telegram refuses answers ~15 s after the press). */
+  agePress(queryId: string, ms: number): void {
+    const pressedAt = this.openQueries.get(queryId);
+    if (pressedAt === undefined) throw new Error(`fake telegram: no open query ${queryId}`);
+    this.openQueries.set(queryId, pressedAt - ms);
   }
 
   /**
@@ -420,8 +429,11 @@ export class FakeTelegram {
       case "sendDocument":
         return this.sendDocument(call, ok, fail);
       case "answerCallbackQuery": {
-        // Telegram accepts one answer per query, within about 15 s of the press.
-        if (!this.openQueries.delete(String(payload.callback_query_id))) return fail({ error_code: 400, description: "Bad Request: query is too old and response timeout expired or query ID is invalid" });
+        // Telegram accepts one answer per query, within about 15 s of the press; it shows at most 200 characters.
+        const pressedAt = this.openQueries.get(String(payload.callback_query_id));
+        this.openQueries.delete(String(payload.callback_query_id));
+        if (pressedAt === undefined || Date.now() - pressedAt > 15_000) return fail({ error_code: 400, description: "Bad Request: query is too old and response timeout expired or query ID is invalid" });
+        if (typeof payload.text === "string" && [...payload.text].length > 200) return fail({ error_code: 400, description: "Bad Request: MESSAGE_TOO_LONG" });
         return ok(true);
       }
       case "editMessageText":

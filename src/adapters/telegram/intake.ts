@@ -33,6 +33,8 @@ export interface UpdateIntakeOptions extends Pick<TelegramAdapterOptions, "maxMe
   moveChat(fromChatId: string, toChatId: string): Promise<ChatMoveResult | "unsupported">;
   /** Sends a notice outside the reply pipeline (not awaited). */
   notify(target: ReplyTarget, text: string, reason: string): void;
+  /** A stored press is answered later, by the reply to it (PressAnswers); absent: at once. */
+  holdPress?: (messageId: string, queryId: string) => void;
 }
 
 export class UpdateIntake {
@@ -116,7 +118,8 @@ export class UpdateIntake {
       await answerPress(api, query, false, logger);
       throw error;
     }
-    await answerPress(api, query, result?.status === "accepted" || result?.status === "duplicate", logger);
+    if (result?.status === "accepted" && this.options.holdPress) this.options.holdPress(message.messageId, query.id);
+    else await answerPress(api, query, result?.status === "accepted" || result?.status === "duplicate", logger);
     if ((result?.status === "denied" || result?.status === "rate-limited") && result.notice) this.options.notify(target, result.notice, result.status);
   }
 

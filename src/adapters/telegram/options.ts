@@ -46,6 +46,11 @@ export interface TelegramAdapterOptions {
   submitAttemptTimeoutMs?: number;
   /** Webhook mode: how often getWebhookInfo is checked for delivery errors. @defaultValue 60000 */
   webhookCheckIntervalMs?: number;
+  /**
+   * A stored button press is answered by the reply to it (an alert when the reply is the
+   * presser's alone), or plainly after this long. @defaultValue 5000
+   */
+  pressAnswerHoldMs?: number;
   /** How long `stop()` waits for the batch in hand, notices and typing calls. @defaultValue 2000 */
   stopGraceMs?: number;
 }

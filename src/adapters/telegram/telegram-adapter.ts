@@ -20,6 +20,7 @@ import { sendDocuments } from "./send-documents.js";
 import { inlineKeyboard, replaceMessage } from "./actions.js";
 import { TypingIndicators } from "./typing.js";
 import { AckReactions } from "./reactions.js";
+import { PressAnswers } from "./press-answers.js";
 import type { WebhookHealth } from "./webhook.js";
 import type { TelegramAdapterOptions } from "./options.js";
 
@@ -39,6 +40,7 @@ export class TelegramAdapter implements ChannelAdapter {
   readonly previews: TelegramPreviews;
   private readonly reactions: AckReactions | undefined;
   private readonly intake: UpdateIntake;
+  private readonly presses: PressAnswers;
   /** Old chat id → new one, for notices to a group that became a supergroup. */
   private readonly migrations = new Map<string, string>();
   private ingress: IngressPort | undefined;
@@ -58,6 +60,7 @@ export class TelegramAdapter implements ChannelAdapter {
     this.bot = createBot(options, this.logger, () => {
       this.startupHealthy = false;
     });
+    this.presses = new PressAnswers(this.bot.api, this.logger, options.pressAnswerHoldMs ?? 5_000, (call) => this.track(call));
     this.intake = new UpdateIntake({
       api: this.bot.api,
       logger: this.logger,
@@ -70,6 +73,7 @@ export class TelegramAdapter implements ChannelAdapter {
       stopped: () => this.state === "stopped",
       moveChat: (fromChatId, toChatId) => this.moveChat(fromChatId, toChatId),
       notify: (target, text, reason) => this.notify(target, text, reason),
+      holdPress: (messageId, queryId) => this.presses.hold(messageId, queryId),
       ...(options.ackReactions === true ? { acknowledge: (target: ReplyTarget, messageId: string) => this.reactions?.acknowledge(target, messageId) } : {}),
     });
     this.bot.use((context) => {
@@ -161,6 +165,14 @@ export class TelegramAdapter implements ChannelAdapter {
   }
 
   async send(reply: OutboundReply, options: SendOptions): Promise<void> {
+    if (this.presses.holds(reply.inReplyTo)) {
+      // The reply to a button press: the presser's alone (the wrong person pressed) is shown to
+      // them as an alert, not to the chat; any other stops the spinner and goes out as usual.
+      if (reply.private === true && options.fromPart === 0 && (await this.presses.answer(reply.inReplyTo, reply.text))) {
+        return options.onPartSent(0, { last: true });
+      }
+      await this.presses.answer(reply.inReplyTo);
+    }
     if (options.preview && !options.preview.only && options.fromPart <= 1) {
       // The final replaces the live preview: an edit never notifies, so the answer is sent as
       // a new message (the phone buzzes for it) and the silent status is deleted once part 1 is
@@ -252,6 +264,7 @@ export class TelegramAdapter implements ChannelAdapter {
     this.state = "stopped";
     if (wasStarting) this.abort.abort();
     this.typing.stopAll();
+    this.track(this.presses.releaseAll());
     this.webhookHealth?.stop();
     const graceMs = this.options.stopGraceMs ?? 2000;
     // Updates still being stored when the grace ends stay unconfirmed: Telegram re-delivers them.
