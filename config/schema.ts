@@ -75,6 +75,7 @@ export const configSchema = z.object({
   HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(8080).describe("Port of /healthz, /metrics and the Telegram webhook; 0 disables the HTTP server"),
   HTTP_HOST: z.string().min(1).default("127.0.0.1").describe("Address the HTTP server binds to; 0.0.0.0 to serve other hosts (compose sets it in containers)"),
   METRICS_TOKEN: optionalText("When set, /metrics answers only requests with `Authorization: Bearer <token>` (401 otherwise); unset: /metrics is open on HTTP_HOST"),
+  CONSOLE_WEB_TOKEN: z.string().min(16, "at least 16 characters (e.g. `openssl rand -hex 24`)").optional().describe("When set, the operator's web console is served under /console on HTTP_HOST:HTTP_PORT, and this token logs in to it (a secret: never logged); unset: no console"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info").describe("pino log level"),
   WORKER_CONCURRENCY: optionalInt("Turns one worker process runs at once (different sessions); unset: as many as the memory set aside for turns holds at the measured in-flight footprint of one (workers/concurrency.ts; hundreds on any machine with 2 GB or more)"),
   JOB_LOCK_MS: positiveInt(30_000, "BullMQ job lock; a session's lease lasts twice this, so a stall shorter than that never hands a running turn to another worker"),

@@ -40,6 +40,7 @@ async function main(): Promise<void> {
   let gateway: Gateway | undefined;
   let worker: WorkerRole | undefined;
   let http: Awaited<ReturnType<typeof startHttpServer>> | undefined;
+  let webConsole: { close(): Promise<void> } | undefined;
   let shuttingDown: Promise<void> | undefined;
 
   const shutdown = (reason: string, exitCode = 0): Promise<void> => {
@@ -57,6 +58,7 @@ async function main(): Promise<void> {
         await worker?.close();
         await gateway?.close();
         await http?.close();
+        await webConsole?.close();
         await redis.stop();
         logger.info("shutdown-finished");
       } catch (error) {
@@ -84,6 +86,17 @@ async function main(): Promise<void> {
     response.writeHead(200, { "content-type": metrics.registry.contentType }).end(await metrics.registry.metrics());
   }));
   if (config.HTTP_PORT > 0) http = await startHttpServer({ port: config.HTTP_PORT, host: config.HTTP_HOST, routes, logger });
+  // The operator's web console, only with its token (docs/operator.md, "Web console").
+  if (http && config.CONSOLE_WEB_TOKEN) {
+    const { startWebConsole } = await import("./web/index.js");
+    const started = startWebConsole({
+      config, token: config.CONSOLE_WEB_TOKEN, redisAddress: redis.address, logger,
+      health: async () => ({ ...(await worker?.health()), ...(await gateway?.health()) }),
+    });
+    webConsole = started;
+    routes.set("/console", started.handler);
+    routes.set("/console/*", started.handler);
+  }
 
   // Test-only faults for the fault tests; never set in a deployment.
   const testHooks = process.env.LONGHAUL_TEST_HOOKS === "1";

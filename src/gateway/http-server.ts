@@ -4,7 +4,21 @@ import type { Logger } from "../logger.js";
 
 export type RouteHandler = (request: IncomingMessage, response: ServerResponse) => void | Promise<void>;
 
-/** The gateway's HTTP server: /healthz, /metrics and adapter routes (the Telegram webhook). */
+/**
+ * A route written `/console/*` answers every path under `/console/` (the longest such prefix
+ * wins); exact paths come first.
+ */
+function prefixRoute(routes: ReadonlyMap<string, RouteHandler>, path: string): RouteHandler | undefined {
+  let found: { length: number; handler: RouteHandler } | undefined;
+  for (const [route, handler] of routes) {
+    if (!route.endsWith("/*")) continue;
+    const prefix = route.slice(0, -1);
+    if (path.startsWith(prefix) && (!found || prefix.length > found.length)) found = { length: prefix.length, handler };
+  }
+  return found?.handler;
+}
+
+/** The gateway's HTTP server: /healthz, /metrics, adapter routes (the Telegram webhook), the web console (`/console/*`). */
 export async function startHttpServer(options: {
   port: number;
   host?: string;
@@ -13,7 +27,7 @@ export async function startHttpServer(options: {
 }): Promise<{ server: Server; port: number; close(): Promise<void> }> {
   const server = createServer((request, response) => {
     const path = (request.url ?? "/").split("?")[0] ?? "/";
-    const handler = options.routes.get(path);
+    const handler = options.routes.get(path) ?? prefixRoute(options.routes, path);
     if (!handler) {
       response.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
       return;

@@ -242,6 +242,8 @@ export const CONNECTION_NAMES = {
   worker: "longhaul-worker",
   /** The worker's subscriber: budget limit changes (src/budget/limits-cache.ts). */
   workerEvents: "longhaul-worker-events",
+  /** The web console's reads and actions (src/web). */
+  console: "longhaul-console",
 } as const;
 
 /**

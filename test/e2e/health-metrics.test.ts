@@ -60,6 +60,9 @@ describe("/healthz and /metrics", () => {
 
   it("answers 404 elsewhere", async () => {
     expect((await fetch(`${base}/nope`)).status).toBe(404);
+    // No CONSOLE_WEB_TOKEN: no web console at all.
+    expect((await fetch(`${base}/console/login`)).status).toBe(404);
+    expect((await fetch(`${base}/console`)).status).toBe(404);
   });
 });
 

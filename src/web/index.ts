@@ -1,0 +1,2 @@
+export { createWebConsole, type WebConsoleOptions } from "./console.js";
+export { startWebConsole } from "./start.js";
