@@ -6,10 +6,17 @@
  *
  *   npm run bench                     # all of them
  *   npm run bench -- long-session     # only the named ones
+ *   npm run bench -- load --rates=25  # flags (--name=value) go to each named benchmark
+ *
+ * `load` and `soak` (issue 32: minutes of real-latency traffic through child processes) run
+ * only when named.
  */
 import { existsSync } from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { isMain } from "./stats.js";
+
+/** Run only when named: they take minutes to an hour. */
+export const ON_REQUEST = ["load", "soak"] as const;
 
 export const BENCHMARKS = ["tokens", "compaction", "pipeline", "turn-bytes", "turn-cpu", "long-session", "session-memory", "mcp", "telegram-polling", "schedule", "discord-split", "streaming", "budget", "llm-client"] as const;
 
@@ -18,7 +25,9 @@ interface BenchModule {
 }
 
 export async function main(args: string[] = process.argv.slice(2)): Promise<string> {
-  const wanted = args.length > 0 ? BENCHMARKS.filter((name) => args.includes(name)) : [...BENCHMARKS];
+  const names = args.filter((arg) => !arg.startsWith("--"));
+  const flags = args.filter((arg) => arg.startsWith("--"));
+  const wanted: string[] = names.length > 0 ? [...BENCHMARKS, ...ON_REQUEST].filter((name) => names.includes(name)) : [...BENCHMARKS];
   const report: string[] = [];
   const emit = (text: string) => {
     report.push(text);
@@ -43,8 +52,8 @@ export async function main(args: string[] = process.argv.slice(2)): Promise<stri
     try {
       const module = (await import(pathToFileURL(file).href)) as BenchModule;
       if (typeof module.main !== "function") throw new Error("it exports no main()");
-      // Each benchmark runs with its own defaults, not with this runner's arguments.
-      const result = await module.main([]);
+      // Each benchmark runs with its own defaults and the flags given after its name.
+      const result = await module.main(flags);
       console.log = log;
       report.push(...printed);
       if (typeof result === "string" && result.trim() !== "" && !printed.join("\n").includes(result.trim())) emit(result);

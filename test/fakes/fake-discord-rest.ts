@@ -20,6 +20,8 @@ export interface RecordedRequest {
   headers: IncomingHttpHeaders;
   body: unknown;
   status: number;
+  /** When the request arrived (Date.now()). */
+  at: number;
 }
 
 export interface SendFault {
@@ -91,7 +93,7 @@ export class FakeRest {
         body = text;
       }
     }
-    const record: RecordedRequest = { method, path, query: url.searchParams, headers: request.headers, body, status: 0 };
+    const record: RecordedRequest = { method, path, query: url.searchParams, headers: request.headers, body, status: 0, at: Date.now() };
     this.requests.push(record);
     const reply: Reply = (status, payload, headers = {}) => {
       record.status = status;
