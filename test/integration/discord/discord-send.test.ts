@@ -57,6 +57,35 @@ describe("DiscordAdapter against the fake Discord: replies and typing", () => {
     expect(h.fake.sentMessages[0]?.message_reference).toBeUndefined();
   });
 
+  it("a streamed final: part 1 recorded before its silent status is deleted (even as the only part); a delivery resumed at part 2 deletes the status first (issue 30)", async () => {
+    const adapter = await h.startAdapter();
+    const target = reply("").target;
+    const madeRequests = () => h.fake.requests.map((request) => `${request.method} ${request.path.replace(/\d{6,}/g, "#")}`);
+    const status = await adapter.previews.create(target, "✍️ Writing the answer…", AbortSignal.timeout(5_000));
+    const events: string[] = [];
+    const deletes = () => h.fake.requestsTo("DELETE", /^\/channels\/\d+\/messages\/\d+$/).map((request) => request.path.split("/").at(-1));
+    await adapter.send(reply("The answer.", { preview: "dc#1" }), {
+      fromPart: 0,
+      onPartSent: async (index, { last }) => void events.push(`part ${index} last=${String(last)} deletes=${deletes().length}`),
+      preview: { messageId: status, only: false, onRefused: async () => {} },
+    });
+    // Recorded (last: false, so the delivery records it) while the status still stood; deleted after.
+    expect(events).toEqual(["part 0 last=false deletes=0"]);
+    expect(deletes()).toEqual([status]);
+
+    const secondStatus = await adapter.previews.create(target, "✍️ Writing the answer…", AbortSignal.timeout(5_000));
+    const before = h.fake.requests.length;
+    const text = Array.from({ length: 3 }, (_, i) => `Part ${i}: ${"word ".repeat(360)}`).join("\n\n");
+    await adapter.send(reply(text, { replyId: `dc:${IDS.textChannel}#2`, preview: "dc#2" }), {
+      fromPart: 1,
+      onPartSent: async () => {},
+      preview: { messageId: secondStatus, only: false, onRefused: async () => {} },
+    });
+    expect(madeRequests().slice(before).filter((line) => / \/channels\//.test(line) && !line.startsWith("GET"))).toEqual(["DELETE /channels/#/messages/#", "POST /channels/#/messages", "POST /channels/#/messages"]);
+    expect(deletes().at(-1)).toBe(secondStatus);
+    expect(h.fake.sentMessages.slice(-2).map((body) => String(body.content).slice(0, 6))).toEqual(["Part 1", "Part 2"]);
+  });
+
   it("never lets model output ping: @everyone, users and roles go out unparsed; only the asker is pinged, in guilds", async () => {
     const adapter = await h.startAdapter();
     h.fake.dispatchMessage(fixture("guild-mention"));
