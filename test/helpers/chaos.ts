@@ -2,9 +2,12 @@
  * Seeded chaos: many Telegram users chat with a gateway process and two worker processes
  * (webhook mode: the driver posts each chat's updates one at a time and re-posts until it gets
  * a 2xx, as Telegram does), while a seeded schedule SIGKILLs and restarts workers, freezes
- * workers and Redis past the lock (SIGSTOP/SIGCONT), and restarts the gateway (SIGTERM and
- * SIGKILL). Afterwards the checker reads every session's transcript from Redis and every
- * message the fake Telegram received, and counts what was lost, doubled or answered twice.
+ * workers, Redis and the gateway past the lock (SIGSTOP/SIGCONT), and restarts the gateway
+ * (SIGTERM and SIGKILL). Answers stream (a silent status message replaced by the final), and
+ * some messages ask for a reminder (a schedule tool call, then a firing). Afterwards the checker
+ * reads every session's transcript and keys from Redis and every message the fake Telegram
+ * received, and counts what was lost, doubled or answered twice, updates never stored, parts
+ * and reminders delivered twice, reminders that never fired, and chats left stuck.
  *
  * Used by `npm run chaos -- --seed N --minutes M` (scripts/chaos.ts) and, with one short
  * seed, by test/integration/faults/chaos.test.ts.
@@ -24,7 +27,7 @@ import { freePort } from "./redis-server.js";
 import { newUserTexts, sleep } from "./stall-run.js";
 import { buildForChildProcesses } from "./test-build.js";
 
-export const FAULT_KINDS = ["worker-kill", "worker-pause", "redis-pause", "gateway-term", "gateway-kill", "redis-kill"] as const;
+export const FAULT_KINDS = ["worker-kill", "worker-pause", "redis-pause", "gateway-term", "gateway-kill", "gateway-pause", "redis-kill"] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 export type { ChaosTopology };
 
@@ -53,6 +56,13 @@ export interface ChaosOptions {
   topology?: ChaosTopology;
   /** JOB_LOCK_MS of the processes. @defaultValue 1500 */
   lockMs?: number;
+  /**
+   * What the users do besides chatting: `reminders` — some messages ask for a reminder in a few
+   * seconds (a turn calling the schedule tool, then a firing), `streaming` — the answers stream
+   * (STREAMING=progress: a silent status message, then the final sent new and the status
+   * deleted). @defaultValue { reminders: true, streaming: true }
+   */
+  workload?: { reminders?: boolean; streaming?: boolean };
   /** Where process logs go (kept for a failed seed). @defaultValue a temp directory */
   logDir?: string;
   log?: (line: string) => void;
@@ -63,12 +73,30 @@ export interface ChaosReport {
   durationMs: number;
   /** Messages Telegram got a 2xx for (stored, as far as it knows). */
   messages: number;
+  /** Messages Telegram posted to the webhook that never got a 2xx by the end (delivered by the platform, never received by Redis). */
+  unreceived: number;
+  /** Messages that asked for a reminder, and reminders delivered. */
+  remindersAsked: number;
+  remindersDelivered: number;
+  /** A reminder delivered more than once. */
+  duplicateReminders: number;
+  /** A reminder whose confirmation reached the chat but which never fired. */
+  missingReminders: number;
+  /** Chats whose session still had inbox, pending or outbox entries, or a held lease, at the end. */
+  stuckChats: number;
+  /** Silent status messages (previews) still in a chat at the end: a preview the final did not replace. */
+  leftoverStatuses: number;
   /** sendMessage calls the fake Telegram accepted (a 429-refused one is no delivery). */
   parts: number;
   faults: Record<string, number>;
   lost: number;
   doubled: number;
   unanswered: number;
+  /**
+   * Of those, the ones in a chat where a part's answer was lost and the part counted as sent
+   * (reply-part-unconfirmed; the price of never sending a part twice on Telegram, issue 28 item 2).
+   */
+  unansweredAtUnconfirmedPart: number;
   answeredTwice: number;
   /** The same part delivered twice. */
   duplicateParts: number;
@@ -87,11 +115,36 @@ const TOKEN = "123456789:CHAOS-token";
 const SECRET = "chaos-webhook-secret";
 const ID_PATTERN = /\bc\d+-m\d+\b/g;
 
-/** The model: a seeded latency, an answer naming the messages it answers, now and then a long one (several parts). */
+/** The tag a reminder for message `id` posts: names no message id (the checker counts those as answers). */
+const reminderTag = (id: string) => `rem_${id.replace("-", "_")}`;
+const REMINDER_PATTERN = /\brem_c\d+_m\d+\b/g;
+
+/** User texts of the batch a tool step belongs to: those before the assistant message that called the tool. */
+function batchOfToolStep(messages: Array<{ role: string; content?: unknown }>): string[] {
+  const caller = messages.findLastIndex((message) => message.role === "assistant");
+  const before = messages.slice(0, caller).findLastIndex((message) => message.role === "assistant");
+  return messages.slice(before + 1, caller).filter((message) => message.role === "user").map((message) => withoutStamp(String(message.content)));
+}
+
+/**
+ * The model: a seeded latency, an answer naming the messages it answers, now and then a long one
+ * (several parts). A batch asking for a reminder first calls the schedule tool (a reminder in
+ * 3 s whose text is the message's tag), then answers once the tool result is in.
+ */
 function chaosModel(seed: number) {
   const random = seededRandom(seed ^ 0x5eed);
   return (request: Parameters<typeof newUserTexts>[0]) => {
-    const ids = newUserTexts(request).flatMap((text) => text.match(ID_PATTERN) ?? []);
+    const messages = request.body.messages as Array<{ role: string; content?: unknown }>;
+    const afterTool = messages.at(-1)?.role === "tool";
+    const texts = afterTool ? batchOfToolStep(messages) : newUserTexts(request);
+    const ids = texts.flatMap((text) => text.match(ID_PATTERN) ?? []);
+    const asking = afterTool ? [] : texts.filter((text) => text.includes("remind")).flatMap((text) => text.match(ID_PATTERN) ?? []);
+    if (asking.length > 0) {
+      return {
+        toolCalls: asking.map((id) => ({ name: "schedule", arguments: { action: "create", kind: "reminder", in: "3s", text: reminderTag(id) } })),
+        delayMs: Math.round(100 + random() * 1_000),
+      };
+    }
     const head = `ok ${ids.join(" ")}`;
     const long = random() < 0.2;
     // Filler lines are unique per reply (so a repeated part is visible) but name no message id.
@@ -112,6 +165,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const random = seededRandom(options.seed);
 
   const topology = options.topology ?? "single";
+  const workload = { reminders: options.workload?.reminders ?? true, streaming: options.workload?.streaming ?? true };
   const redis = await startChaosRedis(topology);
   const llm = await startFakeLlm();
   llm.setHandler(chaosModel(options.seed));
@@ -128,9 +182,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     LLM_MODEL: "gpt-4o-mini",
     LLM_TIMEOUT_MS: "15000",
     JOB_LOCK_MS: String(lockMs),
-    // The checker counts the messages Telegram accepted as reply parts; live previews (status
-    // messages later edited into the answer) have their own crash tests (test/integration/streaming).
-    STREAMING: "off",
+    // Streaming finals: a silent status message (not a reply part: the checker leaves silent
+    // sends out), then the answer sent as new messages and the status deleted.
+    STREAMING: workload.streaming ? "progress" : "off",
+    STREAMING_DELAY_MS: "300",
     SHUTDOWN_TIMEOUT_MS: "6000",
     RATE_LIMIT_PER_MINUTE: "0",
     CONSOLE: "off",
@@ -143,7 +198,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
   // Processes, restarted by the schedule; every incarnation's log is kept.
   const incarnations = new Map<string, number>();
+  const apps: AppProcess[] = [];
   const saveLog = (name: string, app: AppProcess) => {
+    apps.push(app);
     const count = (incarnations.get(name) ?? 0) + 1;
     incarnations.set(name, count);
     void app.exited().then(() => writeFileSync(join(logDir, `${name}-${count}.log`), app.stderr()));
@@ -166,9 +223,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
   // Users: each chat posts its next message only once Telegram got a 2xx for the previous one.
   const submitted: Submitted[] = [];
+  const remindersAsked: string[] = [];
+  /** Posted to the webhook and never answered 2xx (so far). */
+  const unreceived = new Set<string>();
   let updateId = 500_000;
   let messageId = 1;
   let sending = true;
+  // Telegram keeps re-posting an update until it gets a 2xx; after the drain it gives up here.
+  let posting = true;
   const driveChat = async (chatIndex: number) => {
     const chatRandom = seededRandom(options.seed * 1_000 + chatIndex);
     const chatId = chatIds[chatIndex]!;
@@ -176,16 +238,25 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       await sleep(200 + chatRandom() * 2_500);
       if (!sending) break;
       const id = `c${chatIndex}-m${count}`;
+      const text = workload.reminders && chatRandom() < 0.12 ? `${id} remind me` : id;
       const update = {
         update_id: updateId++,
-        message: { message_id: messageId++, date: Math.floor(Date.now() / 1_000), chat: { id: chatId, type: "private", first_name: `User${chatIndex}` }, from: { id: chatId, is_bot: false, first_name: `User${chatIndex}` }, text: id },
+        message: { message_id: messageId++, date: Math.floor(Date.now() / 1_000), chat: { id: chatId, type: "private", first_name: `User${chatIndex}` }, from: { id: chatId, is_bot: false, first_name: `User${chatIndex}` }, text },
       } as Update;
-      for (;;) {
+      unreceived.add(id);
+      let received = false;
+      while (posting) {
         const status = await telegram.postWebhook(webhookUrl, update, SECRET).then((response) => response.status, () => 0);
-        if (status >= 200 && status < 300) break;
+        if (status >= 200 && status < 300) {
+          received = true;
+          break;
+        }
         await sleep(300);
       }
-      submitted.push({ sessionKey: `tg:${chatId}`, messageId: id, text: id });
+      if (!received) break;
+      unreceived.delete(id);
+      submitted.push({ sessionKey: `tg:${chatId}`, messageId: id, text });
+      if (text !== id) remindersAsked.push(id);
     }
   };
   const drivers = chatIds.map((_, index) => driveChat(index));
@@ -227,6 +298,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         await gateway.kill("SIGTERM");
         gateway = await startGateway();
         break;
+      case "gateway-pause":
+        // A gateway frozen past the lock: its delivery lease and preview claims run out while it
+        // holds requests half done, and webhook posts wait on it.
+        gateway.signal("SIGSTOP");
+        await sleep(pastTheLock());
+        gateway.signal("SIGCONT");
+        break;
       case "gateway-kill":
         gatewayKills.push(Date.now());
         await gateway.kill("SIGKILL");
@@ -238,14 +316,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
   // Drain: no more messages, no more faults; wait until every acknowledged message is answered.
   sending = false;
+  // A chat whose last message never gets a 2xx is counted, not waited for forever.
+  const postingUntil = setTimeout(() => { posting = false; }, 120_000);
   await Promise.all(drivers);
+  clearTimeout(postingUntil);
   log(`seed ${options.seed}: faults over, draining ${submitted.length} messages`);
   // What users received: the fake answers sends over its rate limits with 429 (grammY waits and
   // sends again), and a refused send is no delivery.
-  const sent = () => telegram.delivered().map((call) => ({ chatId: String(call.payload.chat_id), text: String(call.payload.text ?? ""), at: call.at }));
+  // Silent sends are status messages (previews), not reply parts.
+  const sent = () => telegram.delivered().filter((call) => call.payload.disable_notification !== true).map((call) => ({ chatId: String(call.payload.chat_id), text: String(call.payload.text ?? ""), at: call.at }));
   const answered = () => new Set(sent().flatMap((part) => part.text.match(ID_PATTERN) ?? []));
+  const reminded = () => new Set(sent().flatMap((part) => part.text.match(REMINDER_PATTERN) ?? []));
   const drainUntil = Date.now() + 180_000;
-  while (Date.now() < drainUntil && !submitted.every((message) => answered().has(message.messageId))) await sleep(250);
+  const drained = () => submitted.every((message) => answered().has(message.messageId)) && remindersAsked.every((id) => reminded().has(reminderTag(id)));
+  while (Date.now() < drainUntil && !drained()) await sleep(250);
   // Late duplicates would show up now.
   await sleep(5_000);
 
@@ -257,8 +341,28 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const messages = await store.readTranscript(`tg:${chatId}`);
     transcripts.set(`tg:${chatId}`, messages.filter((message) => message.role === "user").map((message) => withoutStamp(String(message.content))));
   }
+  // Stuck: work left in a session, or a lease nobody releases, once everything drained.
+  let stuckChats = 0;
+  for (const chatId of chatIds) {
+    const keys = store.keys(`tg:${chatId}`);
+    const [inbox, pending, outbox, lease, deliveryLease] = await Promise.all([
+      client.llen(keys.inbox), client.llen(keys.pending), client.llen(keys.outbox), client.exists(keys.lease), client.exists(keys.deliveryLease),
+    ]);
+    if (inbox + pending + outbox + lease + deliveryLease > 0) {
+      stuckChats++;
+      log(`  stuck tg:${chatId}: inbox ${inbox}, pending ${pending}, outbox ${outbox}, lease ${lease}, delivery lease ${deliveryLease}`);
+    }
+  }
   client.disconnect();
   const parts = sent();
+  const reminderParts = parts.flatMap((part) => (part.text.startsWith("⏰") ? part.text.match(REMINDER_PATTERN) ?? [] : []));
+  const reminderCounts = new Map<string, number>();
+  for (const tag of reminderParts) reminderCounts.set(tag, (reminderCounts.get(tag) ?? 0) + 1);
+  const duplicateReminders = [...reminderCounts.entries()].filter(([, count]) => count > 1).map(([tag]) => tag);
+  // Asked, confirmed in an answer, never fired.
+  const missingReminders = remindersAsked.filter((id) => answered().has(id) && !reminderCounts.has(reminderTag(id)));
+  const silentStatuses = new Set(telegram.delivered().filter((call) => call.payload.disable_notification === true).map((call) => `${String(call.payload.chat_id)}\n${String(call.payload.text ?? "")}`));
+  const leftoverStatuses = chatIds.flatMap((chatId) => telegram.chatView(chatId).filter((message) => silentStatuses.has(`${chatId}\n${message.text}`) && !/\bc\d+-m\d+\b/.test(message.text)));
   const distinct = [...new Map(parts.map((part) => [`${part.chatId}\n${part.text}`, part])).values()];
   const result = audit({
     submitted,
@@ -266,6 +370,25 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     // Ids each distinct reply part names: two different replies naming one message = answered twice.
     answers: distinct.map((part) => [...new Set(part.text.match(ID_PATTERN) ?? [])]),
     deliveredIds: parts.map((part) => `${part.chatId}\n${part.text}`),
+  });
+
+  // A Telegram part whose answer was lost counts as sent and is never sent again (issue 28 item
+  // 2): when Telegram had not acted, the part is missing, at most once and logged
+  // (reply-part-unconfirmed). A message unanswered in a chat with such a part is that price.
+  const unconfirmedSessions = new Set<string>();
+  for (const app of apps) {
+    for (const line of app.stderr().split("\n")) {
+      if (!line.includes("reply-part-unconfirmed")) continue;
+      try {
+        unconfirmedSessions.add(String((JSON.parse(line) as { sessionKey?: unknown }).sessionKey));
+      } catch {
+        // A line cut by a kill.
+      }
+    }
+  }
+  const unansweredAtUnconfirmed = result.unanswered.filter((id) => {
+    const message = submitted.find((entry) => entry.messageId === id);
+    return message !== undefined && unconfirmedSessions.has(message.sessionKey);
   });
 
   // A repeat is the floor's when a gateway SIGKILL fell between the two copies, within a moment of the first.
@@ -288,11 +411,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     seed: options.seed,
     durationMs: options.durationMs,
     messages: submitted.length,
+    unreceived: unreceived.size,
+    remindersAsked: remindersAsked.length,
+    remindersDelivered: reminderParts.length,
+    duplicateReminders: duplicateReminders.length,
+    missingReminders: missingReminders.length,
+    stuckChats,
+    leftoverStatuses: leftoverStatuses.length,
     parts: parts.length,
     faults,
     lost: result.lost.length,
     doubled: result.doubled.length,
     unanswered: result.unanswered.length,
+    unansweredAtUnconfirmedPart: unansweredAtUnconfirmed.length,
     answeredTwice: result.answeredTwice.length,
     duplicateParts: result.duplicateReplies.length,
     duplicatePartsAtGatewayKill: atGatewayKill.length,
@@ -301,13 +432,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     details: {
       lost: result.lost,
       doubled: result.doubled,
-      unanswered: result.unanswered,
+      unanswered: result.unanswered.filter((id) => !unansweredAtUnconfirmed.includes(id)),
+      unansweredAtUnconfirmedPart: unansweredAtUnconfirmed,
       answeredTwice: result.answeredTwice,
       duplicateParts: result.duplicateReplies.filter((key) => !atGatewayKill.includes(key)).map((key) => key.slice(0, 80)),
       duplicatePartsAtGatewayKill: atGatewayKill.map((key) => key.slice(0, 80)),
+      unreceived: [...unreceived],
+      duplicateReminders,
+      missingReminders,
+      leftoverStatuses: leftoverStatuses.map((message) => message.text.slice(0, 80)),
     },
   };
-  report.clean = report.lost + report.doubled + report.unanswered + report.answeredTwice + report.duplicateParts - report.duplicatePartsAtGatewayKill === 0;
+  report.clean = report.lost + report.doubled + report.unanswered - report.unansweredAtUnconfirmedPart + report.answeredTwice + report.duplicateParts - report.duplicatePartsAtGatewayKill
+    + report.unreceived + report.duplicateReminders + report.missingReminders + report.stuckChats === 0;
   writeFileSync(join(logDir, "report.json"), JSON.stringify(report, null, 2));
   return report;
 }
