@@ -10,6 +10,7 @@
  */
 import MarkdownIt from "markdown-it";
 import type { Token } from "markdown-it";
+import stringWidth from "string-width";
 
 const markdown = new MarkdownIt("default", { html: false, linkify: false, typographer: false });
 
@@ -127,7 +128,7 @@ class BlockRenderer {
       case "thead_open": case "thead_close": case "tbody_open": case "tbody_close":
         return;
       case "inline":
-        if (this.row) this.row.push(plainInline(token.children ?? []));
+        if (this.row) this.row.push(cellText(token.children ?? []));
         else this.emit(renderInline(token.children ?? []));
         return;
       case "heading_open": {
@@ -208,8 +209,13 @@ function codeBlock(content: string, info: string): string {
   return language ? `<pre><code class="language-${language}">${code}</code></pre>` : `<pre>${code}</pre>`;
 }
 
-const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
-const width = (text: string) => [...graphemes.segment(text)].length;
+/**
+ * Columns a text takes in a monospace font (string-width, as Discord's tables): East Asian wide
+ * and fullwidth characters and emoji take two, the rest one. Counting characters instead
+ * misaligns every column after a CJK word or an emoji.
+ */
+export const displayWidth = (text: string): number => stringWidth(text);
+const width = displayWidth;
 
 /** A table as a monospace block: Telegram has no tables, and aligned columns read well in code font. */
 function tableBlock(rows: readonly string[][]): string {
@@ -277,7 +283,29 @@ function renderInline(tokens: readonly Token[]): string {
   return output.join("");
 }
 
-/** Inline tokens as plain text (table cells, image alt text). */
+/**
+ * A table cell as plain text (the table is one monospace block, where no link works): a link
+ * keeps its target in brackets after its label, unless the label is the target.
+ */
+function cellText(tokens: readonly Token[]): string {
+  const output: string[] = [];
+  let link: { href: string; labelStart: number } | undefined;
+  for (const token of tokens) {
+    if (token.type === "link_open") link = { href: String(token.attrGet("href") ?? ""), labelStart: output.length };
+    else if (token.type === "link_close" && link) {
+      const label = output.slice(link.labelStart).join("").trim();
+      const target = readableTarget(link.href);
+      if (label !== target && label !== link.href) output.push(` (${target})`);
+      link = undefined;
+    } else if (token.type === "image") {
+      const src = String(token.attrGet("src") ?? "");
+      output.push(`${plainInline(token.children ?? []) || "image"} (${readableTarget(src)})`);
+    } else output.push(token.type === "softbreak" || token.type === "hardbreak" ? " " : token.content);
+  }
+  return output.join("");
+}
+
+/** Inline tokens as plain text (image alt text). */
 function plainInline(tokens: readonly Token[]): string {
   return tokens.map((token) => (token.type === "image" ? plainInline(token.children ?? []) : token.type === "softbreak" || token.type === "hardbreak" ? " " : token.content)).join("");
 }

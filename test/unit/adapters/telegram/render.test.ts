@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { htmlToPlainText, renderMarkdown } from "../../../../src/adapters/telegram/render.js";
+import { decodeEntities, displayWidth, htmlToPlainText, renderMarkdown } from "../../../../src/adapters/telegram/render.js";
 import { parseTelegramHtml } from "../../../fakes/fake-telegram.js";
 
 function isSubsequence(needle: string, haystack: string): boolean {
@@ -44,6 +44,26 @@ describe("renderMarkdown", () => {
 
   it("renders a table as an aligned monospace block", () => {
     expect(renderMarkdown("| name | n |\n|---|--:|\n| **ab** | 1 |\n| c | 22 |")).toBe("<pre>name │ n\n─────┼───\nab   │ 1\nc    │ 22</pre>");
+  });
+
+  it("keeps a link's URL in a table cell (no link works in the monospace block)", () => {
+    const html = renderMarkdown("| site | note |\n|---|---|\n| [docs](https://example.com/docs) | see <https://x.y/z> |");
+    expect(html).toContain("docs (https://example.com/docs)");
+    // A bare URL is not written twice.
+    expect(html).toContain("see https://x.y/z");
+    expect(html).not.toContain("https://x.y/z (");
+  });
+
+  it("aligns table columns by display width: CJK characters and emoji take two columns", () => {
+    expect(displayWidth("東京")).toBe(4);
+    expect(displayWidth("👍🏽")).toBe(2);
+    expect(displayWidth("🇯🇵")).toBe(2);
+    expect(displayWidth("café")).toBe(4);
+    const html = renderMarkdown("| city | ok |\n|---|---|\n| 東京 | 👍 |\n| Paris | no |");
+    const lines = decodeEntities(html.replace(/<\/?pre>/g, "")).split("\n");
+    // Every separator sits in the same column on screen.
+    const columnOfBar = (line: string) => displayWidth(line.slice(0, line.search(/[│┼]/)));
+    expect(lines.map(columnOfBar)).toEqual([6, 6, 6, 6]);
   });
 
   it("runs an unclosed fence to the end instead of leaking markup", () => {
