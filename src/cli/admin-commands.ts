@@ -14,6 +14,8 @@
  *   budgets               today's and this month's spend of every account, with its limits
  *   dead-letters [session] replies moved aside after failing for good (dead-letters-command.ts);
  *                         `retry SESSION ID` / `drop SESSION ID` (src/operator)
+ *   migrate-to-cluster URL copies the deployment from the Redis at URL to the configured Cluster
+ *                         (migrate-to-cluster.ts)
  */
 import type { Redis } from "ioredis";
 import type { Config } from "../../config/index.js";
@@ -31,6 +33,7 @@ import type { SessionState } from "../session/state.js";
 import { SessionStore } from "../session/store.js";
 import { forgetInUsageLedger } from "../session/turn-history.js";
 import { deadLettersCommand, DeadLettersUsageError } from "./dead-letters-command.js";
+import { migrateToClusterCommand } from "./migrate-to-cluster.js";
 
 export class AdminUsageError extends Error {
   override readonly name = "AdminUsageError";
@@ -287,7 +290,10 @@ export const ADMIN_USAGE = `usage:
   npm run admin -- dead-letters retry SESSION ID
                                               send one again (back to its session's outbox)
   npm run admin -- dead-letters drop SESSION ID
-                                              discard one`;
+                                              discard one
+  npm run admin -- migrate-to-cluster OLD_REDIS_URL
+                                              copy the deployment from one Redis to the Cluster REDIS_CLUSTER_NODES
+                                              names (bot stopped; docs/operator.md, "Moving to a Cluster")`;
 
 export async function runAdmin(context: AdminContext, argv: readonly string[]): Promise<number> {
   const [command, argument] = argv;
@@ -310,6 +316,8 @@ export async function runAdmin(context: AdminContext, argv: readonly string[]): 
       return exportUserCommand(context, needs("PLATFORM:ID"));
     case "budgets":
       return budgetsCommand(context);
+    case "migrate-to-cluster":
+      return migrateToClusterCommand({ redis: context.redis, prefix: context.config.REDIS_PREFIX, write: context.write }, needs("the old Redis's URL (its REDIS_URL)"));
     case "dead-letters":
       return deadLettersCommand({ ...context, logger: context.logger ?? silentLogger }, argv.slice(1)).catch((error: unknown) => {
         throw error instanceof DeadLettersUsageError ? new AdminUsageError(error.message) : error;

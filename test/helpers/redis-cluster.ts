@@ -5,7 +5,7 @@
  * only once every replica finished its first sync (`master_link_status:up`) — a replica that
  * has not synced is never promoted, and a failover test would wait for nothing.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
@@ -34,12 +34,12 @@ export interface RedisClusterHandle {
   nodeList: string;
   /** cluster-node-timeout of every node: a master silent this long is failed over. */
   nodeTimeoutMs: number;
-  /** Runs redis-cli against one node and returns its output. */
+  /** Runs redis-cli against one node and returns its output (blocks this process: for quick reads in tests). */
   cli(port: number, ...args: string[]): string;
-  /** The port of the master serving `key`'s slot, as the live nodes see it. */
-  masterOf(key: string): number;
-  /** The master ports now (a node answering role master with slots), as the live nodes see them. */
-  masters(): number[];
+  /** The port of the master serving `key`'s slot, as every live node sees it. */
+  masterOf(key: string): Promise<number>;
+  /** The masters now (a live node that is a master serving slots). */
+  masters(): Promise<number[]>;
   /**
    * Waits until every node that runs agrees: cluster_state:ok, every master with `replicas`
    * replicas whose link is up, and no node still flagged failing.
@@ -79,6 +79,20 @@ function cli(port: number, ...args: string[]): string {
   return run.stdout;
 }
 
+/**
+ * redis-cli without blocking this process: the chaos driver and the tests host fake platforms
+ * and the pipeline in this process, and a blocked event loop looks like a platform outage.
+ */
+function ask(port: number, ...args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...args], { encoding: "utf8", timeout: 10_000 }, (error, stdout, stderr) => {
+      if (error) return reject(error);
+      if (/^(ERR|Could not connect)/.test(stdout) || /Could not connect/.test(stderr)) return reject(new Error(`redis-cli -p ${port} ${args.join(" ")}: ${stderr || stdout}`));
+      resolve(stdout);
+    });
+  });
+}
+
 function infoField(info: string, name: string): string | undefined {
   return new RegExp(`^${name}:(.*)$`, "m").exec(info)?.[1]?.trim();
 }
@@ -93,8 +107,8 @@ interface NodeLine {
 }
 
 /** CLUSTER NODES as one node sees it. */
-function clusterNodes(port: number): NodeLine[] {
-  return cli(port, "CLUSTER", "NODES").trim().split("\n").filter(Boolean).map((line) => {
+async function clusterNodes(port: number): Promise<NodeLine[]> {
+  return (await ask(port, "CLUSTER", "NODES")).trim().split("\n").filter(Boolean).map((line) => {
     const [id, address, flags, masterId, , , , linkState, ...slots] = line.split(" ");
     return { id: id!, port: Number(address!.split("@")[0]!.split(":").pop()), flags: flags!.split(","), masterId: masterId!, linkState: linkState!, slots };
   });
@@ -153,68 +167,70 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
       },
     });
   }
-  /** What the running nodes say; a dead or frozen node is skipped. */
-  const answering = (ask: (port: number) => string): Array<{ port: number; answer: string }> => nodes.flatMap((node) => {
-    if (!node.child || node.paused) return [];
-    try {
-      return [{ port: node.port, answer: ask(node.port) }];
-    } catch {
-      return [];
-    }
-  });
+  /** What the running nodes say; a dead, frozen or silent node is skipped. */
+  const answering = async (question: (port: number) => Promise<string>): Promise<Array<{ port: number; answer: string }>> => {
+    const answers = await Promise.all(nodes.map(async (node) => {
+      if (!node.child || node.paused) return [];
+      try {
+        return [{ port: node.port, answer: await question(node.port) }];
+      } catch {
+        return [];
+      }
+    }));
+    return answers.flat();
+  };
   const handle: RedisClusterHandle = {
     nodes,
     nodeList: nodes.map((node) => `127.0.0.1:${node.port}`).join(","),
     nodeTimeoutMs,
     cli,
-    masterOf(key) {
-      const slot = Number(cli(nodes.find((node) => node.child && !node.paused)!.port, "CLUSTER", "KEYSLOT", key).trim());
+    async masterOf(key) {
+      const slot = Number((await ask(nodes.find((node) => node.child && !node.paused)!.port, "CLUSTER", "KEYSLOT", key)).trim());
       const serves = (line: NodeLine) => line.slots.some((range) => {
         const [from, to = from] = range.split("-").map(Number);
         return slot >= from! && slot <= to!;
       });
       // Every live node's view must agree, so a test does not act on one node's stale view.
-      const named = answering((port) => String(clusterNodes(port).find((line) => line.flags.includes("master") && !line.flags.includes("fail") && serves(line))?.port ?? ""));
+      const named = await answering(async (port) => String((await clusterNodes(port)).find((line) => line.flags.includes("master") && !line.flags.includes("fail") && serves(line))?.port ?? ""));
       const ports = new Set(named.map(({ answer }) => answer));
       const [only] = [...ports];
       if (ports.size !== 1 || !only) throw new Error(`the live nodes do not agree on the master of ${key} (slot ${slot}): ${[...ports].join(", ")}`);
       return Number(only);
     },
-    masters() {
-      return answering((port) => {
-        const mine = clusterNodes(port).find((line) => line.flags.includes("myself"));
+    async masters() {
+      const answers = await answering(async (port) => {
+        const mine = (await clusterNodes(port)).find((line) => line.flags.includes("myself"));
         return mine && mine.flags.includes("master") && mine.slots.length > 0 ? "yes" : "";
-      }).filter(({ answer }) => answer === "yes").map(({ port }) => port);
+      });
+      return answers.filter(({ answer }) => answer === "yes").map(({ port }) => port);
     },
     async waitUntilHealthy({ replicas: wanted = replicas, timeoutMs = 60_000 } = {}) {
       const deadline = Date.now() + timeoutMs;
-      let why = "";
-      for (;;) {
-        why = "";
+      const check = async (): Promise<string> => {
         const running = nodes.filter((node) => node.child && !node.paused);
-        const states = answering((port) => cli(port, "CLUSTER", "INFO"));
-        if (states.length < running.length) why = `${running.length - states.length} running node(s) do not answer`;
-        else if (!states.every(({ answer }) => /cluster_state:ok/.test(answer))) why = "cluster_state is not ok on every node";
-        else {
-          const views = answering((port) => JSON.stringify(clusterNodes(port)));
-          for (const { port, answer } of views) {
-            const lines = JSON.parse(answer) as NodeLine[];
-            const failing = lines.filter((line) => line.flags.some((flag) => flag === "fail" || flag === "fail?") && running.some((node) => node.port === line.port));
-            if (failing.length > 0) why = `node ${port} still flags ${failing.map((line) => line.port).join(",")} failing`;
-          }
-          if (!why) {
-            const replication = answering((port) => cli(port, "INFO", "replication"));
-            const masters = replication.filter(({ answer }) => infoField(answer, "role") === "master");
-            for (const { port, answer } of replication) {
-              if (infoField(answer, "role") === "slave" && infoField(answer, "master_link_status") !== "up") why = `replica ${port}: link to its master not up`;
-            }
-            for (const { port, answer } of masters) {
-              const online = answer.split(/\r?\n/).filter((line) => /^slave\d+:.*state=online/.test(line)).length;
-              const serving = (clusterNodes(port).find((line) => line.flags.includes("myself"))?.slots.length ?? 0) > 0;
-              if (serving && online < wanted) why = `master ${port}: ${online} of ${wanted} replicas online`;
-            }
-          }
+        const states = await answering((port) => ask(port, "CLUSTER", "INFO"));
+        if (states.length < running.length) return `${running.length - states.length} running node(s) do not answer`;
+        if (!states.every(({ answer }) => /cluster_state:ok/.test(answer))) return "cluster_state is not ok on every node";
+        const views = await answering(async (port) => JSON.stringify(await clusterNodes(port)));
+        for (const { port, answer } of views) {
+          const lines = JSON.parse(answer) as NodeLine[];
+          const failing = lines.filter((line) => line.flags.some((flag) => flag === "fail" || flag === "fail?") && running.some((node) => node.port === line.port));
+          if (failing.length > 0) return `node ${port} still flags ${failing.map((line) => line.port).join(",")} failing`;
         }
+        const replication = await answering((port) => ask(port, "INFO", "replication"));
+        for (const { port, answer } of replication) {
+          if (infoField(answer, "role") === "slave" && infoField(answer, "master_link_status") !== "up") return `replica ${port}: link to its master not up`;
+        }
+        for (const { port, answer } of replication.filter((each) => infoField(each.answer, "role") === "master")) {
+          const online = answer.split(/\r?\n/).filter((line) => /^slave\d+:.*state=online/.test(line)).length;
+          const own = JSON.parse(views.find((view) => view.port === port)?.answer ?? "[]") as NodeLine[];
+          const serving = (own.find((line) => line.flags.includes("myself"))?.slots.length ?? 0) > 0;
+          if (serving && online < wanted) return `master ${port}: ${online} of ${wanted} replicas online`;
+        }
+        return "";
+      };
+      for (;;) {
+        const why = await check();
         if (!why) return;
         if (Date.now() > deadline) throw new Error(`the test cluster is not healthy after ${timeoutMs} ms: ${why}`);
         await sleep(100);
@@ -223,12 +239,7 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
     async waitForFailover(key, formerPort, timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        let now: number | undefined;
-        try {
-          now = handle.masterOf(key);
-        } catch {
-          now = undefined;
-        }
+        const now = await handle.masterOf(key).catch(() => undefined);
         if (now !== undefined && now !== formerPort) return now;
         if (Date.now() > deadline) throw new Error(`no failover of ${key}'s master ${formerPort} within ${timeoutMs} ms`);
         await sleep(100);
@@ -237,8 +248,8 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
     async waitForFailoverOf(port, timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        // Every live node sees another master serving the slots `port` served.
-        const views = answering((asked) => JSON.stringify(clusterNodes(asked)));
+        // Every live node sees another master serve the slots `port` served.
+        const views = await answering(async (asked) => JSON.stringify(await clusterNodes(asked)));
         const settled = views.length > 0 && views.every(({ answer }) => {
           const lines = JSON.parse(answer) as NodeLine[];
           const former = lines.find((line) => line.port === port);

@@ -33,11 +33,15 @@ describe("Redis Cluster: a master fails over under a running chat", () => {
   beforeAll(async () => {
     cluster = await startRedisCluster({ replicas: 1, nodeTimeoutMs: 1_000 });
     // One chat per master, so whichever master fails holds a chat's session.
-    const masters = cluster.masters();
+    const masters = await cluster.masters();
     const chats: string[] = [];
+    const owners: number[] = [];
     for (let candidate = 0; chats.length < masters.length && candidate < 1_000; candidate++) {
-      const owner = cluster.masterOf(`console:k${candidate}`);
-      if (!chats.some((chosen) => cluster.masterOf(`console:${chosen}`) === owner)) chats.push(`k${candidate}`);
+      const owner = await cluster.masterOf(`console:k${candidate}`);
+      if (!owners.includes(owner)) {
+        owners.push(owner);
+        chats.push(`k${candidate}`);
+      }
     }
     expect(keySlot(`${prefix}:{console:${chats[0]}}:inbox`)).toBe(keySlot(`{console:${chats[0]}}`));
     llm = await startFakeLlm();
@@ -70,7 +74,7 @@ describe("Redis Cluster: a master fails over under a running chat", () => {
     const doctor = async (minReplicasAck: string) => (await redisResults(testConfig({
       REDIS_URL: "redis://127.0.0.1:1", REDIS_CLUSTER_NODES: cluster.nodeList, REDIS_PREFIX: prefix, REDIS_MIN_REPLICAS_ACK: minReplicasAck,
     }), 5_000)).map((result) => formatResult(result, { color: false })).filter((line) => !line.startsWith("ok"));
-    const masters = cluster.masters();
+    const masters = await cluster.masters();
     const one = await doctor("1");
     expect(one).toHaveLength(masters.length);
     for (const port of masters) expect(one.some((line) => new RegExp(`^WARN.*master 127\\.0\\.0\\.1:${port}: 1 replica online, exactly REDIS_MIN_REPLICAS_ACK=1`).test(line))).toBe(true);
@@ -81,7 +85,7 @@ describe("Redis Cluster: a master fails over under a running chat", () => {
 
   it("acknowledges nothing while the session's node has no replica confirming it, and answers it once when it has", async () => {
     const message = chat.message(3);
-    const master = cluster.masterOf(message.sessionKey);
+    const master = await cluster.masterOf(message.sessionKey);
     const replicaPorts = cluster.nodes.filter((node) => node.port !== master && /master_port:(\d+)/.exec(cluster.cli(node.port, "INFO", "replication"))?.[1] === String(master));
     expect(replicaPorts).toHaveLength(1);
     replicaPorts[0]!.pause();
@@ -95,7 +99,7 @@ describe("Redis Cluster: a master fails over under a running chat", () => {
   }, 120_000);
 
   it("the turns queue's master killed (SIGKILL) mid-chat: 0 acknowledged messages lost, 0 doubled, 0 answered twice", async () => {
-    const former = cluster.masterOf(turnsKey);
+    const former = await cluster.masterOf(turnsKey);
     const victim = cluster.nodes.find((node) => node.port === former)!;
     await chat.through(4, async () => {
       await victim.kill();
@@ -109,7 +113,7 @@ describe("Redis Cluster: a master fails over under a running chat", () => {
 
   it("a session's master frozen (SIGSTOP) past the node timeout mid-chat, then woken: 0 lost, 0 doubled, 0 answered twice", async () => {
     const sessionKey = chat.message(18).sessionKey;
-    const former = cluster.masterOf(sessionKey);
+    const former = await cluster.masterOf(sessionKey);
     const frozen = cluster.nodes.find((node) => node.port === former)!;
     await chat.through(18, async () => {
       frozen.pause();
