@@ -6,7 +6,7 @@
  * start + i / rate whatever happened before it. The model is bench/paced-llm.ts in a process of
  * its own (first token after 1 s, 30 tokens/s streamed: a 90-token answer takes ~3.9 s); a share
  * of messages asks for one or two tool steps first (`current_time`, 1 s each), and a share goes
- * to a few "long" users whose messages are ~6,000 characters in a 16K window, so their sessions
+ * to five "long" users whose messages are ~1,900 characters in a 12K window, so their sessions
  * compact during the run. longhaul runs as an operator runs it — the build of `npm start` in
  * child processes with default settings (WORKER_CONCURRENCY unset), one process (`all`) or a
  * gateway and two workers (`split`) — against the platform fakes with their rate limits
@@ -205,7 +205,7 @@ export async function discordDriver(users: number): Promise<PlatformDriver> {
         id: String(600_000_000_000_000_000n + BigInt(++next)), channel_id: channel, guild_id: IDS.guild, author: HUMAN_USER,
         member: { nick: null, roles: [], joined_at: "2026-01-01T00:00:00.000Z", deaf: false, mute: false, flags: 0 },
         content: `<@${IDS.bot}> ${text}`, timestamp: new Date().toISOString(), edited_timestamp: null, tts: false, mention_everyone: false,
-        mentions: [], mention_roles: [], attachments: [], embeds: [], pinned: false, type: 0, flags: 0,
+        mention_roles: [], attachments: [], embeds: [], pinned: false, type: 0, flags: 0,
       });
     },
     newAnswers() {
@@ -272,8 +272,12 @@ export function random(seed: number): () => number {
   };
 }
 
-const LONG_USERS = 10;
-const LONG_TEXT = `${"Here is a long log excerpt from the service, line by line, with timestamps and values. ".repeat(70)}`;
+const LONG_USERS = 5;
+/** The window of every session: small enough that the long sessions compact within a minute. */
+export const LOAD_CONTEXT_WINDOW = "12000";
+
+/** ~1,900 characters: under Discord's 2,000 and Telegram's 4,096 per user message. */
+const LONG_TEXT = `${"Here is a long log excerpt from the service, line by line, with timestamps and values. ".repeat(22)}`;
 
 /** The i-th message of a run: who sends it, what it asks of the model. */
 export function messageOf(index: number, plan: LoadPlan, draw: () => number): { user: number; tools: number; text: string; long: boolean } {
@@ -340,7 +344,7 @@ export async function runOnce(plan: LoadPlan, platformName: PlatformName, topolo
   const platform = platformName === "telegram" ? await telegramDriver(plan.users) : await discordDriver(plan.users);
   const env: Record<string, string> = {
     REDIS_URL: redisUrl, REDIS_PREFIX: `load-${platformName}-${topology}-${rate}-${Date.now().toString(36)}`,
-    LLM_BASE_URL: llmUrl, LLM_API_KEY: "bench", LLM_MODEL: "gpt-4o-mini", LLM_CONTEXT_WINDOW: "16000",
+    LLM_BASE_URL: llmUrl, LLM_API_KEY: "bench", LLM_MODEL: "gpt-4o-mini", LLM_CONTEXT_WINDOW: LOAD_CONTEXT_WINDOW,
     HTTP_PORT: "0", CONSOLE: "off", LOG_LEVEL: "info",
     ...platform.env,
   };
@@ -436,7 +440,7 @@ export function report(plan: LoadPlan, results: readonly RunResult[]): string {
   });
   const detail = results.map((result) => `- ${result.platform}, ${result.topology}, ${result.rate}/s: requests by method ${JSON.stringify(result.requests.byMethod)}; model calls ${JSON.stringify(result.llm)} (cumulative over the bench)`);
   return [
-    `Open loop, ${plan.seconds} s per run, ${plan.users} users; model: first token ${plan.ttftMs} ms, ${plan.tokensPerSecond} tokens/s, ${plan.answerTokens}-token answers (${(modelTimeMs(plan, 0) / 1_000).toFixed(1)} s), ${Math.round(plan.toolShare * 100)}% with 1–2 tool steps (+1 s each), ${Math.round(plan.longShare * 100)}% from ${LONG_USERS} long sessions (16K window: they compact); answers awaited ${plan.drainSeconds} s after the last message.`,
+    `Open loop, ${plan.seconds} s per run, ${plan.users} users; model: first token ${plan.ttftMs} ms, ${plan.tokensPerSecond} tokens/s, ${plan.answerTokens}-token answers (${(modelTimeMs(plan, 0) / 1_000).toFixed(1)} s), ${Math.round(plan.toolShare * 100)}% with 1–2 tool steps (+1 s each), ${Math.round(plan.longShare * 100)}% from ${LONG_USERS} long sessions (12K window: they compact); answers awaited ${plan.drainSeconds} s after the last message.`,
     "",
     table(["platform", "longhaul", "offered /s", "answered", "wait above model p50 / p99 s", "event-loop delay p99 ms", "peak RSS MB", "Redis used MB", "platform req/s mean / busiest second", "busiest chat, req in one second", "refused (429)", "Redis commands / turn", "turns in flight (peak), RSS per turn", "load average"], rows),
     "",
