@@ -9,8 +9,11 @@
  * - sendMessage validates HTML with an independent model of tdlib's parser (telegram-html.ts),
  *   drops the links Telegram drops (silently), counts the 4,096 limit in UTF-16 units after
  *   parsing, and records what the user would SEE (`visible`);
- * - rate limits: about 1 message/s per chat with short bursts, 20/min in groups, 30/s overall,
- *   answered with 429 and `retry_after`; edits count like messages;
+ * - rate limits: a token bucket per chat (bursts of 3, then 1 message/s), 20 in any minute into a
+ *   group, 30 in any second overall, answered with 429 and `retry_after`; edits count like
+ *   messages. A chat that keeps sending while told to wait earns a long penalty (`abuseAfter`
+ *   requests inside its retry_after: 120 s), as bots that ignore flood control get on Telegram
+ *   ("retry after 126"); `penalties` lists them, `rateLimited()` every 429 answered;
  * - forum topics: sends into a closed one answer TOPIC_CLOSED, into a deleted one "message thread
  *   not found" (`closedTopics`, `deletedTopics`);
  * - privacy mode: group messages a privacy-mode bot may not see are never delivered (`withheld`);
@@ -45,6 +48,8 @@ export interface RecordedCall {
   visible?: ParsedHtml;
   /** The files of a multipart upload, as received. */
   files?: MultipartFile[];
+  /** Answered 429 (flood control) with this retry_after, in seconds. */
+  retryAfter?: number;
   /** sendDocument that Telegram accepted: the file the user can open. */
   document?: { fileName: string; bytes: Buffer };
   /**
@@ -66,6 +71,10 @@ export interface RateLimits {
   perChatPerSecond: number;
   groupPerMinute: number;
   globalPerSecond: number;
+  /** Requests to a chat inside its retry_after before the long penalty. @defaultValue 3 */
+  abuseAfter?: number;
+  /** The long penalty, in seconds. @defaultValue 120 */
+  penaltySeconds?: number;
 }
 
 /** Bots may upload files up to 50 MB (sendDocument and the other send methods). */
@@ -121,6 +130,11 @@ export class FakeTelegram {
   private readonly migrated = new Map<string, number>();
   private readonly files = new Map<string, { path: string; content: Buffer }>();
   private readonly sentAt = new Map<string, number[]>();
+  private readonly chatBuckets = new Map<string, { level: number; at: number }>();
+  /** Chats told to wait: until when, and how many requests came in anyway. */
+  private readonly blocked = new Map<string, { until: number; violations: number; penalized: boolean }>();
+  /** Long penalties given for sending through a retry_after, in order. */
+  readonly penalties: Array<{ chatId: string; at: number; seconds: number }> = [];
   private readonly globalSentAt: number[] = [];
   private webhook = { url: "", secret: "", lastErrorDate: 0, lastErrorMessage: "" };
   private nextUpdateId = 100_000;
@@ -161,13 +175,15 @@ export class FakeTelegram {
 
   static async start(options: { token?: string; bot?: UserFromGetMe; rateLimits?: RateLimits | false } = {}): Promise<FakeTelegram> {
     let fake: FakeTelegram | undefined;
-    const server = createServer((request, response) => {
+    // Many chats at once over kept-alive sockets: an idle socket is never closed under a client
+    // about to reuse it (keepAliveTimeout above any client's), and the accept queue is deep.
+    const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 70_000 }, (request, response) => {
       fake?.handle(request, response).catch((error: unknown) => {
         if (!response.headersSent) response.writeHead(400, { "content-type": "application/json" });
         response.end(JSON.stringify({ ok: false, error_code: 400, description: `Bad Request: ${String(error)}` }));
       });
     });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    await new Promise<void>((resolve) => server.listen({ port: 0, host: "127.0.0.1", backlog: 4096 }, resolve));
     const { port } = server.address() as AddressInfo;
     const limits = options.rateLimits === false ? undefined : (options.rateLimits ?? DEFAULT_LIMITS);
     fake = new FakeTelegram(server, `http://127.0.0.1:${port}`, options.token ?? FAKE_TOKEN, options.bot ?? FAKE_BOT, limits);
@@ -198,6 +214,11 @@ export class FakeTelegram {
 
   callsOf(method: string): RecordedCall[] {
     return this.calls.filter((call) => call.method === method);
+  }
+
+  /** Calls answered 429 (to `chatId` when given), in order. */
+  rateLimited(chatId?: number | string): RecordedCall[] {
+    return this.calls.filter((call) => call.retryAfter !== undefined && (chatId === undefined || String(call.payload.chat_id) === String(chatId)));
   }
 
   /** sendMessage calls Telegram accepted (to `chatId` when given), in order: what users received. */
@@ -583,24 +604,47 @@ export class FakeTelegram {
   }
 
   /** Seconds until this chat may receive another message, or 0 (and the send is counted). */
-  private rateLimited(chatId: string, now: number): number {
+  private floodControl(chatId: string, now: number): number {
     const limits = this.limits;
     if (!limits) return 0;
+    const block = this.blocked.get(chatId);
+    if (block && block.until > now) {
+      // Sent while told to wait: counted, and past `abuseAfter` of them the wait becomes long.
+      block.violations++;
+      if (!block.penalized && block.violations >= (limits.abuseAfter ?? 3)) {
+        const seconds = limits.penaltySeconds ?? 120;
+        block.penalized = true;
+        block.until = now + seconds * 1000;
+        this.penalties.push({ chatId, at: now, seconds });
+      }
+      return Math.max(1, Math.ceil((block.until - now) / 1000));
+    }
     const history = (this.sentAt.get(chatId) ?? []).filter((at) => now - at < 60_000);
     const global = this.globalSentAt.filter((at) => now - at < 1_000);
     this.globalSentAt.splice(0, this.globalSentAt.length, ...global);
     let waitMs = 0;
     // A token bucket of `burst` messages refilled at perChatPerSecond.
-    const windowMs = (limits.burst / limits.perChatPerSecond) * 1000;
-    const recent = history.filter((at) => now - at < windowMs);
-    if (recent.length >= limits.burst) waitMs = Math.max(waitMs, (recent[recent.length - limits.burst] ?? now) + windowMs - now);
+    const bucket = this.chatBuckets.get(chatId);
+    const level = bucket ? Math.min(limits.burst, bucket.level + ((now - bucket.at) / 1000) * limits.perChatPerSecond) : limits.burst;
+    if (level < 1) waitMs = ((1 - level) / limits.perChatPerSecond) * 1000;
     if (Number(chatId) < 0 && history.length >= limits.groupPerMinute) waitMs = Math.max(waitMs, (history[history.length - limits.groupPerMinute] ?? now) + 60_000 - now);
     if (global.length >= limits.globalPerSecond) waitMs = Math.max(waitMs, (global[0] ?? now) + 1_000 - now);
-    if (waitMs > 0) return Math.max(1, Math.ceil(waitMs / 1000));
+    if (waitMs > 0) {
+      const retryAfter = Math.max(1, Math.ceil(waitMs / 1000));
+      this.blocked.set(chatId, { until: now + retryAfter * 1000, violations: 0, penalized: false });
+      return retryAfter;
+    }
+    this.chatBuckets.set(chatId, { level: level - 1, at: now });
     history.push(now);
     this.sentAt.set(chatId, history);
     this.globalSentAt.push(now);
     return 0;
+  }
+
+  /** A 429 for this call: recorded on it, answered as Telegram does. */
+  private floodWait(call: RecordedCall, retryAfter: number, fail: (failure: ApiFailure) => void): void {
+    call.retryAfter = retryAfter;
+    fail({ error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } });
   }
 
   private sendMessage(call: RecordedCall, ok: (result: unknown) => void, fail: (failure: ApiFailure) => void): void {
@@ -609,8 +653,8 @@ export class FakeTelegram {
     if (topic) return fail({ error_code: 400, description: topic });
     const parsed = checkMessage(payload, "Bad Request: message is too long");
     if ("error" in parsed) return fail({ error_code: 400, description: parsed.error });
-    const retryAfter = this.rateLimited(String(payload.chat_id), Date.now());
-    if (retryAfter > 0) return fail({ error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } });
+    const retryAfter = this.floodControl(String(payload.chat_id), Date.now());
+    if (retryAfter > 0) return this.floodWait(call, retryAfter, fail);
     call.visible = parsed;
     call.notified = payload.disable_notification !== true;
     ok(this.botMessage(Number(payload.chat_id), {
@@ -639,8 +683,8 @@ export class FakeTelegram {
     if (file.bytes.length === 0) return fail({ error_code: 400, description: "Bad Request: file must be non-empty" });
     if (file.bytes.length > TELEGRAM_UPLOAD_LIMIT) return fail({ error_code: 413, description: "Request Entity Too Large" });
     if (typeof payload.caption === "string" && payload.caption.length > 1024) return fail({ error_code: 400, description: "Bad Request: message caption is too long" });
-    const retryAfter = this.rateLimited(String(payload.chat_id), Date.now());
-    if (retryAfter > 0) return fail({ error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } });
+    const retryAfter = this.floodControl(String(payload.chat_id), Date.now());
+    if (retryAfter > 0) return this.floodWait(call, retryAfter, fail);
     call.document = { fileName: file.filename, bytes: file.bytes };
     call.notified = payload.disable_notification !== true && payload.disable_notification !== "true";
     ok(this.botMessage(Number(payload.chat_id), { document: { file_name: file.filename, file_size: file.bytes.length, file_id: `doc${this.nextMessageId + 1}`, file_unique_id: `udoc${this.nextMessageId + 1}`, mime_type: file.contentType } }));
@@ -677,8 +721,8 @@ export class FakeTelegram {
       return fail({ error_code: 400, description: "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message" });
     }
     // Edits count against the chat's flood limits like messages do.
-    const retryAfter = this.rateLimited(String(payload.chat_id), Date.now());
-    if (retryAfter > 0) return fail({ error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } });
+    const retryAfter = this.floodControl(String(payload.chat_id), Date.now());
+    if (retryAfter > 0) return this.floodWait(call, retryAfter, fail);
     call.visible = parsed;
     const edited = { ...existing, text: parsed.text, edit_date: Math.floor(Date.now() / 1000) } as Message & { reply_markup?: unknown };
     if (markup === undefined) delete edited.reply_markup;

@@ -7,6 +7,10 @@ import { autoRetry } from "@grammyjs/auto-retry";
 import type { Logger } from "../../logger.js";
 import type { TelegramAdapterOptions } from "./options.js";
 import { describeError } from "./send-reply.js";
+import { sendBudgetTransformer, type SendBudgetHook } from "./send-budget.js";
+
+/** The send budget's hook without the priority, which each Api sets for its own calls. */
+export type BudgetHook = Omit<SendBudgetHook, "defaultPriority">;
 
 /** Methods that post a new message: their outcome after a 5xx is unknown. */
 const SENDS = new Set(["sendMessage", "sendDocument", "sendPhoto", "sendMediaGroup", "copyMessage", "forwardMessage"]);
@@ -14,7 +18,7 @@ const SENDS = new Set(["sendMessage", "sendDocument", "sendPhoto", "sendMediaGro
 const apiRootOf = (options: Pick<TelegramAdapterOptions, "apiRoot">): string => (options.apiRoot ?? "https://api.telegram.org").replace(/\/+$/, "");
 
 /** The bot; `onGetMeFailed` hears of every failed getMe while grammY retries it at start. */
-export function createBot(options: TelegramAdapterOptions, logger: Logger, onGetMeFailed: () => void): Bot {
+export function createBot(options: TelegramAdapterOptions, logger: Logger, onGetMeFailed: () => void, budget?: BudgetHook): Bot {
   const pollingTimeout = options.pollingTimeoutSeconds ?? 30;
   const bot = new Bot(options.token, {
     client: {
@@ -28,9 +32,15 @@ export function createBot(options: TelegramAdapterOptions, logger: Logger, onGet
   // for up to an hour: the reply sender's job retries instead, resuming at the failed part.
   // A send's 5xx is not retried: Telegram may have sent the message before it failed
   // (outcomeUnknown in send-reply.ts), and a resend would show it twice.
+  // The send budget sits inside auto-retry: every attempt asks it, and waits out a penalty
+  // recorded by another gateway as well as its own.
+  if (budget) bot.api.config.use(sendBudgetTransformer({ ...budget, defaultPriority: "final" }));
   const retryAll = autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 30, rethrowHttpErrors: true });
   const retryRefusals = autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 30, rethrowHttpErrors: true, rethrowInternalServerErrors: true });
-  bot.api.config.use((previous, method, payload, signal) => (SENDS.has(method) ? retryRefusals : retryAll)(previous, method, payload, signal));
+  // A typing call is not retried: the indicator's loop sends the next one in a few seconds, and
+  // one the send budget refused (skipped for the replies' sake) must stay skipped.
+  bot.api.config.use((previous, method, payload, signal) =>
+    method === "sendChatAction" ? previous(method, payload, signal) : (SENDS.has(method) ? retryRefusals : retryAll)(previous, method, payload, signal));
   bot.api.config.use(async (previous, method, payload, signal) => {
     // grammY retries getMe at start on network errors: log each failure with our logger.
     if (method !== "getMe") return previous(method, payload, signal);
@@ -48,6 +58,8 @@ export function createBot(options: TelegramAdapterOptions, logger: Logger, onGet
 }
 
 /** Previews get an Api of their own, without auto-retry: a 429 backs off the previews only. */
-export function previewApi(options: TelegramAdapterOptions): Api {
-  return new Api(options.token, { apiRoot: apiRootOf(options), timeoutSeconds: options.requestTimeoutSeconds ?? 60 });
+export function previewApi(options: TelegramAdapterOptions, budget?: BudgetHook): Api {
+  const api = new Api(options.token, { apiRoot: apiRootOf(options), timeoutSeconds: options.requestTimeoutSeconds ?? 60 });
+  if (budget) api.config.use(sendBudgetTransformer({ ...budget, defaultPriority: "preview" }));
+  return api;
 }

@@ -8,7 +8,7 @@ export { TELEGRAM_COMMANDS } from "./to-inbound-message.js";
 
 /** The adapter the configuration asks for, or undefined when TELEGRAM_BOT_TOKEN is unset. */
 export function createTelegramAdapter(
-  config: Pick<Config, "TELEGRAM_BOT_TOKEN" | "TELEGRAM_API_ROOT" | "TELEGRAM_WEBHOOK_URL" | "TELEGRAM_WEBHOOK_SECRET" | "MAX_MESSAGE_CHARS" | "LINK_PREVIEWS" | "TELEGRAM_FORCE_POLLING" | "TELEGRAM_CONFLICT_EXIT_S" | "ACK_REACTIONS">,
+  config: Pick<Config, "TELEGRAM_BOT_TOKEN" | "TELEGRAM_API_ROOT" | "TELEGRAM_WEBHOOK_URL" | "TELEGRAM_WEBHOOK_SECRET" | "MAX_MESSAGE_CHARS" | "LINK_PREVIEWS" | "TELEGRAM_FORCE_POLLING" | "TELEGRAM_CONFLICT_EXIT_S" | "ACK_REACTIONS" | "TELEGRAM_SENDS_PER_SECOND" | "TELEGRAM_GROUP_SENDS_PER_MINUTE">,
   logger: Logger,
   overrides: Partial<TelegramAdapterOptions> = {},
 ): TelegramAdapter | undefined {
@@ -23,6 +23,7 @@ export function createTelegramAdapter(
     ackReactions: config.ACK_REACTIONS,
     forcePolling: config.TELEGRAM_FORCE_POLLING,
     conflictGiveUpMs: config.TELEGRAM_CONFLICT_EXIT_S * 1000,
+    sendLimits: { perSecond: config.TELEGRAM_SENDS_PER_SECOND, groupPerMinute: config.TELEGRAM_GROUP_SENDS_PER_MINUTE },
     logger,
     ...overrides,
   });

@@ -1,6 +1,7 @@
 /** Options of the Telegram adapter; `createTelegramAdapter` fills them from the configuration. */
 import type { UserFromGetMe } from "grammy/types";
 import type { Logger } from "../../logger.js";
+import type { TelegramSendLimits } from "./send-budget.js";
 
 export interface TelegramAdapterOptions {
   token: string;
@@ -51,6 +52,8 @@ export interface TelegramAdapterOptions {
    * presser's alone), or plainly after this long. @defaultValue 5000
    */
   pressAnswerHoldMs?: number;
+  /** The send budget's sizes (TELEGRAM_SENDS_PER_SECOND, TELEGRAM_GROUP_SENDS_PER_MINUTE). @defaultValue DEFAULT_TELEGRAM_SEND_LIMITS */
+  sendLimits?: TelegramSendLimits;
   /** How long `stop()` waits for the batch in hand, notices and typing calls. @defaultValue 2000 */
   stopGraceMs?: number;
 }

@@ -23,6 +23,9 @@ import { AckReactions } from "./reactions.js";
 import { PressAnswers } from "./press-answers.js";
 import type { WebhookHealth } from "./webhook.js";
 import type { TelegramAdapterOptions } from "./options.js";
+import type { SendBudget, SendPriority } from "../../core/send-budget.js";
+import { withSendPriority } from "../send-priority.js";
+import { DEFAULT_TELEGRAM_SEND_LIMITS } from "./send-budget.js";
 
 export type { TelegramAdapterOptions } from "./options.js";
 export { TELEGRAM_WEBHOOK_PATH } from "./connect.js";
@@ -49,6 +52,9 @@ export class TelegramAdapter implements ChannelAdapter {
   private routes: Map<string, HttpHandler> | undefined;
   private state: "new" | "starting" | "running" | "stopped" = "new";
   private startupHealthy = true;
+  private sendBudget: SendBudget | undefined;
+  /** Calls the send budget refused (previews and typing skipped, replies handed back), by priority. */
+  readonly budgetRefusals: Record<SendPriority, number> = { final: 0, notice: 0, preview: 0, typing: 0 };
 
   constructor(options: TelegramAdapterOptions) {
     if (options.webhookUrl !== undefined && options.webhookSecret === undefined) {
@@ -57,9 +63,18 @@ export class TelegramAdapter implements ChannelAdapter {
     this.options = options;
     this.mode = options.webhookUrl === undefined ? "polling" : "webhook";
     this.logger = options.logger.child({ adapter: "telegram" });
+    const budget = {
+      budget: () => this.sendBudget,
+      // The token's first part is the bot's id; the token itself never leaves the adapter.
+      bot: options.token.split(":")[0] ?? "bot",
+      limits: options.sendLimits ?? DEFAULT_TELEGRAM_SEND_LIMITS,
+      onRefused: (priority: SendPriority) => {
+        this.budgetRefusals[priority]++;
+      },
+    };
     this.bot = createBot(options, this.logger, () => {
       this.startupHealthy = false;
-    });
+    }, budget);
     this.presses = new PressAnswers(this.bot.api, this.logger, options.pressAnswerHoldMs ?? 5_000, (call) => this.track(call));
     this.intake = new UpdateIntake({
       api: this.bot.api,
@@ -80,7 +95,7 @@ export class TelegramAdapter implements ChannelAdapter {
       this.webhookHealth?.received();
       return this.intake.handleUpdate(context.update);
     });
-    this.previews = new TelegramPreviews(previewApi(options), this.logger);
+    this.previews = new TelegramPreviews(previewApi(options, budget), this.logger);
     this.reactions = options.ackReactions === true ? new AckReactions(previewApi(options), this.logger, (call) => this.track(call)) : undefined;
     this.typing = new TypingIndicators({
       api: this.bot.api,
@@ -90,6 +105,10 @@ export class TelegramAdapter implements ChannelAdapter {
       signal: this.abort.signal,
       track: (call) => this.track(call),
     });
+  }
+
+  useSendBudget(budget: SendBudget): void {
+    this.sendBudget = budget;
   }
 
   get httpRoutes(): ReadonlyMap<string, HttpHandler> | undefined {
@@ -296,7 +315,7 @@ export class TelegramAdapter implements ChannelAdapter {
   private notify(target: ReplyTarget, text: string, reason: string): void {
     const chatId = this.migrations.get(target.chatId) ?? target.chatId;
     this.track(
-      sendReply(this.bot.api, { ...target, chatId }, text, {
+      withSendPriority("notice", () => sendReply(this.bot.api, { ...target, chatId }, text, {
         signal: this.abort.signal,
         linkPreviews: this.options.linkPreviews ?? false,
         onChatMigrated: async (from, to) => {
@@ -304,7 +323,7 @@ export class TelegramAdapter implements ChannelAdapter {
           return "continue";
         },
         logger: this.logger,
-      }).catch((error: unknown) => this.logger.warn({ chatId: target.chatId, reason, err: describeError(error) }, "telegram notice not delivered")),
+      })).catch((error: unknown) => this.logger.warn({ chatId: target.chatId, reason, err: describeError(error) }, "telegram notice not delivered")),
     );
   }
 

@@ -26,6 +26,34 @@ describe("fake Telegram Bot API", () => {
     expect((await call("sendMessage", { chat_id: 2, text: "other" })).status).toBe(200);
   });
 
+  it("gives a chat that keeps sending through its retry_after a long penalty, and only that chat", async () => {
+    fake = await FakeTelegram.start();
+    for (let index = 0; index < 3; index++) expect((await call("sendMessage", { chat_id: 1, text: `m${index}` })).status).toBe(200);
+    const told = await call("sendMessage", { chat_id: 1, text: "too soon" });
+    expect(told.body.parameters?.retry_after).toBe(1);
+    // Sent anyway, inside the retry_after: the third such request earns 120 s.
+    const answers = [];
+    for (let index = 0; index < 3; index++) answers.push((await call("sendMessage", { chat_id: 1, text: `again${index}` })).body.parameters?.retry_after);
+    expect(answers).toEqual([1, 1, 120]);
+    expect(fake.penalties).toMatchObject([{ chatId: "1", seconds: 120 }]);
+    expect(fake.rateLimited(1)).toHaveLength(4);
+    expect((await call("sendMessage", { chat_id: 2, text: "other" })).status).toBe(200);
+    // The penalty holds after the short wait has passed.
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    expect((await call("sendMessage", { chat_id: 1, text: "later" })).body.parameters?.retry_after).toBeGreaterThan(100);
+  });
+
+  it("refills a chat's bucket at 1 message/s and caps a group at 20 in any minute", async () => {
+    fake = await FakeTelegram.start({ rateLimits: { burst: 3, perChatPerSecond: 20, groupPerMinute: 20, globalPerSecond: 1000 } });
+    const statuses: number[] = [];
+    for (let index = 0; index < 21; index++) {
+      statuses.push((await call("sendMessage", { chat_id: -100, text: `g${index}` })).status);
+      await new Promise((resolve) => setTimeout(resolve, 60));
+    }
+    expect(statuses.filter((status) => status === 200)).toHaveLength(20);
+    expect(statuses[20]).toBe(429);
+  });
+
   it("answers 409 to a poller while a webhook is set, and to a poller whose request another one replaced", async () => {
     fake = await FakeTelegram.start();
     const waiting = call("getUpdates", { timeout: 5 });
