@@ -7,7 +7,7 @@
  * Priorities are floors: a final answer may take a bucket below empty (it borrows its slot and
  * is told how long to wait for it, so finals queue in the order they asked, across processes);
  * a notice needs a whole token; a preview needs the bucket at least half full after taking, a
- * typing call three quarters. Under load the finals keep the buckets low and the previews and
+ * typing call three quarters (a full bucket serves anyone, however small). Under load the finals keep the buckets low and the previews and
  * typing calls are refused first (skipped: a later preview supersedes), the notices next.
  *
  * A 429 is recorded as a penalty: on the chat it was answered for (only that chat waits), or on
@@ -54,7 +54,8 @@ for i = 1, n do
   end
   local after = level - 1
   if floor >= 0 then
-    local need = floor * capacity
+    -- A full bucket serves any priority, however small it is.
+    local need = math.min(floor * capacity, capacity - 1)
     if after < need then return {0, math.ceil((need - after) * 1000 / rate)} end
   elseif after < 0 then
     delay = math.max(delay, -after * 1000 / rate)

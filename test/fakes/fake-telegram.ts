@@ -216,6 +216,12 @@ export class FakeTelegram {
     return this.calls.filter((call) => call.method === method);
   }
 
+  /** Telegram gives `chatId` a flood penalty of `seconds` now (as after sending through a retry_after). */
+  penalize(chatId: number | string, seconds: number, now = Date.now()): void {
+    this.blocked.set(String(chatId), { until: now + seconds * 1000, violations: 0, penalized: true });
+    this.penalties.push({ chatId: String(chatId), at: now, seconds });
+  }
+
   /** Calls answered 429 (to `chatId` when given), in order. */
   rateLimited(chatId?: number | string): RecordedCall[] {
     return this.calls.filter((call) => call.retryAfter !== undefined && (chatId === undefined || String(call.payload.chat_id) === String(chatId)));

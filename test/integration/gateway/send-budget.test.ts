@@ -43,6 +43,12 @@ describe("the send budget in Redis", () => {
     if (!final.granted) expect(final.waitMs).toBeGreaterThan(90_000);
   });
 
+  it("lets any priority take from a full bucket, however small", async () => {
+    const small: SendBucket = { name: "global", capacity: 1, perSecond: 0.01 };
+    expect(await budget.take({ platform: "telegram", bot: "77", buckets: [small], priority: "typing" })).toEqual({ granted: true, delayMs: 0 });
+    expect((await budget.take({ platform: "telegram", bot: "77", buckets: [small], priority: "typing" })).granted).toBe(false);
+  });
+
   it("queues finals in the order they asked: each later one is given a later slot", async () => {
     const fast: SendBucket = { name: "global", capacity: 2, perSecond: 20 };
     const take = () => budget.take({ platform: "telegram", bot: "77", buckets: [fast], priority: "final" });

@@ -1,0 +1,68 @@
+/**
+ * One send budget per bot (issue 30 item 3) through the real grammY client and the fake Bot API,
+ * which enforces Telegram's flood limits (1 message/s per chat after a burst, 30/s overall) and
+ * gives a chat that keeps sending through its retry_after a 120 s penalty. Many chats stream
+ * answers at once: every final arrives, none is refused, the previews give way; and a chat under
+ * a long penalty holds up nobody else's final.
+ */
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { lastUserText } from "../../fakes/fake-llm.js";
+import { closeChecked, sleep, startTelegramE2e, waitUntil, warmUpTokenizer, type TelegramE2e } from "../../helpers/telegram-pipeline.js";
+
+let e2e: TelegramE2e | undefined;
+beforeAll(() => warmUpTokenizer());
+afterEach(async () => {
+  await closeChecked(e2e);
+  e2e = undefined;
+});
+
+const CHATS = 50;
+const userIds = Array.from({ length: CHATS }, (_, index) => 810_000_000 + index);
+const answerFor = (question: string) => `${question}: ${Array.from({ length: 30 }, (_, index) => `w${index}`).join(" ")}`;
+const isFinal = (payload: Record<string, unknown>) => payload.parse_mode === "HTML";
+
+describe("telegram: one send budget per bot", () => {
+  it(`${CHATS} chats streaming at once: every final delivered, none refused, previews degrade`, async () => {
+    e2e = await startTelegramE2e({
+      env: { ALLOWED_TELEGRAM_USERS: userIds.join(","), STREAMING: "partial", WORKER_CONCURRENCY: String(CHATS), TYPING_DELAY_MS: "0" },
+    });
+    const { telegram, llm, adapter } = e2e;
+    llm.setHandler((request) => ({ text: answerFor(lastUserText(request)), tokensPerSecond: 15 }));
+    for (const id of userIds) telegram.pushMessage({ chat: { id, type: "private", first_name: "U" }, from: { id, is_bot: false, first_name: "U" }, text: `q${id}` });
+
+    const finalsIn = (id: number) => telegram.delivered(id).filter((call) => isFinal(call.payload));
+    await waitUntil(() => userIds.every((id) => finalsIn(id).length === 1), `every chat's final (so far ${userIds.filter((id) => finalsIn(id).length > 0).length})`, 120_000);
+    await sleep(1_000);
+    for (const id of userIds) {
+      // Exactly the answer, once, notifying; the silent preview (if one was shown) deleted.
+      expect(telegram.chatView(id).map((message) => message.text)).toEqual([answerFor(`q${id}`)]);
+      expect(telegram.notifications(id)).toHaveLength(1);
+    }
+    // No final was ever answered 429, and nobody earned a penalty.
+    expect(telegram.rateLimited().filter((call) => isFinal(call.payload))).toEqual([]);
+    expect(telegram.penalties).toEqual([]);
+    // The previews gave way: the budget skipped some (counted), so fewer were shown than streamed.
+    expect(adapter.budgetRefusals.preview).toBeGreaterThan(0);
+    expect(adapter.budgetRefusals.final).toBe(0);
+  }, 180_000);
+
+  it("a chat under a 120 s penalty holds up no other chat's final, and is not sent to while it lasts", async () => {
+    const [penalized, other] = [userIds[0]!, userIds[1]!];
+    e2e = await startTelegramE2e({ env: { ALLOWED_TELEGRAM_USERS: `${penalized},${other}`, STREAMING: "partial", TYPING_DELAY_MS: "0" } });
+    const { telegram, llm } = e2e;
+    llm.setHandler((request) => ({ text: answerFor(lastUserText(request)), tokensPerSecond: 20 }));
+    telegram.penalize(penalized, 120);
+    telegram.pushMessage({ chat: { id: penalized, type: "private", first_name: "P" }, from: { id: penalized, is_bot: false, first_name: "P" }, text: "first" });
+    telegram.pushMessage({ chat: { id: other, type: "private", first_name: "O" }, from: { id: other, is_bot: false, first_name: "O" }, text: "second" });
+
+    await waitUntil(() => telegram.delivered(other).some((call) => isFinal(call.payload)), "the other chat's final");
+    await sleep(2_000);
+    expect(telegram.chatView(other).map((message) => message.text)).toEqual([answerFor("second")]);
+    // The penalized chat was told once and then left alone: no request of ours extended the penalty.
+    const toPenalized = telegram.calls.filter((call) => String(call.payload.chat_id) === String(penalized) && call.method !== "sendChatAction");
+    expect(toPenalized.length).toBe(1);
+    expect(telegram.rateLimited(penalized)).toHaveLength(1);
+    expect(telegram.penalties).toEqual([{ chatId: String(penalized), at: expect.any(Number), seconds: 120 }]);
+    expect(telegram.chatView(penalized)).toEqual([]);
+  }, 60_000);
+});
