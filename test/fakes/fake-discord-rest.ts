@@ -44,8 +44,33 @@ const SUPPRESS_EMBEDS = 1 << 2;
 const SUPPRESS_NOTIFICATIONS = 1 << 12;
 const invalidForm = (field: string, code: string, message: string) => ({ message: "Invalid Form Body", code: 50035, errors: { [field]: { _errors: [{ code, message }] } } });
 
+/** Discord's limits as this fake enforces them. */
+export interface DiscordRateLimits {
+  /** Requests of the bot in any second, all routes but interaction callbacks. @defaultValue 50 */
+  globalPerSecond: number;
+  /** Requests into a limit still in its retry_after before the long penalty. @defaultValue 3 */
+  abuseAfter: number;
+  /** The long penalty, in seconds (Discord's and Cloudflare's bans for ignoring 429s are longer still). @defaultValue 120 */
+  penaltySeconds: number;
+}
+
+export const DEFAULT_DISCORD_LIMITS: DiscordRateLimits = { globalPerSecond: 50, abuseAfter: 3, penaltySeconds: 120 };
+
+/** A limit that answered 429: until when, and how many requests came in anyway. */
+interface Block {
+  until: number;
+  violations: number;
+  penalized: boolean;
+}
+
 export class FakeRest {
   readonly requests: RecordedRequest[] = [];
+  /** undefined: no global limit (a test of something else that must send fast). */
+  limits: DiscordRateLimits | undefined = DEFAULT_DISCORD_LIMITS;
+  /** Long penalties given for requests sent through a retry_after (`scope`: "global" or a channel id), in order. */
+  readonly penalties: Array<{ scope: string; at: number; seconds: number }> = [];
+  private readonly globalSentAt: number[] = [];
+  private readonly blocks = new Map<string, Block>();
   readonly faults: SendFault[] = [];
   /** Application commands, interaction callbacks and their webhooks (fake-discord-interactions.ts). */
   readonly interactions: FakeInteractions;
@@ -111,6 +136,12 @@ export class FakeRest {
     const uploaded = upload && !("error" in upload) ? upload.files.map((file) => file.filename) : [];
     if (this.interactions.routeTokenAuthorised(method, path, body, uploaded, reply)) return;
     if (request.headers.authorization !== `Bot ${FAKE_TOKEN}`) return reply(401, { message: "401: Unauthorized", code: 0 });
+    const globalWait = this.globalLimit(Date.now());
+    if (globalWait > 0) {
+      return reply(429, { message: "You are being rate limited.", retry_after: Number(globalWait.toFixed(3)), global: true }, {
+        "retry-after": String(Math.ceil(globalWait)), "x-ratelimit-global": "true", "x-ratelimit-scope": "global",
+      });
+    }
     if (this.interactions.routeCommands(method, path, body, reply)) return;
     if (upload && "error" in upload) return reply(400, { message: `Invalid Form Body: ${upload.error}`, code: 50035 });
     // Discord refuses an upload over the limit before reading it (no boosts: 10 MiB per file).
@@ -126,6 +157,61 @@ export class FakeRest {
     } finally {
       this.pendingFiles = [];
     }
+  }
+
+  /**
+   * Seconds the bot must wait (the request is refused), or 0 (it is counted). A request sent while
+   * told to wait counts against the bot; past `abuseAfter` of them the wait becomes the penalty.
+   */
+  private globalLimit(now: number): number {
+    const limits = this.limits;
+    if (!limits) return 0;
+    const blocked = this.blocked("global", now);
+    if (blocked > 0) return blocked;
+    while (this.globalSentAt.length > 0 && now - (this.globalSentAt[0] ?? now) >= 1_000) this.globalSentAt.shift();
+    if (this.globalSentAt.length >= limits.globalPerSecond) {
+      const waitMs = (this.globalSentAt[0] ?? now) + 1_000 - now;
+      this.blocks.set("global", { until: now + waitMs, violations: 0, penalized: false });
+      return Math.max(0.001, waitMs / 1000);
+    }
+    this.globalSentAt.push(now);
+    return 0;
+  }
+
+  /** Seconds left on `scope`'s 429 (a request sent anyway is counted toward the penalty), or 0. */
+  private blocked(scope: string, now: number): number {
+    const block = this.blocks.get(scope);
+    if (!block || block.until <= now) return 0;
+    block.violations++;
+    const limits = this.limits ?? DEFAULT_DISCORD_LIMITS;
+    if (!block.penalized && block.violations >= limits.abuseAfter) {
+      block.penalized = true;
+      block.until = now + limits.penaltySeconds * 1000;
+      this.penalties.push({ scope, at: now, seconds: limits.penaltySeconds });
+    }
+    return (block.until - now) / 1000;
+  }
+
+  /** A bucket (`messages:<channel>`, `edits:<channel>`) answered 429 until `resetAt`: requests to it before then count toward a penalty. */
+  private channelLimited(scope: string, resetAt: number): void {
+    const block = this.blocks.get(scope);
+    if (!block || block.until <= Date.now()) this.blocks.set(scope, { until: resetAt, violations: 0, penalized: false });
+  }
+
+  /** Discord gives the bot ("global") or a channel's bucket (`messages:<id>`, `edits:<id>`) a penalty of `seconds` now. */
+  penalize(scope: string, seconds: number, now = Date.now()): void {
+    this.blocks.set(scope, { until: now + seconds * 1000, violations: 0, penalized: true });
+    this.penalties.push({ scope, at: now, seconds });
+  }
+
+  /** Answers 429 for a bucket under a long penalty (→ true). */
+  private channelPenalty(scope: string, reply: Reply): boolean {
+    const wait = this.blocked(scope, Date.now());
+    const block = this.blocks.get(scope);
+    // Only a long penalty is answered here; a bucket's own short 429 is the bucket's to answer.
+    if (wait <= 0 || !block?.penalized) return false;
+    reply(429, { message: "You are being rate limited.", retry_after: Number(wait.toFixed(3)), global: false }, { "retry-after": String(Math.ceil(wait)), "x-ratelimit-scope": "user" });
+    return true;
   }
 
   private route(method: string, path: string, query: URLSearchParams, body: unknown, reply: Reply): void {
@@ -208,8 +294,10 @@ export class FakeRest {
     const channelId = String(channel.id);
     const fault = this.faults.shift();
     if (fault) return this.replyFault(fault, reply);
+    if (this.channelPenalty(`messages:${channelId}`, reply)) return;
     const bucket = this.buckets.take(channelId);
     if (!bucket.allowed) {
+      this.channelLimited(`messages:${channelId}`, bucket.resetAt);
       const retryAfter = Math.max(0.001, (bucket.resetAt - Date.now()) / 1000);
       return reply(429, { message: "You are being rate limited.", retry_after: Number(retryAfter.toFixed(3)), global: false }, {
         ...ChannelBuckets.headers(bucket), "retry-after": String(Math.ceil(retryAfter)), "x-ratelimit-scope": "user",
@@ -281,9 +369,11 @@ export class FakeRest {
   private editMessage(channel: Payload, messageId: string, body: Payload, reply: Reply): void {
     const existing = this.world.message(String(channel.id), messageId);
     if (!existing) return reply(404, { message: "Unknown Message", code: 10008 });
+    if (this.channelPenalty(`edits:${String(channel.id)}`, reply)) return;
     const bucket = this.editBuckets.take(String(channel.id));
     const bucketHeaders = { ...ChannelBuckets.headers(bucket), "x-ratelimit-bucket": "fake-channel-message-edits" };
     if (!bucket.allowed) {
+      this.channelLimited(`edits:${String(channel.id)}`, bucket.resetAt);
       const retryAfter = Math.max(0.001, (bucket.resetAt - Date.now()) / 1000);
       return reply(429, { message: "You are being rate limited.", retry_after: Number(retryAfter.toFixed(3)), global: false }, {
         ...bucketHeaders, "retry-after": String(Math.ceil(retryAfter)), "x-ratelimit-scope": "user",

@@ -23,7 +23,9 @@ export type { ChannelPermissions, FileUpload, UserMessageOptions } from "./fake-
  *   files become attachments served by the CDN with a content-length.
  * - The bot's messages are checked as Discord checks them: length in code points, permissions
  *   (50001 missing access, 50013 missing permissions), archived and locked threads (50083),
- *   5 messages per 5 s per channel (429 with retry_after and the X-RateLimit-* headers),
+ *   5 messages per 5 s per channel (429 with retry_after and the X-RateLimit-* headers), 50
+ *   requests in any second per bot (429 `global: true`), and a 120 s penalty for a bot that
+ *   keeps sending through a 429's retry_after (`penalties`; `limits`, undefined: no global limit),
  *   `enforce_nonce`, replies to unknown messages, and `allowed_mentions` (who got pinged).
  * - Buttons (message components) are checked as Discord checks them; a press is an
  *   INTERACTION_CREATE that must be acknowledged once, within 3 s; edits (PATCH) replace a bot
@@ -66,9 +68,11 @@ export class FakeDiscord {
   }
 
   static async start(options: FakeDiscordOptions = {}): Promise<FakeDiscord> {
-    const http = createServer();
+    // Many channels at once over kept-alive sockets: an idle socket is never closed under a
+    // client about to reuse it, and the accept queue is deep.
+    const http = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 70_000 });
     const wss = new WebSocketServer({ server: http });
-    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+    await new Promise<void>((resolve) => http.listen({ port: 0, host: "127.0.0.1", backlog: 4096 }, resolve));
     const fake = new FakeDiscord(http, wss, (http.address() as AddressInfo).port, {
       heartbeatIntervalMs: options.heartbeatIntervalMs ?? 250,
       guilds: options.guilds ?? [DEFAULT_GUILD],
@@ -191,6 +195,30 @@ export class FakeDiscord {
       app_permissions: "1071698660929", locale: "en-US", guild_locale: "en-US", entitlements: [],
       authorizing_integration_owners: { 0: IDS.guild }, context: inGuild ? 0 : 1, attachment_size_limit: 26214400,
     };
+  }
+
+  /** The limits enforced (undefined: no global limit, for a test of something else that must send fast). */
+  get limits(): FakeRest["limits"] {
+    return this.rest.limits;
+  }
+
+  set limits(limits: FakeRest["limits"]) {
+    this.rest.limits = limits;
+  }
+
+  /** Long penalties given for requests sent through a retry_after, in order. */
+  get penalties(): FakeRest["penalties"] {
+    return this.rest.penalties;
+  }
+
+  /** Discord gives the bot ("global") or a channel's bucket (`messages:<id>`, `edits:<id>`) a penalty of `seconds` now. */
+  penalize(scope: string, seconds: number): void {
+    this.rest.penalize(scope, seconds);
+  }
+
+  /** Requests answered 429, in order. */
+  rateLimited(): RecordedRequest[] {
+    return this.requests.filter((request) => request.status === 429);
   }
 
   /** The next POST /channels/:id/messages fails with this answer (429s carry the real headers). */

@@ -86,9 +86,9 @@ export class DiscordE2E {
   }
 
   /** Allowed: user IDS.user, the text and always-on channels (not the thread: its parent allows it). */
-  static async start(envOverrides: Record<string, string | undefined> = {}): Promise<DiscordE2E> {
+  static async start(envOverrides: Record<string, string | undefined> = {}, options: { guilds?: Payload[] } = {}): Promise<DiscordE2E> {
     const llm = await startFakeLlm();
-    const fake = await FakeDiscord.start({ guilds: [E2E_GUILD] });
+    const fake = await FakeDiscord.start({ guilds: options.guilds ?? [E2E_GUILD] });
     const env = testEnv({
       LLM_BASE_URL: llm.url,
       DISCORD_BOT_TOKEN: FAKE_TOKEN,

@@ -15,6 +15,10 @@ import { NO_MENTIONS, sendParts, toSendError } from "./send-reply.js";
 import { sendDocuments } from "./send-documents.js";
 import { splitMessage } from "./split.js";
 import { TypingIndicators } from "./typing.js";
+import { createHash } from "node:crypto";
+import type { SendBudget, SendPriority } from "../../core/send-budget.js";
+import { withSendPriority } from "../send-priority.js";
+import { budgetedRequest } from "./send-budget.js";
 
 /** The acknowledgement reaction (ACK_REACTIONS). */
 const ACK_EMOJI = "👀";
@@ -59,6 +63,17 @@ export interface DiscordAdapterOptions {
   backfillLimits?: Partial<BackfillLimits>;
   /** Live messages wait at most this long behind a backfill before going ahead anyway. @defaultValue 30000 */
   backfillHoldMs?: number;
+  /** The send budget's size: the bot's REST requests in any second (DISCORD_REQUESTS_PER_SECOND). @defaultValue 45 */
+  requestsPerSecond?: number;
+}
+
+/**
+ * The bot's id for its send budget: a Discord token starts with the bot's user id in base64;
+ * anything else is named by a digest. Never the token itself.
+ */
+function budgetIdOf(token: string): string {
+  const id = Buffer.from(token.split(".")[0] ?? "", "base64").toString("utf8");
+  return /^\d{5,25}$/.test(id) ? id : createHash("sha256").update(token).digest("hex").slice(0, 16);
 }
 
 /** Gateway close codes after which discord.js gives up, with what the operator must fix. */
@@ -97,11 +112,15 @@ export class DiscordAdapter implements ChannelAdapter {
   private stopping: Promise<void> | undefined;
   /** The close code after which the gateway gave up, to name the fix if login fails. */
   private closeCode: number | undefined;
+  private sendBudget: SendBudget | undefined;
+  /** REST calls the send budget refused (previews and typing skipped, replies handed back), by priority. */
+  readonly budgetRefusals: Record<SendPriority, number> = { final: 0, notice: 0, preview: 0, typing: 0 };
 
   constructor(options: DiscordAdapterOptions) {
     this.options = options;
     this.token = options.token;
     this.logger = (options.logger ?? silentLogger).child({ adapter: "discord" });
+    const botId = budgetIdOf(options.token);
     this.watchedChannels = new Set([...(options.backfillChannels ?? []), ...(options.alwaysOnChannels ?? [])]);
     this.client = new Client({
       // 37377. MessageContent is privileged: enable it in the Developer Portal, or guild
@@ -112,7 +131,18 @@ export class DiscordAdapter implements ChannelAdapter {
       allowedMentions: NO_MENTIONS,
       // The user may delete their message while the model thinks; reply without the reference.
       failIfNotExists: false,
-      rest: { api: options.apiRoot ?? "https://discord.com/api" },
+      rest: {
+        api: options.apiRoot ?? "https://discord.com/api",
+        // Every REST call asks the bot's send budget first (shared by all gateways through Redis).
+        makeRequest: budgetedRequest({
+          budget: () => this.sendBudget,
+          bot: () => botId,
+          perSecond: options.requestsPerSecond ?? 45,
+          onRefused: (priority) => {
+            this.budgetRefusals[priority]++;
+          },
+        }),
+      },
     });
     this.previews = new DiscordPreviews(this.client, this.logger);
     this.interactions = new InteractionReplies({ rest: this.client.rest, logger: this.logger });
@@ -145,6 +175,10 @@ export class DiscordAdapter implements ChannelAdapter {
     this.client.on(Events.Warn, (warning) => this.logger.warn({ warning }, "discord client warning"));
     this.client.rest.on("rateLimited", (info) =>
       this.logger.debug({ route: info.route, retryAfterMs: info.retryAfter, global: info.global }, "discord rate limit hit; request queued"));
+  }
+
+  useSendBudget(budget: SendBudget): void {
+    this.sendBudget = budget;
   }
 
   async start(ingress: IngressPort): Promise<void> {
@@ -416,9 +450,9 @@ export class DiscordAdapter implements ChannelAdapter {
   private async replyNotice(message: Message, text: string, kind: string): Promise<void> {
     try {
       const channel = message.channel.isSendable() ? message.channel : await this.resolveChannel(message.channelId);
-      await sendParts(channel, splitMessage(text), {
+      await withSendPriority("notice", () => sendParts(channel, splitMessage(text), {
         replyToMessageId: message.id, pingRepliedUser: this.pingsIn(channel), fromPart: 0, nonceKey: `${message.id}:${kind}`,
-      });
+      }));
     } catch (error) {
       this.logger.warn({ messageId: message.id, kind, error: errorMessage(error) }, "notice not sent");
     }

@@ -12,6 +12,7 @@ import type { OutboundReply, PreviewPort, ReplyTarget } from "../channel-adapter
 import { PermanentError } from "../../errors.js";
 import type { Logger } from "../../logger.js";
 import { NO_MENTIONS, partNonce, toSendError } from "./send-reply.js";
+import { withSendPriority } from "../send-priority.js";
 
 /** Discord's limit is 2,000 characters (code points); a longer preview shows its beginning. */
 export function clipDiscordPreview(text: string, limit = 2_000): string {
@@ -35,7 +36,7 @@ export class DiscordPreviews implements PreviewPort {
   async create(target: ReplyTarget, text: string, signal: AbortSignal, previewId?: string): Promise<string> {
     const replyTo = target.replyToMessageId;
     try {
-      const created = (await this.client.rest.post(Routes.channelMessages(target.chatId), {
+      const created = (await withSendPriority("preview", () => this.client.rest.post(Routes.channelMessages(target.chatId), {
         body: {
           content: clipDiscordPreview(text),
           // A status never notifies (no ping, @silent): the answer that replaces it does.
@@ -46,7 +47,7 @@ export class DiscordPreviews implements PreviewPort {
           ...(replyTo === undefined ? {} : { message_reference: { message_id: replyTo, fail_if_not_exists: false } }),
         },
         signal,
-      })) as { id: string };
+      }))) as { id: string };
       return created.id;
     } catch (error) {
       throw toPreviewError(error, `preview in channel ${target.chatId}`);
@@ -60,10 +61,10 @@ export class DiscordPreviews implements PreviewPort {
 
   async edit(target: ReplyTarget, messageId: string, text: string, signal: AbortSignal): Promise<void> {
     try {
-      await this.client.rest.patch(Routes.channelMessage(target.chatId, messageId), {
+      await withSendPriority("preview", () => this.client.rest.patch(Routes.channelMessage(target.chatId, messageId), {
         body: { content: clipDiscordPreview(text), allowed_mentions: { parse: [] } },
         signal,
-      });
+      }));
     } catch (error) {
       throw toPreviewError(error, `edit preview ${messageId}`);
     }

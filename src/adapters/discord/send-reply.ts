@@ -65,6 +65,8 @@ export function partNonce(key: string, partIndex: number): string {
  * failures left over after @discordjs/rest's own retries may.
  */
 export function toSendError(error: unknown, action: string): Error {
+  // Already says what to do (the send budget's refusal carries its wait).
+  if (error instanceof RetryableError || error instanceof PermanentError) return error;
   if (error instanceof DiscordAPIError || error instanceof HTTPError) {
     const code = error instanceof DiscordAPIError ? ` code ${error.code}` : "";
     const message = `${action}: Discord answered ${error.status}${code}: ${error.message}`;
