@@ -169,6 +169,7 @@ export const configSchema = z.object({
   TELEGRAM_API_ROOT: z.url().default("https://api.telegram.org").describe("Bot API root (self-hosted Bot API servers, tests)"),
   TELEGRAM_WEBHOOK_URL: z.url().optional().describe("Public URL of the webhook; unset: long polling"),
   TELEGRAM_WEBHOOK_SECRET: z.string().regex(/^[A-Za-z0-9_-]{1,256}$/).optional().describe("Secret token Telegram sends with webhook calls; required with TELEGRAM_WEBHOOK_URL"),
+  TELEGRAM_LOCAL_BOT_API: onOff(false, "TELEGRAM_API_ROOT is a self-hosted Bot API server run with --local: files up to 2,000 MB, read from the path getFile gives (mount the server's directory at the same path for the workers)"),
   TELEGRAM_FORCE_POLLING: onOff(false, "Poll even though a webhook is set for the bot, deleting it (another deployment's webhook stops working)"),
   TELEGRAM_CONFLICT_EXIT_S: positiveInt(300, "Seconds of 409 Conflict (another poller on the token) before the gateway exits non-zero for its supervisor to restart it"),
   SEND_BUDGET: onOff(true, "One send budget per bot token, shared by every gateway through Redis: token buckets for the platform's global and per-chat limits, finals first, previews and typing skipped first (docs/operator.md)"),

@@ -125,7 +125,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   const transcribeUrl = config.TRANSCRIBE_BASE_URL ?? config.LLM_BASE_URL;
   const media = createMediaEngine({
     sources: {
-      ...(config.TELEGRAM_BOT_TOKEN ? { telegram: { token: config.TELEGRAM_BOT_TOKEN, apiRoot: config.TELEGRAM_API_ROOT } } : {}),
+      ...(config.TELEGRAM_BOT_TOKEN ? { telegram: { token: config.TELEGRAM_BOT_TOKEN, apiRoot: config.TELEGRAM_API_ROOT, local: config.TELEGRAM_LOCAL_BOT_API } } : {}),
       ...(config.DISCORD_BOT_TOKEN ? { discord: { token: config.DISCORD_BOT_TOKEN, apiRoot: config.DISCORD_API_ROOT } } : {}),
     },
     transcription: {

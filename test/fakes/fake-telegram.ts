@@ -32,7 +32,9 @@
  * - setWebhook / deleteWebhook / getWebhookInfo (with injectable delivery errors), getFile and
  *   the file download route `/file/bot<token>/<path>`, leaveChat.
  */
+import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { dirname } from "node:path";
 import type { AddressInfo } from "node:net";
 import type { Message, Update, UserFromGetMe } from "grammy/types";
 import { parseTelegramHtml, type ParsedHtml } from "./telegram-html.js";
@@ -328,6 +330,13 @@ export class FakeTelegram {
   /** Downloads of the file route so far (`/file/bot<token>/<path>`), by path. */
   readonly downloads: string[] = [];
 
+  /**
+   * A self-hosted Bot API server started with `--local` (telegram-bot-api): getFile allows files
+   * up to 2,000 MB and answers with the file's absolute path on the server's disk (`dir`, where
+   * the file is written), and the HTTP file route serves nothing.
+   */
+  localMode: { dir: string } | undefined;
+
   /** Telegram's last failed attempt to reach the webhook, as getWebhookInfo reports it. */
   failWebhookDelivery(message: string, at = Date.now()): void {
     this.webhook.lastErrorDate = Math.floor(at / 1000);
@@ -401,7 +410,7 @@ export class FakeTelegram {
     const download = /^\/file\/bot([^/]+)\/(.+)$/.exec(url.pathname);
     if (download) {
       const file = [...this.files.values()].find((candidate) => candidate.path === download[2]);
-      if (download[1] !== this.token || !file) return fail({ error_code: 404, description: "Not Found" });
+      if (download[1] !== this.token || !file || this.localMode) return fail({ error_code: 404, description: "Not Found" });
       this.downloads.push(download[2] ?? "");
       response.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(file.content.length) });
       response.end(file.content);
@@ -491,6 +500,14 @@ export class FakeTelegram {
       case "getFile": {
         const file = this.files.get(String(payload.file_id));
         if (!file) return fail({ error_code: 400, description: "Bad Request: invalid file_id" });
+        if (this.localMode) {
+          // --local: up to 2,000 MB, and the path is the file's on the server's disk.
+          if (file.content.length > 2000 * 1024 * 1024) return fail({ error_code: 400, description: "Bad Request: file is too big" });
+          const absolute = `${this.localMode.dir}/${file.path}`;
+          mkdirSync(dirname(absolute), { recursive: true });
+          writeFileSync(absolute, file.content);
+          return ok({ file_id: payload.file_id, file_unique_id: `u${String(payload.file_id)}`, file_size: file.content.length, file_path: absolute });
+        }
         // The cloud Bot API lets bots download files up to 20 MB and refuses getFile above.
         if (file.content.length > TELEGRAM_DOWNLOAD_LIMIT) return fail({ error_code: 400, description: "Bad Request: file is too big" });
         return ok({ file_id: payload.file_id, file_unique_id: `u${String(payload.file_id)}`, file_size: file.content.length, file_path: file.path });
