@@ -11,7 +11,7 @@ import { decodeEntities, escapeHtml, htmlToPlainText } from "./render.js";
 import { parsedLength, TELEGRAM_MESSAGE_LIMIT } from "./split.js";
 
 /** 400 descriptions that mean the chat refuses any message: simpler text cannot help. */
-const CHAT_REFUSES = /chat not found|chat_write_forbidden|not enough rights|have no rights|need administrator rights|bot was kicked|bot is not a member|peer_id_invalid|user_is_blocked|topic_closed|topic_deleted|message thread not found|group chat was upgraded|chat_restricted|user_deactivated|chat was deleted/i;
+const CHAT_REFUSES = /chat not found|chat_write_forbidden|chat_send_\w*_forbidden|not enough rights|have no rights|need administrator rights|chat_admin_required|bot was kicked|bot is not a member|peer_id_invalid|user_is_blocked|user_banned_in_channel|channel_private|topic_closed|topic_deleted|message thread not found|group chat was upgraded|chat was deactivated|chat_restricted|user_deactivated|chat was deleted/i;
 
 /** Whether a 400's description means the chat (not the text) refused the message. */
 export function chatRefuses(description: string): boolean {
