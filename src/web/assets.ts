@@ -67,6 +67,8 @@ const TIMELINE_SCRIPT = `"use strict";
   if (!block || typeof uPlot === "undefined") return;
   var data = JSON.parse(block.textContent);
   if (data.turns.length === 0) { document.getElementById("timeline-plot").textContent = "No turns recorded yet."; return; }
+  // Turns are whole numbers: no tick between two of them.
+  var TURN_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500];
   var width = Math.min(1100, document.getElementById("main").clientWidth - 32);
   function marks(u) {
     var over = u.over;
@@ -86,7 +88,7 @@ const TIMELINE_SCRIPT = `"use strict";
   new uPlot({
     title: "Context tokens per turn", width: width, height: 320,
     scales: { x: { time: false } },
-    axes: [{ label: "turn" }, { label: "tokens", size: 70 }],
+    axes: [{ label: "turn", incrs: TURN_STEPS }, { label: "tokens", size: 70 }],
     series: [
       { label: "turn" },
       { label: "context tokens", stroke: "#0b57d0", width: 2, points: { show: true } },
@@ -98,7 +100,7 @@ const TIMELINE_SCRIPT = `"use strict";
   new uPlot({
     title: "Cached share and cost per turn", width: width, height: 220,
     scales: { x: { time: false }, pct: { range: [0, 100] }, usd: {} },
-    axes: [{ label: "turn" }, { scale: "pct", label: "cached %", size: 60 }, { scale: "usd", side: 1, label: "USD", size: 80, grid: { show: false } }],
+    axes: [{ label: "turn", incrs: TURN_STEPS }, { scale: "pct", label: "cached %", size: 60 }, { scale: "usd", side: 1, label: "USD", size: 80, grid: { show: false } }],
     series: [
       { label: "turn" },
       { label: "cached share (%)", scale: "pct", stroke: "#136c2e", width: 2 },

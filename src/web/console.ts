@@ -39,7 +39,8 @@ const MAX_FORM_BYTES = 16 * 1024;
 const SECURITY_HEADERS = {
   "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
+  // Not no-referrer: Chromium then sends `Origin: null` on the console's own form posts, which the origin check refuses.
+  "referrer-policy": "same-origin",
   "x-frame-options": "DENY",
 };
 

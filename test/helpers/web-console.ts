@@ -3,11 +3,13 @@
  * client that speaks to it as a browser's forms do.
  */
 import type { Config } from "../../config/index.js";
+import type { OutboundReply, SendOptions } from "../../src/adapters/channel-adapter.js";
 import { AccessControl, accessListsFrom } from "../../src/gateway/access.js";
 import { startHttpServer, type RouteHandler } from "../../src/gateway/http-server.js";
 import type { Logger } from "../../src/logger.js";
 import { createProducers, createRedis } from "../../src/queue/index.js";
 import { createWebConsole } from "../../src/web/index.js";
+import { RecordingAdapter } from "./recording-adapter.js";
 
 export const CONSOLE_TOKEN = "console-SECRET-token-0123456789";
 
@@ -63,5 +65,17 @@ export class ConsoleClient {
     const token = /name="csrf" value="([^"]+)"/.exec(text)?.[1];
     if (!token) throw new Error(`no CSRF token on ${path}`);
     return token;
+  }
+}
+
+/** A console-platform adapter that cannot send replies mentioning "doomed" until repaired: they end as dead letters. */
+export class FlakyAdapter extends RecordingAdapter {
+  repaired = false;
+  constructor() {
+    super("console");
+  }
+  override async send(reply: OutboundReply, options: SendOptions): Promise<void> {
+    if (!this.repaired && reply.text.includes("doomed")) throw new TypeError("Cannot read properties of undefined (reading 'length')");
+    await super.send(reply, options);
   }
 }

@@ -6,7 +6,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
-import type { OutboundReply, SendOptions } from "../../../src/adapters/channel-adapter.js";
 import type { Config } from "../../../config/index.js";
 import { AccessControl, accessListsFrom } from "../../../src/gateway/access.js";
 import { listDeadLetters } from "../../../src/session/dead-letters.js";
@@ -16,19 +15,8 @@ import { lastUserText, startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.j
 import { isSummarizerRequest } from "../../helpers/agent-fixtures.js";
 import { testConfig, testEnv } from "../../helpers/config.js";
 import { captureLogs, startPipeline, type LogCapture, type Pipeline } from "../../helpers/pipeline.js";
-import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
-import { CONSOLE_TOKEN, ConsoleClient, startConsoleServer, type ConsoleServer } from "../../helpers/web-console.js";
-
-class FlakyAdapter extends RecordingAdapter {
-  repaired = false;
-  constructor() {
-    super("console");
-  }
-  override async send(reply: OutboundReply, options: SendOptions): Promise<void> {
-    if (!this.repaired && reply.text.includes("doomed")) throw new TypeError("Cannot read properties of undefined (reading 'length')");
-    await super.send(reply, options);
-  }
-}
+import { inbound } from "../../helpers/recording-adapter.js";
+import { CONSOLE_TOKEN, ConsoleClient, FlakyAdapter, startConsoleServer, type ConsoleServer } from "../../helpers/web-console.js";
 
 describe("web console over HTTP", () => {
   let llm: FakeLlm;
