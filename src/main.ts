@@ -96,7 +96,7 @@ async function main(): Promise<void> {
     webConsole = started;
     routes.set("/console", started.handler);
     routes.set("/console/*", started.handler);
-  }
+  } else if (config.CONSOLE_WEB_TOKEN) logger.warn("web-console-off: CONSOLE_WEB_TOKEN is set but HTTP_PORT is 0 (no HTTP server)");
 
   // Test-only faults for the fault tests; never set in a deployment.
   const testHooks = process.env.LONGHAUL_TEST_HOOKS === "1";

@@ -173,8 +173,13 @@ export function createWebConsole(options: WebConsoleOptions): RouteHandler {
       return;
     }
     if (path.startsWith("/console/sessions/")) {
-      const sessionKey = decodeURIComponent(path.slice("/console/sessions/".length));
-      const data = await loadTimeline(redis, prefix, sessionKey);
+      let sessionKey: string;
+      try {
+        sessionKey = decodeURIComponent(path.slice("/console/sessions/".length));
+      } catch {
+        sessionKey = "";
+      }
+      const data = sessionKey === "" ? undefined : await loadTimeline(redis, prefix, sessionKey);
       if (!data) {
         send(response, 404, page({ title: "No such session", section: "sessions", csrf: session.csrf, body: html`<p>No session ${sessionKey}. <a href="/console/sessions">All sessions</a></p>` }));
         return;

@@ -156,6 +156,7 @@ describe("web console over HTTP", () => {
     expect(script.headers.get("content-type")).toContain("javascript");
     expect(await script.text()).toContain("uPlot");
     expect((await client.get("/console/sessions/console%3Anobody")).status).toBe(404);
+    expect((await client.get("/console/sessions/%E0%A4%A")).status).toBe(404);
   });
 
   it("pages, sorts and searches thousands of sessions on the server", async () => {
