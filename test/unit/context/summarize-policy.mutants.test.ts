@@ -106,6 +106,46 @@ describe("the call policy", () => {
     expect(totals).toEqual({ calls: 2, promptTokens: 210, completionTokens: summarizer.requests[0]!.maxTokens + 20 });
   });
 
+  it("leaves no listener on the caller's signal once its calls (failed, timed out, answered) and the waits between them are over", async () => {
+    const controller = new AbortController();
+    const { signal } = controller;
+    const listening = new Set<unknown>();
+    const add = signal.addEventListener.bind(signal);
+    const remove = signal.removeEventListener.bind(signal);
+    type Listener = Parameters<typeof add>[1];
+    signal.addEventListener = ((type: string, listener: Listener, options?: Parameters<typeof add>[2]) => (listening.add(listener), add(type, listener, options))) as typeof add;
+    signal.removeEventListener = ((type: string, listener: Listener, options?: Parameters<typeof remove>[2]) => (listening.delete(listener), remove(type, listener, options))) as typeof remove;
+    const summarizer = new Scripted("aux", (call) =>
+      call === 1 ? Promise.reject(new Error("502")) : call === 2 ? new Promise(() => {}) : Promise.resolve({ text: "## Goal\nthird time" }));
+    const outcome = await summarizeWithFallback(input({ signal, retry: { attempts: 3, baseDelayMs: 5, timeoutMs: 30 } }), [summarizer], stats());
+    expect(outcome.text).toBe("## Goal\nthird time");
+    expect(summarizer.requests).toHaveLength(3);
+    expect(listening.size).toBe(0);
+  });
+
+  it("an abort during the wait before a retry ends the wait with the caller's reason, and no further call is made", async () => {
+    const controller = new AbortController();
+    const summarizer = new Scripted("aux", async () => (setTimeout(() => controller.abort(new Error("turn cancelled")), 10), Promise.reject(new Error("502"))));
+    // A ten-minute backoff: only the abort can end the wait.
+    const pending = summarizeWithFallback(input({ signal: controller.signal, retry: { attempts: 3, baseDelayMs: 600_000, timeoutMs: 5_000 } }), [summarizer], stats());
+    await expect(pending).rejects.toThrow("turn cancelled");
+    expect(summarizer.requests).toHaveLength(1);
+    // Aborted after an (empty) answer came back, before the wait began: the wait does not start.
+    const late = new AbortController();
+    const emptyThenCancelled = new Scripted("aux", async () => ({
+      get text() {
+        late.abort(new Error("cancelled while reading"));
+        return "";
+      },
+    }));
+    await expect(summarizeWithFallback(input({ signal: late.signal, retry: { attempts: 3, baseDelayMs: 600_000, timeoutMs: 5_000 } }), [emptyThenCancelled], stats())).rejects.toThrow("cancelled while reading");
+    expect(emptyThenCancelled.requests).toHaveLength(1);
+    // Already aborted before the first call: no call at all.
+    const early = new Scripted("aux", async () => ({ text: "## Goal\nnever" }));
+    await expect(summarizeWithFallback(input({ signal: AbortSignal.abort(new Error("gone")) }), [early], stats())).rejects.toThrow("gone");
+    expect(early.requests).toHaveLength(0);
+  });
+
   it("reports every summarizer's failure, in order, and keeps the last as the cause", async () => {
     const a = new Scripted("aux", async () => Promise.reject(new Error("a down")));
     const b = new Scripted("main", async () => Promise.reject(new Error("b down")));
