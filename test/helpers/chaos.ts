@@ -78,6 +78,11 @@ export interface ChaosReport {
   /** Messages that asked for a reminder, and reminders delivered. */
   remindersAsked: number;
   remindersDelivered: number;
+  /** Recurring reminders asked (each waits for an Approve press), and presses Telegram got a 2xx for. */
+  approvalsAsked: number;
+  approvalsPressed: number;
+  /** A recurring reminder whose approval request never showed (within 90 s of the message). */
+  approvalsUnanswered: number;
   /** A reminder delivered more than once. */
   duplicateReminders: number;
   /** A reminder whose confirmation reached the chat but which never fired. */
@@ -138,14 +143,23 @@ function chaosModel(seed: number) {
     const afterTool = messages.at(-1)?.role === "tool";
     const texts = afterTool ? batchOfToolStep(messages) : newUserTexts(request);
     const ids = texts.flatMap((text) => text.match(ID_PATTERN) ?? []);
-    const asking = afterTool ? [] : texts.filter((text) => text.includes("remind")).flatMap((text) => text.match(ID_PATTERN) ?? []);
+    const asking = afterTool ? [] : texts.filter((text) => text.includes("remind"));
     if (asking.length > 0) {
+      // "every": a recurring task, which waits for the asker's Approve button; when it fires,
+      // its instructions (the tag) come to the model, which posts them back.
       return {
-        toolCalls: asking.map((id) => ({ name: "schedule", arguments: { action: "create", kind: "reminder", in: "3s", text: reminderTag(id) } })),
+        toolCalls: asking.flatMap((text) => (text.match(ID_PATTERN) ?? []).map((id) => ({
+          name: "schedule",
+          arguments: text.includes("every")
+            ? { action: "create", kind: "task", in: "3s", every: "1d", text: reminderTag(id) }
+            : { action: "create", kind: "reminder", in: "3s", text: reminderTag(id) },
+        }))),
         delayMs: Math.round(100 + random() * 1_000),
       };
     }
-    const head = `ok ${ids.join(" ")}`;
+    // A fired task's instructions: its post starts with the tag, as a reminder's does.
+    const tags = afterTool ? [] : [...new Set(texts.flatMap((text) => text.match(REMINDER_PATTERN) ?? []))];
+    const head = tags.length > 0 ? `⏰ ${tags.join(" ")}${ids.length > 0 ? `\nok ${ids.join(" ")}` : ""}` : `ok ${ids.join(" ")}`;
     const long = random() < 0.2;
     // Filler lines are unique per reply (so a repeated part is visible) but name no message id.
     const tag = (ids[0] ?? "none").replace("-", "_");
@@ -208,7 +222,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const startGateway = async () => {
     const app = spawnApp({ ...env, LONGHAUL_ROLE: "gateway", HTTP_PORT: String(port), TELEGRAM_WEBHOOK_URL: webhookUrl, TELEGRAM_WEBHOOK_SECRET: SECRET });
     saveLog("gateway", app);
-    await app.waitForStderr(/longhaul-ready/, 60_000);
+    // A loaded two-core machine can take a minute to start a process.
+    await app.waitForStderr(/longhaul-ready/, 150_000);
     return app;
   };
   const startWorker = (index: number) => {
@@ -238,7 +253,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       await sleep(200 + chatRandom() * 2_500);
       if (!sending) break;
       const id = `c${chatIndex}-m${count}`;
-      const text = workload.reminders && chatRandom() < 0.12 ? `${id} remind me` : id;
+      const roll = chatRandom();
+      const text = !workload.reminders || roll >= 0.14 ? id : roll < 0.07 ? `${id} remind me` : `${id} remind me every day`;
       const update = {
         update_id: updateId++,
         message: { message_id: messageId++, date: Math.floor(Date.now() / 1_000), chat: { id: chatId, type: "private", first_name: `User${chatIndex}` }, from: { id: chatId, is_bot: false, first_name: `User${chatIndex}` }, text },
@@ -257,7 +273,38 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       unreceived.delete(id);
       submitted.push({ sessionKey: `tg:${chatId}`, messageId: id, text });
       if (text !== id) remindersAsked.push(id);
+      if (text.includes("every") && !(await approve(chatIndex, chatId, reminderTag(id)))) approvalsUnanswered.push(id);
     }
+  };
+
+  /**
+   * A recurring reminder waits for the asker's button: the user presses Approve on the request
+   * once it shows (a callback_query posted until it gets a 2xx, as Telegram re-delivers).
+   * → false when no request showed within 90 s.
+   */
+  const approvalsUnanswered: string[] = [];
+  let approvalsPressed = 0;
+  const approve = async (chatIndex: number, chatId: number, tag: string): Promise<boolean> => {
+    const until = Date.now() + 90_000;
+    while (posting && Date.now() < until) {
+      const request = telegram.delivered(chatId).find((call) => call.visible?.text.includes(tag) && JSON.stringify(call.payload.reply_markup ?? "").includes("approve:"));
+      const shown = request && telegram.chatView(chatId).find((message) => message.text === request.visible?.text);
+      const data = (request?.payload.reply_markup as { inline_keyboard?: Array<Array<{ callback_data?: string }>> } | undefined)?.inline_keyboard?.[0]?.[0]?.callback_data;
+      if (shown && data) {
+        const press = telegram.pushCallbackQuery({ id: chatId, first_name: `User${chatIndex}` }, chatId, shown.messageId, data);
+        while (posting) {
+          const status = await telegram.postWebhook(webhookUrl, press, SECRET).then((response) => response.status, () => 0);
+          if (status >= 200 && status < 300) {
+            approvalsPressed++;
+            return true;
+          }
+          await sleep(300);
+        }
+        return false;
+      }
+      await sleep(250);
+    }
+    return false;
   };
   const drivers = chatIds.map((_, index) => driveChat(index));
 
@@ -326,7 +373,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   // Silent sends are status messages (previews), not reply parts.
   const sent = () => telegram.delivered().filter((call) => call.payload.disable_notification !== true).map((call) => ({ chatId: String(call.payload.chat_id), text: String(call.payload.text ?? ""), at: call.at }));
   const answered = () => new Set(sent().flatMap((part) => part.text.match(ID_PATTERN) ?? []));
-  const reminded = () => new Set(sent().flatMap((part) => part.text.match(REMINDER_PATTERN) ?? []));
+  // A reminder's post (or a fired task's answer) starts with ⏰; the approval request quotes the tag too.
+  const reminded = () => new Set(sent().flatMap((part) => (part.text.startsWith("⏰") ? part.text.match(REMINDER_PATTERN) ?? [] : [])));
   const drainUntil = Date.now() + 180_000;
   const drained = () => submitted.every((message) => answered().has(message.messageId)) && remindersAsked.every((id) => reminded().has(reminderTag(id)));
   while (Date.now() < drainUntil && !drained()) await sleep(250);
@@ -414,6 +462,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     unreceived: unreceived.size,
     remindersAsked: remindersAsked.length,
     remindersDelivered: reminderParts.length,
+    approvalsAsked: submitted.filter((message) => message.text.includes("every")).length,
+    approvalsPressed,
+    approvalsUnanswered: approvalsUnanswered.length,
     duplicateReminders: duplicateReminders.length,
     missingReminders: missingReminders.length,
     stuckChats,
@@ -440,11 +491,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       unreceived: [...unreceived],
       duplicateReminders,
       missingReminders,
+      approvalsUnanswered,
       leftoverStatuses: leftoverStatuses.map((message) => message.text.slice(0, 80)),
     },
   };
   report.clean = report.lost + report.doubled + report.unanswered - report.unansweredAtUnconfirmedPart + report.answeredTwice + report.duplicateParts - report.duplicatePartsAtGatewayKill
-    + report.unreceived + report.duplicateReminders + report.missingReminders + report.stuckChats === 0;
+    + report.unreceived + report.duplicateReminders + report.missingReminders + report.stuckChats + report.approvalsUnanswered === 0;
   writeFileSync(join(logDir, "report.json"), JSON.stringify(report, null, 2));
   return report;
 }

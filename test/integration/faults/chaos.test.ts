@@ -17,7 +17,7 @@ describe("seeded chaos (short)", () => {
     // counted as sent and missing when Telegram had not acted).
     expect({ ...report.details, duplicatePartsAtGatewayKill: [], unansweredAtUnconfirmedPart: [], leftoverStatuses: [] }).toEqual({
       lost: [], doubled: [], unanswered: [], answeredTwice: [], duplicateParts: [], duplicatePartsAtGatewayKill: [],
-      unansweredAtUnconfirmedPart: [], unreceived: [], duplicateReminders: [], missingReminders: [], leftoverStatuses: [],
+      unansweredAtUnconfirmedPart: [], unreceived: [], duplicateReminders: [], missingReminders: [], approvalsUnanswered: [], leftoverStatuses: [],
     });
     expect(report.stuckChats).toBe(0);
     expect(report.remindersAsked).toBeGreaterThan(0);
