@@ -164,6 +164,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     personas: config.personas ?? {},
     systemPrompt: config.SYSTEM_PROMPT,
     maxSteps: config.AGENT_MAX_STEPS,
+    checkin: { idleMs: config.CHECKIN_IDLE_MIN * 60_000, maxQuietRuns: config.CHECKIN_MAX_QUIET, contextTokens: config.CHECKIN_CONTEXT_TOKENS },
     delegation: { maxSteps: config.DELEGATE_MAX_STEPS, maxTokens: config.DELEGATE_MAX_TOKENS, maxParallel: config.DELEGATE_MAX_PARALLEL },
     maxOutputTokens: config.LLM_MAX_OUTPUT_TOKENS,
     toolOutputMaxChars: config.TOOL_OUTPUT_MAX_CHARS,
@@ -282,6 +283,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       chatAllowed: (item) => access.serves({ ...item.chat, userId: item.creator.userId }),
       // A task whose chat or creator has no budget left is delivered as a notice, with no LLM call.
       checkTaskBudget: (item) => budget.check(budgetAccounts(item.sessionKey, { platform: item.chat.platform, userId: item.creator.userId })),
+      checkCheckinBudget: (item) => budget.check(budgetAccounts(item.sessionKey, { platform: item.chat.platform, userId: item.creator.userId }), config.CHECKIN_BUDGET_HEADROOM),
       missedGraceMs: config.SCHEDULE_MISSED_GRACE_S * 1_000,
       now: () => Date.now(),
       logger,

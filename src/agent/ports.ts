@@ -60,6 +60,8 @@ export interface ApprovalSettings {
 /** The chat handler's ports: the tool loop over the model, its context engine and the tools. */
 export interface ChatPorts extends Clock, ModelPorts, ToolPorts, ApprovalSettings {
   maxSteps: number;
+  /** Check-ins (CHECKIN_*); absent: the defaults. */
+  checkin?: { idleMs: number; maxQuietRuns: number; contextTokens: number };
   /** Limits of the children the `delegate` tool runs (DELEGATE_*); absent: the defaults. */
   delegation?: { maxSteps: number; maxTokens: number; maxParallel: number };
   maxOutputTokens: number;

@@ -7,6 +7,7 @@
 import type { InboxEntry } from "../session/store.js";
 import { runActionSegment } from "./action-segment.js";
 import { activeEngine } from "./active-model.js";
+import { runCheckinSegment } from "./checkin-segment.js";
 import { runChatSegment } from "./chat-segment.js";
 import { runCommandSegment } from "./command-segment.js";
 import type { TurnEngine } from "./ports.js";
@@ -55,6 +56,9 @@ async function runSegments(base: TurnEngine, input: SegmentsInput, progress: Seg
         break;
       case "reminder":
         runReminderSegment(run, segment.entry, newId);
+        break;
+      case "checkin":
+        await runCheckinSegment(run, segment.entry, newId, segments.some((other) => other.kind === "chat" || other.kind === "command"));
         break;
       case "command":
         archivedSessionId = (await runCommandSegment(run, segment.command, segment.entry, scope)) ?? archivedSessionId;

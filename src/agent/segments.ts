@@ -21,6 +21,13 @@ export function segmentBatch(batch: readonly InboxEntry[]): Segment[] {
       segments.push({ kind: "action", entry });
       continue;
     }
+    if (entry.scheduled?.kind === "checkin") {
+      // Missed check-ins waiting together merge into one: it looks at the chat as it is now.
+      const previous = segments.findIndex((segment) => segment.kind === "checkin");
+      if (previous >= 0) segments.splice(previous, 1);
+      segments.push({ kind: "checkin", entry });
+      continue;
+    }
     if (entry.scheduled?.kind === "reminder") {
       segments.push({ kind: "reminder", entry });
       continue;

@@ -58,7 +58,8 @@ export function settleWithoutAnswer(
   const settled: ChatMessage[] = [];
   const replies: OutboundReply[] = [...(done?.replies ?? [])];
   for (const segment of segmentBatch(input.batch)) {
-    if (segment.kind === "command" || segment.kind === "action") continue;
+    // A check-in that failed is dropped: the next one looks again.
+    if (segment.kind === "command" || segment.kind === "action" || segment.kind === "checkin") continue;
     if (segment.kind === "reminder") {
       // A fixed reminder needs no model: a failure elsewhere in the batch must not swallow it.
       const message = reminderMessage(segment.entry, newId());

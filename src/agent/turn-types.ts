@@ -22,6 +22,7 @@ export type Segment =
   | { kind: "command"; command: ParsedCommand; entry: InboxEntry }
   | { kind: "action"; entry: InboxEntry }
   | { kind: "reminder"; entry: InboxEntry }
+  | { kind: "checkin"; entry: InboxEntry }
   | { kind: "chat"; entries: InboxEntry[] };
 
 /** Why a running turn was asked to stop. */

@@ -319,11 +319,13 @@ export class BudgetMeter {
   }
 
   /** Whether the accounts could pay for a call now (used by fired tasks before they enter the chat). */
-  async check(accounts: BudgetAccounts): Promise<{ allowed: true } | { allowed: false; reason: string }> {
+  /** `headroom`: the share of each limit that must be left (0: refused only once spent; 0.1: from 90% on). */
+  async check(accounts: BudgetAccounts, headroom = 0): Promise<{ allowed: true } | { allowed: false; reason: string }> {
     const status = await this.status(accounts);
+    const share = 1 - headroom;
     for (const slot of status) {
-      const overCost = slot.limit.usd !== undefined && slot.used.usd + slot.reserved.usd >= slot.limit.usd;
-      const overTokens = slot.limit.tokens !== undefined && slot.used.tokens + slot.reserved.tokens >= slot.limit.tokens;
+      const overCost = slot.limit.usd !== undefined && slot.used.usd + slot.reserved.usd >= slot.limit.usd * share;
+      const overTokens = slot.limit.tokens !== undefined && slot.used.tokens + slot.reserved.tokens >= slot.limit.tokens * share;
       if (overCost || overTokens) return { allowed: false, reason: exhaustedNotice(slot.kind, slot.period, this.#now()) };
     }
     return { allowed: true };

@@ -83,7 +83,7 @@ export interface InboundMessage {
 
 export interface ScheduledOrigin {
   itemId: string;
-  kind: "reminder" | "task";
+  kind: "reminder" | "task" | "checkin";
   /** UTC ms of the occurrence this message delivers. */
   scheduledFor: number;
   /** Delivered more than a minute after `scheduledFor` (downtime): the text says so. */

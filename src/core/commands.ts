@@ -2,7 +2,7 @@
  * The product's chat commands (SPEC §5), below every layer: the worker interprets them, and the
  * platform adapters need the same names to tell our commands from other bots' in a group.
  */
-export const COMMAND_NAMES = ["help", "new", "reset", "compress", "status", "usage", "stop", "start", "tools", "reminders", "memory", "forget", "pin", "unpin", "context", "model", "persona", "timezone", "budget", "pair", "export"] as const;
+export const COMMAND_NAMES = ["help", "new", "reset", "compress", "status", "usage", "stop", "start", "tools", "reminders", "checkin", "memory", "forget", "pin", "unpin", "context", "model", "persona", "timezone", "budget", "pair", "export"] as const;
 export type CommandName = (typeof COMMAND_NAMES)[number];
 
 /** Where a command is offered in the platforms' menus (Telegram scopes; Discord contexts). */
@@ -45,6 +45,7 @@ export const COMMAND_MENU: readonly CommandSpec[] = [
   { name: "persona", description: "How I come across in this chat (a chat-wide setting)", scopes: ["private", "group-admin"], argument: "A persona's name or your own words, or off" },
   { name: "tools", description: "The tools I can use in this chat", scopes: EVERYWHERE },
   { name: "reminders", description: "Your reminders and scheduled tasks", scopes: EVERYWHERE, argument: "cancel, pause, resume or edit <id> …" },
+  { name: "checkin", description: "Check-ins: I look in every few hours and write if it is worth it", scopes: EVERYWHERE, argument: "every 4h [what to watch], on or off" },
   { name: "timezone", description: "This chat's time zone: show or set it", scopes: EVERYWHERE, argument: "A zone like Europe/Berlin, or default" },
   { name: "export", description: "Your conversations and memory as files (private chat)", scopes: ["private"], privateAnswer: true },
 ];

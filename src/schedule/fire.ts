@@ -9,7 +9,7 @@
 import type { InboundMessage } from "../core/channel.js";
 import type { Logger } from "../logger.js";
 import type { FiringAlarms, Occurrence } from "./alarms.js";
-import { reminderText, taskRefusedText, taskText } from "./format.js";
+import { checkinPausedText, checkinText, reminderText, taskRefusedText, taskText } from "./format.js";
 import { occurrenceMessageId, type ScheduleItem } from "./item.js";
 import { latestOccurrence, nextOccurrence } from "./recurrence.js";
 import type { ScheduleStore } from "./store.js";
@@ -33,6 +33,11 @@ export interface FiringDeps {
    * without an LLM call.
    */
   checkTaskBudget?: (item: ScheduleItem) => Promise<TaskBudgetVerdict>;
+  /**
+   * May a check-in run now? Refused when the chat's budget is near its limit (not only spent):
+   * the check-in then pauses itself and the chat is told once. Absent: checkTaskBudget.
+   */
+  checkCheckinBudget?: (item: ScheduleItem) => Promise<TaskBudgetVerdict>;
   /** A recurring occurrence missed by more than this is skipped (SCHEDULE_MISSED_GRACE_S). */
   missedGraceMs: number;
   now(): number;
@@ -71,12 +76,15 @@ export async function fireOccurrence(deps: FiringDeps, occurrence: Occurrence, a
   const deliverFor = item.recurrence
     ? latestOccurrence(item.recurrence, now, item.timeZone, item.anchorAt, occurrence.scheduledFor) ?? occurrence.scheduledFor
     : occurrence.scheduledFor;
-  const skip = item.recurrence !== undefined && now - deliverFor > deps.missedGraceMs;
+  // A check-in's missed runs merge into one, however late: it looks at the chat as it is now.
+  const skip = item.recurrence !== undefined && item.kind !== "checkin" && now - deliverFor > deps.missedGraceMs;
   const late = now - deliverFor > LATE_AFTER_MS;
 
   let duplicate = false;
+  let pauseAfter = false;
   if (!skip) {
-    const message = await occurrenceMessage(deps, item, deliverFor, now, late);
+    const { message, pause } = await occurrenceMessage(deps, item, deliverFor, now, late);
+    pauseAfter = pause;
     duplicate = !(await deps.inbox.appendInbox(message, now));
     afterStep?.("appended");
     // Even for a duplicate: the attempt that appended it may have died before enqueueing.
@@ -95,6 +103,7 @@ export async function fireOccurrence(deps: FiringDeps, occurrence: Occurrence, a
     const current = advanced ? { nextRunAt: next, paused: item.paused } : await store.get(item.id);
     if (current && !current.paused) await deps.alarms.arm(item.id, current.nextRunAt);
     afterStep?.("armed");
+    if (pauseAfter) await pauseItem(deps, item.id, log);
   } else {
     await store.remove(item, occurrence.scheduledFor);
     afterStep?.("removed");
@@ -102,11 +111,36 @@ export async function fireOccurrence(deps: FiringDeps, occurrence: Occurrence, a
   return skip ? { status: "skipped-missed", missedFor: deliverFor } : { status: "fired", deliveredFor: deliverFor, late, duplicate };
 }
 
-/** The synthetic inbound message of one occurrence, from the item's creator in the item's chat. */
-async function occurrenceMessage(deps: FiringDeps, item: ScheduleItem, scheduledFor: number, now: number, late: boolean): Promise<InboundMessage> {
+/** A check-in that paused itself (budget near its limit): paused as `/reminders pause` would. */
+async function pauseItem(deps: FiringDeps, itemId: string, log: Logger): Promise<void> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const current = await deps.store.get(itemId);
+    if (!current || current.paused) return;
+    const outcome = await deps.store.update({ ...current, paused: true });
+    if (outcome === "missing") return;
+    if (outcome === "updated") {
+      await deps.alarms.disarm(itemId, current.nextRunAt);
+      log.info({ sessionKey: current.sessionKey }, "checkin-paused-budget");
+      return;
+    }
+  }
+}
+
+/** The synthetic inbound message of one occurrence, from the item's creator in the item's chat; `pause`: pause the item after it. */
+async function occurrenceMessage(deps: FiringDeps, item: ScheduleItem, scheduledFor: number, now: number, late: boolean): Promise<{ message: InboundMessage; pause: boolean }> {
   let kind = item.kind;
   let text: string;
-  if (item.kind === "task") {
+  let pause = false;
+  if (item.kind === "checkin") {
+    const verdict = (await (deps.checkCheckinBudget ?? deps.checkTaskBudget)?.(item)) ?? { allowed: true };
+    if (verdict.allowed) {
+      text = checkinText(item, scheduledFor);
+    } else {
+      kind = "reminder";
+      text = checkinPausedText(item, verdict.reason);
+      pause = true;
+    }
+  } else if (item.kind === "task") {
     const verdict = (await deps.checkTaskBudget?.(item)) ?? { allowed: true };
     if (verdict.allowed) {
       text = taskText(item, scheduledFor, now, late);
@@ -118,7 +152,7 @@ async function occurrenceMessage(deps: FiringDeps, item: ScheduleItem, scheduled
   } else {
     text = reminderText(item, scheduledFor, now, late);
   }
-  return {
+  const message: InboundMessage = {
     platform: item.chat.platform,
     sessionKey: item.sessionKey,
     messageId: occurrenceMessageId(item.id, scheduledFor),
@@ -132,4 +166,5 @@ async function occurrenceMessage(deps: FiringDeps, item: ScheduleItem, scheduled
     sentAt: now,
     scheduled: { itemId: item.id, kind, scheduledFor, ...(late ? { late: true } : {}) },
   };
+  return { message, pause };
 }

@@ -10,7 +10,7 @@ export function describeRecurrence(recurrence: Recurrence, zone: string): string
     : `on cron "${recurrence.expression}" (${zone})`;
 }
 
-const kindName = (item: ScheduleItem) => (item.kind === "reminder" ? "reminder" : "task");
+const kindName = (item: ScheduleItem) => (item.kind === "checkin" ? "check-in" : item.kind);
 
 /** `“Call the bank”`, cut to a length that fits a list line. */
 function quoted(text: string, max = 120): string {
@@ -61,6 +61,28 @@ export function taskText(item: ScheduleItem, scheduledFor: number, now: number, 
     `[Scheduled task ${item.id}, set by ${item.creator.userName}${recurring}; due ${formatInstant(scheduledFor, item.timeZone)}${late ? `, ${lateNote(scheduledFor, now, item.timeZone)}` : ""}. Carry it out now; your answer is posted to the chat.]`,
     item.text,
   ].join("\n");
+}
+
+/** The sentinel a check-in answers when there is nothing worth saying: no message is sent. */
+export const CHECKIN_SILENT = "[nothing]";
+
+/**
+ * The request of a fired check-in: the model looks at the conversation (its summary and latest
+ * messages) and says something only if it is worth a message now.
+ */
+export function checkinText(item: ScheduleItem, scheduledFor: number): string {
+  const recurring = item.recurrence ? ` (${describeRecurrence(item.recurrence, item.timeZone)})` : "";
+  return [
+    `[Check-in ${item.id}${recurring}, set by ${item.creator.userName}; now ${formatInstant(scheduledFor, item.timeZone)}.`,
+    "Look at the conversation so far. If something is worth a short message now — a follow-up that was promised, a deadline coming up, an open question you can now answer — write that message; it is posted to the chat.",
+    `Otherwise answer exactly ${CHECKIN_SILENT} and nothing is sent. Do not greet or chat just to say something.]`,
+    ...(item.text ? [`What to keep an eye on: ${item.text}`] : []),
+  ].join("\n");
+}
+
+/** What the chat gets when a check-in pauses itself: the budget is near its limit. */
+export function checkinPausedText(item: ScheduleItem, reason: string): string {
+  return `⏸ Check-ins paused (${item.id}): ${reason} /checkin on resumes them.`;
 }
 
 /** What the chat gets instead of a task the budget check refused. */

@@ -5,6 +5,8 @@
  */
 export type { FiringAlarms, Occurrence } from "./alarms.js";
 export { remindersCommand } from "./command.js";
+export { checkinCommand, CHECKIN_DEFAULT_FOCUS, type CheckinOutcome } from "./checkin-command.js";
+export { CHECKIN_SILENT } from "./format.js";
 export { fireOccurrence, LATE_AFTER_MS, type FiringDeps, type FiringOutcome, type FiringStep, type TaskBudgetVerdict } from "./fire.js";
 export { occurrenceMessageId, requesterOf, type ItemChat, type ItemKind, type Requester, type ScheduleItem } from "./item.js";
 export type { Recurrence } from "./recurrence.js";

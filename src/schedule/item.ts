@@ -7,7 +7,8 @@
 import { messageOrigin, type MessageOrigin, type Platform } from "../core/channel.js";
 import type { Recurrence } from "./recurrence.js";
 
-export type ItemKind = "reminder" | "task";
+/** `checkin`: a recurring look at the chat (issue #35 item 3) that may decide to say nothing. */
+export type ItemKind = "reminder" | "task" | "checkin";
 
 /** Where an item lives and answers: the routing fields of the message that created it. */
 export interface ItemChat {

@@ -156,6 +156,12 @@ export class ScheduleService {
     });
   }
 
+  /** This conversation's items of one kind (a chat's check-ins). */
+  async chatItems(requester: Requester, kind: ItemKind): Promise<ScheduleItem[]> {
+    const items = await this.#store.listChat(requester.platform, requester.chatId);
+    return items.filter((item) => item.sessionKey === requester.sessionKey && item.kind === kind);
+  }
+
   async pause(requester: Requester, itemId: string): Promise<ActionResult> {
     return this.#change(requester, itemId, "Paused", (item) => {
       if (item.paused) return `${item.id} is already paused.`;

@@ -38,8 +38,9 @@ export interface ScheduleTool {
  */
 export function asksApproval(args: Record<string, unknown>): boolean {
   const recurring = stringArg(args, "every") !== undefined || stringArg(args, "cron") !== undefined;
-  if (args.action === "create") return args.kind === "task" && recurring;
-  if (args.action === "edit") return args.kind !== "reminder" && (recurring || args.kind === "task" || stringArg(args, "text") !== undefined);
+  // A check-in is a recurring agent run too.
+  if (args.action === "create") return (args.kind === "task" && recurring) || args.kind === "checkin";
+  if (args.action === "edit") return args.kind !== "reminder" && (recurring || args.kind === "task" || args.kind === "checkin" || stringArg(args, "text") !== undefined);
   return args.action === "resume";
 }
 
@@ -62,7 +63,7 @@ const DEFINITION: ToolDefinition = {
       properties: {
         action: { type: "string", enum: ["create", "list", "edit", "pause", "resume", "cancel"] },
         id: { type: "string", description: "Item id for edit, pause, resume, cancel, e.g. r3" },
-        kind: { type: "string", enum: ["reminder", "task"], description: "reminder (default): a fixed message; task: instructions for you" },
+        kind: { type: "string", enum: ["reminder", "task", "checkin"], description: "reminder (default): a fixed message; task: instructions for you; checkin (with every): you look at the chat each time and write only if something is worth it (text: what to keep an eye on)" },
         text: { type: "string", description: "The reminder's message, or the task's instructions" },
         at: { type: "string", description: "Local time in the chat's zone: \"2026-03-30T09:00\", \"09:00\", \"tomorrow 09:00\", \"friday 9am\"; or absolute with Z or an offset" },
         in: { type: "string", description: "From now: \"2h30m\", \"90s\", \"3 days\", \"PT2H\"" },
@@ -115,8 +116,8 @@ function stringArg(args: Record<string, unknown>, name: string): string | undefi
 
 function kindArg(args: Record<string, unknown>): ItemKind | undefined {
   if (args.kind === undefined) return undefined;
-  if (args.kind === "reminder" || args.kind === "task") return args.kind;
-  throw new Error(`kind must be "reminder" or "task", not ${JSON.stringify(args.kind)}`);
+  if (args.kind === "reminder" || args.kind === "task" || args.kind === "checkin") return args.kind;
+  throw new Error(`kind must be "reminder", "task" or "checkin", not ${JSON.stringify(args.kind)}`);
 }
 
 function whenArgs(args: Record<string, unknown>): WhenInput | undefined {

@@ -5,9 +5,10 @@ import { budgetCommand } from "../../budget/command.js";
 import { budgetLines } from "../../budget/usage.js";
 import { isAdmin, mayChangeChat, modelCommand, personaCommand, timeZoneCommand } from "../../models/commands.js";
 import type { Prices } from "../../models/catalogue.js";
-import { remindersCommand, requesterOf } from "../../schedule/index.js";
+import { checkinCommand, remindersCommand, requesterOf } from "../../schedule/index.js";
 import { freshSessionAfter, type SessionState } from "../../session/state.js";
 import type { CommandContext, CommandOutcome } from "./command-context.js";
+import { CHECKIN_QUIET_RUNS } from "../checkin-segment.js";
 import { exportCommand } from "./export-command.js";
 import { contextCommand } from "./context-command.js";
 import { forgetCommand, memoryCommand, pinCommand } from "./memory-commands.js";
@@ -33,6 +34,7 @@ export const HELP_TEXT = [
   "Admins: /budget <chat> [daily|monthly <amount>] — see or set a budget; /pair approve CODE — let a new user in",
   "/export — your conversations and memory as files (in a private chat with me)",
   "/reminders — your reminders and scheduled tasks (cancel, pause, resume, edit them); ask me in words to set one",
+  "/checkin every 4h [what to watch] — I look at this chat every 4 hours and write only when something is worth it · /checkin off · /checkin on",
   "/help — this message",
 ].join("\n");
 
@@ -70,6 +72,13 @@ async function outcomeOf(command: ParsedCommand, context: CommandContext): Promi
     case "reminders": {
       if (!engine.schedule) return { state, text: "Reminders are not available here." };
       return { state, text: await remindersCommand(engine.schedule, requesterOf(context.entry, context.timeZone), command.args) };
+    }
+    case "checkin": {
+      if (!engine.schedule) return { state, text: "Check-ins are not available here." };
+      const outcome = await checkinCommand(engine.schedule, requesterOf(context.entry, context.timeZone), command.args);
+      // A started or resumed check-in counts its quiet runs afresh.
+      if (outcome.restarted) delete state.engine[CHECKIN_QUIET_RUNS];
+      return { state, text: outcome.text };
     }
     case "memory":
     case "forget":

@@ -205,3 +205,41 @@ describe("agent tasks", () => {
     expect(message?.text).toBe(`⏸ Skipped scheduled task ${item.id} (“research flights”): this chat's budget for today is used up`);
   });
 });
+
+describe("check-ins (issue 35 item 3)", () => {
+  it("missed runs merge into one however late (no grace skip), worded as a check-in that may stay silent", async () => {
+    const h = setUp();
+    const item = await created(h, { kind: "checkin", text: "the visa application", when: { every: "4h" } });
+    h.clock.now = item.nextRunAt + 30 * 3_600_000; // down for more than a day: 8 runs missed, grace 6 h
+    const outcome = await fireOccurrence(h.firingDeps(), { itemId: item.id, scheduledFor: item.nextRunAt });
+    expect(outcome).toMatchObject({ status: "fired", late: true });
+    const inbox = await h.inbox(item.sessionKey);
+    expect(inbox).toHaveLength(1);
+    expect(inbox[0]?.scheduled?.kind).toBe("checkin");
+    expect(inbox[0]?.text).toContain(`[Check-in ${item.id} (every 4 hours), set by Ada`);
+    expect(inbox[0]?.text).toContain("answer exactly [nothing] and nothing is sent");
+    expect(inbox[0]?.text).toContain("What to keep an eye on: the visa application");
+    expect(await h.store.get(item.id)).toMatchObject({ fireCount: 1, paused: false });
+  });
+
+  it("a budget near its limit pauses the check-in and tells the chat once, without the model", async () => {
+    const h = setUp();
+    const item = await created(h, { kind: "checkin", text: "anything worth following up", when: { every: "4h" } });
+    h.clock.now = item.nextRunAt;
+    const asked: string[] = [];
+    await fireOccurrence(h.firingDeps({
+      checkTaskBudget: async () => ({ allowed: true }),
+      checkCheckinBudget: async (checkin) => {
+        asked.push(checkin.id);
+        return { allowed: false, reason: "this chat has used 92% of its budget for today." };
+      },
+    }), { itemId: item.id, scheduledFor: item.nextRunAt });
+    expect(asked).toEqual([item.id]);
+    const [message] = await h.inbox(item.sessionKey);
+    expect(message?.scheduled?.kind).toBe("reminder");
+    expect(message?.text).toBe(`⏸ Check-ins paused (${item.id}): this chat has used 92% of its budget for today. /checkin on resumes them.`);
+    const after = await h.store.get(item.id);
+    expect(after?.paused).toBe(true);
+    expect(await h.alarmState(item.id, after!.nextRunAt)).toBe("unknown");
+  });
+});

@@ -4,7 +4,7 @@
  * change what in a group, and what goes when a chat or a user's access does.
  */
 import { describe, expect, it } from "vitest";
-import { createScheduleTool, type Requester } from "../../../src/schedule/index.js";
+import { checkinCommand, createScheduleTool, type Requester } from "../../../src/schedule/index.js";
 import { inbound } from "../../helpers/recording-adapter.js";
 import { ADA_DM, ARMED_STATES, inGroup, useScheduleHarness, type ScheduleHarness } from "../../helpers/schedule.js";
 
@@ -231,9 +231,46 @@ describe("the schedule tool", () => {
     const h = setUp();
     const tool = createScheduleTool(h.service);
     expect(await tool.run({ action: "create", text: "x", every: "10s" }, context)).toMatch(/at most once every 5 minutes/);
-    await expect(tool.run({ action: "create", kind: "nag", text: "x", in: "1h" }, context)).rejects.toThrow(/kind must be "reminder" or "task"/);
+    await expect(tool.run({ action: "create", kind: "nag", text: "x", in: "1h" }, context)).rejects.toThrow(/kind must be "reminder", "task" or "checkin"/);
     await expect(tool.run({ action: "snooze", id: "r1" }, context)).rejects.toThrow(/unknown action "snooze"/);
     await expect(tool.run({ action: "edit", id: "r1" }, context)).rejects.toThrow(/edit needs a new text, kind or time/);
     await expect(tool.run({ action: "list" }, {})).rejects.toThrow(/no chat/);
+  });
+});
+
+describe("/checkin (issue 35 item 3)", () => {
+  it("starts one check-in per chat, replaces it, shows it, resumes a paused one and stops it", async () => {
+    const h = setUp();
+    expect((await checkinCommand(h.service, ADA_DM, "")).text).toMatch(/^No check-ins in this chat\. \/checkin every 4h starts them/);
+    const started = await checkinCommand(h.service, ADA_DM, "every 4h the visa application");
+    expect(started.restarted).toBe(true);
+    expect(started.text).toMatch(/^Check-ins on\. Check-in r\d+: next .*, then every 4 hours · watching: the visa application\.$/);
+    const replaced = await checkinCommand(h.service, ADA_DM, "every 6h");
+    expect(replaced.text).toContain("every 6 hours");
+    const items = await h.service.chatItems(ADA_DM, "checkin");
+    expect(items).toHaveLength(1);
+    expect(items[0]).toMatchObject({ kind: "checkin", text: "anything worth following up", paused: false });
+    expect(ARMED_STATES).toContain(await h.alarmState(items[0]!.id, items[0]!.nextRunAt));
+    // Other chats and other kinds are not touched; /reminders lists it as a check-in.
+    await h.service.create(ADA_DM, { kind: "reminder", text: "tea", when: { in: "1h" } });
+    expect(await h.service.listText(ADA_DM)).toContain("check-in");
+
+    expect((await checkinCommand(h.service, ADA_DM, "on")).text).toBe("Check-ins are already on.");
+    await h.service.pause(ADA_DM, items[0]!.id);
+    expect((await checkinCommand(h.service, ADA_DM, "status")).text).toContain("(paused: /checkin on resumes it)");
+    const resumed = await checkinCommand(h.service, ADA_DM, "on");
+    expect(resumed).toMatchObject({ restarted: true });
+    expect(resumed.text).toMatch(/^Check-ins resumed\./);
+    expect((await checkinCommand(h.service, ADA_DM, "off")).text).toBe("Check-ins stopped.");
+    expect(await h.service.chatItems(ADA_DM, "checkin")).toEqual([]);
+    expect((await h.service.list(ADA_DM)).map((item) => item.kind)).toEqual(["reminder"]);
+    expect((await checkinCommand(h.service, ADA_DM, "every")).text).toMatch(/^Usage: \/checkin/);
+  });
+
+  it("through the schedule tool, a check-in waits for the asker's button like a recurring task", () => {
+    const tool = createScheduleTool({} as never);
+    expect(tool.needsApproval({ action: "create", kind: "checkin", every: "4h", text: "the visa" })).toBe(true);
+    expect(tool.needsApproval({ action: "edit", id: "r3", kind: "checkin" })).toBe(true);
+    expect(tool.needsApproval({ action: "create", kind: "reminder", every: "4h", text: "stretch" })).toBe(false);
   });
 });
