@@ -1,5 +1,5 @@
 /**
- * npm run chaos -- --seed N --minutes M [--seeds K] [--users U] [--faults gateway-kill,redis-pause] [--topology single|sentinel]
+ * npm run chaos -- --seed N --minutes M [--seeds K] [--users U] [--faults gateway-kill,redis-pause] [--topology single|sentinel|cluster]
  * Runs the seeded chaos (test/helpers/chaos.ts) for each seed N, N+1, … N+K−1 and prints one
  * row per seed: lost / doubled / answered twice / duplicate parts, and how many of those the
  * at-least-once floor explains (the part was in flight when its gateway was SIGKILLed); updates
@@ -8,7 +8,7 @@
  * leftover statuses, which Telegram's lost create answers can leave: docs/streaming.md).
  */
 import { parseArgs } from "node:util";
-import { FAULT_KINDS, faultsFor, runChaos, type ChaosReport, type ChaosTopology, type FaultKind } from "../test/helpers/chaos.js";
+import { CHAOS_TOPOLOGIES, FAULT_KINDS, faultsFor, runChaos, type ChaosReport, type FaultKind } from "../test/helpers/chaos.js";
 import { buildForChildProcesses } from "../test/helpers/test-build.js";
 
 const { values } = parseArgs({
@@ -18,12 +18,13 @@ const { values } = parseArgs({
     seeds: { type: "string", default: "1" },
     users: { type: "string", default: "8" },
     faults: { type: "string" },
-    // sentinel: a master, two replicas, three sentinels; the Redis faults become failovers.
+    // sentinel: a master, two replicas, three sentinels; cluster: three masters, a replica each.
+    // With either, the Redis faults are failovers (a master frozen past it, or killed).
     topology: { type: "string", default: "single" },
   },
 });
-if (values.topology !== "single" && values.topology !== "sentinel") throw new Error(`unknown topology ${values.topology}; known: single, sentinel`);
-const topology: ChaosTopology = values.topology;
+const topology = CHAOS_TOPOLOGIES.find((known) => known === values.topology);
+if (!topology) throw new Error(`unknown topology ${values.topology}; known: ${CHAOS_TOPOLOGIES.join(", ")}`);
 const faults = (values.faults?.split(",").map((kind) => kind.trim()) ?? faultsFor(topology)) as FaultKind[];
 for (const kind of faults) if (!FAULT_KINDS.includes(kind)) throw new Error(`unknown fault ${kind}; known: ${FAULT_KINDS.join(", ")}`);
 const first = Number(values.seed);

@@ -22,18 +22,18 @@ import { FakeTelegram } from "../fakes/fake-telegram.js";
 import { startFakeLlm, withoutStamp } from "../fakes/fake-llm.js";
 import { spawnApp, type AppProcess } from "./app-process.js";
 import { audit, seededRandom, type Submitted } from "./audit.js";
-import { startChaosRedis, type ChaosTopology } from "./chaos-redis.js";
+import { CHAOS_TOPOLOGIES, startChaosRedis, type ChaosTopology } from "./chaos-redis.js";
 import { freePort } from "./redis-server.js";
 import { newUserTexts, sleep } from "./stall-run.js";
 import { buildForChildProcesses } from "./test-build.js";
 
 export const FAULT_KINDS = ["worker-kill", "worker-pause", "redis-pause", "gateway-term", "gateway-kill", "gateway-pause", "redis-kill"] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
-export type { ChaosTopology };
+export { CHAOS_TOPOLOGIES, type ChaosTopology };
 
 /** The faults a topology can take: killing the only Redis is not a fault longhaul claims to survive. */
 export function faultsFor(topology: ChaosTopology): FaultKind[] {
-  return FAULT_KINDS.filter((kind) => kind !== "redis-kill" || topology === "sentinel");
+  return FAULT_KINDS.filter((kind) => kind !== "redis-kill" || topology !== "single");
 }
 
 export interface ChaosOptions {
@@ -50,8 +50,9 @@ export interface ChaosOptions {
   /** Only these faults (to study one). @defaultValue faultsFor(topology) */
   faults?: readonly FaultKind[];
   /**
-   * One redis-server, or a master, two replicas and three sentinels: `redis-pause` then freezes
-   * the master past the sentinels' down-after, `redis-kill` SIGKILLs it. @defaultValue "single"
+   * One redis-server; a master, two replicas and three sentinels; or three masters with a replica
+   * each. With replicas `redis-pause` freezes a master past its failover, `redis-kill` SIGKILLs
+   * it (both brought back as replicas). @defaultValue "single"
    */
   topology?: ChaosTopology;
   /** JOB_LOCK_MS of the processes. @defaultValue 1500 */
@@ -338,7 +339,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         await redis.pause(pastTheLock());
         break;
       case "redis-kill":
-        if (!redis.kill) throw new Error(`redis-kill needs the sentinel topology, not ${topology}`);
+        if (!redis.kill) throw new Error(`redis-kill needs replicas (sentinel or cluster), not ${topology}`);
         await redis.kill();
         break;
       case "gateway-term":

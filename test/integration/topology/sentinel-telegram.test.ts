@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { textOf as contentText } from "../../fakes/fake-llm.js";
+import { isSummarizerRequest } from "../../helpers/agent-fixtures.js";
 import { FILESYSTEM, writeConfigFile } from "../../helpers/mcp.js";
 import { startSentinelSetup, type SentinelSetup } from "../../helpers/redis-sentinel.js";
 import { remindMePlan, schedulingModel } from "../../helpers/schedule.js";
@@ -72,4 +73,17 @@ describe("Telegram on Redis Sentinel", () => {
     await waitUntil(() => telegram.callsOf("editMessageText").length === 1, "the request to be edited");
     expect(telegram.callsOf("answerCallbackQuery")).toHaveLength(1);
   }, 120_000);
+
+  it("a long session compacts (the summarizer called) and the chat goes on", async () => {
+    e2e = await startTelegramE2e({ env: onSentinel({ LLM_CONTEXT_WINDOW: "8000" }) });
+    e2e.llm.route(isSummarizerRequest, { text: "## Goal\nA long chat about the sea." });
+    let sent = 0;
+    for (let turn = 0; turn < 40 && !e2e.llm.requests.some(isSummarizerRequest); turn++) {
+      e2e.telegram.pushMessage({ chat: DM, from: ADA, text: `chapter ${turn}: ${"the waves, the wind and the salt on the deck ".repeat(40)}` });
+      sent = (await e2e.waitForSent(DM.id, sent + 1, 60_000)).length;
+    }
+    expect(e2e.llm.requests.some(isSummarizerRequest)).toBe(true);
+    e2e.telegram.pushMessage({ chat: DM, from: ADA, text: "and now?" });
+    await waitUntil(() => e2e!.sentTo(DM.id).some((call) => textOf(call) === "echo: and now?"), "the answer after the compaction", 60_000);
+  }, 300_000);
 });
