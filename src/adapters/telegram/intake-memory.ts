@@ -27,6 +27,16 @@ export class IntakeMemory {
   private readonly albums = new BoundedMap<true>(1_000);
   private readonly pastes = new BoundedMap<{ messageId: number; date: number }>(1_000);
   private readonly takenAlbums = new BoundedMap<true>(1_000);
+  /** Groups where another bot showed itself (a bare command there is not taken as ours). */
+  private readonly groupsWithOtherBots = new BoundedMap<true>(10_000);
+
+  noteOtherBot(chatId: string): void {
+    this.groupsWithOtherBots.set(chatId, true);
+  }
+
+  hasOtherBot(chatId: string): boolean {
+    return this.groupsWithOtherBots.get(chatId) === true;
+  }
 
   /** Remembers an album one of whose items was taken (addressed the bot): its other items follow it. */
   rememberAlbum(mediaGroupId: string | undefined): void {

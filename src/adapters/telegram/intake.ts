@@ -13,7 +13,7 @@ import { IntakeMemory } from "./intake-memory.js";
 import type { TelegramAdapterOptions } from "./options.js";
 import { retrying } from "./retrying.js";
 import { describeError } from "./send-reply.js";
-import { toInboundMessage, truncationNoticeText, type Intake } from "./to-inbound-message.js";
+import { showsOtherBot, toInboundMessage, truncationNoticeText, type Intake } from "./to-inbound-message.js";
 
 /** What the user reads when their message could not be stored after every retry. */
 export const SUBMIT_FAILED_NOTICE = "Sorry, I couldn't take that message just now. Please send it again in a moment.";
@@ -50,11 +50,14 @@ export class UpdateIntake {
     const me = this.options.botInfo();
     let intake: Intake;
     try {
+      if (update.message && showsOtherBot(update.message, me.id, me.username)) this.memory.noteOtherBot(String(update.message.chat.id));
       intake = toInboundMessage(update, {
         bot: { id: me.id, username: me.username },
         maxMessageChars: this.options.maxMessageChars,
         continuesPaste: (message) => this.memory.continuesPaste(message),
         continuesAlbum: (mediaGroupId) => this.memory.continuesAlbum(mediaGroupId),
+        hasOtherBot: (chatId) => this.memory.hasOtherBot(chatId),
+        privacyMode: me.can_read_all_group_messages !== true,
       });
     } catch (error) {
       // An update shaped unlike the Bot API's: skipped, not failed. Failing would make Telegram

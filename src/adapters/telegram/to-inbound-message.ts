@@ -26,6 +26,13 @@ export interface IntakeOptions {
   continuesPaste?: (message: Message) => boolean;
   /** Whether an album item belongs to an album whose other item addressed the bot (groups). */
   continuesAlbum?: (mediaGroupId: string) => boolean;
+  /** Whether another bot is known to be in this group (see `showsOtherBot`). */
+  hasOtherBot?: (chatId: string) => boolean;
+  /**
+   * Privacy mode is on (getMe's can_read_all_group_messages false): Telegram then gives a bare
+   * command in a group only to the bot that spoke there last, so it is ours.
+   */
+  privacyMode?: boolean;
 }
 
 export type Intake =
@@ -133,7 +140,10 @@ export function toInboundMessage(update: Update, options: IntakeOptions): Intake
       reply?.from?.id === options.bot.id &&
       reply.forum_topic_created === undefined &&
       !(message.is_topic_message === true && reply.message_id === message.message_thread_id);
-    const commandForUs = command !== undefined && (command.target === username || OUR_COMMANDS.has(command.name));
+    // A bare command (no @botname) is ours unless another bot is known to be here: with several
+    // bots, `/new` alone must not archive our session (a client's menu adds @botname itself).
+    const bareIsOurs = options.privacyMode === true || options.hasOtherBot?.(String(chat.id)) !== true;
+    const commandForUs = command !== undefined && (command.target === username || (OUR_COMMANDS.has(command.name) && bareIsOurs));
     const continuation = !mentioned && !repliedToBot && !commandForUs &&
       (options.continuesPaste?.(message) === true || (message.media_group_id !== undefined && options.continuesAlbum?.(message.media_group_id) === true));
     if (!mentioned && !repliedToBot && !commandForUs && !continuation) return { kind: "ignore", reason: "group message not addressed to the bot" };
@@ -188,6 +198,21 @@ export function toInboundMessage(update: Update, options: IntakeOptions): Intake
 
 function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
   return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}
+
+/**
+ * Whether a group message shows another bot in the chat: one joining, a command addressed to
+ * another @bot, a reply to another bot's message. Bots never see each other's messages, so this
+ * is what a bot can know.
+ */
+export function showsOtherBot(message: Message, botId: number, username: string): boolean {
+  if (message.chat.type === "private") return false;
+  if (message.new_chat_members?.some((member) => member.is_bot && member.id !== botId)) return true;
+  const reply = message.reply_to_message;
+  if (reply?.from?.is_bot === true && reply.from.id !== botId && reply.forum_topic_created === undefined) return true;
+  const text = message.text ?? message.caption ?? "";
+  const command = leadingCommand(text, (message.text !== undefined ? message.entities : message.caption_entities) ?? []);
+  return command?.target !== undefined && command.target !== username.toLowerCase();
 }
 
 function leadingCommand(text: string, entities: readonly MessageEntity[]): { name: string; target?: string; length: number } | undefined {

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { Update } from "grammy/types";
-import { toInboundMessage, type Intake, type IntakeOptions } from "../../../../src/adapters/telegram/to-inbound-message.js";
+import { showsOtherBot, toInboundMessage, type Intake, type IntakeOptions } from "../../../../src/adapters/telegram/to-inbound-message.js";
 
 const options: IntakeOptions = { bot: { id: 7000000001, username: "longhaul_test_bot" }, maxMessageChars: 16_000 };
 
@@ -67,6 +67,28 @@ describe("toInboundMessage", () => {
     expect(submitted(toInboundMessage({ ...update, message }, options)).message.text).toBe("/status");
     const foreign = { ...message, text: "/weather", entities: [{ type: "bot_command" as const, offset: 0, length: 8 }] };
     expect(toInboundMessage({ ...update, message: foreign }, options).kind).toBe("ignore");
+  });
+
+  it("in a group with another bot, takes only /new@ourbot, not a bare /new (unless privacy mode: Telegram then gives it to the bot that spoke last)", () => {
+    const update = fixture("group-no-mention");
+    const bare = { ...update.message!, text: "/new", entities: [{ type: "bot_command" as const, offset: 0, length: 4 }] };
+    const addressed = { ...bare, text: "/new@longhaul_test_bot", entities: [{ type: "bot_command" as const, offset: 0, length: 22 }] };
+    const withOtherBot = { ...options, hasOtherBot: () => true, privacyMode: false };
+    expect(toInboundMessage({ ...update, message: bare }, withOtherBot)).toEqual({ kind: "ignore", reason: "group message not addressed to the bot" });
+    expect(submitted(toInboundMessage({ ...update, message: addressed }, withOtherBot)).message.text).toBe("/new");
+    expect(submitted(toInboundMessage({ ...update, message: bare }, { ...options, hasOtherBot: () => false, privacyMode: false })).message.text).toBe("/new");
+    expect(submitted(toInboundMessage({ ...update, message: bare }, { ...options, hasOtherBot: () => true, privacyMode: true })).message.text).toBe("/new");
+  });
+
+  it("learns of another bot from one joining, a command for it, or a reply to it", () => {
+    const update = fixture("group-no-mention");
+    const base = update.message!;
+    const otherBot = { id: 7000000099, is_bot: true as const, first_name: "Other", username: "other_bot" };
+    expect(showsOtherBot(base, 7000000001, "longhaul_test_bot")).toBe(false);
+    expect(showsOtherBot({ ...base, new_chat_members: [otherBot] } as typeof base, 7000000001, "longhaul_test_bot")).toBe(true);
+    expect(showsOtherBot({ ...base, text: "/new@other_bot", entities: [{ type: "bot_command", offset: 0, length: 14 }] }, 7000000001, "longhaul_test_bot")).toBe(true);
+    expect(showsOtherBot({ ...base, text: "/new@longhaul_test_bot", entities: [{ type: "bot_command", offset: 0, length: 22 }] }, 7000000001, "longhaul_test_bot")).toBe(false);
+    expect(showsOtherBot({ ...base, reply_to_message: { ...base, from: otherBot } } as typeof base, 7000000001, "longhaul_test_bot")).toBe(true);
   });
 
   it("takes every command of ours without a suffix in a group, those outside the menu too", () => {
