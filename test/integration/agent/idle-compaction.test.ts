@@ -17,6 +17,7 @@ import { testConfig, uniquePrefix } from "../../helpers/config.js";
 import { SessionStore } from "../../../src/session/store.js";
 import { BudgetMeter } from "../../../src/budget/index.js";
 import type { Config } from "../../../config/index.js";
+import { readTurnHistory } from "../../../src/session/turn-history.js";
 
 interface Harness {
   llm: FakeLlm;
@@ -238,6 +239,9 @@ describe("idle-time compaction waits for the TTL (CACHE_TTL_S=600)", () => {
     await waitUntil(async () => (await Job.fromId(harness.idle.queue, job.id!))?.finishedOn !== undefined, 30_000, "the job to finish");
     expect((await Job.fromId(harness.idle.queue, job.id!))!.returnvalue).toMatchObject({ status: "compacted", version: state.version + 1 });
     expect(summarizerCalls(harness.llm)).toBe(summaries + 1);
+    // The console's timeline marks it as an idle compaction.
+    const last = (await readTurnHistory(harness.redis, harness.config.REDIS_PREFIX, where.sessionKey)).at(-1);
+    expect(last).toMatchObject({ kind: "idle", version: state.version + 1, prompt: 0, compactions: [expect.objectContaining({ reason: "idle", status: "compacted" })] });
   }, 120_000);
 
   it("budgets apply: with the chat's budget used up the idle summarizer is never called and nothing changes; with room, it compacts", async () => {
