@@ -107,17 +107,22 @@ export interface RedisSendBudgetOptions {
   belowFinalExtraMs?: number;
   /** A Redis answer slower than this lets the call go without the budget (logged). @defaultValue 2000 */
   timeoutMs?: number;
+  /** After such a failure, calls go without asking Redis for this long. @defaultValue 5000 */
+  bypassMs?: number;
 }
 
 export class RedisSendBudget implements SendBudget {
   readonly #options: RedisSendBudgetOptions;
   #lastFailureLog = 0;
+  /** After a failed or late answer, calls go without asking until then (Redis down: no 2 s wait per call). */
+  #bypassUntil = 0;
 
   constructor(options: RedisSendBudgetOptions) {
     this.#options = options;
   }
 
   async take(request: SendRequest): Promise<SendGrant> {
+    if (Date.now() < this.#bypassUntil) return { granted: true, delayMs: 0 };
     const key = (name: string) => globalKeys(this.#options.prefix).sendBudget(request.platform, request.bot, name);
     const keys = [...request.buckets.map((bucket) => key(`b:${bucket.name}`)), key(`p:${request.chat ?? "-"}`), key("p:*")];
     const args = [
@@ -158,6 +163,7 @@ export class RedisSendBudget implements SendBudget {
 
   #logFailure(error: unknown): void {
     const now = Date.now();
+    this.#bypassUntil = now + (this.#options.bypassMs ?? 5_000);
     if (now - this.#lastFailureLog < 10_000) return;
     this.#lastFailureLog = now;
     this.#options.logger.warn({ err: error }, "send-budget-unavailable: sending without it");

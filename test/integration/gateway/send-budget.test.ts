@@ -116,7 +116,23 @@ describe("the send budget in Redis", () => {
     dead.on("error", () => undefined);
     const blind = new RedisSendBudget({ redis: dead, prefix, logger: silentLogger, timeoutMs: 200 });
     expect(await blind.take(request("1", "final"))).toEqual({ granted: true, delayMs: 0 });
+
     await blind.penalize({ platform: "telegram", bot: "77", chat: "1", retryAfterMs: 1_000 });
     dead.disconnect();
+  });
+
+  it("after Redis failed to answer, lets the next calls go without asking it (no wait per call)", async () => {
+    let asked = 0;
+    // A Redis that takes every script and never answers (frozen).
+    const frozen = new Proxy({}, {
+      get: (_target, property) => (property === "defineCommand" ? () => undefined : () => {
+        asked++;
+        return new Promise(() => undefined);
+      }),
+    }) as unknown as Redis;
+    const blind = new RedisSendBudget({ redis: frozen, prefix, logger: silentLogger, timeoutMs: 100, bypassMs: 60_000 });
+    expect(await blind.take(request("1", "final"))).toEqual({ granted: true, delayMs: 0 });
+    for (let index = 0; index < 5; index++) expect(await blind.take(request("1", "preview"))).toEqual({ granted: true, delayMs: 0 });
+    expect(asked).toBe(1);
   });
 });
