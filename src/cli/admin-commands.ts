@@ -31,7 +31,7 @@ import { globalKeys, sessionKeys } from "../session/keys.js";
 import { globEscape, scanAll, scanBatches, unlinkKeys } from "../session/scan.js";
 import type { SessionState } from "../session/state.js";
 import { SessionStore } from "../session/store.js";
-import { forgetInUsageLedger } from "../session/turn-history.js";
+import { forgetInTurnHistory, forgetInUsageLedger } from "../session/turn-history.js";
 import { deadLettersCommand, DeadLettersUsageError } from "./dead-letters-command.js";
 import { migrateToClusterCommand } from "./migrate-to-cluster.js";
 
@@ -237,6 +237,8 @@ export async function deleteUserCommand(context: AdminContext, who: string): Pro
   }
   // The console's usage ledger names them and their private chats too.
   await forgetInUsageLedger(redis, prefix, [`user|${user.platform}:${user.userId}`, ...report.sessions.map((session) => `chat|${session}`)], context.now);
+  // And the turn history of the group conversations they spoke in names them per entry.
+  for await (const keys of scanBatches(redis, `${globEscape(prefix)}:*:turn-history`)) await forgetInTurnHistory(redis, keys, `${user.platform}:${user.userId}`);
   context.write(`Deleted ${who}: ${report.sessions.length} private conversation(s) (${report.sessions.join(", ") || "none"}), ${report.keysDeleted} key(s), ${report.scheduledItems} reminder(s) or task(s).\nBudget counters and limits: ${budgetDeleted} key(s).\n`);
   return 0;
 }

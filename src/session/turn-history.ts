@@ -178,3 +178,28 @@ export async function forgetInUsageLedger(redis: Redis, prefix: string, owners: 
   }
   return removed;
 }
+
+/** Rewrites one entry only if it is still the one read (a concurrent append or trim moves indices). */
+const REPLACE_ENTRY = `if redis.call('LINDEX', KEYS[1], ARGV[1]) == ARGV[2] then redis.call('LSET', KEYS[1], ARGV[1], ARGV[3]) return 1 end return 0`;
+
+/**
+ * Data rights: in every conversation's turn history (group chats keep theirs when a member is
+ * deleted), entries that name `user` (`telegram:42`) lose that name. `keys` lists the
+ * turn-history keys to look at (SCAN by the caller). → entries rewritten.
+ */
+export async function forgetInTurnHistory(redis: Redis, keys: readonly string[], user: string): Promise<number> {
+  const needle = JSON.stringify(user);
+  let rewritten = 0;
+  for (const key of keys) {
+    const entries = await redis.lrange(key, 0, -1);
+    for (const [index, raw] of entries.entries()) {
+      if (!raw.includes(needle)) continue;
+      const entry = JSON.parse(raw) as TurnHistoryEntry;
+      if (entry.user !== user) continue;
+      const { user: _forgotten, ...rest } = entry;
+      void _forgotten;
+      rewritten += Number(await redis.eval(REPLACE_ENTRY, 1, key, String(index), raw, JSON.stringify(rest)));
+    }
+  }
+  return rewritten;
+}
