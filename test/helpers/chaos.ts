@@ -163,7 +163,9 @@ function chaosModel(seed: number) {
     const head = tags.length > 0 ? `⏰ ${tags.join(" ")}${ids.length > 0 ? `\nok ${ids.join(" ")}` : ""}` : `ok ${ids.join(" ")}`;
     const long = random() < 0.2;
     // Filler lines are unique per reply (so a repeated part is visible) but name no message id.
-    const tag = (ids[0] ?? "none").replace("-", "_");
+    // A reply that answers no message (after a tool call, a fired task) gets a nonce of its own:
+    // "none" for all of them made two different long replies look like one part sent twice.
+    const tag = (ids[0] ?? `none${Math.floor(random() * 1e9)}`).replace("-", "_");
     const filler = long ? `\n\n${Array.from({ length: 150 }, (_, line) => `filler ${tag} line ${line} of a long answer that needs several parts`).join("\n")}` : "";
     // Long enough that freezes and kills land in the middle of turns.
     return { text: head + filler, delayMs: Math.round(200 + random() * 2_800) };
