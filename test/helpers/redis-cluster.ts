@@ -7,10 +7,9 @@
  */
 import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { assertRedisServerInstalled, freePort } from "./redis-server.js";
+import { assertRedisServerInstalled, freeClusterPort, ServerExitedError, waitForPort } from "./redis-server.js";
 
 export interface ClusterNode {
   port: number;
@@ -53,23 +52,6 @@ export interface RedisClusterHandle {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitForPort(port: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, "127.0.0.1");
-      socket.once("connect", () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.once("error", () => resolve(false));
-    });
-    if (open) return;
-    await sleep(25);
-  }
-  throw new Error(`redis-server did not listen on ${port} within ${timeoutMs} ms`);
-}
 
 function cli(port: number, ...args: string[]): string {
   // A short timeout: a frozen node must not hang the test (callers skip nodes that fail).
@@ -121,13 +103,17 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
   const nodeTimeoutMs = options.nodeTimeoutMs ?? 2_000;
   const nodes: ClusterNode[] = [];
   for (let index = 0; index < masterCount * (1 + replicas); index++) {
-    const port = await freePort();
+    let port = await freeClusterPort();
+    let started = false;
+    let startFailures = 0;
     const dir = mkdtempSync(join(tmpdir(), "longhaul-cluster-"));
     let child: ChildProcess | undefined;
     let paused = false;
     const exited = () => !child || child.exitCode !== null || child.signalCode !== null;
     nodes.push({
-      port,
+      get port() {
+        return port;
+      },
       dir,
       get child() {
         return child;
@@ -140,7 +126,15 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
           // A replica syncs at once rather than waiting to batch others (a restarted master rejoins fast).
           "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
         ], { stdio: "ignore" });
-        await waitForPort(port, 10_000);
+        try {
+          await waitForPort(port, 10_000, child);
+          started = true;
+        } catch (error) {
+          // First start only: the free port (or its bus port) was taken meanwhile; take another.
+          if (started || !(error instanceof ServerExitedError) || ++startFailures >= 5) throw error;
+          port = await freeClusterPort();
+          await this.start();
+        }
       },
       async kill() {
         const running = child;
@@ -181,7 +175,9 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
   };
   const handle: RedisClusterHandle = {
     nodes,
-    nodeList: nodes.map((node) => `127.0.0.1:${node.port}`).join(","),
+    get nodeList() {
+      return nodes.map((node) => `127.0.0.1:${node.port}`).join(",");
+    },
     nodeTimeoutMs,
     cli,
     async masterOf(key) {

@@ -48,9 +48,40 @@ export function assertRedisServerInstalled(): void {
   }
 }
 
-async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+/**
+ * A free port whose cluster bus port (port + 10000) is free too and exists: a cluster node on an
+ * ephemeral port above 55535 cannot open its bus and exits at once.
+ */
+export async function freeClusterPort(): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    if (port + 10_000 > 65_535) continue;
+    if (await portIsFree(port + 10_000)) return port;
+  }
+}
+
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
+}
+
+/** The server process exited before it listened (its port was taken meanwhile, say). */
+export class ServerExitedError extends Error {}
+
+/**
+ * Waits until `port` accepts connections. With `child`, gives up at once when the process exits
+ * (a port taken between freePort() and the spawn) instead of waiting out the timeout.
+ */
+export async function waitForPort(port: number, timeoutMs: number, child?: ChildProcess): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
+    if (child && (child.exitCode !== null || child.signalCode !== null)) {
+      throw new ServerExitedError(`redis-server on ${port} exited (${child.exitCode ?? child.signalCode}) before it listened`);
+    }
     const open = await new Promise<boolean>((resolve) => {
       const socket = connect(port, "127.0.0.1");
       socket.once("connect", () => {
@@ -67,7 +98,7 @@ async function waitForPort(port: number, timeoutMs: number): Promise<void> {
 
 export async function startRedisServer(options: { appendOnly?: boolean } = {}): Promise<RedisServerHandle> {
   assertRedisServerInstalled();
-  const port = await freePort();
+  let port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), "longhaul-redis-"));
   let child: ChildProcess | undefined;
 
@@ -86,7 +117,7 @@ export async function startRedisServer(options: { appendOnly?: boolean } = {}): 
       ],
       { stdio: "ignore" },
     );
-    await waitForPort(port, 10_000);
+    await waitForPort(port, 10_000, child);
   };
 
   const signal = (name: NodeJS.Signals) => {
@@ -106,7 +137,17 @@ export async function startRedisServer(options: { appendOnly?: boolean } = {}): 
     });
   };
 
-  await start();
+  // Another process may take the free port before redis-server binds it: pick another (first start only;
+  // a restart keeps its port, since clients hold its URL).
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await start();
+      break;
+    } catch (error) {
+      if (!(error instanceof ServerExitedError) || attempt >= 5) throw error;
+      port = await freePort();
+    }
+  }
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
