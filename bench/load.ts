@@ -29,7 +29,8 @@
  * with the load average printed beside them.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { createRedis } from "../src/queue/index.js";
@@ -306,6 +307,9 @@ export async function deploy(topology: Topology, env: Record<string, string>): P
     labels: roles.map((role, index) => (role === "worker" ? `worker ${index}` : role)),
     close: async () => {
       await Promise.all(processes.map((child) => child.kill("SIGTERM")));
+      // LOAD_APP_LOGS=<dir>: each process's log lines (pino JSON) kept for a post-mortem.
+      const dir = process.env.LOAD_APP_LOGS;
+      if (dir) processes.forEach((child, index) => writeFileSync(join(dir, `${topology}-${index}-${roles[index]}.log`), child.stdout() + child.stderr()));
     },
   };
 }
