@@ -26,7 +26,7 @@ export function takeSlashCommand(interaction: ChatInputCommandInteraction, { int
     const text = interaction.options.getString(COMMAND_TEXT_OPTION, false)?.trim() ?? "";
     const ephemeral = spec?.privateAnswer === true || spec === undefined;
     const inbound = toInboundCommand(interaction, `/${interaction.commandName}${text ? ` ${text}` : ""}`);
-    // Stored first, acknowledged after, as a button press (discord-adapter.ts): Discord never
+    // Stored first, acknowledged after, as a button press (button-presses.ts): Discord never
     // delivers an interaction again, so "thinking…" must not promise what a crash could lose.
     let acknowledge: (done: Promise<unknown>) => void = () => undefined;
     interactions.remember(inbound.messageId, {

@@ -1,0 +1,34 @@
+/**
+ * A button press in: stored first, acknowledged after (issue 28 item 7). Discord never delivers
+ * an interaction again, so an acknowledgement sent before the press is stored would tell the
+ * user "done" for a press a gateway crash then loses. Unacknowledged, the user's client says
+ * "This interaction failed" and the button is still there to press again. A store slower than
+ * Discord's 3 s costs the same message for a press that was taken (logged). A reply through the
+ * interaction waits for its acknowledgement.
+ */
+import type { ButtonInteraction } from "discord.js";
+import { errorMessage } from "../../errors.js";
+import { toInboundAction } from "./actions.js";
+import type { SlashCommandPorts } from "./slash-commands.js";
+
+/** Never throws (discord.js does not await listeners). */
+export function takeButtonPress(interaction: ButtonInteraction, { intake, interactions, logger }: SlashCommandPorts): void {
+  try {
+    const inbound = toInboundAction(interaction);
+    let acknowledge: (done: Promise<unknown>) => void = () => undefined;
+    interactions.remember(inbound.messageId, {
+      id: interaction.id, applicationId: interaction.applicationId, token: interaction.token, createdAt: interaction.createdTimestamp, kind: "button", ephemeral: false,
+      acknowledged: new Promise((resolve) => { acknowledge = resolve; }),
+    });
+    void intake.submitInOrder(inbound).then(async (result) => {
+      logger.debug({ messageId: inbound.messageId, channelId: inbound.chatId, status: result?.status }, "button press submitted");
+      if (result === undefined) return acknowledge(Promise.resolve());
+      const done = interaction.deferUpdate().catch((error: unknown) =>
+        logger.warn({ interactionId: interaction.id, channelId: inbound.chatId, status: result.status, error: errorMessage(error) }, "interaction not acknowledged (the press was stored)"));
+      acknowledge(done);
+      await done;
+    });
+  } catch (error) {
+    logger.warn({ interactionId: interaction.id, error: errorMessage(error) }, "malformed interaction skipped");
+  }
+}

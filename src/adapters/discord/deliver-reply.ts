@@ -1,0 +1,130 @@
+/**
+ * One reply out (ChannelAdapter.send): through its interaction when it answers one, as new
+ * messages replacing a live preview, edited into the preview (a preview-only reply), as the
+ * replacement of an earlier message, or as plain parts and files — in that order of preference.
+ * Keeps the session's typing indicator until the reply's last part is out or refused for good.
+ */
+import type { Client, SendableChannels } from "discord.js";
+import { PermanentError } from "../../errors.js";
+import type { Logger } from "../../logger.js";
+import type { OutboundReply, SendOptions } from "../channel-adapter.js";
+import { buttonRow, replaceMessage } from "./actions.js";
+import type { InteractionReplies } from "./interactions.js";
+import { editFinal, removeReplaced } from "./previews.js";
+import { sendParts } from "./send-reply.js";
+import { sendDocuments } from "./send-documents.js";
+import { splitMessage } from "./split.js";
+import type { TypingIndicators } from "./typing.js";
+
+export interface ReplySenderPorts {
+  client: Client;
+  logger: Logger;
+  typing: TypingIndicators;
+  interactions: InteractionReplies;
+  resolveChannel(channelId: string): Promise<SendableChannels>;
+  /** Whether a reply pings the person it answers in this channel (DISCORD_PING_ON_REPLY). */
+  pingsIn(channel: SendableChannels): boolean;
+}
+
+export class ReplySender {
+  constructor(private readonly ports: ReplySenderPorts) {}
+
+  async send(reply: OutboundReply, options: SendOptions): Promise<void> {
+    const { typing, logger, interactions, client } = this.ports;
+    const parts = splitMessage(reply.text);
+    if (parts.length === 0) {
+      logger.warn({ replyId: reply.replyId }, "empty reply not sent");
+      typing.stop(reply.sessionKey);
+      return;
+    }
+    let channel: SendableChannels;
+    try {
+      channel = await this.ports.resolveChannel(reply.target.chatId);
+    } catch (error) {
+      typing.stop(reply.sessionKey);
+      throw error;
+    }
+    const carrier = options.preview ? undefined : interactions.carrier(reply);
+    if (carrier) {
+      // The answer to a slash command (or a private one to a button press) goes through its interaction.
+      const next = await interactions.deliver(carrier, reply, parts, options.fromPart, options.onPartSent);
+      if (next >= parts.length + (reply.documents?.length ?? 0)) {
+        typing.stop(reply.sessionKey);
+        return;
+      }
+      return this.send(reply, { fromPart: next, onPartSent: options.onPartSent });
+    }
+    if (options.preview && !options.preview.only && options.fromPart <= 1) {
+      // The final replaces the live preview: an edit never notifies, so the answer goes out as
+      // new messages (with a nonce: a retried part 1 is not posted twice) and the silent status
+      // is deleted once part 1 is out and recorded (even as the last part: the deletion
+      // follows); the delivery that resumes at part 2 after a crash deletes it instead. Sending
+      // also unarchives a thread archived meanwhile, where an edit would be refused (50083).
+      const { messageId } = options.preview;
+      if (options.fromPart === 1) {
+        await removeReplaced(client, channel.id, messageId, logger);
+        return this.send(reply, { fromPart: 1, onPartSent: options.onPartSent });
+      }
+      return this.send(reply, {
+        fromPart: 0,
+        onPartSent: async (partIndex, sent) => {
+          if (partIndex !== 0) return options.onPartSent(partIndex, sent);
+          await options.onPartSent(0, { ...sent, last: false });
+          await removeReplaced(client, channel.id, messageId, logger);
+        },
+      });
+    }
+    if (options.preview && options.fromPart === 0) {
+      // A preview-only reply (/stop) takes the live preview over: it is edited into it.
+      const components = reply.actions?.length && parts.length === 1 ? buttonRow(reply.actions) : undefined;
+      if (await editFinal(channel, reply, options.preview.messageId, parts[0] ?? "", components ? { components } : {})) {
+        const done = options.preview.only || parts.length === 1;
+        await options.onPartSent(0, { last: done });
+        if (done) {
+          typing.stop(reply.sessionKey);
+          return;
+        }
+        return this.send(reply, { fromPart: 1, onPartSent: options.onPartSent });
+      }
+      await options.preview.onRefused();
+      if (options.preview.only) return;
+    }
+    if (reply.replaces !== undefined && options.fromPart === 0 && (await replaceMessage(channel, reply, 2_000))) {
+      await options.onPartSent(0, { last: true });
+      return;
+    }
+    await this.sendPlain(channel, reply, parts, options);
+  }
+
+  /** The parts, then the files, as new messages (each with a nonce: a retried one is not posted twice). */
+  private async sendPlain(channel: SendableChannels, reply: OutboundReply, parts: string[], options: SendOptions): Promise<void> {
+    const { typing, logger } = this.ports;
+    const documents = reply.documents ?? [];
+    try {
+      await sendParts(channel, parts, {
+        ...(reply.actions?.length ? { lastPart: { components: buttonRow(reply.actions) } } : {}),
+        // An interaction (`ix:`) is no message to reply to.
+        replyToMessageId: [reply.target.replyToMessageId, reply.inReplyTo.at(-1)].find((id) => id !== undefined && !id.startsWith("ix:")),
+        pingRepliedUser: this.ports.pingsIn(channel),
+        fromPart: options.fromPart,
+        // The files go out after the text: its last part is the reply's last only without them.
+        onPartSent: (partIndex, sent) => {
+          const last = sent.last && documents.length === 0;
+          if (last) typing.stop(reply.sessionKey);
+          return options.onPartSent(partIndex, { last });
+        },
+        nonceKey: reply.replyId,
+      });
+      if (documents.length > 0) {
+        await sendDocuments(channel, documents, { firstPart: parts.length, fromPart: options.fromPart, onPartSent: options.onPartSent, nonceKey: reply.replyId });
+        typing.stop(reply.sessionKey);
+      }
+    } catch (error) {
+      // Refused for good (no access, archived thread): nothing is coming, stop "typing".
+      if (error instanceof PermanentError) typing.stop(reply.sessionKey);
+      throw error;
+    }
+    if (options.fromPart >= parts.length + documents.length) typing.stop(reply.sessionKey);
+    logger.debug({ replyId: reply.replyId, parts: parts.length, fromPart: options.fromPart }, "reply sent");
+  }
+}
