@@ -23,6 +23,10 @@ export function createMetrics() {
       name: "longhaul_reply_parts_unconfirmed_total", registers: [registry], labelNames: ["platform"] as const,
       help: "Reply parts whose send outcome was unknown (answer lost after the platform may have acted): counted as sent, not sent again",
     }),
+    sendBudgetRefusals: new Counter({
+      name: "longhaul_send_budget_refusals_total", registers: [registry], labelNames: ["platform", "priority"] as const,
+      help: "Platform calls the bot's send budget refused, by priority: previews and typing skipped, finals handed back to the delivery queue (sent after the wait), notices that would have waited over 10 s",
+    }),
     inbound: new Counter({ name: "longhaul_inbound_messages_total", help: "Inbound messages by platform and result", labelNames: ["platform", "result"] as const, registers: [registry] }),
     queueWaitSeconds: new Histogram({
       name: "longhaul_queue_wait_seconds", registers: [registry],

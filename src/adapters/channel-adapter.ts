@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { IngressPort, OutboundReply, Platform, ReplyTarget, TurnActivity } from "../core/channel.js";
-import type { SendBudget } from "../core/send-budget.js";
+import type { SendBudget, SendRefusalListener } from "../core/send-budget.js";
 
 export type { AccessSubject, ChannelCursors, ChatMove, ChatMoveResult, InboundMessage, IngressPort, OutboundReply, Platform, PreviewUpdate, ReplyAction, ReplyDocument, ReplyTarget, StreamingMode, SubmitResult, TurnActivity } from "../core/channel.js";
 export { REPLY_CONTEXT_MAX_CHARS } from "../core/channel.js";
@@ -32,8 +32,9 @@ export interface ChannelAdapter {
    * The bot's send budget, shared with every gateway through Redis (src/gateway/send-budget.ts):
    * given before `start`; the adapter asks it before each call that counts against the
    * platform's rate limits. Without it the adapter sends as the platform's own answers allow.
+   * `onRefused` hears of each call the budget refused (for /metrics).
    */
-  useSendBudget?(budget: SendBudget): void;
+  useSendBudget?(budget: SendBudget, onRefused?: SendRefusalListener): void;
   /** Turn activity for typing indicators; optional. Must never throw. */
   onActivity?(activity: TurnActivity): void;
   /** Stops intake and releases connections; safe to call twice. */

@@ -39,6 +39,12 @@ export type SendGrant =
   /** Not now: ask again after `waitMs` at the earliest (a preview or typing call is dropped instead). */
   | { granted: false; waitMs: number };
 
+/**
+ * Told of each call the budget refused that the adapter then did not send: a preview or a typing
+ * call skipped, a final or a notice handed back to the delivery queue to come back after the wait.
+ */
+export type SendRefusalListener = (priority: SendPriority) => void;
+
 export interface SendBudget {
   take(request: SendRequest): Promise<SendGrant>;
   /**

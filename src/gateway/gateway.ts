@@ -157,7 +157,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   // One send budget per bot token, shared by every gateway on this Redis (docs/operator.md).
   const sendBudget = config.SEND_BUDGET ? new RedisSendBudget({ redis, prefix, logger: log }) : undefined;
   for (const adapter of adapters.values()) {
-    if (sendBudget) adapter.useSendBudget?.(sendBudget);
+    if (sendBudget) adapter.useSendBudget?.(sendBudget, (priority) => metrics.sendBudgetRefusals.inc({ platform: adapter.platform, priority }));
     await adapter.start(port);
     log.info({ platform: adapter.platform }, "adapter-started");
   }

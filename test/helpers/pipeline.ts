@@ -69,3 +69,10 @@ export async function startPipeline(
     },
   };
 }
+
+/** A sample's value in the text /metrics serves (`name{labels}`, labels in the order prom-client writes them); 0 when absent. */
+export async function metricValue(metrics: Metrics, name: string, labels: Record<string, string>): Promise<number> {
+  const wanted = `${name}{${Object.entries(labels).map(([key, value]) => `${key}="${value}"`).join(",")}}`;
+  const line = (await metrics.registry.metrics()).split("\n").find((candidate) => candidate.startsWith(`${wanted} `));
+  return line === undefined ? 0 : Number(line.slice(wanted.length + 1));
+}

@@ -16,7 +16,7 @@ import { NO_MENTIONS, sendParts, toSendError } from "./send-reply.js";
 import { splitMessage } from "./split.js";
 import { TypingIndicators } from "./typing.js";
 import { AckReactions } from "./reactions.js";
-import type { SendBudget, SendPriority } from "../../core/send-budget.js";
+import type { SendBudget, SendPriority, SendRefusalListener } from "../../core/send-budget.js";
 import { withSendPriority } from "../send-priority.js";
 import { budgetedRequest } from "./send-budget.js";
 import { budgetIdOf, CLOSE_HINTS, type DiscordAdapterOptions } from "./options.js";
@@ -49,6 +49,7 @@ export class DiscordAdapter implements ChannelAdapter {
   /** The close code after which the gateway gave up, to name the fix if login fails. */
   private closeCode: number | undefined;
   private sendBudget: SendBudget | undefined;
+  private onBudgetRefused: SendRefusalListener | undefined;
   /** REST calls the send budget refused (previews and typing skipped, replies handed back), by priority. */
   readonly budgetRefusals: Record<SendPriority, number> = { final: 0, notice: 0, preview: 0, typing: 0 };
 
@@ -75,6 +76,7 @@ export class DiscordAdapter implements ChannelAdapter {
           perSecond: options.requestsPerSecond ?? 45,
           onRefused: (priority) => {
             this.budgetRefusals[priority]++;
+            this.onBudgetRefused?.(priority);
           },
         }),
       },
@@ -128,8 +130,9 @@ export class DiscordAdapter implements ChannelAdapter {
       this.logger.debug({ route: info.route, retryAfterMs: info.retryAfter, global: info.global }, "discord rate limit hit; request queued"));
   }
 
-  useSendBudget(budget: SendBudget): void {
+  useSendBudget(budget: SendBudget, onRefused?: SendRefusalListener): void {
     this.sendBudget = budget;
+    this.onBudgetRefused = onRefused;
   }
 
   async start(ingress: IngressPort): Promise<void> {

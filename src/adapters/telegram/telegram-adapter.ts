@@ -23,7 +23,7 @@ import { AckReactions } from "./reactions.js";
 import { PressAnswers } from "./press-answers.js";
 import type { WebhookHealth } from "./webhook.js";
 import type { TelegramAdapterOptions } from "./options.js";
-import type { SendBudget, SendPriority } from "../../core/send-budget.js";
+import type { SendBudget, SendPriority, SendRefusalListener } from "../../core/send-budget.js";
 import { withSendPriority } from "../send-priority.js";
 import { DEFAULT_TELEGRAM_SEND_LIMITS } from "./send-budget.js";
 
@@ -53,6 +53,7 @@ export class TelegramAdapter implements ChannelAdapter {
   private state: "new" | "starting" | "running" | "stopped" = "new";
   private startupHealthy = true;
   private sendBudget: SendBudget | undefined;
+  private onBudgetRefused: SendRefusalListener | undefined;
   /** Calls the send budget refused (previews and typing skipped, replies handed back), by priority. */
   readonly budgetRefusals: Record<SendPriority, number> = { final: 0, notice: 0, preview: 0, typing: 0 };
 
@@ -70,6 +71,7 @@ export class TelegramAdapter implements ChannelAdapter {
       limits: options.sendLimits ?? DEFAULT_TELEGRAM_SEND_LIMITS,
       onRefused: (priority: SendPriority) => {
         this.budgetRefusals[priority]++;
+        this.onBudgetRefused?.(priority);
       },
     };
     this.bot = createBot(options, this.logger, () => {
@@ -107,8 +109,9 @@ export class TelegramAdapter implements ChannelAdapter {
     });
   }
 
-  useSendBudget(budget: SendBudget): void {
+  useSendBudget(budget: SendBudget, onRefused?: SendRefusalListener): void {
     this.sendBudget = budget;
+    this.onBudgetRefused = onRefused;
   }
 
   get httpRoutes(): ReadonlyMap<string, HttpHandler> | undefined {

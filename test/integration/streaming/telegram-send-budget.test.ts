@@ -8,6 +8,11 @@
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { lastUserText } from "../../fakes/fake-llm.js";
 import { closeChecked, sleep, startTelegramE2e, waitUntil, warmUpTokenizer, type TelegramE2e } from "../../helpers/telegram-pipeline.js";
+import { metricValue, testRedisAddress } from "../../helpers/pipeline.js";
+import { TEST_TELEGRAM_TOKEN } from "../../helpers/config.js";
+import { RedisSendBudget } from "../../../src/gateway/send-budget.js";
+import { silentLogger } from "../../../src/logger.js";
+import { createRedis } from "../../../src/queue/index.js";
 
 let e2e: TelegramE2e | undefined;
 beforeAll(() => warmUpTokenizer());
@@ -66,5 +71,29 @@ describe("telegram: one send budget per bot", () => {
     expect(telegram.rateLimited(penalized)).toHaveLength(1);
     expect(telegram.penalties).toEqual([{ chatId: String(penalized), at: expect.any(Number), seconds: 120 }]);
     expect(telegram.chatView(penalized)).toEqual([]);
+  }, 60_000);
+
+  it("/metrics counts what the budget held back: a chat it holds for 60 s gets its final handed back (counted as final), its typing and previews skipped", async () => {
+    const [held, other] = [userIds[2]!, userIds[3]!];
+    e2e = await startTelegramE2e({ env: { ALLOWED_TELEGRAM_USERS: `${held},${other}`, STREAMING: "partial", TYPING_DELAY_MS: "0" } });
+    const { telegram, llm, pipeline, config } = e2e;
+    llm.setHandler((request) => ({ text: answerFor(lastUserText(request)), tokensPerSecond: 20 }));
+    // Another gateway of this bot was told to wait 60 s in `held` (a 429 it recorded in the shared budget).
+    const redis = createRedis(testRedisAddress(config));
+    try {
+      await new RedisSendBudget({ redis, prefix: config.REDIS_PREFIX, logger: silentLogger }).penalize({ platform: "telegram", bot: TEST_TELEGRAM_TOKEN.split(":")[0]!, chat: String(held), retryAfterMs: 60_000 });
+    } finally {
+      redis.disconnect();
+    }
+    telegram.pushMessage({ chat: { id: held, type: "private", first_name: "H" }, from: { id: held, is_bot: false, first_name: "H" }, text: "first" });
+    telegram.pushMessage({ chat: { id: other, type: "private", first_name: "O" }, from: { id: other, is_bot: false, first_name: "O" }, text: "second" });
+
+    const refused = (priority: string) => metricValue(pipeline.metrics, "longhaul_send_budget_refusals_total", { platform: "telegram", priority });
+    await waitUntil(() => telegram.delivered(other).some((call) => isFinal(call.payload)), "the other chat's final");
+    await expect.poll(() => refused("final"), { timeout: 30_000 }).toBeGreaterThan(0);
+    // Nothing reached the held chat: each of its calls was refused here and counted by priority.
+    expect(telegram.calls.filter((call) => String(call.payload.chat_id) === String(held))).toEqual([]);
+    for (const priority of ["final", "notice", "preview", "typing"] as const) expect(await refused(priority)).toBe(e2e.adapter.budgetRefusals[priority]);
+    expect(await refused("typing")).toBeGreaterThan(0);
   }, 60_000);
 });
