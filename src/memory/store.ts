@@ -50,6 +50,9 @@ if current ~= ARGV[1] then return 0 end
 if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[2]) end
 return 1`;
 
+/** How long a tool call's write is remembered (as the schedule tool's creates: src/schedule/store.ts). */
+const WRITE_RECORD_TTL_S = 7 * 24 * 3600;
+
 export class MemoryStore {
   readonly #redis: Redis;
   readonly #prefix: string;
@@ -86,6 +89,19 @@ export class MemoryStore {
       if ((await runScript(this.#redis, COMPARE_AND_SET, 1, key, raw, next)) === 1) return result;
     }
     throw new Error(`memory of ${key} kept changing; try again`);
+  }
+
+  /**
+   * What the memory tool call under `callKey` wrote in `sessionKey` (`<action> <fact ids>`), if a
+   * run of its turn did: a re-run answers from it instead of writing again (memory/tool.ts).
+   */
+  async writtenBy(sessionKey: string, callKey: string): Promise<string | null> {
+    return this.#redis.get(sessionKeys(this.#prefix, sessionKey).memoryWrite(callKey));
+  }
+
+  /** Records a tool call's write (the first record stays; kept longer than any turn's retries and hand-backs). */
+  async recordWrite(sessionKey: string, callKey: string, written: string): Promise<void> {
+    await this.#redis.set(sessionKeys(this.#prefix, sessionKey).memoryWrite(callKey), written, "EX", WRITE_RECORD_TTL_S, "NX");
   }
 
   /**

@@ -3,8 +3,8 @@
  * user's behalf, with the same rules as `/reminders` (caps, minimum interval, who may cancel).
  * Its answers are sentences the model can pass on; refusals are answers, not errors.
  */
-import { createHash } from "node:crypto";
 import type { MessageOrigin } from "../core/channel.js";
+import { toolCallKey } from "../core/call-key.js";
 import type { ToolDefinition } from "../core/messages.js";
 import { requesterOf, type ItemKind } from "./item.js";
 import type { ScheduleService } from "./service.js";
@@ -88,20 +88,20 @@ export function createScheduleTool(service: ScheduleService): ScheduleTool {
       const when = whenArgs(args);
       switch (args.action) {
         case "create":
-          return (await service.create(requester, { kind: kind ?? "reminder", text: stringArg(args, "text") ?? "", when: when ?? {} }, callKey(context, args))).text;
+          return (await service.create(requester, { kind: kind ?? "reminder", text: stringArg(args, "text") ?? "", when: when ?? {} }, toolCallKey(context, args))).text;
         case "list":
           return service.listText(requester);
         case "edit": {
           const text = stringArg(args, "text");
           if (text === undefined && kind === undefined && when === undefined) throw new Error("edit needs a new text, kind or time");
-          return service.once(callKey(context, args), () => service.edit(requester, id, { text, kind, when }));
+          return service.once(toolCallKey(context, args), () => service.edit(requester, id, { text, kind, when }));
         }
         case "pause":
-          return service.once(callKey(context, args), () => service.pause(requester, id));
+          return service.once(toolCallKey(context, args), () => service.pause(requester, id));
         case "resume":
-          return service.once(callKey(context, args), () => service.resume(requester, id));
+          return service.once(toolCallKey(context, args), () => service.resume(requester, id));
         case "cancel":
-          return service.once(callKey(context, args), () => service.cancel(requester, id));
+          return service.once(toolCallKey(context, args), () => service.cancel(requester, id));
         default:
           throw new Error(`unknown action ${JSON.stringify(args.action)}: use create, list, edit, pause, resume or cancel`);
       }
@@ -123,16 +123,4 @@ function kindArg(args: Record<string, unknown>): ItemKind | undefined {
 function whenArgs(args: Record<string, unknown>): WhenInput | undefined {
   const when: WhenInput = { at: stringArg(args, "at"), in: stringArg(args, "in"), every: stringArg(args, "every"), cron: stringArg(args, "cron") };
   return Object.values(when).some((value) => value !== undefined) ? when : undefined;
-}
-
-/**
- * The idempotency key of a create, edit, pause, resume or cancel: the session, the version its turn commits, and the call's
- * arguments (keys sorted). A re-run of the turn asks the model again, which names its calls anew
- * but asks for the same reminder with the same words; an identical second create in one turn
- * is the same reminder too. No key outside a turn (no version): every create is new.
- */
-function callKey(context: ScheduleToolContext, args: Record<string, unknown>): string | undefined {
-  if (context.turnVersion === undefined || context.sessionKey === undefined) return undefined;
-  const canonical = JSON.stringify(Object.keys(args).sort().map((key) => [key, args[key]]));
-  return createHash("sha256").update(`${context.sessionKey}\n${context.turnVersion}\n${canonical}`).digest("base64url").slice(0, 32);
 }

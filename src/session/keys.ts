@@ -37,6 +37,11 @@ export interface SessionKeys {
   previews: string;
   /** The chat's long-term memory (src/memory): under the session's tag, so a move carries it. */
   memory: string;
+  /**
+   * What a memory tool call of a turn wrote (its idempotency key, src/core/call-key.ts → the
+   * action and fact ids, never the fact's text): a re-run of the turn finds it (memory/tool.ts).
+   */
+  memoryWrite(callKey: string): string;
   /** Dedupe of one platform message id; kept in the session's slot (a message maps to one session). */
   seen(platform: string, messageId: string): string;
   /** Hash: full originals of capped tool outputs of one conversation (session id), by message id. */
@@ -68,6 +73,7 @@ export function sessionKeys(prefix: string, sessionKey: string): SessionKeys {
     moving: `${base}:moving`,
     previews: `${base}:previews`,
     memory: `${base}:memory`,
+    memoryWrite: (callKey) => `${base}:memory-write:${callKey}`,
     seen: (platform, messageId) => `${base}:seen:${platform}:${messageId}`,
     toolOutputs: (sessionId) => `${base}:tool-outputs:${sessionId}`,
     toolOutputsIndex: `${base}:tool-outputs-index`,
