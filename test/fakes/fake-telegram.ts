@@ -14,8 +14,10 @@
  *   messages. A chat that keeps sending while told to wait earns a long penalty (`abuseAfter`
  *   requests inside its retry_after: 120 s), as bots that ignore flood control get on Telegram
  *   ("retry after 126"); `penalties` lists them, `rateLimited()` every 429 answered;
- * - forum topics: sends into a closed one answer TOPIC_CLOSED, into a deleted one "message thread
- *   not found" (`closedTopics`, `deletedTopics`);
+ * - the chats themselves (fake-telegram-chats.ts, `chats`): a bot removed from a chat or blocked
+ *   answered 403, a restricted one 400 "not enough rights", forum topics that are closed (TOPIC_CLOSED),
+ *   deleted or never there ("message thread not found"), the reactions a chat allows (getChat's
+ *   `available_reactions`; others answered REACTION_INVALID);
  * - privacy mode: group messages a privacy-mode bot may not see are never delivered (`withheld`);
  * - entities: at most 100 kept per message (`visible.droppedEntities` counts the rest, shown
  *   unformatted); 400 ENTITIES_TOO_LONG past ~9,500 characters of markup source;
@@ -39,6 +41,7 @@ import type { AddressInfo } from "node:net";
 import type { Message, Update, UserFromGetMe } from "grammy/types";
 import { parseTelegramHtml, type ParsedHtml } from "./telegram-html.js";
 import { multipartBoundary, parseMultipart, type Multipart, type MultipartFile } from "./multipart.js";
+import { FakeTelegramChats } from "./fake-telegram-chats.js";
 
 export { parseTelegramHtml, checkedLink, visibleText, type ParsedHtml, type ParsedEntity } from "./telegram-html.js";
 
@@ -156,18 +159,18 @@ export class FakeTelegram {
   limits: RateLimits | undefined;
   /** The command menus set, by scope (JSON of the BotCommandScope; `{"type":"default"}` without one). */
   readonly commandMenus = new Map<string, Array<{ command: string; description: string }>>();
+  /** Membership, rights, forum topics and allowed reactions of each chat (fake-telegram-chats.ts). */
+  readonly chats = new FakeTelegramChats();
   /** Forum topics closed by an admin (`chatId:threadId`): sends into them answer TOPIC_CLOSED. */
-  readonly closedTopics = new Set<string>();
+  readonly closedTopics = this.chats.closedTopics;
   /** Forum topics deleted (`chatId:threadId`): sends into them answer "message thread not found". */
-  readonly deletedTopics = new Set<string>();
+  readonly deletedTopics = this.chats.deletedTopics;
   /** Group updates privacy mode kept from the bot, in order. */
   readonly withheld: Update[] = [];
   /** Chats where the bot is an administrator: it sees every message there, privacy mode or not. */
   readonly adminIn = new Set<string>();
   /** The bot's reactions, by `chatId:messageId`. */
   readonly reactions = new Map<string, string[]>();
-  /** Chats whose admins turned reactions off (setMessageReaction answers REACTION_INVALID). */
-  readonly reactionsOff = new Set<string>();
   /** Methods this server lacks, like a third-party Bot API emulator (see `handle`). */
   readonly unsupported = new Set<string>();
 
@@ -295,6 +298,7 @@ export class FakeTelegram {
    * chat: `adminIn`) may not see is never delivered (`withheld` counts them), as on Telegram.
    */
   pushUpdate(update: Update): void {
+    if (update.message) this.chats.saw(update.message);
     if (update.message && !this.seesInGroup(update.message)) {
       this.withheld.push(update);
       return;
@@ -452,6 +456,9 @@ export class FakeTelegram {
       return fail({ error_code: 400, description: "Bad Request: group chat was upgraded to a supergroup chat", parameters: { migrate_to_chat_id: migratedTo } });
     }
 
+    const refused = this.chats.refusal(method, payload);
+    if (refused) return fail(refused);
+
     switch (method) {
       case "getMe":
         return ok(this.bot);
@@ -528,10 +535,12 @@ export class FakeTelegram {
         const reaction = Array.isArray(payload.reaction) ? (payload.reaction as Array<{ type?: unknown; emoji?: unknown }>) : [];
         if (reaction.length > 1) return fail({ error_code: 400, description: "Bad Request: REACTIONS_TOO_MANY" });
         if (reaction.some((entry) => entry.type !== "emoji" || !STANDARD_REACTIONS.has(String(entry.emoji)))) return fail({ error_code: 400, description: "Bad Request: REACTION_INVALID" });
-        if (this.reactionsOff.has(String(payload.chat_id))) return fail({ error_code: 400, description: "Bad Request: REACTION_INVALID" });
+        if (reaction.some((entry) => !this.chats.allowsReaction(Number(payload.chat_id), String(entry.emoji)))) return fail({ error_code: 400, description: "Bad Request: REACTION_INVALID" });
         this.reactions.set(`${Number(payload.chat_id)}:${Number(payload.message_id)}`, reaction.map((entry) => String(entry.emoji)));
         return ok(true);
       }
+      case "getChat":
+        return ok(this.chats.describe(Number(payload.chat_id)));
       case "sendChatAction":
       case "leaveChat":
         return ok(true);
@@ -594,15 +603,6 @@ export class FakeTelegram {
     }
     if (entities.some((entity) => entity.type === "mention" && text.slice(entity.offset, entity.offset + entity.length).toLowerCase() === username)) return true;
     return message.reply_to_message?.from?.id === this.bot.id;
-  }
-
-  /** Why Telegram refuses a send into this topic, if it does. */
-  private topicRefusal(payload: Record<string, unknown>): string | undefined {
-    if (payload.message_thread_id === undefined) return undefined;
-    const key = `${Number(payload.chat_id)}:${Number(payload.message_thread_id)}`;
-    if (this.deletedTopics.has(key)) return "Bad Request: message thread not found";
-    if (this.closedTopics.has(key)) return "Bad Request: TOPIC_CLOSED";
-    return undefined;
   }
 
   /** Omitted: the previous setting stays; an empty list: Telegram's default. */
@@ -672,8 +672,6 @@ export class FakeTelegram {
 
   private sendMessage(call: RecordedCall, ok: (result: unknown) => void, fail: (failure: ApiFailure) => void): void {
     const payload = call.payload;
-    const topic = this.topicRefusal(payload);
-    if (topic) return fail({ error_code: 400, description: topic });
     const parsed = checkMessage(payload, "Bad Request: message is too long");
     if ("error" in parsed) return fail({ error_code: 400, description: parsed.error });
     const retryAfter = this.floodControl(String(payload.chat_id), Date.now());

@@ -244,7 +244,7 @@ describe("telegram adapter, long polling", () => {
     await expect(started.send(reply("hi", { platform: "telegram", chatId: "111" }), { fromPart: 0, onPartSent: async () => {} })).rejects.toThrow(/sendMessage: the Bot API server answered without an error code/);
   });
 
-  it("ACK_REACTIONS: 👀 on a message the ingress took, none on a refused one, and no more asking in a chat that refuses reactions", async () => {
+  it("ACK_REACTIONS: 👀 on a message the ingress took, none on a refused one; a group is asked what it allows first (getChat, once), so one that forbids 👀 gets no failing call", async () => {
     fake = await FakeTelegram.start();
     const ingress = new RecordingIngress((message) => (message.text === "let me in" ? { status: "denied" } : { status: "accepted" }));
     await startAdapter(ingress, { ackReactions: true });
@@ -256,15 +256,46 @@ describe("telegram adapter, long polling", () => {
     expect(fake.reactions.get(`${DM.id}:${taken.message!.message_id}`)).toEqual(["👀"]);
     expect(fake.reactions.has(`${DM.id}:${refused.message!.message_id}`)).toBe(false);
 
-    fake.reactionsOff.add(String(GROUP.id));
-    const inGroup = (text: string) => fake.pushMessage({ chat: GROUP, from: ADA, text: `@longhaul_test_bot ${text}`, entities: mention(`@longhaul_test_bot ${text}`) });
-    inGroup("one");
-    await waitUntil(() => fake.callsOf("setMessageReaction").length === 2);
-    inGroup("two");
-    await waitUntil(() => ingress.submissions.length === 4);
+    // The private chat was never asked: every reaction is allowed there.
+    expect(fake.callsOf("getChat")).toHaveLength(0);
+
+    // Reactions turned off in the group (available_reactions empty): asked once, never reacted to.
+    fake.chats.setAvailableReactions(GROUP.id, []);
+    const inGroup = (chat: typeof GROUP, text: string) => fake.pushMessage({ chat, from: ADA, text: `@longhaul_test_bot ${text}`, entities: mention(`@longhaul_test_bot ${text}`) });
+    inGroup(GROUP, "one");
+    inGroup(GROUP, "two");
+    await waitUntil(() => ingress.submissions.length === 4 && fake.callsOf("getChat").length === 1);
+    inGroup(GROUP, "three");
+    await waitUntil(() => ingress.submissions.length === 5);
     await sleep(200);
-    expect(fake.callsOf("setMessageReaction")).toHaveLength(2);
-    expect(logLines.filter((line) => line.includes("refuses the acknowledgement reaction"))).toHaveLength(1);
+    expect(fake.callsOf("getChat")).toHaveLength(1);
+    expect(fake.callsOf("setMessageReaction").filter((call) => String(call.payload.chat_id) === String(GROUP.id))).toEqual([]);
+    expect(logLines.filter((line) => line.includes("does not allow the acknowledgement reaction"))).toHaveLength(1);
+
+    // A group that allows a few reactions, 👀 among them, gets it; one that allows only 👍 does not.
+    const [withEyes, thumbsOnly] = [{ ...GROUP, id: -1001000000001 }, { ...GROUP, id: -1001000000002 }];
+    fake.chats.setAvailableReactions(withEyes.id, ["👍", "👀"]);
+    fake.chats.setAvailableReactions(thumbsOnly.id, ["👍"]);
+    const eyes = inGroup(withEyes, "four");
+    inGroup(thumbsOnly, "five");
+    await waitUntil(() => ingress.submissions.length === 7 && fake.callsOf("getChat").length === 3);
+    await waitUntil(() => fake.callsOf("setMessageReaction").length === 2);
+    await sleep(200);
+    expect(fake.reactions.get(`${withEyes.id}:${eyes.message!.message_id}`)).toEqual(["👀"]);
+    expect(fake.callsOf("setMessageReaction").map((call) => String(call.payload.chat_id))).toEqual([String(DM.id), String(withEyes.id)]);
+    // Every setMessageReaction was accepted: none answered REACTION_INVALID.
+    expect(logLines.filter((line) => line.includes("refuses the acknowledgement reaction"))).toEqual([]);
+  });
+
+  it("the fake Bot API refuses a reaction the chat does not allow (REACTION_INVALID), as Telegram does", async () => {
+    fake = await FakeTelegram.start();
+    fake.chats.setAvailableReactions(GROUP.id, ["👍"]);
+    const call = (emoji: string) => fetch(`${fake!.apiRoot}/bot${fake!.token}/setMessageReaction`, {
+      method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ chat_id: GROUP.id, message_id: 1, reaction: [{ type: "emoji", emoji }] }),
+    }).then(async (response) => ({ status: response.status, body: (await response.json()) as { description?: string } }));
+    expect(await call("👀")).toEqual({ status: 400, body: expect.objectContaining({ description: "Bad Request: REACTION_INVALID" }) });
+    expect((await call("👍")).status).toBe(200);
   });
 
   it("no reply lost to a 400 about its text: simpler formatting, then plain text with the URLs, then plain", async () => {
