@@ -1,10 +1,14 @@
 /**
  * The files of a reply (`OutboundReply.documents`): one sendDocument each, a multipart upload
  * through grammY's InputFile, after the reply's text. Each is one part of the reply, so a
- * resumed delivery skips the files that went out.
+ * resumed delivery skips the files that went out. A file Telegram refuses with a 400 or 413 that is
+ * not about the chat (an empty file, a name it will not take, over 50 MB) is given up alone, with one error line,
+ * and the reply goes on with its next file: only a chat that refuses ends a reply (fallback.ts).
  */
-import { InputFile, type Api } from "grammy";
+import { GrammyError, InputFile, type Api } from "grammy";
 import type { PartSent, ReplyDocument, ReplyTarget } from "../channel-adapter.js";
+import type { Logger } from "../../logger.js";
+import { chatRefuses } from "./fallback.js";
 import { outcomeUnknown, toApiSignal, toTelegramError } from "./send-reply.js";
 
 export interface SendDocumentsOptions {
@@ -14,6 +18,7 @@ export interface SendDocumentsOptions {
   fromPart: number;
   onPartSent(partIndex: number, sent: PartSent): Promise<void>;
   signal?: AbortSignal;
+  logger: Logger;
 }
 
 export async function sendDocuments(api: Api, target: ReplyTarget, documents: readonly ReplyDocument[], options: SendDocumentsOptions): Promise<void> {
@@ -27,6 +32,11 @@ export async function sendDocuments(api: Api, target: ReplyTarget, documents: re
         ...(threadId === undefined || Number.isNaN(threadId) ? {} : { message_thread_id: threadId }),
       }, toApiSignal(options.signal));
     } catch (error) {
+      if (error instanceof GrammyError && (error.error_code === 400 || error.error_code === 413) && error.parameters.migrate_to_chat_id === undefined && !chatRefuses(error.description)) {
+        options.logger.error({ chatId: target.chatId, part, file: document.filename, description: error.description }, "telegram refused a file of the reply; the file is given up, the reply goes on");
+        await options.onPartSent(part, { last: index === documents.length - 1 });
+        continue;
+      }
       // Sent, perhaps (the answer was lost): never sent again, as a text part (send-reply.ts).
       if (!outcomeUnknown(error)) throw toTelegramError(error);
       unconfirmed = true;

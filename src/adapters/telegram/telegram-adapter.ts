@@ -250,7 +250,7 @@ export class TelegramAdapter implements ChannelAdapter {
       logger: this.logger,
       ...(reply.actions?.length ? { lastPart: { reply_markup: inlineKeyboard(reply.actions) } } : {}),
     });
-    if (reply.documents && documents > 0) await sendDocuments(this.bot.api, reply.target, reply.documents, { firstPart: parts, fromPart: options.fromPart, onPartSent: options.onPartSent });
+    if (reply.documents && documents > 0) await sendDocuments(this.bot.api, reply.target, reply.documents, { firstPart: parts, fromPart: options.fromPart, onPartSent: options.onPartSent, logger: this.logger });
     // The answer is out: Telegram clears "typing…" when our message arrives; keep it cleared.
     if (reply.kind === "answer" && parts > 0) this.typing.stop(reply.sessionKey);
   }

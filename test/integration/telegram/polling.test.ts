@@ -213,6 +213,21 @@ describe("telegram adapter, long polling", () => {
     expect(flags).toEqual([[0, true]]);
   });
 
+  it("a file Telegram refuses (empty) is given up alone with one error line; the reply's other files go out", async () => {
+    fake = await FakeTelegram.start({ rateLimits: false });
+    const started = await startAdapter(new RecordingIngress());
+    const target = { platform: "telegram" as const, chatId: "5012345678" };
+    const file = (filename: string, body: string) => ({ filename, mime: "text/plain", base64: Buffer.from(body).toString("base64") });
+    const flags: Array<[number, boolean]> = [];
+    await started.send({ ...reply("Your export: three files.", target), documents: [file("a.md", "a"), file("empty.json", ""), file("c.txt", "c")] }, {
+      fromPart: 0,
+      onPartSent: async (index, { last }) => void flags.push([index, last]),
+    });
+    expect(fake.documents(target.chatId).map((document) => document.fileName)).toEqual(["a.md", "c.txt"]);
+    expect(flags).toEqual([[0, false], [1, false], [2, false], [3, true]]);
+    expect(logLines.filter((line) => line.includes("the file is given up"))).toHaveLength(1);
+  });
+
   it("resends with its links written out when Telegram cannot parse the entities", async () => {
     fake = await FakeTelegram.start();
     const started = await startAdapter(new RecordingIngress());
@@ -377,6 +392,46 @@ describe("telegram adapter, long polling", () => {
     }
     expect(fake.callsOf("sendMessage")).toHaveLength(3);
     expect(fake.delivered()).toHaveLength(0);
+  });
+
+  it("the fake refuses as Telegram: a bot kicked or blocked (403 on every call), without the right to send (400), a topic not there, closed or deleted; the adapter ends such a reply at once and stops typing there", async () => {
+    fake = await FakeTelegram.start({ rateLimits: false });
+    const started = await startAdapter(new RecordingIngress(), { typingIntervalMs: 50 });
+    const file = { filename: "notes.md", mime: "text/plain", base64: Buffer.from("notes").toString("base64") };
+    const sendTo = (chatId: number, threadId?: string, documents?: OutboundReply["documents"]) =>
+      started.send({ ...reply("**hi**", { platform: "telegram", chatId: String(chatId), ...(threadId ? { threadId } : {}) }), ...(documents ? { documents } : {}) }, { fromPart: 0, onPartSent: async () => {} });
+
+    // Kicked from the group, blocked in a private chat: 403 on whatever names the chat.
+    fake.chats.removeBot(GROUP.id);
+    fake.chats.removeBot(DM.id);
+    await expect(sendTo(GROUP.id)).rejects.toThrow(/403 Forbidden: bot was kicked from the supergroup chat/);
+    await expect(sendTo(DM.id)).rejects.toThrow(/403 Forbidden: bot was blocked by the user/);
+    await expect(started.previews.create({ platform: "telegram", chatId: String(GROUP.id) }, "💭", AbortSignal.timeout(5_000))).rejects.toThrow();
+    started.onActivity({ type: "turn-started", sessionKey: "tg:kicked", target: { platform: "telegram", chatId: String(GROUP.id) } });
+    await waitUntil(() => fake!.callsOf("sendChatAction").length === 1);
+    expect(fake.callsOf("sendMessage")).toHaveLength(3);
+
+    // Restricted: a member that may not send; each of text and files refused once, no simpler form.
+    fake.chats.restrictBot(OTHER_GROUP.id);
+    await expect(sendTo(OTHER_GROUP.id)).rejects.toThrow(/not enough rights to send text messages to the chat/);
+    await expect(started.send({ ...reply("", { platform: "telegram", chatId: String(OTHER_GROUP.id) }), documents: [file] }, { fromPart: 0, onPartSent: async () => {} }))
+      .rejects.toThrow(/not enough rights to send documents to the chat/);
+    expect(fake.callsOf("sendMessage").filter((call) => String(call.payload.chat_id) === String(OTHER_GROUP.id))).toHaveLength(1);
+
+    // A forum the fake knows (a user wrote in its topic 40): topic 41 was never there; 40 works until closed.
+    fake.pushMessage({ chat: FORUM, from: ADA, text: "in the topic", message_thread_id: 40, is_topic_message: true });
+    await expect(sendTo(FORUM.id, "41")).rejects.toThrow(/message thread not found/);
+    await sendTo(FORUM.id, "40", [file]);
+    expect(fake.delivered(FORUM.id)).toHaveLength(1);
+    expect(fake.documents(FORUM.id)).toHaveLength(1);
+    fake.closedTopics.add(`${FORUM.id}:40`);
+    await expect(sendTo(FORUM.id, "40")).rejects.toThrow(/TOPIC_CLOSED/);
+    started.onActivity({ type: "turn-started", sessionKey: "tg:closed-topic", target: { platform: "telegram", chatId: String(FORUM.id), threadId: "40" } });
+    await waitUntil(() => fake!.callsOf("sendChatAction").length === 2);
+
+    // Typing stopped where it was refused (its interval is 50 ms): no further sendChatAction to either chat.
+    await sleep(300);
+    expect(fake.callsOf("sendChatAction")).toHaveLength(2);
   });
 
   it("a link-heavy answer: every part keeps its formatting within 100 entities and Telegram's entity size (no ENTITIES_TOO_LONG)", async () => {
