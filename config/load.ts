@@ -1,4 +1,5 @@
 import { readFileSync, existsSync } from "node:fs";
+import { parseEnv } from "node:util";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { configSchema, type FlatConfig } from "./schema.js";
@@ -19,10 +20,13 @@ const interpolatedSecrets = new WeakMap<object, readonly string[]>();
  * Parses the configuration once: an optional YAML file (LONGHAUL_CONFIG_FILE, or
  * config/longhaul.yaml when present) with the environment on top. The file holds flat keys
  * (the environment wins for them) and nested sections (`sections.ts`); `${VAR}` in any of its
- * values is read from the environment. Throws `ConfigError` naming every wrong variable or
- * path. Empty strings count as unset, as in most `.env` tooling.
+ * values is read from the environment. The environment includes the secrets file
+ * (LONGHAUL_ENV_FILE, or .env when present; `npm run setup` writes it), below the process's
+ * own variables. Throws `ConfigError` naming every wrong variable or path. Empty strings count
+ * as unset, as in most `.env` tooling.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(processEnv: NodeJS.ProcessEnv = process.env): Config {
+  const env = withEnvFile(processEnv);
   const file = readConfigFile(env.LONGHAUL_CONFIG_FILE, env);
   const raw: Record<string, unknown> = { ...file.flat };
   for (const key of Object.keys(configSchema.shape)) {
@@ -67,6 +71,24 @@ function parseSections(sections: Record<string, unknown>, file: string): ConfigS
   if (lines.length === 0) lines.push(...checkSections(parsed as ConfigSections));
   if (lines.length > 0) throw new ConfigError(`Invalid configuration in ${file}:\n${lines.join("\n")}`);
   return parsed as ConfigSections;
+}
+
+/** The environment with the secrets file's values below it (docker compose reads the same file). */
+function withEnvFile(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const path = env.LONGHAUL_ENV_FILE || ".env";
+  if (!existsSync(path)) {
+    if (env.LONGHAUL_ENV_FILE) throw new ConfigError(`LONGHAUL_ENV_FILE: no such file: ${path}`);
+    return env;
+  }
+  let values: NodeJS.Dict<string>;
+  try {
+    values = parseEnv(readFileSync(path, "utf8"));
+  } catch (error) {
+    throw new ConfigError(`${path}: cannot be read (${error instanceof Error ? error.message : String(error)})`);
+  }
+  const merged: NodeJS.ProcessEnv = { ...values };
+  for (const [key, value] of Object.entries(env)) if (value !== undefined && (value !== "" || merged[key] === undefined)) merged[key] = value;
+  return merged;
 }
 
 interface ConfigFile {

@@ -92,3 +92,12 @@ export interface PreviewPort {
    */
   recover?(target: ReplyTarget, previewId: string, signal: AbortSignal): Promise<string>;
 }
+
+/**
+ * Whose bot token it is (Telegram getMe, Discord GET /users/@me), as `npm run setup` checks a
+ * token: `rejected` when the platform refused it, `unreachable` without an answer. Never holds
+ * the token.
+ */
+export type BotIdentity =
+  | { ok: true; id: string; name: string }
+  | { ok: false; reason: "rejected" | "unreachable" | "failed"; detail: string };

@@ -6,7 +6,11 @@ import { ConsoleAdapter, consoleMode, PlainConsoleIo, type TerminalChat } from "
 import { createDiscordAdapter } from "./discord/index.js";
 import { createTelegramAdapter } from "./telegram/index.js";
 
-export type { ChannelAdapter, InboundMessage, OutboundReply, ReplyTarget, TurnActivity, IngressPort, SubmitResult, Platform } from "./channel-adapter.js";
+export type { BotIdentity, ChannelAdapter, InboundMessage, OutboundReply, ReplyTarget, TurnActivity, IngressPort, SubmitResult, Platform } from "./channel-adapter.js";
+export { discordIdentity } from "./discord/identity.js";
+export { telegramIdentity } from "./telegram/identity.js";
+export { createDiscordAdapter } from "./discord/index.js";
+export { createTelegramAdapter } from "./telegram/index.js";
 export { consoleMode, type ConsoleMode } from "./console/index.js";
 
 export interface AdapterHooks {

@@ -6,7 +6,8 @@ import { ConfigError, mainApiKey, type Config } from "../../config/index.js";
 import { fail, hostOf, ok, type CheckResult } from "./check.js";
 
 /** What `npm start` prints when there is no model to talk to. */
-export const LLM_GUIDANCE = `longhaul needs an OpenAI-compatible model endpoint. For example:
+export const LLM_GUIDANCE = `longhaul needs an OpenAI-compatible model endpoint. \`npm run setup\` asks for one
+(with its key, tested) and writes it down. Or set it yourself, for example:
 
   OpenAI:  LLM_API_KEY=sk-... LLM_MODEL=gpt-4o-mini npm start
   Ollama:  LLM_BASE_URL=http://127.0.0.1:11434/v1 LLM_MODEL=llama3.1 LLM_CONTEXT_WINDOW=8192 npm start

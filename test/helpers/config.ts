@@ -26,6 +26,10 @@ export function testEnv(overrides: Record<string, string | undefined> = {}): Rec
     STREAMING: "off",
     // The streaming tests watch previews of quick fake turns; the delay has tests of its own.
     STREAMING_DELAY_MS: "0",
+    // Never the files `npm run setup` writes into a checkout (a real bot token in .env would
+    // start a real Telegram adapter): an empty configuration file and no secrets file.
+    LONGHAUL_CONFIG_FILE: "/dev/null",
+    LONGHAUL_ENV_FILE: "/dev/null",
     ...overrides,
   };
   return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));
