@@ -32,8 +32,8 @@ export function terminalAsker(output: NodeJS.WritableStream = process.stdout): A
     interactive: true,
     select: (message, choices, fallback) => select({ message, choices: [...choices], ...(fallback === undefined ? {} : { default: fallback }), pageSize: 12 }),
     input: (message, fallback, _flag, validate) => input({ message, ...(fallback === undefined ? {} : { default: fallback }), ...(validate ? { validate } : {}) }),
-    // No mask: not even the length of the key shows on the screen.
-    secret: (message) => password({ message }),
+    // No mask and no ctrl+t reveal: neither the key nor its length ever shows on the screen.
+    secret: (message) => password({ message, toggleMask: false }),
     confirm: (message, fallback) => confirm({ message, default: fallback }),
     async waitFor(message, work) {
       const stop = new AbortController();
