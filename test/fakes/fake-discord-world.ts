@@ -153,3 +153,17 @@ export class ChannelBuckets {
     };
   }
 }
+
+/**
+ * The embed Discord makes of a Tenor link (a GIF from its GIF picker): type gifv, the page's URL,
+ * the still thumbnail and the MP4, each with Discord's media-proxy URL.
+ */
+export function gifvEmbed(pageUrl: string, proxyRoot = "https://images-ext-1.discordapp.net/external/x"): Payload {
+  const slug = pageUrl.split("/").at(-1) ?? "gif";
+  const media = `https://media.tenor.com/AbCdEfGh/${slug}`;
+  return {
+    type: "gifv", url: pageUrl, provider: { name: "Tenor", url: "https://tenor.co" },
+    thumbnail: { url: `${media}.png`, proxy_url: `${proxyRoot}/${slug}.png`, width: 498, height: 373, flags: 0 },
+    video: { url: `${media}.mp4`, proxy_url: `${proxyRoot}/${slug}.mp4`, width: 498, height: 373, flags: 0 },
+  };
+}

@@ -256,6 +256,18 @@ export class FakeDiscord {
     return message;
   }
 
+  /**
+   * Discord adds a link's preview to a posted message when it did not have it at hand (a GIF's
+   * gifv embed among them): the stored message gets the embeds, and MESSAGE_UPDATE carries only
+   * the id, the channel (and guild) and the embeds, as Discord sends it.
+   */
+  addEmbeds(channelId: string, messageId: string, embeds: Payload[]): void {
+    const message = this.world.message(channelId, messageId);
+    if (!message) throw new Error(`fake: no message ${messageId} in ${channelId}`);
+    message.embeds = embeds;
+    this.dispatch("MESSAGE_UPDATE", { id: messageId, channel_id: channelId, ...(message.guild_id === undefined ? {} : { guild_id: message.guild_id }), embeds });
+  }
+
   /** Stores a user message without telling any client: history from before the bot connected. */
   seedHistory(partial: Payload & { channel_id: string }, options: UserMessageOptions = {}): Payload {
     const message = this.world.buildUserMessage(partial, options);

@@ -1,5 +1,6 @@
-import { MessageReferenceType, type Attachment, type Collection, type Message, type User } from "discord.js";
+import { EmbedType, MessageReferenceType, type Attachment, type Collection, type Embed, type Message, type User } from "discord.js";
 import type { AttachmentFacts, DiscordMessageFacts } from "./to-inbound-message.js";
+import type { GifFacts } from "./gifs.js";
 
 /**
  * Reads the facts `planInbound` decides on off a discord.js Message: no I/O, only the message
@@ -38,7 +39,19 @@ export function describeMessage(message: Message, bot: User): DiscordMessageFact
     forwardedFrom: message.reference?.type === MessageReferenceType.Forward ? forwardOrigin(message) : null,
     attachments: attachmentFacts(forwarded ? forwarded.attachments : message.attachments),
     stickers: [...(forwarded ? forwarded.stickers : message.stickers).values()].map((sticker) => sticker.name),
+    gifs: gifFacts(forwarded ? forwarded.embeds : message.embeds),
   };
+}
+
+/** The `gifv` embeds (Tenor, GIPHY): the link and the still thumbnail, through Discord's media proxy when it gives one. */
+function gifFacts(embeds: readonly Embed[]): GifFacts[] {
+  return embeds
+    .filter((embed) => embed.data.type === EmbedType.GIFV && typeof embed.url === "string")
+    .map((embed) => {
+      const thumbnail = embed.thumbnail;
+      const url = thumbnail?.proxyURL ?? thumbnail?.url;
+      return { url: embed.url as string, thumbnail: url ? { url, width: thumbnail?.width ?? null, height: thumbnail?.height ?? null } : null };
+    });
 }
 
 /** Discord's forward snapshots carry no author: name the channel (and server) it came from. */

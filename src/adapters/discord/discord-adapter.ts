@@ -16,6 +16,7 @@ import { NO_MENTIONS, sendParts, toSendError } from "./send-reply.js";
 import { splitMessage } from "./split.js";
 import { TypingIndicators } from "./typing.js";
 import { AckReactions } from "./reactions.js";
+import { EmbedUpdates } from "./embed-updates.js";
 import type { SendBudget, SendPriority, SendRefusalListener } from "../../core/send-budget.js";
 import { withSendPriority } from "../send-priority.js";
 import { budgetedRequest } from "./send-budget.js";
@@ -41,6 +42,7 @@ export class DiscordAdapter implements ChannelAdapter {
   private readonly replies: ReplySender;
   private readonly catchUp: CatchUp;
   private readonly reactions: AckReactions | undefined;
+  private readonly embedUpdates = new EmbedUpdates();
   /** The slash command sync started at login; shutdown waits for it (bounded). */
   private commandSync: Promise<void> = Promise.resolve();
   private ingress: IngressPort | undefined;
@@ -106,6 +108,8 @@ export class DiscordAdapter implements ChannelAdapter {
     });
     this.reactions = options.ackReactions === true ? new AckReactions(this.logger) : undefined;
     this.client.on(Events.MessageCreate, (message) => this.intake?.receive(message));
+    // A link's preview (a GIF's gifv embed) Discord adds after the message: a waiting intake reads it.
+    this.client.on(Events.MessageUpdate, (_old, updated) => this.embedUpdates.updated(updated.id));
     // Every READY is a new session (first login, or after Discord refused a resume): what was
     // posted in between is only in the channel history.
     this.client.on(Events.ShardReady, (shardId) => this.catchUp.start(shardId));
@@ -155,6 +159,8 @@ export class DiscordAdapter implements ChannelAdapter {
       ...(this.options.submitAttemptTimeoutMs === undefined ? {} : { attemptTimeoutMs: this.options.submitAttemptTimeoutMs }),
       notify: (message, text, kind) => this.replyNotice(message, text, kind),
       ...(this.reactions ? { acknowledge: (message: Message) => this.reactions?.acknowledge(message) } : {}),
+      embedsAdded: (message, ms) => this.embedUpdates.wait(message, ms),
+      ...(this.options.gifEmbedWaitMs === undefined ? {} : { gifEmbedWaitMs: this.options.gifEmbedWaitMs }),
     });
     if (!ingress.cursors) this.logger.warn("the ingress keeps no channel cursors: messages posted while disconnected will not be caught up");
     const abort = new AbortController();

@@ -6,6 +6,7 @@ import type { Logger } from "../../logger.js";
 import type { IngressPort, SubmitResult } from "../channel-adapter.js";
 import { describeMessage } from "./describe-message.js";
 import { downloadText } from "./text-attachments.js";
+import { awaitsGifEmbed } from "./gifs.js";
 import {
   completeInbound, planInbound, replyContextFrom, type DiscordInboundMessage, type DiscordMessageFacts, type InboundPlan, type InboundRules, type ReadFile,
 } from "./to-inbound-message.js";
@@ -45,6 +46,13 @@ export interface IntakeOptions {
   notify(message: Message, text: string, kind: string): Promise<void>;
   /** The ingress took `message` (ACK_REACTIONS): react to it. Never throws. */
   acknowledge?: (message: Message) => void;
+  /**
+   * Resolves once Discord updated `message` (its embeds added), or after `ms`: a GIF link whose
+   * `gifv` embed is still coming waits for it (gifs.ts). Never rejects. Unset: no waiting.
+   */
+  embedsAdded?: (message: Message, ms: number) => Promise<void>;
+  /** How long a GIF link waits for its embed. @defaultValue 3000 */
+  gifEmbedWaitMs?: number;
 }
 
 /** More than a backfill fetches (100 per channel) times the channels it overlaps with live traffic. */
@@ -109,7 +117,19 @@ export class Intake {
         if (!watched) return;
       }
       this.inChannelOrder(message.channelId, async () => {
-        if (decision.kind === "take") await this.handle(message, facts, decision.plan, rules);
+        if (decision.kind === "take") {
+          const embedsAdded = this.options.embedsAdded;
+          if (embedsAdded && awaitsGifEmbed(facts)) {
+            // A GIF link whose embed Discord has not added yet: wait for it (the channel's next
+            // messages wait behind), then read the message again.
+            await embedsAdded(message, this.options.gifEmbedWaitMs ?? 3_000);
+            const updated = describeMessage(message, bot);
+            const replanned = planInbound(updated, rules, this.options.maxTextFileBytes);
+            if (replanned.kind === "take") await this.handle(message, updated, replanned.plan, rules);
+          } else {
+            await this.handle(message, facts, decision.plan, rules);
+          }
+        }
         if (watched) await this.advanceCursor(message.channelId, message.id);
       }, message.id);
     } catch (error) {

@@ -45,6 +45,8 @@ export interface DiscordAdapterOptions {
   submitAttemptTimeoutMs?: number;
   /** @defaultValue DEFAULT_BACKFILL_LIMITS (6 h, 100 per channel, DMs of the last 7 days, 100 of them) */
   backfillLimits?: Partial<BackfillLimits>;
+  /** A message that is only a Tenor or GIPHY link waits this long for Discord's gifv embed (gifs.ts). @defaultValue 3000 */
+  gifEmbedWaitMs?: number;
   /** Live messages wait at most this long behind a backfill before going ahead anyway. @defaultValue 30000 */
   backfillHoldMs?: number;
   /** The send budget's size: the bot's REST requests in any second (DISCORD_REQUESTS_PER_SECOND). @defaultValue 45 */

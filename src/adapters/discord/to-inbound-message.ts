@@ -2,6 +2,7 @@ import type { InboundMessage } from "../channel-adapter.js";
 import { REPLY_CONTEXT_MAX_CHARS } from "../../core/channel.js";
 import { boundaryAtOrBefore } from "./graphemes.js";
 import type { Attachment } from "../../core/attachments.js";
+import { gifAttachments, withoutGifLinks, type GifFacts } from "./gifs.js";
 
 /**
  * Discord message → InboundMessage, or the reason it is not for the bot. Pure functions of
@@ -71,6 +72,8 @@ export interface DiscordMessageFacts {
   attachments: readonly AttachmentFacts[];
   /** Names of the stickers sent with it (read as "[sticker: name]"). @defaultValue [] */
   stickers?: readonly string[];
+  /** Its `gifv` embeds (a Tenor or GIPHY GIF: gifs.ts). @defaultValue [] */
+  gifs?: readonly GifFacts[];
 }
 
 export interface InboundRules {
@@ -128,7 +131,9 @@ export function planInbound(facts: DiscordMessageFacts, rules: InboundRules, max
 
   const textFiles = facts.attachments.filter((file) => isTextFile(file) && file.size <= maxTextFileBytes);
   // Pictures, audio and other documents go to the worker as references (src/media).
-  const media = facts.attachments.filter((file) => !isTextFile(file)).map((file) => mediaAttachment(file, facts));
+  // A GIF (a gifv embed) is read as its first frame, as on Telegram.
+  const shownGifs = (facts.gifs ?? []).filter((gif) => gif.thumbnail !== null);
+  const media = [...facts.attachments.filter((file) => !isTextFile(file)).map((file) => mediaAttachment(file, facts)), ...gifAttachments(shownGifs)];
   const unreadable: Unreadable[] = facts.attachments
     .filter((file) => isTextFile(file) && !textFiles.includes(file))
     .map((file) => ({ name: file.name, reason: "too-large" }));
@@ -145,14 +150,14 @@ export function planInbound(facts: DiscordMessageFacts, rules: InboundRules, max
     userId: facts.author.id,
     userName: facts.memberNickname ?? facts.author.globalName ?? facts.author.username,
     chatType: facts.isDirectMessage ? "private" : "group",
-    text: withStickers(renderText(facts.content, facts, rules.botUserId), facts.stickers ?? []),
+    text: withStickers(withoutGifLinks(renderText(facts.content, facts, rules.botUserId), shownGifs), facts.stickers ?? []),
     sentAt: facts.createdTimestamp,
     ...(facts.threadParentId === null ? {} : { parentChatId: facts.threadParentId }),
     ...(facts.forwardedFrom === null ? {} : { forwardedFrom: facts.forwardedFrom }),
     ...(media.length > 0 ? { attachments: media } : {}),
   };
   // A bare mention with nothing attached: nothing to answer, and nothing worth a notice.
-  if (message.text === "" && facts.attachments.length === 0) return { kind: "ignore", reason: "empty" };
+  if (message.text === "" && facts.attachments.length === 0 && media.length === 0) return { kind: "ignore", reason: "empty" };
   return { kind: "take", plan: { message, textFiles, unreadable, addressed } };
 }
 

@@ -4,6 +4,7 @@ import { DiscordAdapter } from "../../../src/adapters/discord/index.js";
 import { PermanentError } from "../../../src/errors.js";
 import { createLogger, silentLogger } from "../../../src/logger.js";
 import { FAKE_TOKEN, IDS, OTHER_USER } from "../../fakes/fake-discord.js";
+import { gifvEmbed } from "../../fakes/fake-discord-world.js";
 import { fixture, reply, sleep, useAdapterHarness } from "./harness.js";
 
 /**
@@ -72,6 +73,30 @@ describe("DiscordAdapter against the fake Discord: login and intake", () => {
     await h.startAdapter();
     h.fake.dispatchMessage({ ...fixture("dm"), id: "600000000000000071", content: "", sticker_items: [{ id: "749054660769218631", name: "Wave", format_type: 1 }] });
     await vi.waitFor(() => expect(h.ingress.submitted.map((message) => message.text)).toEqual(["[sticker: Wave]"]));
+  });
+
+  it("reads a Tenor GIF (a gifv embed, no attachment) as its first frame, as Telegram's animations; a link whose embed comes later waits for it", async () => {
+    await h.startAdapter({ gifEmbedWaitMs: 10_000 });
+    const page = "https://tenor.com/view/cat-typing-gif-12002898";
+    h.fake.dispatchMessage({ ...fixture("dm"), id: "600000000000000081", content: page, embeds: [gifvEmbed(page)] });
+    await vi.waitFor(() => expect(h.ingress.submitted).toHaveLength(1));
+    const frame = {
+      kind: "image", label: "GIF (its first frame)", name: "cat-typing-gif-12002898", width: 498, height: 373, inline: true,
+      source: { platform: "url", url: "https://images-ext-1.discordapp.net/external/x/cat-typing-gif-12002898.png" },
+    };
+    expect(h.ingress.submitted[0]).toMatchObject({ messageId: "600000000000000081", text: "", attachments: [frame] });
+
+    // Discord did not have this one's preview at hand: MESSAGE_CREATE without embeds, then MESSAGE_UPDATE adds the gifv.
+    const later = "https://tenor.com/view/dance-gif-777";
+    h.fake.dispatchMessage({ ...fixture("dm"), id: "600000000000000082", content: `${later}` });
+    h.fake.dispatchMessage({ ...fixture("dm"), id: "600000000000000083", content: "and a question after it" });
+    await sleep(300);
+    expect(h.ingress.submitted).toHaveLength(1);
+    h.fake.addEmbeds(IDS.dmChannel, "600000000000000082", [gifvEmbed(later)]);
+    await vi.waitFor(() => expect(h.ingress.submitted).toHaveLength(3));
+    expect(h.ingress.submitted[1]).toMatchObject({ messageId: "600000000000000082", text: "", attachments: [{ label: "GIF (its first frame)", name: "dance-gif-777" }] });
+    // The channel's next message waited behind it: order kept.
+    expect(h.ingress.submitted[2]).toMatchObject({ messageId: "600000000000000083", text: "and a question after it" });
   });
 
   it("ignores a guild message without a mention and submits one with it, mention stripped", async () => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   completeInbound, planInbound, replyContextFrom, truncate, type AttachmentFacts, type DiscordMessageFacts, type InboundOutcome, type InboundRules, type ReadFile,
 } from "../../../../src/adapters/discord/to-inbound-message.js";
+import { awaitsGifEmbed } from "../../../../src/adapters/discord/gifs.js";
 
 const BOT = "100000000000000001";
 const BOT_ROLE = "200000000000000002";
@@ -212,5 +213,30 @@ describe("truncate", () => {
     expect(truncate("abc", 3)).toBe("abc");
     expect(truncate("abcdefgh", 5, "…")).toBe("abcd…");
     expect(truncate("ab🏳️‍🌈cd", 6)).toBe("ab");
+  });
+});
+
+describe("GIFs (gifv embeds: Tenor, GIPHY)", () => {
+  const page = "https://tenor.com/view/cat-typing-gif-12002898";
+  const gif = { url: page, thumbnail: { url: "https://images-ext-1.discordapp.net/external/x/cat.png", width: 498, height: 373 } };
+
+  it("a message that is only the GIF: no text, its first frame as a picture named after the link", () => {
+    const outcome = run(mentioned(`<@${BOT}> ${page}`, { gifs: [gif] }));
+    expect(outcome).toMatchObject({ kind: "submit", message: { text: "", attachments: [{ kind: "image", label: "GIF (its first frame)", name: "cat-typing-gif-12002898", width: 498, height: 373, inline: true, source: { platform: "url", url: gif.thumbnail.url } }] } });
+  });
+
+  it("words beside the link stay as they are; a gifv without a thumbnail is left as its link", () => {
+    expect(run(mentioned(`<@${BOT}> look ${page}`, { gifs: [gif] }), undefined, { ...rules, maxMessageChars: 1_000 })).toMatchObject({ kind: "submit", message: { text: `look ${page}`, attachments: [{ name: "cat-typing-gif-12002898" }] } });
+    const bare = run(mentioned(`<@${BOT}> ${page}`, { gifs: [{ url: page, thumbnail: null }] }));
+    expect(bare).toMatchObject({ kind: "submit", message: { text: page } });
+    expect(bare.kind === "submit" && bare.message.attachments).toBeFalsy();
+  });
+
+  it("a GIF service's lone link without its embed yet awaits it; one with it, or other text, does not", () => {
+    expect(awaitsGifEmbed({ content: page })).toBe(true);
+    expect(awaitsGifEmbed({ content: "https://media.giphy.com/media/abc/giphy.gif" })).toBe(true);
+    expect(awaitsGifEmbed({ content: page, gifs: [gif] })).toBe(false);
+    expect(awaitsGifEmbed({ content: `look ${page}` })).toBe(false);
+    expect(awaitsGifEmbed({ content: "https://example.com/view/cat.gif" })).toBe(false);
   });
 });
