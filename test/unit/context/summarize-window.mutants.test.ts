@@ -1,0 +1,97 @@
+/**
+ * Every request the summarizer gets fits its window (summarize.ts, `planChunks`): the prompt
+ * frame, the running summary at the longest length accepted (1.5 × the target), a chunk filled
+ * to the last token, and max_tokens. Written against the mutants StrykerJS left alive in the
+ * chunk plan's sizes (docs/benchmarks.md, "Mutation testing"): a frame counted too small, a
+ * summary reserve that ignores the running summary, a chunk closed one turn early. The counter
+ * counts characters, so a turn's size is exact; the largest turn a chunk holds is found from
+ * the plan itself (the biggest one it sends without cutting), not from the formula.
+ */
+import { describe, expect, it } from "vitest";
+import type { ApiMessage, ChatMessage } from "../../../src/core/messages.js";
+import { MAX_SUMMARY_OVER_TARGET, planChunks, summarizeWithFallback, type SummarizeInput } from "../../../src/context/summarize.js";
+import type { Summarizer, SummaryRequest, SummaryResponse } from "../../../src/context/summarizer.js";
+import { createTokenCounter, MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS } from "../../../src/context/tokens.js";
+
+const counter = createTokenCounter("test-chars", (text) => text.length);
+const promptTokens = (messages: readonly ApiMessage[]) =>
+  REPLY_PRIMING_TOKENS + messages.reduce((sum, message) => sum + MESSAGE_OVERHEAD_TOKENS + counter.countText(String(message.content ?? "")), 0);
+
+const WINDOW = 16_000;
+const USABLE = Math.floor(WINDOW * 0.85);
+const BUDGET = 500;
+/** The longest summary accepted: anything longer is asked again, shorter. */
+const LONGEST = MAX_SUMMARY_OVER_TARGET * BUDGET;
+
+/** Answers every chunk with a summary of exactly the longest accepted length, and keeps each request. */
+class Longest implements Summarizer {
+  readonly model = "aux";
+  readonly requests: SummaryRequest[] = [];
+  constructor(readonly contextWindow: number) {}
+  async summarize(request: SummaryRequest): Promise<SummaryResponse> {
+    this.requests.push(request);
+    return { text: `## Goal\n${"s".repeat(LONGEST - 8)}`, finishReason: "stop" };
+  }
+}
+
+const input = (middle: ChatMessage[], extra: Partial<SummarizeInput> = {}): SummarizeInput => ({
+  middle, budgetTokens: BUDGET, counter, toolNames: new Map(), retry: { attempts: 1, baseDelayMs: 0, timeoutMs: 5_000 }, ...extra,
+});
+const turn = (id: string, chars: number): ChatMessage => ({ id, role: "user", content: `${id} `.padEnd(chars, "w") });
+
+/** The most characters one user turn may have and still go whole into a chunk, for these settings. */
+function largestWholeTurn(extra: Partial<SummarizeInput>): number {
+  const summarizer = new Longest(WINDOW);
+  const whole = (chars: number) => !planChunks(input([turn("m1", chars)], extra), summarizer).chunks[0]!.includes("cut to fit the summarizer");
+  let low = 10;
+  let high = 12_000;
+  while (high - low > 1) {
+    const middle = Math.floor((low + high) / 2);
+    if (whole(middle)) low = middle;
+    else high = middle;
+  }
+  return low;
+}
+
+async function requestsFor(middle: ChatMessage[], extra: Partial<SummarizeInput>): Promise<SummaryRequest[]> {
+  const summarizer = new Longest(WINDOW);
+  await summarizeWithFallback(input(middle, extra), [summarizer], { calls: 0, promptTokens: 0, completionTokens: 0 });
+  return summarizer.requests;
+}
+
+describe("every summarizer request fits the summarizer's window", () => {
+  it("chunks filled to the last token, after a running summary of the longest accepted length, with a focus", async () => {
+    const extra = { focus: "the ledger totals for region 7" };
+    const largest = largestWholeTurn(extra);
+    const requests = await requestsFor([turn("m1", largest), turn("m2", largest), turn("m3", 40)], extra);
+    expect(requests).toHaveLength(3);
+    for (const request of requests) expect(promptTokens(request.messages) + request.maxTokens).toBeLessThanOrEqual(USABLE);
+    // The second request carries the first chunk's summary and a full chunk: it is the tight one.
+    expect(String(requests[1]!.messages[1]!.content)).toContain("s".repeat(LONGEST - 8));
+    expect(promptTokens(requests[1]!.messages) + requests[1]!.maxTokens).toBeGreaterThan(USABLE - 40);
+  });
+
+  it("a previous summary longer than the running one gets its whole room in the first request", async () => {
+    const previousSummary = `## Goal\n${"p".repeat(3_000)}`;
+    const largest = largestWholeTurn({ previousSummary });
+    const [first] = await requestsFor([turn("m1", largest)], { previousSummary });
+    expect(String(first!.messages[1]!.content)).toContain(previousSummary);
+    expect(promptTokens(first!.messages) + first!.maxTokens).toBeLessThanOrEqual(USABLE);
+    // Without the previous summary the same plan holds a turn that much bigger.
+    expect(largestWholeTurn({}) - largest).toBeGreaterThan(3_000 - LONGEST - 100);
+  });
+
+  it("turns that fill a chunk exactly share it; one character more and the second opens the next", () => {
+    const largest = largestWholeTurn({});
+    const summarizer = new Longest(WINDOW);
+    // A whole turn's entry is as big as a chunk: two entries fill one when their sizes add up to it
+    // (each entry counts one token for the line break that joins it).
+    const entryOf = (chars: number) => chars + "[m1] user: ".length + 1;
+    const first = 1_000;
+    const second = entryOf(largest) - entryOf(first) - "[m2] user: ".length - 1;
+    const exact = planChunks(input([turn("m1", first), turn("m2", second)]), summarizer);
+    expect(exact.chunks).toHaveLength(1);
+    const over = planChunks(input([turn("m1", first), turn("m2", second + 1)]), summarizer);
+    expect(over.chunks).toHaveLength(2);
+  });
+});
