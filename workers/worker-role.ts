@@ -15,6 +15,7 @@ import { createMediaEngine, extractText, redisExtractionMemory, redisVisionMemor
 import type { Logger } from "../src/logger.js";
 import type { Metrics } from "../src/metrics.js";
 import { AccessControl, accessListsFrom } from "../src/gateway/access.js";
+import { approvePairing } from "../src/operator/index.js";
 import { CONNECTION_NAMES, createFiringQueue, createIdleQueue, createProducers, createRedis, pingWithin, type RedisAddress } from "../src/queue/index.js";
 import { createScheduleTool, scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../src/schedule/index.js";
 import { globalKeys } from "../src/session/keys.js";
@@ -160,7 +161,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     context: defaultModel.context,
     models,
     budget,
-    pairing: access,
+    // One code path with the CLI and the web console: approvals are logged with who made them.
+    pairing: { approve: (code, operator) => approvePairing({ access, logger }, operator, code) },
     personas: config.personas ?? {},
     systemPrompt: config.SYSTEM_PROMPT,
     maxSteps: config.AGENT_MAX_STEPS,

@@ -92,8 +92,11 @@ export interface CommandPorts extends Clock, ModelPorts, ApprovalSettings {
   models?: ModelRouter;
   /** Budgets (`/usage`, `/budget`). */
   budget?: BudgetMeter;
-  /** `/pair approve CODE` from a chat (admins): the same approval as `npm run pairing -- approve`. */
-  pairing?: { approve(code: string): Promise<{ platform: string; userId: string; userName: string } | undefined> };
+  /**
+   * `/pair approve CODE` from a chat (admins): src/operator's approval, the one `npm run pairing
+   * -- approve` and the web console call, logged with `operator` (`chat:<tg|dc>:<user id>`).
+   */
+  pairing?: { approve(code: string, operator: string): Promise<{ platform: string; userId: string; userName: string } | undefined> };
   /** `/export`: everything of the user's own (src/memory exportUserData). */
   exportUser?(user: UserRef): Promise<UserExport>;
   /** Named personas of the config file (`/persona <name>`). */

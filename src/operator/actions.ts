@@ -24,7 +24,7 @@ export interface DeadLetterDeps {
   logger: Logger;
 }
 
-/** Who acted: `cli:<login>` from a terminal, `console:<address>` from the web console. */
+/** Who acted: `cli:<login>` from a terminal, `console:<address>` from the web console, `chat:<tg|dc>:<user id>` from a chat's /pair. */
 export type Operator = string;
 
 export async function approvePairing(deps: PairingDeps, operator: Operator, code: string): Promise<PairingRequest | undefined> {

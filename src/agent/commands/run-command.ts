@@ -1,4 +1,5 @@
 import { compactNumber, contextMeter, duration, usd } from "../../core/format.js";
+import { platformPrefix } from "../../core/channel.js";
 import type { QueueStatus } from "../../core/queue-wait.js";
 import { budgetAccounts } from "../../budget/accounts.js";
 import { budgetCommand } from "../../budget/command.js";
@@ -117,7 +118,7 @@ async function outcomeOf(command: ParsedCommand, context: CommandContext): Promi
       if (!isAdmin(context.entry, engine.approval.admins)) return { state, text: "Only an admin can approve pairing requests.", refused: true };
       const code = /^approve\s+(\S+)$/i.exec(command.args)?.[1];
       if (!code || !engine.pairing) return { state, text: "Usage: /pair approve CODE" };
-      const request = await engine.pairing.approve(code);
+      const request = await engine.pairing.approve(code, `chat:${platformPrefix(context.entry.platform)}:${context.entry.userId}`);
       return {
         state,
         text: request ? `Approved ${request.userName} (${request.platform} user ${request.userId}). They can talk to me now.` : `No pending pairing request with code ${code} (codes expire after an hour).`,

@@ -3,7 +3,7 @@ import { startFakeLlm, systemText, type FakeLlm } from "../../fakes/fake-llm.js"
 import { isFlushRequest, isSummarizerRequest } from "../../helpers/agent-fixtures.js";
 import { testConfig, testEnv } from "../../helpers/config.js";
 import { writeConfigFile } from "../../helpers/config-file.js";
-import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
+import { captureLogs, startPipeline, type Pipeline } from "../../helpers/pipeline.js";
 import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
 
 const CONFIG = `
@@ -39,7 +39,7 @@ describe("model catalogue and personas", () => {
   };
   const mainRequests = () => llm.requests.filter((request) => !isSummarizerRequest(request) && !isFlushRequest(request));
 
-  const start = () => startPipeline(testConfig(env), [adapter]);
+  const start = () => startPipeline(testConfig(env), [adapter], { logs: captureLogs("info") });
 
   beforeAll(async () => {
     llm = await startFakeLlm();
@@ -151,6 +151,10 @@ describe("model catalogue and personas", () => {
     expect(await say(`/pair approve ${code}`, { userId: "1" })).toBe("Only an admin can approve pairing requests.");
     expect(await say("/pair approve NOPE1234", { userId: "2" })).toBe("No pending pairing request with code NOPE1234 (codes expire after an hour).");
     expect(await say(`/pair approve ${code!.toLowerCase()}`, { userId: "2" })).toBe("Approved newcomer (telegram user 99). They can talk to me now.");
+    // src/operator's approval, as from the CLI and the web console: logged with the admin who made it.
+    const actions = pipeline.logs.lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === "operator-action");
+    expect(actions).toContainEqual(expect.objectContaining({ operator: "chat:tg:2", action: "pairing-approve", found: true, userId: "99" }));
+    expect(actions.map((action) => action.operator)).toEqual(["chat:tg:2", "chat:tg:2"]);
     expect(await say("hello, finally", { userId: "99" })).toMatch(/^echo: hello, finally/);
   });
 });
