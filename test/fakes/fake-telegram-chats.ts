@@ -8,6 +8,8 @@
  * - forum topics: in a forum the fake knows (`openTopic`, or a user's message pushed into one of
  *   its topics), a send into a topic that never existed or was deleted answers "message thread
  *   not found", into a closed one TOPIC_CLOSED — sendMessage, sendDocument and sendChatAction;
+ * - several bots: in privacy mode a bare command goes only to the bot that last sent a message to
+ *   the group (`botSpoke`, `bareCommandsGoTo`; fake-telegram.ts withholds it from ours otherwise);
  * - reactions: getChat answers `available_reactions` as the chat's admins set it
  *   (`setAvailableReactions`: omitted when all are allowed, empty when none), and
  *   setMessageReaction with an emoji the chat does not allow answers REACTION_INVALID.
@@ -40,6 +42,22 @@ export class FakeTelegramChats {
   private readonly restricted = new Set<number>();
   /** Reactions a chat allows; absent: all of them. */
   private readonly reactions = new Map<number, readonly string[]>();
+  /** The bot that last sent a message to each group (privacy mode's bare commands go to it). */
+  private readonly lastBot = new Map<number, number>();
+
+  /** A bot sent a message to the chat (ours through the API; another one: `botSpoke(chat, itsId)`). */
+  botSpoke(chatId: number | string, botId: number): void {
+    this.lastBot.set(Number(chatId), botId);
+  }
+
+  /**
+   * Whether a privacy-mode bot gets a bare command (`/new`, no @username) in this group: Telegram
+   * gives it only to the bot that last sent a message there ("General commands … if the bot was
+   * the last bot to send a message to the group", Bot API FAQ). Before any bot spoke: to it.
+   */
+  bareCommandsGoTo(chatId: number | string, botId: number): boolean {
+    return (this.lastBot.get(Number(chatId)) ?? botId) === botId;
+  }
 
   /** A topic exists in the forum `chatId` (the forum becomes known: its other topics do not exist). */
   openTopic(chatId: number | string, threadId: number): void {

@@ -599,7 +599,8 @@ export class FakeTelegram {
     const command = entities.find((entity) => entity.type === "bot_command" && entity.offset === 0);
     if (command) {
       const target = text.slice(1, command.length).toLowerCase().split("@")[1];
-      if (target === undefined || `@${target}` === username) return true;
+      // A bare command goes to the bot that last spoke in the group (several bots there).
+      if (target === undefined ? this.chats.bareCommandsGoTo(message.chat.id, this.bot.id) : `@${target}` === username) return true;
     }
     if (entities.some((entity) => entity.type === "mention" && text.slice(entity.offset, entity.offset + entity.length).toLowerCase() === username)) return true;
     return message.reply_to_message?.from?.id === this.bot.id;
@@ -721,6 +722,7 @@ export class FakeTelegram {
       ...content,
     } as Message;
     this.botMessages.set(`${chatId}:${sent.message_id}`, sent);
+    this.chats.botSpoke(chatId, this.bot.id);
     return sent;
   }
 

@@ -789,6 +789,28 @@ describe("telegram adapter, long polling", () => {
     expect(logLines.some((line) => line.includes("privacy mode is on") && line.includes("/setprivacy"))).toBe(true);
   });
 
+  it("several bots, privacy mode: a bare /new reaches us only when we spoke last in the group (Telegram's last-bot rule, which the fake enforces); /new@ourbot always", async () => {
+    fake = await FakeTelegram.start();
+    const ingress = new RecordingIngress();
+    const started = await startAdapter(ingress, { botInfo: FAKE_BOT });
+    const command = (text: string) => fake.pushMessage({ chat: GROUP, from: GRACE, text, entities: [{ type: "bot_command", offset: 0, length: text.length }] });
+    // Another bot answered in the group after us: the bare /new is that bot's, and never reaches ours.
+    await started.send(reply("an answer of ours", { platform: "telegram", chatId: String(GROUP.id) }), { fromPart: 0, onPartSent: async () => {} });
+    fake.chats.botSpoke(GROUP.id, 7000000099);
+    command("/new");
+    command("/new@longhaul_test_bot");
+    await waitUntil(() => ingress.submissions.length === 1);
+    await sleep(200);
+    expect(ingress.submissions.map((message) => message.text)).toEqual(["/new"]);
+    expect(fake.withheld.map((update) => update.message?.text)).toEqual(["/new"]);
+
+    // We spoke last again: the bare command is ours, and taken as ours.
+    await started.send(reply("another answer", { platform: "telegram", chatId: String(GROUP.id) }), { fromPart: 0, onPartSent: async () => {} });
+    command("/new");
+    await waitUntil(() => ingress.submissions.length === 2);
+    expect(ingress.submissions[1]?.text).toBe("/new");
+  });
+
   it("takes the continuation of a long paste in a group when its first part addressed the bot (privacy mode off)", async () => {
     const sees = { ...FAKE_BOT, can_read_all_group_messages: true };
     fake = await FakeTelegram.start({ bot: sees });
