@@ -22,7 +22,10 @@
  *
  *   npm run bench -- load [--platforms=telegram,discord] [--topologies=all,split] [--rates=25]
  *                         [--seconds=60] [--users=1000] [--tool-share=0.2] [--long-share=0.05]
- *                         [--drain=120]
+ *                         [--drain=120] [--stages]
+ *
+ * `--stages` adds, per run, where the answered messages' time went between the points a turn
+ * passes (bench/stages.ts: ingress, queue, model, commit, delivery), p50 / p90 / p99.
  *
  * The fakes and this driver share one process; longhaul's processes, Redis and the model each
  * run in their own. On a 2-core machine they all compete for the same cores: read the figures
@@ -40,6 +43,7 @@ import { buildForChildProcesses } from "../test/helpers/test-build.js";
 import { FakeTelegram } from "../test/fakes/fake-telegram.js";
 import { DEFAULT_GUILD, FAKE_TOKEN as DISCORD_TOKEN, FakeDiscord, HUMAN_USER, IDS, textChannel, type Payload } from "../test/fakes/fake-discord.js";
 import { commandCounter } from "./measure.js";
+import { furthestPoints, recordStages, stageProbe, stageTable, turnsOf } from "./stages.js";
 import { isMain, percentile, table } from "./stats.js";
 
 export type PlatformName = "telegram" | "discord";
@@ -54,6 +58,8 @@ export interface LoadPlan {
   toolShare: number;
   longShare: number;
   drainSeconds: number;
+  /** `--stages`: where each answered message's time went (bench/stages.ts), per run. */
+  stages: boolean;
   /** Model pacing (bench/paced-llm.ts). */
   ttftMs: number;
   tokensPerSecond: number;
@@ -126,15 +132,25 @@ export interface PlatformDriver {
   /** Answer markers (⟦aN⟧) seen in accepted sends or edits since the last call, with when. */
   newAnswers(): Array<{ id: number; at: number }>;
   /** Requests the bot made to the platform (not its intake) in [from, to): by second, and per chat. */
-  requests(from: number, to: number): { perSecond: number[]; busiestChatSecond: number; refused: number; byMethod: Record<string, number> };
+  requests(from: number, to: number): RequestCounts;
   close(): Promise<void>;
 }
 
 const MARKER = /⟦a(\d+)⟧/g;
 
-function countRequests(calls: ReadonlyArray<{ at: number; chat: string; method: string; refused: boolean }>, from: number, to: number) {
+export interface RequestCounts {
+  perSecond: number[];
+  /** The most requests the platform's global limit counts (Telegram: sends and edits; Discord: all) in any second from `from`. */
+  busiestLimitedSecond: number;
+  busiestChatSecond: number;
+  refused: number;
+  byMethod: Record<string, number>;
+}
+
+function countRequests(calls: ReadonlyArray<{ at: number; chat: string; method: string; refused: boolean; limited: boolean }>, from: number, to: number): RequestCounts {
   const seconds = Math.max(1, Math.ceil((to - from) / 1_000));
   const perSecond = new Array<number>(seconds).fill(0);
+  const limitedPerSecond = new Array<number>(seconds).fill(0);
   const perChat = new Map<string, number>();
   const byMethod: Record<string, number> = {};
   let refused = 0;
@@ -142,12 +158,13 @@ function countRequests(calls: ReadonlyArray<{ at: number; chat: string; method: 
     if (call.at < from || call.at >= to) continue;
     const second = Math.floor((call.at - from) / 1_000);
     perSecond[second]!++;
+    if (call.limited) limitedPerSecond[second]!++;
     const key = `${call.chat}@${second}`;
     perChat.set(key, (perChat.get(key) ?? 0) + 1);
     byMethod[call.method] = (byMethod[call.method] ?? 0) + 1;
     if (call.refused) refused++;
   }
-  return { perSecond, busiestChatSecond: Math.max(0, ...perChat.values()), refused, byMethod };
+  return { perSecond, busiestLimitedSecond: Math.max(0, ...limitedPerSecond), busiestChatSecond: Math.max(0, ...perChat.values()), refused, byMethod };
 }
 
 export async function telegramDriver(users: number): Promise<PlatformDriver> {
@@ -178,6 +195,8 @@ export async function telegramDriver(users: number): Promise<PlatformDriver> {
       // others are counted as made (the platform counts every request against the limits).
       return countRequests(telegram.calls.filter((call) => BOT_METHODS.has(call.method)).map((call) => ({
         at: call.at, chat: String(call.payload.chat_id), method: call.method, refused: call.method === "sendMessage" && call.visible === undefined,
+        // Telegram's 30 a second counts messages sent and edited, not typing nor deletions.
+        limited: /^(send|edit)/.test(call.method) && call.method !== "sendChatAction",
       })), from, to);
     },
     close: () => telegram.close(),
@@ -223,6 +242,7 @@ export async function discordDriver(users: number): Promise<PlatformDriver> {
     requests(from, to) {
       return countRequests(discord.requests.filter((request) => !request.path.startsWith("/gateway") && request.path.startsWith("/")).map((request) => ({
         at: request.at, chat: channelOf(request.path), method: `${request.method} ${request.path.replace(/\d{6,}/g, ":id")}`, refused: request.status === 429,
+        limited: !/^\/(interactions|webhooks)\//.test(request.path),
       })), from, to);
     },
     close: () => discord.close(),
@@ -298,19 +318,21 @@ export interface Deployment {
 }
 
 /** longhaul as child processes: `all` (one process) or `split` (a gateway and two workers). */
-export async function deploy(topology: Topology, env: Record<string, string>): Promise<Deployment> {
+export async function deploy(topology: Topology, env: Record<string, string>, nodeArgs: readonly string[] = []): Promise<Deployment> {
   const roles = topology === "all" ? ["all"] : ["gateway", "worker", "worker"];
-  const processes = roles.map((role) => spawnApp({ ...env, LONGHAUL_ROLE: role }, { nodeArgs: ["--import", LOAD_PROBE] }));
+  const processes = roles.map((role) => spawnApp({ ...env, LONGHAUL_ROLE: role }, { nodeArgs: ["--import", LOAD_PROBE, ...nodeArgs] }));
   await Promise.all(processes.map((child) => child.waitForStderr(/longhaul-ready/, 240_000)));
+  let closing: Promise<void> | undefined;
   return {
     processes,
     labels: roles.map((role, index) => (role === "worker" ? `worker ${index}` : role)),
-    close: async () => {
+    // Once: a run with --stages closes early (the probes flush on exit), and again at its end.
+    close: () => (closing ??= (async () => {
       await Promise.all(processes.map((child) => child.kill("SIGTERM")));
       // LOAD_APP_LOGS=<dir>: each process's log lines (pino JSON) kept for a post-mortem.
       const dir = process.env.LOAD_APP_LOGS;
       if (dir) processes.forEach((child, index) => writeFileSync(join(dir, `${topology}-${index}-${roles[index]}.log`), child.stdout() + child.stderr()));
-    },
+    })()),
   };
 }
 
@@ -333,6 +355,8 @@ export interface RunResult {
   /** Peak turns in flight over the workers, and the RSS they added (bytes per turn). */
   footprint?: { inFlight: number; bytesPerTurn: number };
   llm: Record<string, number>;
+  /** `--stages`: the stage table of this run. */
+  stages?: string;
 }
 
 async function redisUsedMemory(url: string): Promise<number> {
@@ -349,10 +373,11 @@ export async function runOnce(plan: LoadPlan, platformName: PlatformName, topolo
   const env: Record<string, string> = {
     REDIS_URL: redisUrl, REDIS_PREFIX: `load-${platformName}-${topology}-${rate}-${Date.now().toString(36)}`,
     LLM_BASE_URL: llmUrl, LLM_API_KEY: "bench", LLM_MODEL: "gpt-4o-mini", LLM_CONTEXT_WINDOW: LOAD_CONTEXT_WINDOW,
-    HTTP_PORT: "0", CONSOLE: "off", LOG_LEVEL: "info",
+    HTTP_PORT: "0", CONSOLE: "off", LOG_LEVEL: process.env.LOAD_LOG_LEVEL ?? "info",
     ...platform.env,
   };
-  const deployment = await deploy(topology, env);
+  const stages = plan.stages ? recordStages() : undefined;
+  const deployment = await deploy(topology, env, stages ? ["--import", stageProbe(stages.file)] : []);
   progress(`${platformName}, ${topology}: ${deployment.processes.length} process(es) ready; offering ${rate}/s for ${plan.seconds} s`);
   const workers = deployment.processes.filter((_, index) => deployment.labels[index] !== "gateway");
   const baseRss = workers.map((child) => rssOf(child.child.pid));
@@ -403,6 +428,8 @@ export async function runOnce(plan: LoadPlan, platformName: PlatformName, topolo
     const reports = await probe(deployment.processes);
     const redisCommands = await commands.stop();
     const waits = [...answeredAt.entries()].map(([id, at]) => at - sent.get(id)!.at - sent.get(id)!.modelMs);
+    // The probes write twice a second: the last marks are in once the processes have flushed.
+    const stageTurns = stages ? (await deployment.close(), turnsOf(stages.stop(), false)) : undefined;
     return {
       platform: platformName, topology, rate, offered: total, answered: answeredAt.size, waits,
       processes: deployment.labels.map((label, index) => ({ label, loopDelayP99: reports[index]!.p99, peakRss: peakRss[index]!, endRss: endRss[index]! })),
@@ -413,6 +440,9 @@ export async function runOnce(plan: LoadPlan, platformName: PlatformName, topolo
       load: [load0, loadavg()[0]!],
       ...(inFlightPeak > 0 ? { footprint: { inFlight: inFlightPeak, bytesPerTurn: footprintRss / inFlightPeak } } : {}),
       llm: await llmStats(),
+      ...(stageTurns ? {
+        stages: `${stageTable(`${platformName}, ${topology}, ${rate}/s: where the answered messages' time went`, stageTurns.filter((turn) => turn.at.has("sending")), [50, 90, 99])}\n\nThe last point each message reached (sending: handed to the platform): ${JSON.stringify(furthestPoints(stageTurns))}`,
+      } : {}),
     };
   } finally {
     await deployment.close();
@@ -434,7 +464,7 @@ export function report(plan: LoadPlan, results: readonly RunResult[]): string {
       result.processes.map((process) => `${process.label} ${process.loopDelayP99.toFixed(0)}`).join(", "),
       result.processes.map((process) => `${process.label} ${(process.peakRss / MB).toFixed(0)}`).join(", "),
       `${(result.redisUsedBefore / MB).toFixed(1)} → ${(result.redisUsedAfter / MB).toFixed(1)}`,
-      `${mean.toFixed(1)} / ${Math.max(0, ...perSecond)}`,
+      `${mean.toFixed(1)} / ${Math.max(0, ...perSecond)} / ${result.requests.busiestLimitedSecond}`,
       result.requests.busiestChatSecond,
       result.requests.refused,
       result.redisCommandsPerTurn.toFixed(0),
@@ -443,12 +473,14 @@ export function report(plan: LoadPlan, results: readonly RunResult[]): string {
     ];
   });
   const detail = results.map((result) => `- ${result.platform}, ${result.topology}, ${result.rate}/s: requests by method ${JSON.stringify(result.requests.byMethod)}; model calls ${JSON.stringify(result.llm)} (cumulative over the bench)`);
+  const stages = results.flatMap((result) => (result.stages ? ["", result.stages] : []));
   return [
     `Open loop, ${plan.seconds} s per run, ${plan.users} users; model: first token ${plan.ttftMs} ms, ${plan.tokensPerSecond} tokens/s, ${plan.answerTokens}-token answers (${(modelTimeMs(plan, 0) / 1_000).toFixed(1)} s), ${Math.round(plan.toolShare * 100)}% with 1–2 tool steps (+1 s each), ${Math.round(plan.longShare * 100)}% from ${LONG_USERS} long sessions (12K window: they compact); answers awaited ${plan.drainSeconds} s after the last message.`,
     "",
-    table(["platform", "longhaul", "offered /s", "answered", "wait above model p50 / p99 s", "event-loop delay p99 ms", "peak RSS MB", "Redis used MB", "platform req/s mean / busiest second", "busiest chat, req in one second", "refused (429)", "Redis commands / turn", "turns in flight (peak), RSS per turn", "load average"], rows),
+    table(["platform", "longhaul", "offered /s", "answered", "wait above model p50 / p99 s", "event-loop delay p99 ms", "peak RSS MB", "Redis used MB", "platform req/s mean / busiest second / busiest second of those the global limit counts", "busiest chat, req in one second", "refused (429)", "Redis commands / turn", "turns in flight (peak), RSS per turn", "load average"], rows),
     "",
     ...detail,
+    ...stages,
   ].join("\n");
 }
 
@@ -470,6 +502,7 @@ export function parsePlan(args: readonly string[]): LoadPlan {
     toolShare: Number(flags.get("tool-share") ?? 0.2),
     longShare: Number(flags.get("long-share") ?? 0.05),
     drainSeconds: Number(flags.get("drain") ?? 120),
+    stages: flags.has("stages"),
     ttftMs: Number(flags.get("ttft-ms") ?? 1_000),
     tokensPerSecond: Number(flags.get("tokens-per-second") ?? 30),
     answerTokens: Number(flags.get("answer-tokens") ?? 90),

@@ -8,20 +8,16 @@
  * the first-token delay) before the answer; the answer is `ANSWER_TOKENS` (default 90) tokens
  * and ends with the markers of every user message since the last answer (a batch is answered
  * once). The summarizer and the memory flush are answered after the first-token delay, plain
- * (a short summary; NO_REPLY). Prints its URL on the first line of stdout; runs until killed.
+ * (a short summary; NO_REPLY). The server itself is bench/chat-server.ts's (GET …/stats: the
+ * calls answered, by kind).
  */
-import { createServer, type ServerResponse } from "node:http";
+import type { ServerResponse } from "node:http";
+import { chatBase, chunkEvent, serveChat, SSE_DONE, textOf, usageEvent, type ChatBody } from "./chat-server.js";
 
 const TTFT_MS = Number(process.env.TTFT_MS ?? 1_000);
 const TOKENS_PER_SECOND = Number(process.env.TOKENS_PER_SECOND ?? 30);
 const ANSWER_TOKENS = Number(process.env.ANSWER_TOKENS ?? 90);
 const WRITE_EVERY_MS = 100;
-
-interface ChatMessage { role?: string; content?: unknown; tool_calls?: unknown[] }
-interface ChatBody { model?: string; stream?: boolean; stream_options?: { include_usage?: boolean }; messages?: ChatMessage[]; tools?: unknown[] }
-
-const textOf = (content: unknown): string =>
-  typeof content === "string" ? content : Array.isArray(content) ? content.map((part: { text?: unknown }) => (typeof part.text === "string" ? part.text : "")).join("") : "";
 
 let served = 0;
 const stats = { main: 0, tool: 0, summarizer: 0, flush: 0 };
@@ -45,7 +41,7 @@ function plan(body: ChatBody): { kind: keyof typeof stats; text?: string; toolCa
 function answer(body: ChatBody, response: ServerResponse): void {
   const step = plan(body);
   stats[step.kind]++;
-  const base = { id: `chatcmpl-paced-${++served}`, created: Math.floor(Date.now() / 1_000), model: body.model ?? "paced" };
+  const base = chatBase(`chatcmpl-paced-${++served}`, body, "paced");
   const promptTokens = Math.ceil(JSON.stringify(body.messages ?? []).length / 4);
   const text = step.text ?? "";
   const pieces = text === "" ? [] : text.split(/(?<= )/);
@@ -57,23 +53,22 @@ function answer(body: ChatBody, response: ServerResponse): void {
       response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ...base, object: "chat.completion", choices: [{ index: 0, message, finish_reason: toolCalls ? "tool_calls" : "stop", logprobs: null }], usage }));
       return;
     }
-    const chunk = (delta: object, finish: string | null = null) => `data: ${JSON.stringify({ ...base, object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
     response.writeHead(200, { "content-type": "text/event-stream" });
-    response.write(chunk({ role: "assistant", content: "" }));
+    response.write(chunkEvent(base, { role: "assistant", content: "" }));
     const finish = () => {
-      response.write(chunk({}, toolCalls ? "tool_calls" : "stop"));
-      if (body.stream_options?.include_usage) response.write(`data: ${JSON.stringify({ ...base, object: "chat.completion.chunk", choices: [], usage })}\n\n`);
-      response.end("data: [DONE]\n\n");
+      response.write(chunkEvent(base, {}, toolCalls ? "tool_calls" : "stop"));
+      if (body.stream_options?.include_usage) response.write(usageEvent(base, usage));
+      response.end(SSE_DONE);
     };
     if (toolCalls) {
-      response.write(chunk({ tool_calls: toolCalls }));
+      response.write(chunkEvent(base, { tool_calls: toolCalls }));
       return finish();
     }
     const perWrite = Math.max(1, Math.round((TOKENS_PER_SECOND * WRITE_EVERY_MS) / 1_000));
     let next = 0;
     const write = () => {
       if (response.destroyed) return;
-      response.write(chunk({ content: pieces.slice(next, next + perWrite).join("") }));
+      response.write(chunkEvent(base, { content: pieces.slice(next, next + perWrite).join("") }));
       next += perWrite;
       if (next >= pieces.length) return finish();
       setTimeout(write, WRITE_EVERY_MS);
@@ -82,29 +77,8 @@ function answer(body: ChatBody, response: ServerResponse): void {
   }, TTFT_MS);
 }
 
-const server = createServer((request, response) => {
-  const chunks: Buffer[] = [];
-  request.on("data", (chunk: Buffer) => chunks.push(chunk));
-  request.on("end", () => {
-    if (request.method === "GET" && request.url?.endsWith("/stats")) return void response.writeHead(200).end(JSON.stringify(stats));
-    if (request.method !== "POST" || !request.url?.endsWith("/chat/completions")) {
-      response.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "not found", type: "invalid_request_error" } }));
-      return;
-    }
-    try {
-      answer(JSON.parse(Buffer.concat(chunks).toString("utf8")) as ChatBody, response);
-    } catch (error) {
-      response.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: String(error), type: "invalid_request_error" } }));
-    }
-  });
-});
-server.keepAliveTimeout = 60_000;
-server.listen(0, "127.0.0.1", () => {
-  const address = server.address();
-  if (address === null || typeof address === "string") throw new Error("no port");
-  console.log(`http://127.0.0.1:${address.port}/v1`);
-});
-process.on("SIGTERM", () => {
-  server.close(() => process.exit(0));
-  server.closeAllConnections();
+serveChat({
+  answer: (raw, response) => answer(JSON.parse(raw) as ChatBody, response),
+  stats: () => stats,
+  keepAliveTimeoutMs: 60_000,
 });

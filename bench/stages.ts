@@ -3,7 +3,7 @@
  * the points a message passes (src/core/stages.ts, a diagnostics channel); the workers write
  * theirs to a file through a preloaded probe, the gateway (this process) keeps its own. After
  * the run, the marks of each message are put in order and the time between consecutive points
- * is reported per offered rate: p50 / p90 / mean in ms.
+ * is reported per offered rate: p50 / p90 (or the percentiles asked for) / mean in ms.
  */
 import { appendFileSync, readFileSync, rmSync } from "node:fs";
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
@@ -71,9 +71,9 @@ export interface TurnMarks {
 /**
  * Each message's first mark of each point, from its `ingress` on (a session answers one message
  * at a time in the bench: its marks until the next `ingress` are that message's); only messages
- * that reached `sending`.
+ * that reached `sending` unless `answeredOnly` is false.
  */
-export function turnsOf(marks: readonly StageMark[]): TurnMarks[] {
+export function turnsOf(marks: readonly StageMark[], answeredOnly = true): TurnMarks[] {
   const turns: TurnMarks[] = [];
   const open = new Map<string, TurnMarks>();
   for (const mark of [...marks].sort((a, b) => a.at - b.at)) {
@@ -85,7 +85,17 @@ export function turnsOf(marks: readonly StageMark[]): TurnMarks[] {
     const turn = open.get(mark.sessionKey);
     if (turn && !turn.at.has(mark.stage)) turn.at.set(mark.stage, mark.at);
   }
-  return turns.filter((turn) => turn.at.has("sending"));
+  return answeredOnly ? turns.filter((turn) => turn.at.has("sending")) : turns;
+}
+
+/** How many messages stopped at each point: the last point of PATH each reached (`sending`: all the way). */
+export function furthestPoints(turns: readonly TurnMarks[]): Partial<Record<TurnStage, number>> {
+  const counts: Partial<Record<TurnStage, number>> = {};
+  for (const turn of turns) {
+    const last = [...PATH].reverse().find((stage) => turn.at.has(stage));
+    if (last) counts[last] = (counts[last] ?? 0) + 1;
+  }
+  return counts;
 }
 
 /**
@@ -94,15 +104,15 @@ export function turnsOf(marks: readonly StageMark[]): TurnMarks[] {
  * out), over the messages that passed all of them (under overload a session's next message can
  * arrive before its last was answered, and their marks mix).
  */
-export function stageTable(title: string, all: readonly TurnMarks[]): string {
+export function stageTable(title: string, all: readonly TurnMarks[], percentiles: readonly number[] = [50, 90]): string {
   const path = PATH.filter((stage) => all.filter((turn) => turn.at.has(stage)).length >= 0.9 * all.length);
   const turns = all.filter((turn) => path.every((stage) => turn.at.has(stage)));
   const rows: Array<Array<string | number>> = [];
   const row = (label: string, from: TurnStage, to: TurnStage) => {
     const spans = turns.map((turn) => turn.at.get(to)! - turn.at.get(from)!).sort((a, b) => a - b);
-    rows.push([label, percentile(spans, 50), percentile(spans, 90), spans.reduce((sum, span) => sum + span, 0) / spans.length]);
+    rows.push([label, ...percentiles.map((p) => percentile(spans, p)), spans.reduce((sum, span) => sum + span, 0) / spans.length]);
   };
   for (let index = 1; index < path.length; index++) row(`${path[index - 1]} → ${path[index]}`, path[index - 1]!, path[index]!);
   if (path.length > 1) row(`whole path: ${path[0]} → ${path[path.length - 1]}`, path[0]!, path[path.length - 1]!);
-  return `${title} (${turns.length} of ${all.length} messages answered)\n\n${table(["stage", "p50 ms", "p90 ms", "mean ms"], rows)}`;
+  return `${title} (${turns.length} of ${all.length} messages answered)\n\n${table(["stage", ...percentiles.map((p) => `p${p} ms`), "mean ms"], rows)}`;
 }

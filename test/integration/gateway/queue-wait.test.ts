@@ -5,6 +5,7 @@
  * /metrics (longhaul_queue_wait_seconds) and in /status.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
+import type { InboundMessage } from "../../../src/core/channel.js";
 import { lastUserText, startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
 import { testConfig } from "../../helpers/config.js";
 import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
@@ -21,22 +22,26 @@ describe("queue wait: fair, visible, signalled", () => {
     llm = undefined;
   });
 
-  async function start(env: Record<string, string>) {
+  /**
+   * One worker slot, warmed up, then `first`'s turn holding it: the model is held (`gate`) once
+   * that turn's request is in, so whatever is submitted next must queue.
+   */
+  async function startHolding(env: Record<string, string>, first: InboundMessage) {
     const fake = await startFakeLlm();
     llm = fake;
     const adapter = new RecordingAdapter("console");
     pipeline = await startPipeline(testConfig({ LLM_BASE_URL: fake.url, WORKER_CONCURRENCY: "1", ...env }), [adapter]);
     // The process's first turn builds the tokenizer: not part of what is measured here.
     await adapter.ask(inbound({ text: "warm up", chatId: "warm", messageId: "w0" }));
-    return { adapter, llm: fake, pipeline };
+    const gate = fake.hold();
+    await adapter.submit(first);
+    await fake.waitForRequests(2);
+    return { adapter, llm: fake, pipeline, gate };
   }
 
   it("a group flooding one message after another does not starve the DMs that arrive behind it (BUSY_MODE=queue: one message a turn)", async () => {
-    const { adapter, llm } = await start({ BUSY_MODE: "queue" });
     const group = (index: number) => inbound({ text: `group ${index}`, chatId: "group", chatType: "group", userId: `member-${index % 3}`, messageId: `g${index}` });
-    const gate = llm.hold();
-    await adapter.submit(group(0));
-    await llm.waitForRequests(2);
+    const { adapter, llm, gate } = await startHolding({ BUSY_MODE: "queue" }, group(0));
     // The group's turn is running; 15 more of its messages, then three people write privately.
     for (let index = 1; index <= 15; index++) await adapter.submit(group(index));
     for (const dm of ["d1", "d2", "d3"]) await adapter.submit(inbound({ text: `private ${dm}`, chatId: dm, userId: dm, messageId: dm }));
@@ -50,10 +55,7 @@ describe("queue wait: fair, visible, signalled", () => {
   });
 
   it("a message queued behind a busy worker shows typing while it waits; its wait is in /metrics and /status", async () => {
-    const { adapter, llm, pipeline } = await start({ TYPING_DELAY_MS: "300" });
-    const gate = llm.hold();
-    await adapter.submit(inbound({ text: "long question", chatId: "a", userId: "a", messageId: "a1" }));
-    await llm.waitForRequests(2);
+    const { adapter, llm, pipeline, gate } = await startHolding({ TYPING_DELAY_MS: "300" }, inbound({ text: "long question", chatId: "a", userId: "a", messageId: "a1" }));
     await adapter.submit(inbound({ text: "queued question", chatId: "b", userId: "b", messageId: "b1" }));
     const ofB = () => adapter.activity.filter((activity) => activity.sessionKey === "console:b").map((activity) => `${activity.type}${activity.waiting ? " (waiting)" : ""}`);
     // While a1's turn holds the only slot, b1 has no turn, and the gateway shows typing for it.
