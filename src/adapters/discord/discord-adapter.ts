@@ -19,7 +19,7 @@ import { AckReactions } from "./reactions.js";
 import { EmbedUpdates } from "./embed-updates.js";
 import type { SendBudget, SendPriority, SendRefusalListener } from "../../core/send-budget.js";
 import { withSendPriority } from "../send-priority.js";
-import { budgetedRequest } from "./send-budget.js";
+import { budgetedRestOptions } from "./send-budget.js";
 import { budgetIdOf, CLOSE_HINTS, type DiscordAdapterOptions } from "./options.js";
 
 export type { DiscordAdapterOptions } from "./options.js";
@@ -71,8 +71,9 @@ export class DiscordAdapter implements ChannelAdapter {
       failIfNotExists: false,
       rest: {
         api: options.apiRoot ?? "https://discord.com/api",
-        // Every REST call asks the bot's send budget first (shared by all gateways through Redis).
-        makeRequest: budgetedRequest({
+        // Every REST call asks the bot's send budget first (shared by all gateways through Redis);
+        // the hook also keeps discord.js's per-process global limit, counting only what it sends.
+        ...budgetedRestOptions({
           budget: () => this.sendBudget,
           bot: () => botId,
           perSecond: options.requestsPerSecond ?? 45,

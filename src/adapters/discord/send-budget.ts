@@ -10,6 +10,15 @@
  * rest is final. A refused call throws a `SendBudgetRefusal` (a RetryableError with the wait):
  * the preview renderer backs off the channel, the delivery queue brings a reply back later, the
  * typing loop sends the next one in a few seconds.
+ *
+ * discord.js's own global limit (50 requests a second per process) is kept here too, in its
+ * place: discord.js counts a request before it calls this hook, so a request the budget refuses
+ * (it never leaves the process) or holds for a slot seconds away took one of the 50 all the same.
+ * Under load thousands of previews and typing calls a second are refused; they used up the 50
+ * within milliseconds of each second and the finals waited in discord.js's global queue behind
+ * them (issue 32: 176 of 1,500 messages answered at 25 a second, at 3 requests a second). So the
+ * client is given no global limit of its own (`budgetedRestOptions`) and this hook counts the
+ * requests it really sends, the budget's grant and wait done.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { DefaultRestOptions, type ResponseLike } from "discord.js";
@@ -18,6 +27,9 @@ import { RetryableError } from "../../errors.js";
 import { currentSendPriority } from "../send-priority.js";
 
 type MakeRequest = typeof DefaultRestOptions.makeRequest;
+
+/** discord.js's default global limit, per process: the most requests this hook sends in any one-second window. */
+export const PROCESS_REQUESTS_PER_SECOND = 50;
 
 /** A notice waits at most this long for a token here (below discord.js's 15 s request timeout). */
 const NOTICE_MAX_WAIT_MS = 10_000;
@@ -48,16 +60,50 @@ export interface DiscordBudgetHook {
   onRefused?(priority: SendPriority): void;
   /** The request itself. @defaultValue discord.js's own */
   makeRequest?: MakeRequest;
+  /** @defaultValue Date.now */
+  now?: () => number;
+}
+
+/** Fixed one-second windows, as discord.js counts its global limit: `take` → 0 (go, counted) or the ms until the next window. */
+export class SecondWindows {
+  #start = Number.NEGATIVE_INFINITY;
+  #count = 0;
+
+  constructor(private readonly perSecond: number, private readonly now: () => number = Date.now) {}
+
+  take(): number {
+    const now = this.now();
+    if (now - this.#start >= 1_000) {
+      this.#start = now;
+      this.#count = 0;
+    }
+    if (this.#count < this.perSecond) {
+      this.#count++;
+      return 0;
+    }
+    return this.#start + 1_000 - now;
+  }
+}
+
+/** The client's REST options: this hook, and no global limit of discord.js's own (the hook keeps it). */
+export function budgetedRestOptions(hook: DiscordBudgetHook): { makeRequest: MakeRequest; globalRequestsPerSecond: number } {
+  return { makeRequest: budgetedRequest(hook), globalRequestsPerSecond: Number.POSITIVE_INFINITY };
 }
 
 export function budgetedRequest(hook: DiscordBudgetHook): MakeRequest {
-  const send = hook.makeRequest ?? DefaultRestOptions.makeRequest;
+  const windows = new SecondWindows(PROCESS_REQUESTS_PER_SECOND, hook.now);
+  const raw = hook.makeRequest ?? DefaultRestOptions.makeRequest;
+  const send: MakeRequest = async (url, init) => {
+    for (let wait = windows.take(); wait > 0; wait = windows.take()) await sleep(wait, undefined, { signal: (init.signal ?? undefined) as AbortSignal | undefined });
+    return raw(url, init);
+  };
   return async (url, init) => {
     const budget = hook.budget();
     const method = (init.method ?? "GET").toUpperCase();
     const path = new URL(url).pathname.replace(/^.*?\/v\d+(?=\/)/, "");
     // Interaction responses are not bound to the bot's global limit (Discord's rate-limit docs).
-    if (!budget || /^\/(interactions|webhooks)\//.test(path)) return send(url, init);
+    if (/^\/(interactions|webhooks)\//.test(path)) return raw(url, init);
+    if (!budget) return send(url, init);
     const signal = init.signal ?? undefined;
     const channel = /^\/channels\/(\d+)/.exec(path)?.[1];
     const priority: SendPriority = /^\/channels\/\d+\/typing$/.test(path) ? "typing" : (currentSendPriority() ?? "final");
