@@ -151,9 +151,33 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
     else await adapter.previews.remove(reply.target, preview.messageId);
   };
 
+  /**
+   * Sessions this gateway is delivering now. The lease cannot stop a second attempt at a session
+   * in this process while the first has a part in flight: a freeze longer than the job's lock and
+   * the lease (the process stopped, or starved of CPU with its event loop seconds behind) makes
+   * BullMQ run the stalled job again here, and the re-run may take the lapsed lease before the
+   * first attempt's heartbeat renews it — both then send that part. A second attempt here waits
+   * for the first instead, without touching Redis; between gateways the lease decides (the floor
+   * of docs/architecture.md). faults/delivery-lease-lapse.test.ts.
+   */
+  const delivering = new Set<string>();
+
   const deliver = async (job: Job<DeliveryJobData>, jobToken?: string) => {
     if (job.data.v !== PAYLOAD_VERSION) throw new UnrecoverableError(`unknown delivery payload version ${String(job.data.v)}`);
     const { sessionKey } = job.data;
+    if (delivering.has(sessionKey)) {
+      await job.moveToDelayed(Date.now() + 250, jobToken);
+      throw new DelayedError();
+    }
+    delivering.add(sessionKey);
+    try {
+      await deliverSession(job, sessionKey, jobToken);
+    } finally {
+      delivering.delete(sessionKey);
+    }
+  };
+
+  const deliverSession = async (job: Job<DeliveryJobData>, sessionKey: string, jobToken?: string) => {
     markStage("delivery-picked", sessionKey);
     const token = attemptToken(`${gatewayId}:${job.id}`);
     const { leaseMs } = options;
