@@ -25,6 +25,8 @@ const owned = [
   { name: "readability", pkg: "@mozilla/readability|linkedom", owner: "^src/media/extract-worker\\.ts$" },
   { name: "mcp", pkg: "@modelcontextprotocol", owner: "^src/tools/mcp/" },
   { name: "pdfjs", pkg: "pdfjs-dist", owner: "^src/media/" },
+  // Ogg/Opus of voice replies: read (duration, waveform) where the speech is made.
+  { name: "mediabunny", pkg: "mediabunny", owner: "^src/media/" },
   { name: "prom-client", pkg: "prom-client", owner: "^src/metrics\\.ts$" },
 ];
 

@@ -7,11 +7,12 @@ import { mainApiKey, streamingModeFor } from "../config/index.js";
 import type { TurnEngine } from "../src/agent/index.js";
 import { createMemoryHooks, createMemoryTool, exportUserData, MemoryService, MemoryStore } from "../src/memory/index.js";
 import { createModelRouter } from "../src/models/router.js";
-import { BudgetMeter, budgetAccounts, LimitsCache, meteredClient, transcriptionCost, transcriptionEstimate } from "../src/budget/index.js";
+import { BudgetMeter, budgetAccounts, LimitsCache, meteredClient, speechCost, transcriptionCost, transcriptionEstimate } from "../src/budget/index.js";
 import { createFetchUrlTool, createPageFetcher, createRecallTool, currentTimeTool, delegateTool, McpManager, publicAddressPolicy, ToolCatalog, type Tool } from "../src/tools/index.js";
 import { MB } from "../src/core/attachments.js";
+import { UPLOAD_MAX_BYTES } from "../src/core/channel.js";
 import { RecentWaits } from "../src/core/queue-wait.js";
-import { createMediaEngine, extractText, redisExtractionMemory, redisVisionMemory } from "../src/media/index.js";
+import { createMediaEngine, createSpeaker, extractText, redisExtractionMemory, redisVisionMemory } from "../src/media/index.js";
 import type { Logger } from "../src/logger.js";
 import type { Metrics } from "../src/metrics.js";
 import { AccessControl, accessListsFrom } from "../src/gateway/access.js";
@@ -150,6 +151,23 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     log: logger,
   });
 
+  // Voice replies (/voice): the speech endpoint falls back like transcription's; each call costs
+  // its characters at TTS_PRICE_PER_MILLION_CHARS, paid by the turn's payer.
+  const speechKey = config.TTS_API_KEY ?? mainApiKey(config);
+  const speechUrl = config.TTS_BASE_URL ?? config.LLM_BASE_URL;
+  const speech = createSpeaker({
+    baseUrl: speechUrl,
+    ...(config.LLM_PROVIDER && speechUrl === config.LLM_BASE_URL ? { provider: config.LLM_PROVIDER } : {}),
+    ...(speechKey ? { apiKey: speechKey } : {}),
+    model: config.TTS_MODEL,
+    voice: config.TTS_VOICE,
+    timeoutMs: config.MEDIA_TIMEOUT_MS,
+    maxChars: config.TTS_MAX_CHARS,
+    showTextFromChars: config.VOICE_SHOW_TEXT_CHARS,
+    maxBytes: Math.min(UPLOAD_MAX_BYTES.telegram, UPLOAD_MAX_BYTES.discord),
+    meter: (call, characters, budget) => (budget ? budget.pay(speechCost(characters, config.TTS_PRICE_PER_MILLION_CHARS), call, () => speechCost(characters, config.TTS_PRICE_PER_MILLION_CHARS)) : call()),
+  });
+
   const defaultModel = models.bind(models.catalogue.default);
 
   const access = new AccessControl(redis, prefix, accessListsFrom(config));
@@ -157,6 +175,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   const engine: TurnEngine = {
     llm: defaultModel.llm,
     media,
+    speech,
     tools,
     context: defaultModel.context,
     models,

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { IngressPort, OutboundReply, Platform, ReplyTarget, TurnActivity } from "../core/channel.js";
 import type { SendBudget, SendRefusalListener } from "../core/send-budget.js";
 
-export type { AccessSubject, ChannelCursors, ChatMove, ChatMoveResult, InboundMessage, IngressPort, OutboundReply, Platform, PreviewUpdate, ReplyAction, ReplyDocument, ReplyTarget, StreamingMode, SubmitResult, TurnActivity } from "../core/channel.js";
+export type { AccessSubject, ChannelCursors, ChatMove, ChatMoveResult, InboundMessage, IngressPort, OutboundReply, Platform, PreviewUpdate, ReplyAction, ReplyDocument, ReplyTarget, ReplyVoice, StreamingMode, SubmitResult, TurnActivity } from "../core/channel.js";
 export { REPLY_CONTEXT_MAX_CHARS } from "../core/channel.js";
 
 /**

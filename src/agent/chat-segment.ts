@@ -17,6 +17,7 @@ import { ContextOverflowError } from "../errors.js";
 import { FailedAfterCompaction } from "./turn-failure.js";
 import type { TurnRun } from "./turn-types.js";
 import { stampFor, toUserMessages } from "./user-messages.js";
+import { speakAnswer } from "./voice-reply.js";
 
 export async function runChatSegment(run: TurnRun<ChatPorts>, entries: readonly InboxEntry[], newId: () => string, scope: CompactionScope): Promise<void> {
   const { engine, input } = run;
@@ -83,6 +84,7 @@ export async function runChatSegment(run: TurnRun<ChatPorts>, entries: readonly 
     ...(origin ? { origin } : {}),
     ...(notices.length > 0 ? { notices } : {}),
   });
+  if (result.stoppedBy !== "approval") await speakAnswer(run, entries, result.reply);
   // What the model said about the pictures it was shown: kept with them for summaries and recall.
   // The vision flag is a Redis read: asked only when there are pictures (not on every turn).
   const pictures = shownPictures(userMessages);

@@ -8,7 +8,7 @@ import type { Platform } from "../core/channel.js";
 import type { LlmClient } from "../core/llm.js";
 import type { QueueStatus } from "../core/queue-wait.js";
 import type { BudgetMeter } from "../budget/index.js";
-import type { MediaEngine } from "../media/index.js";
+import type { MediaEngine, Speaker } from "../media/index.js";
 import type { MemoryService, UserExport, UserRef } from "../memory/index.js";
 import type { ModelRouter } from "../models/router.js";
 import type { Prices } from "../models/catalogue.js";
@@ -69,6 +69,8 @@ export interface ChatPorts extends Clock, ModelPorts, ToolPorts, ApprovalSetting
   media?: MediaEngine;
   /** Long-term memory: whose memory the turn reads (`prepareTurn`); absent: none. */
   memory?: Pick<MemoryService, "prepareTurn">;
+  /** Voice replies (/voice, TTS_*); absent: answers are text only. */
+  speech?: Speaker;
 }
 
 /** What a batch does before its first segment: idle reset, the system prompt, media. */
@@ -101,6 +103,8 @@ export interface CommandPorts extends Clock, ModelPorts, ApprovalSettings {
   exportUser?(user: UserRef): Promise<UserExport>;
   /** Named personas of the config file (`/persona <name>`). */
   personas?: Readonly<Record<string, string>>;
+  /** `/voice`: whether voice replies can be turned on (a speech endpoint). */
+  speech?: Speaker;
   /** `/status`: the turn queue's backlog and this worker's recent queue waits; absent: no queue line. */
   queue?: { status(): Promise<QueueStatus> };
 }

@@ -4,5 +4,5 @@ export {
   type BudgetAccounts, type BudgetMeterOptions, type Cost, type Limit, type Limits, type Period, type Reservation, type SlotStatus,
 } from "./meter.js";
 export { deleteLimits, LimitsCache, type LimitsCacheOptions } from "./limits-cache.js";
-export { BudgetScope, costOfUsage, estimateCost, meteredClient, transcriptionCost, transcriptionEstimate } from "./scope.js";
+export { BudgetScope, costOfUsage, estimateCost, meteredClient, speechCost, transcriptionCost, transcriptionEstimate } from "./scope.js";
 export { budgetAccounts } from "./accounts.js";

@@ -129,6 +129,15 @@ export function transcriptionEstimate(audio: { bytes: number; durationS?: number
   return { usd: (seconds / 60) * pricePerMinute, tokens: Math.ceil((seconds / 60) * 150 * 1.5) };
 }
 
+/**
+ * A voice reply's speech: its characters at TTS_PRICE_PER_MILLION_CHARS (known before the call,
+ * so the estimate is the cost), and ~4 characters a token of what the endpoint read, for token
+ * budgets.
+ */
+export function speechCost(characters: number, pricePerMillionChars: number): Cost {
+  return { usd: (characters * pricePerMillionChars) / 1_000_000, tokens: Math.ceil(characters / 4) };
+}
+
 /** A client whose every call is paid from its request's budget (`ChatRequest.budget`). */
 export function meteredClient<C extends LlmClient & { learnContextWindow(window: number): void }>(client: C, prices: Prices, defaultMaxOutputTokens: number): C {
   const wrapped: LlmClient & { learnContextWindow(window: number): void } = {

@@ -163,6 +163,27 @@ export interface OutboundReply {
    * and resumed like a text part's.
    */
   documents?: ReplyDocument[];
+  /**
+   * The answer spoken (/voice, docs/media.md): sent first, as a Telegram voice note or a Discord
+   * voice message; `text` still holds the whole answer, shown beside the voice when `withText`.
+   */
+  voice?: ReplyVoice;
+}
+
+/**
+ * A voice reply's audio and how it goes out. Its parts: the voice (part 0; on Telegram with the
+ * text as its caption when `withText` and the text fits one), then the text's own parts when
+ * `withText` and no caption holds it. A platform that refuses the voice (a Telegram user who
+ * forbids voice notes) gets the text in its place.
+ */
+export interface ReplyVoice {
+  /** Ogg/Opus bytes, base64 (the outbox is JSON). */
+  base64: string;
+  durationS: number;
+  /** Discord's voice-message waveform: base64 of up to 256 amplitude bytes. */
+  waveform: string;
+  /** The text is shown too; false: the voice alone (the text is kept in the transcript). */
+  withText: boolean;
 }
 
 /** A file a reply carries. The outbox is JSON: the bytes travel as base64. */

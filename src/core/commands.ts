@@ -2,7 +2,7 @@
  * The product's chat commands (SPEC §5), below every layer: the worker interprets them, and the
  * platform adapters need the same names to tell our commands from other bots' in a group.
  */
-export const COMMAND_NAMES = ["help", "new", "reset", "compress", "status", "usage", "stop", "start", "tools", "reminders", "checkin", "memory", "forget", "pin", "unpin", "context", "model", "persona", "timezone", "budget", "pair", "export"] as const;
+export const COMMAND_NAMES = ["help", "new", "reset", "compress", "status", "usage", "stop", "start", "tools", "reminders", "checkin", "memory", "forget", "pin", "unpin", "context", "model", "persona", "timezone", "voice", "budget", "pair", "export"] as const;
 export type CommandName = (typeof COMMAND_NAMES)[number];
 
 /** Where a command is offered in the platforms' menus (Telegram scopes; Discord contexts). */
@@ -47,6 +47,7 @@ export const COMMAND_MENU: readonly CommandSpec[] = [
   { name: "reminders", description: "Your reminders and scheduled tasks", scopes: EVERYWHERE, argument: "cancel, pause, resume or edit <id> …" },
   { name: "checkin", description: "Check-ins: I look in every few hours and write if it is worth it", scopes: EVERYWHERE, argument: "every 4h [what to watch], on or off" },
   { name: "timezone", description: "This chat's time zone: show or set it", scopes: EVERYWHERE, argument: "A zone like Europe/Berlin, or default" },
+  { name: "voice", description: "Voice replies: on, off, or auto (a voice note gets a voice note)", scopes: ["private", "group-admin"], argument: "on, off or auto" },
   { name: "export", description: "Your conversations and memory as files (private chat)", scopes: ["private"], privateAnswer: true },
 ];
 

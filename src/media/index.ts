@@ -16,6 +16,7 @@ import { createVisionGate, type VisionMemory, type VisionMode, type VisionGate }
 export { createMediaFetcher, type MediaFetcher } from "./sources.js";
 export { download, type Download, type DownloadLimits } from "./download.js";
 export { createTranscriber, TranscriptionError } from "./transcribe.js";
+export { createSpeaker, SpeechError, type Speaker, type SpeakerOptions, type SpeakOptions } from "./speech.js";
 export { isVisionRefusal, redisVisionMemory, type VisionMemory } from "./vision.js";
 export { redisExtractionMemory, type ExtractionMemory } from "./extraction-memory.js";
 export { extractText, CorruptFileError, ExtractionLimitError, type ExtractLimits, type ExtractedText } from "./extract.js";

@@ -4,19 +4,10 @@
  * The key is never logged; failures name the status, not the request.
  */
 import type { CallBudget } from "../core/llm.js";
-import type { ProviderName } from "../llm/providers/profiles.js";
-import { createSpeechToText, TranscriptionFailure } from "../llm/transcription.js";
+import { createSpeechToText, TranscriptionFailure, type SpeechToTextOptions } from "../llm/transcription.js";
 
-export interface TranscriberOptions {
-  /** Ends in `/v1`, like LLM_BASE_URL. */
-  baseUrl: string;
-  apiKey?: string;
-  model: string;
-  timeoutMs: number;
-  /** The endpoint's provider profile (LLM_PROVIDER for the main endpoint); unset: detected from `baseUrl`. */
-  provider?: ProviderName;
-  fetchImpl?: typeof fetch;
-}
+/** The transcription endpoint (TRANSCRIBE_*): its URL (ending in `/v1`), key, model, timeout and provider profile. */
+export type TranscriberOptions = SpeechToTextOptions;
 
 /**
  * `durationS`: the length the platform announced, when it did (budgets price transcription by the

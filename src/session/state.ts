@@ -37,6 +37,11 @@ export interface ChatSettings {
    * Message stamps, reminders' wall-clock times and /context read it (`chatTimeZone`).
    */
   timeZone?: string;
+  /**
+   * Voice replies (/voice): "on" speaks every answer, "auto" answers a voice note with a voice
+   * note; absent: text only (docs/media.md).
+   */
+  voice?: "on" | "auto";
 }
 
 /** What the context engine remembers between turns (calibration, anti-thrash, learned window). */

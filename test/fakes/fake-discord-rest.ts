@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:
 import { oneLevel, type ChannelPermissions, type DiscordStore } from "./fake-discord-store.js";
 import { FakeInteractions } from "./fake-discord-interactions.js";
 import { multipartBoundary, parseMultipart, type Multipart, type MultipartFile } from "./multipart.js";
+import { IS_VOICE_MESSAGE, voiceMessageRefusal } from "./fake-discord-voice.js";
 
 /** Largest file a bot may upload to a server without boosts (and to DMs): 10 MiB. */
 export const DISCORD_UPLOAD_LIMIT = 10 * 1024 * 1024;
@@ -81,6 +82,8 @@ export class FakeRest {
    */
   readonly notifications: Array<{ channelId: string; messageId: string; userIds: string[] }> = [];
   /** Files the bot uploaded with messages Discord created, in order, as received. */
+  /** Channels whose permissions refuse voice messages (50173). */
+  readonly voiceMessagesRefused = new Set<string>();
   readonly uploads: Array<{ channelId: string; messageId: string; filename: string; bytes: Buffer; attachment: Payload }> = [];
   /** The files of the request being routed (multipart), for the message it creates. */
   private pendingFiles: MultipartFile[] = [];
@@ -322,9 +325,11 @@ export class FakeRest {
     if (typeof allowed === "string") return reply(400, invalidForm("allowed_mentions", "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE", allowed), limits);
     const componentsError = checkComponents(body.components);
     if (componentsError) return reply(400, invalidForm("components", "BASE_TYPE_INVALID", componentsError), limits);
-    // A new message may set only SUPPRESS_EMBEDS (4) and SUPPRESS_NOTIFICATIONS (4096).
+    // A new message may set only SUPPRESS_EMBEDS (4), SUPPRESS_NOTIFICATIONS (4096) and IS_VOICE_MESSAGE (8192).
     const flags = Number(body.flags ?? 0);
-    if (!Number.isInteger(flags) || (flags & ~(SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS)) !== 0) return reply(400, invalidForm("flags", "MESSAGE_FLAGS_INVALID", "Invalid flags"), limits);
+    if (!Number.isInteger(flags) || (flags & ~(SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | IS_VOICE_MESSAGE)) !== 0) return reply(400, invalidForm("flags", "MESSAGE_FLAGS_INVALID", "Invalid flags"), limits);
+    const voiceRefusal = (flags & IS_VOICE_MESSAGE) !== 0 ? voiceMessageRefusal(body, files, this.voiceMessagesRefused.has(channelId)) : undefined;
+    if (voiceRefusal) return reply(400, voiceRefusal, limits);
     // enforce_nonce: the message already created with this nonce comes back, no new one.
     if (body.enforce_nonce === true && body.nonce !== undefined) {
       const existing = this.world.botMessages(channelId).find((message) => message.nonce === body.nonce);
@@ -353,6 +358,7 @@ export class FakeRest {
       attachments: files.map((file, index) => ({
         id: this.world.snowflake(), filename: file.filename, size: file.bytes.length, content_type: file.contentType,
         url: `http://127.0.0.1:${this.port()}/cdn/uploads/${channelId}/${index}/${file.filename}`, proxy_url: "",
+        ...voiceMetadata(body, index),
       })), embeds: [], pinned: false, type: referenced ? 19 : 0, flags, nonce: body.nonce,
       ...(Array.isArray(body.components) ? { components: body.components } : {}),
       ...(guild ? { guild_id: guild.id } : {}),
@@ -455,4 +461,10 @@ function checkComponents(components: unknown): string | undefined {
     }
   }
   return undefined;
+}
+
+/** A voice message's attachment keeps the duration and waveform its request gave. */
+function voiceMetadata(body: Payload, index: number): Payload {
+  const metadata = (Array.isArray(body.attachments) ? body.attachments : [])[index] as Payload | undefined;
+  return metadata && typeof metadata.duration_secs === "number" ? { duration_secs: metadata.duration_secs, waveform: metadata.waveform } : {};
 }

@@ -113,6 +113,11 @@ export class FakeDiscord {
     return this.rest.uploads;
   }
 
+  /** Channels whose permissions refuse voice messages (Discord's 50173). */
+  get voiceMessagesRefused(): Set<string> {
+    return this.rest.voiceMessagesRefused;
+  }
+
   /** Bodies of the messages the bot created, in order. */
   get sentMessages(): Payload[] {
     return this.requests.filter((r) => r.method === "POST" && /^\/channels\/\d+\/messages$/.test(r.path) && r.status === 200).map((r) => r.body as Payload);

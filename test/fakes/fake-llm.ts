@@ -60,6 +60,10 @@
  * required, 25 MB at most: 413 above), records it in `fake.transcriptions`, and answers
  * `{ text }` from `fake.setTranscriber(handler)` (unset: OpenAI's 400 for unreadable audio).
  *
+ * POST /v1/audio/speech (fake-speech.ts) checks the body as OpenAI does, records it in
+ * `fake.speeches`, and answers real Ogg/Opus made at test time, or `fake.setSpeaker(handler)`'s
+ * audio or error.
+ *
  * GET /v1/models lists `options.models` (default: gpt-4o-mini) in OpenAI's shape. With
  * `options.apiKey`, every route answers 401 as OpenAI does unless `Authorization: Bearer <key>`
  * matches (such requests are not recorded).
@@ -67,6 +71,9 @@
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { checkProviderRules, ollamaTruncation, type ProviderRules } from "./provider-rules.js";
+import { answerSpeech, type FakeSpeaker, type RecordedSpeech } from "./fake-speech.js";
+
+export type { FakeSpeaker, RecordedSpeech, SpeechAnswer } from "./fake-speech.js";
 
 export interface FakeChatMessage {
   role: string;
@@ -161,6 +168,8 @@ export interface FakeLlm {
   readonly requests: RecordedRequest[];
   readonly transcriptions: RecordedTranscription[];
   setTranscriber(handler: FakeTranscriber): void;
+  readonly speeches: RecordedSpeech[];
+  setSpeaker(handler: FakeSpeaker | undefined): void;
   /** false: a text-only model that refuses image parts. */
   setVision(supported: boolean): void;
   enqueue(...responses: FakeResponse[]): void;
@@ -567,6 +576,8 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
   let vision = options.vision ?? true;
   const transcriptions: RecordedTranscription[] = [];
   let transcriber: FakeTranscriber | undefined;
+  const speeches: RecordedSpeech[] = [];
+  let speaker: FakeSpeaker | undefined;
 
   const transcribe = async (raw: Buffer, headers: IncomingHttpHeaders, url: string, response: ServerResponse): Promise<void> => {
     if (raw.length > TRANSCRIPTION_MAX_BYTES + 64 * 1024) {
@@ -690,6 +701,12 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
         });
         return;
       }
+      if (incoming.method === "POST" && path === "/v1/audio/speech") {
+        answerSpeech(Buffer.concat(chunks), incoming.headers, speeches, speaker, response).catch((error: unknown) => {
+          if (!response.headersSent) send(response, 500, { error: { message: `fake LLM: ${String(error)}`, type: "server_error", param: null, code: null } });
+        });
+        return;
+      }
       if (incoming.method !== "POST" || path !== "/v1/chat/completions") {
         return send(response, 404, { error: { message: `no route ${incoming.method} ${incoming.url}`, type: "invalid_request_error", param: null, code: null } });
       }
@@ -707,6 +724,8 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
     requests,
     transcriptions,
     setTranscriber: (handler) => void (transcriber = handler),
+    speeches,
+    setSpeaker: (handler) => void (speaker = handler),
     setVision: (supported) => void (vision = supported),
     enqueue: (...responses) => void queue.push(...responses),
     setHandler: (handler) => void (fallback = handler),

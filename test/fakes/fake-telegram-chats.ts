@@ -4,10 +4,10 @@
  *   chat: `removeBot`) is answered 403 "Forbidden: bot was kicked from the supergroup chat" /
  *   "bot was blocked by the user" on every call naming that chat, getChat included;
  * - rights: a bot an admin restricted (`restrictBot`) stays a member, but its sends answer 400
- *   "not enough rights to send text messages to the chat" (documents: "… documents …");
+ *   "not enough rights to send text messages to the chat" (documents: "… documents …", voice notes: "… voice notes …");
  * - forum topics: in a forum the fake knows (`openTopic`, or a user's message pushed into one of
  *   its topics), a send into a topic that never existed or was deleted answers "message thread
- *   not found", into a closed one TOPIC_CLOSED — sendMessage, sendDocument and sendChatAction;
+ *   not found", into a closed one TOPIC_CLOSED — sendMessage, sendDocument, sendVoice and sendChatAction;
  * - several bots: in privacy mode a bare command goes only to the bot that last sent a message to
  *   the group (`botSpoke`, `bareCommandsGoTo`; fake-telegram.ts withholds it from ours otherwise);
  * - reactions: getChat answers `available_reactions` as the chat's admins set it
@@ -23,9 +23,9 @@ export interface ChatRefusal {
 }
 
 /** Methods that put a message in the chat: refused without the right to send. */
-const SENDS: Readonly<Record<string, string>> = { sendMessage: "text messages", sendDocument: "documents", copyMessage: "text messages", forwardMessage: "text messages" };
+const SENDS: Readonly<Record<string, string>> = { sendMessage: "text messages", sendDocument: "documents", sendVoice: "voice notes", copyMessage: "text messages", forwardMessage: "text messages" };
 /** Methods that take `message_thread_id`: refused for a topic that is closed or not there. */
-const IN_TOPIC = new Set(["sendMessage", "sendDocument", "sendChatAction", "copyMessage", "forwardMessage"]);
+const IN_TOPIC = new Set(["sendMessage", "sendDocument", "sendVoice", "sendChatAction", "copyMessage", "forwardMessage"]);
 
 const kindOf = (chatId: number): "private" | "group" | "supergroup" => (chatId > 0 ? "private" : String(chatId).startsWith("-100") ? "supergroup" : "group");
 

@@ -31,6 +31,8 @@
  *   "group chat was upgraded to a supergroup chat" and `parameters.migrate_to_chat_id`;
  * - notifications: an accepted sendMessage/sendDocument notifies unless `disable_notification`
  *   (recorded as `notified`; `notifications(chatId)`); an edit never notifies;
+ * - sendVoice: an Ogg/Opus upload, a caption of at most 1,024 characters after parsing; chats in
+ *   `voiceForbidden` answer VOICE_MESSAGES_FORBIDDEN (fake-telegram-voice.ts);
  * - setWebhook / deleteWebhook / getWebhookInfo (with injectable delivery errors), getFile and
  *   the file download route `/file/bot<token>/<path>`, leaveChat.
  */
@@ -42,6 +44,7 @@ import type { Message, Update, UserFromGetMe } from "grammy/types";
 import { parseTelegramHtml, type ParsedHtml } from "./telegram-html.js";
 import { multipartBoundary, parseMultipart, type Multipart, type MultipartFile } from "./multipart.js";
 import { FakeTelegramChats } from "./fake-telegram-chats.js";
+import { checkVoice, type AcceptedVoice } from "./fake-telegram-voice.js";
 
 export { parseTelegramHtml, checkedLink, visibleText, type ParsedHtml, type ParsedEntity } from "./telegram-html.js";
 
@@ -55,6 +58,8 @@ export interface RecordedCall {
   files?: MultipartFile[];
   /** Answered 429 (flood control) with this retry_after, in seconds. */
   retryAfter?: number;
+  /** sendVoice that Telegram accepted: the voice note the user can play, with its caption. */
+  voice?: AcceptedVoice;
   /** sendDocument that Telegram accepted: the file the user can open. */
   document?: { fileName: string; bytes: Buffer };
   /**
@@ -171,6 +176,8 @@ export class FakeTelegram {
   readonly adminIn = new Set<string>();
   /** The bot's reactions, by `chatId:messageId`. */
   readonly reactions = new Map<string, string[]>();
+  /** Chats whose user forbids voice notes (privacy settings): sendVoice answers VOICE_MESSAGES_FORBIDDEN. */
+  readonly voiceForbidden = new Set<string>();
   /** Methods this server lacks, like a third-party Bot API emulator (see `handle`). */
   readonly unsupported = new Set<string>();
 
@@ -471,6 +478,8 @@ export class FakeTelegram {
         return this.sendMessage(call, ok, fail);
       case "sendDocument":
         return this.sendDocument(call, ok, fail);
+      case "sendVoice":
+        return this.sendVoice(call, ok, fail);
       case "answerCallbackQuery": {
         // Telegram accepts one answer per query, within about 15 s of the press; it shows at most 200 characters.
         const pressedAt = this.openQueries.get(String(payload.callback_query_id));
@@ -710,6 +719,27 @@ export class FakeTelegram {
     call.document = { fileName: file.filename, bytes: file.bytes };
     call.notified = payload.disable_notification !== true && payload.disable_notification !== "true";
     ok(this.botMessage(Number(payload.chat_id), { document: { file_name: file.filename, file_size: file.bytes.length, file_id: `doc${this.nextMessageId + 1}`, file_unique_id: `udoc${this.nextMessageId + 1}`, mime_type: file.contentType } }));
+  }
+
+  /** sendVoice (fake-telegram-voice.ts checks it); counts against the chat's flood limits like a message. */
+  private sendVoice(call: RecordedCall, ok: (result: unknown) => void, fail: (failure: ApiFailure) => void): void {
+    const payload = call.payload;
+    const checked = checkVoice(payload, call.files, this.voiceForbidden.has(String(payload.chat_id)));
+    if ("error" in checked) return fail({ error_code: checked.code ?? 400, description: checked.error });
+    const retryAfter = this.floodControl(String(payload.chat_id), Date.now());
+    if (retryAfter > 0) return this.floodWait(call, retryAfter, fail);
+    call.voice = checked;
+    call.notified = payload.disable_notification !== true && payload.disable_notification !== "true";
+    const id = this.nextMessageId + 1;
+    ok(this.botMessage(Number(payload.chat_id), {
+      voice: { file_id: `voice${id}`, file_unique_id: `uvoice${id}`, duration: checked.duration ?? 0, mime_type: "audio/ogg", file_size: checked.bytes.length },
+      ...(checked.caption ? { caption: checked.caption.text } : {}),
+    }));
+  }
+
+  /** Voice notes Telegram accepted (to `chatId` when given), in order: what users can play. */
+  voices(chatId?: number | string): RecordedCall[] {
+    return this.calls.filter((call) => call.method === "sendVoice" && call.voice !== undefined && (chatId === undefined || String(call.payload.chat_id) === String(chatId)));
   }
 
   /** A message the bot sent to `chatId`, as Telegram returns it, kept for later edits and replies. */

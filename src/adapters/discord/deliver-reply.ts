@@ -1,7 +1,8 @@
 /**
  * One reply out (ChannelAdapter.send): through its interaction when it answers one, as new
  * messages replacing a live preview, edited into the preview (a preview-only reply), as the
- * replacement of an earlier message, or as plain parts and files — in that order of preference.
+ * replacement of an earlier message, as a voice message and its text (send-voice.ts), or as plain
+ * parts and files — in that order of preference.
  * Keeps the session's typing indicator until the reply's last part is out or refused for good.
  */
 import type { Client, SendableChannels } from "discord.js";
@@ -13,6 +14,7 @@ import type { InteractionReplies } from "./interactions.js";
 import { editFinal, removeReplaced } from "./previews.js";
 import { sendParts } from "./send-reply.js";
 import { sendDocuments } from "./send-documents.js";
+import { sendVoiceReply } from "./send-voice.js";
 import { splitMessage } from "./split.js";
 import type { TypingIndicators } from "./typing.js";
 
@@ -88,6 +90,19 @@ export class ReplySender {
       }
       await options.preview.onRefused();
       if (options.preview.only) return;
+    }
+    if (reply.voice) {
+      const { voice, ...text } = reply;
+      try {
+        await sendVoiceReply(channel, { ...reply, voice }, {
+          fromPart: options.fromPart, onPartSent: options.onPartSent, logger,
+          replyToMessageId: [reply.target.replyToMessageId, reply.inReplyTo.at(-1)].find((id) => id !== undefined && !id.startsWith("ix:")),
+          sendText: (fromPart, onPartSent) => this.send(text, { fromPart, onPartSent }),
+        });
+      } finally {
+        typing.stop(reply.sessionKey);
+      }
+      return;
     }
     if (reply.replaces !== undefined && options.fromPart === 0 && (await replaceMessage(channel, reply, 2_000))) {
       await options.onPartSent(0, { last: true });

@@ -13,7 +13,7 @@ import { sendBudgetTransformer, type SendBudgetHook } from "./send-budget.js";
 export type BudgetHook = Omit<SendBudgetHook, "defaultPriority">;
 
 /** Methods that post a new message: their outcome after a 5xx is unknown. */
-const SENDS = new Set(["sendMessage", "sendDocument", "sendPhoto", "sendMediaGroup", "copyMessage", "forwardMessage"]);
+const SENDS = new Set(["sendMessage", "sendDocument", "sendVoice", "sendPhoto", "sendMediaGroup", "copyMessage", "forwardMessage"]);
 
 const apiRootOf = (options: Pick<TelegramAdapterOptions, "apiRoot">): string => (options.apiRoot ?? "https://api.telegram.org").replace(/\/+$/, "");
 

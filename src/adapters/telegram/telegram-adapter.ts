@@ -17,6 +17,7 @@ import { editFinal, TelegramPreviews } from "./previews.js";
 import { DEFAULT_PART_LENGTH } from "./split.js";
 import { TELEGRAM_MENU_SCOPES, telegramCommands } from "./to-inbound-message.js";
 import { sendDocuments } from "./send-documents.js";
+import { sendVoiceReply } from "./send-voice.js";
 import { inlineKeyboard, replaceMessage } from "./actions.js";
 import { TypingIndicators } from "./typing.js";
 import { AckReactions } from "./reactions.js";
@@ -230,6 +231,15 @@ export class TelegramAdapter implements ChannelAdapter {
       }
       await options.preview.onRefused();
       if (options.preview.only) return;
+    }
+    if (reply.voice) {
+      const { voice, ...text } = reply;
+      await sendVoiceReply(this.bot.api, { ...reply, voice }, {
+        fromPart: options.fromPart, onPartSent: options.onPartSent, logger: this.logger,
+        sendText: (fromPart, onPartSent) => this.send(text, { fromPart, onPartSent }),
+      });
+      if (reply.kind === "answer") this.typing.stop(reply.sessionKey);
+      return;
     }
     if (reply.replaces !== undefined && options.fromPart === 0 && (await replaceMessage(this.bot.api, reply, this.logger))) {
       return options.onPartSent(0, { last: true });

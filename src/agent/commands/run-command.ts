@@ -12,6 +12,7 @@ import type { CommandContext, CommandOutcome } from "./command-context.js";
 import { CHECKIN_QUIET_RUNS } from "../checkin-segment.js";
 import { exportCommand } from "./export-command.js";
 import { contextCommand } from "./context-command.js";
+import { voiceCommand } from "./voice-command.js";
 import { forgetCommand, memoryCommand, pinCommand } from "./memory-commands.js";
 import type { ParsedCommand } from "./parse.js";
 
@@ -36,13 +37,14 @@ export const HELP_TEXT = [
   "/export — your conversations and memory as files (in a private chat with me)",
   "/reminders — your reminders and scheduled tasks (cancel, pause, resume, edit them); ask me in words to set one",
   "/checkin every 4h [what to watch] — I look at this chat every 4 hours and write only when something is worth it · /checkin off · /checkin on",
+  "/voice on|auto|off — answer with voice notes: always, only to a voice note (auto), or never",
   "/help — this message",
 ].join("\n");
 
 export async function runCommand(command: ParsedCommand, context: CommandContext): Promise<CommandOutcome> {
   const outcome = await outcomeOf(command, context);
   // Changing a chat-wide setting in a group without being its admin: refused, to the asker alone.
-  const chatWide = (command.name === "model" && context.engine.models !== undefined) || command.name === "persona" || command.name === "timezone";
+  const chatWide = (command.name === "model" && context.engine.models !== undefined) || command.name === "persona" || command.name === "timezone" || command.name === "voice";
   if (chatWide && command.args !== "" && !mayChangeChat(context.entry, context.engine.approval.admins)) return { ...outcome, refused: true };
   return outcome;
 }
@@ -109,6 +111,8 @@ async function outcomeOf(command: ParsedCommand, context: CommandContext): Promi
         state,
         text: timeZoneCommand({ state, entry: context.entry, admins: engine.approval.admins, args: command.args, fallback: engine.timeZone, now: context.now }),
       };
+    case "voice":
+      return { state, text: voiceCommand({ state, entry: context.entry, admins: engine.approval.admins, args: command.args, available: engine.speech !== undefined }) };
     case "budget": {
       if (!isAdmin(context.entry, engine.approval.admins)) return { state, text: "Only an admin can see or change budgets; /usage shows yours.", refused: true };
       if (!engine.budget) return { state, text: "Budgets are not available here." };

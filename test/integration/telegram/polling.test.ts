@@ -89,13 +89,13 @@ describe("telegram adapter, long polling", () => {
       text: "hello there",
     });
     // One menu per scope, from the command registry: /export only in private chats, /persona for
-    // private chats and group admins (a chat-wide setting).
+    // private chats and group admins (a chat-wide setting), and so /voice.
     await waitUntil(() => fake.commandMenus.size === 3);
     const menu = (type: string) => fake.commandMenus.get(JSON.stringify({ type }))?.map((entry) => entry.command);
     const common = ["help", "new", "compress", "status", "usage", "stop", "context", "memory", "forget", "pin", "unpin", "model"];
-    expect(menu("all_private_chats")).toEqual([...common, "persona", "tools", "reminders", "checkin", "timezone", "export"]);
+    expect(menu("all_private_chats")).toEqual([...common, "persona", "tools", "reminders", "checkin", "timezone", "voice", "export"]);
     expect(menu("all_group_chats")).toEqual([...common, "tools", "reminders", "checkin", "timezone"]);
-    expect(menu("all_chat_administrators")).toEqual([...common, "persona", "tools", "reminders", "checkin", "timezone"]);
+    expect(menu("all_chat_administrators")).toEqual([...common, "persona", "tools", "reminders", "checkin", "timezone", "voice"]);
     expect(fake.callsOf("setMyCommands")).toHaveLength(3);
     expect(fake.callsOf("getMyCommands")).toHaveLength(3);
     // No webhook was set, so none is deleted: deleteWebhook would disconnect another deployment's.

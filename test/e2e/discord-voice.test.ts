@@ -1,0 +1,60 @@
+/**
+ * Voice replies on Discord (issue 35 item 1, docs/media.md), end to end: real discord.js ↔ the
+ * fake Discord (which refuses a voice message with text beside it, with other than one Ogg/Opus
+ * attachment, or without its duration and waveform, as Discord does), the real pipeline and
+ * worker, and the fake speech endpoint's real Opus.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { isOggOpus } from "../helpers/ogg-opus.js";
+import { DiscordE2E, E2E_TIMEOUT, closeExpectingOnlyAskerPinged, IDS, fixture, sleep, until } from "../helpers/discord-pipeline.js";
+
+const IS_VOICE_MESSAGE = 1 << 13;
+
+describe("Discord voice replies", E2E_TIMEOUT, () => {
+  let e2e: DiscordE2E;
+
+  beforeEach(async () => {
+    e2e = await DiscordE2E.start();
+    await e2e.startPipeline();
+  });
+
+  afterEach(async () => {
+    await closeExpectingOnlyAskerPinged(e2e);
+  });
+
+  it("/voice on: the answer is a voice message (Ogg/Opus, its duration and waveform), and a long answer's text follows it", async () => {
+    e2e.fake.dispatchMessage(fixture("dm", { id: undefined, content: "/voice on" }));
+    const [confirmation] = await e2e.waitForSent(1, IDS.dmChannel);
+    expect(confirmation?.content).toMatch(/^Voice replies on/);
+
+    e2e.fake.dispatchMessage(fixture("dm", { id: undefined, content: "hello there" }));
+    const sent = await e2e.waitForSent(2, IDS.dmChannel);
+    expect(Number(sent[1]!.flags) & IS_VOICE_MESSAGE).toBe(IS_VOICE_MESSAGE);
+    expect(sent[1]!.content ?? "").toBe("");
+    const upload = e2e.fake.uploads.at(-1)!;
+    expect(upload.filename).toBe("voice-message.ogg");
+    expect(isOggOpus(upload.bytes)).toBe(true);
+    expect(upload.attachment.duration_secs).toBeGreaterThan(0);
+    expect(Buffer.from(String(upload.attachment.waveform), "base64").length).toBeGreaterThan(0);
+    expect(e2e.llm.speeches[0]?.input).toBe("echo: hello there");
+    await sleep(300);
+    expect(e2e.sent(IDS.dmChannel)).toHaveLength(2);
+
+    e2e.llm.enqueue(`${"A long answer has its text shown beside the voice. ".repeat(12)}`);
+    e2e.fake.dispatchMessage(fixture("dm", { id: undefined, content: "tell me more" }));
+    const more = await e2e.waitForSent(4, IDS.dmChannel);
+    expect(Number(more[2]!.flags) & IS_VOICE_MESSAGE).toBe(IS_VOICE_MESSAGE);
+    expect(String(more[3]!.content)).toContain("A long answer has its text shown beside the voice.");
+  });
+
+  it("where voice messages are refused (50173), the audio goes as an .ogg file", async () => {
+    e2e.fake.voiceMessagesRefused.add(IDS.dmChannel);
+    e2e.fake.dispatchMessage(fixture("dm", { id: undefined, content: "/voice on" }));
+    await e2e.waitForSent(1, IDS.dmChannel);
+    e2e.fake.dispatchMessage(fixture("dm", { id: undefined, content: "hello" }));
+    await until(() => expect(e2e.fake.uploads.map((upload) => upload.filename)).toEqual(["answer.ogg"]));
+    const file = e2e.sent(IDS.dmChannel)[1]!;
+    expect(Number(file.flags ?? 0) & IS_VOICE_MESSAGE).toBe(0);
+    expect(isOggOpus(e2e.fake.uploads[0]!.bytes)).toBe(true);
+  });
+});
