@@ -134,6 +134,48 @@ describe("voice replies on telegram", () => {
     expect(e2e.sentTo(DM.id)).toHaveLength(2);
   });
 
+  it("speech that cannot be used leaves the text with one log line: an answer that is not Ogg/Opus, a budget that cannot pay for it", async () => {
+    e2e = await startTelegramE2e({
+      env: { TTS_PRICE_PER_MILLION_CHARS: "1000000", LONGHAUL_CONFIG_FILE: writeConfigFile("budgets:\n  chat: { daily: { usd: 10 } }\n") },
+    });
+    await command(e2e, "/voice on", 1);
+    // An endpoint that ignores response_format and answers MP3.
+    e2e.llm.setSpeaker(() => ({ audio: Buffer.from([0x49, 0x44, 0x33, 0x04, 0, 0, 0, 0, 0, 0x21, 0xff, 0xfb, 0x90, 0x64]), contentType: "audio/mpeg" }));
+    e2e.telegram.pushMessage({ chat: DM, from: ADA, text: "one" });
+    expect(textOf((await e2e.waitForSent(DM.id, 2))[1])).toBe("echo: one");
+    e2e.llm.setSpeaker(undefined);
+    // The MP3 was paid for ("echo: one", $9: the endpoint did the work), so $1 is left; "echo: a
+    // longer question" is 23 characters, $23 at $1 a character: refused before the call.
+    e2e.telegram.pushMessage({ chat: DM, from: ADA, text: "a longer question" });
+    expect(textOf((await e2e.waitForSent(DM.id, 3))[2])).toBe("echo: a longer question");
+    expect(e2e.llm.speeches).toHaveLength(1);
+    expect(e2e.telegram.callsOf("sendVoice")).toHaveLength(0);
+    const failures = e2e.logs.lines.filter((line) => line.includes("voice-reply-failed"));
+    expect(failures).toHaveLength(2);
+    expect(failures[0]).toContain("the audio is not Ogg");
+    expect(failures[1]).toMatch(/budget/i);
+  });
+
+  it("streaming: the live preview gives way to the voice note, which carries the text as its caption", async () => {
+    e2e = await startTelegramE2e({ env: { STREAMING: "partial", STREAMING_DELAY_MS: "0" } });
+    await command(e2e, "/voice on", 1);
+    const answer = "The ferry to the island leaves at nine every morning. ".repeat(10).trim();
+    e2e.llm.enqueue({ text: answer, tokensPerSecond: 150 });
+    e2e.telegram.pushMessage({ chat: DM, from: ADA, text: "when is the ferry?" });
+    const [voice] = await voicesTo(e2e, 1);
+    const deleted = await e2e.telegram.waitForCall("deleteMessage");
+    // The preview was a silent message of its own, deleted once the voice note was out.
+    const preview = e2e.telegram.callsOf("sendMessage").find((call) => call.visible && call.notified === false);
+    expect(preview).toBeDefined();
+    expect(deleted.at).toBeGreaterThanOrEqual(voice!.at);
+    expect(voice!.voice!.caption?.text).toBe(answer);
+    await sleep(1_000);
+    const view = e2e.telegram.chatView(DM.id);
+    expect(view).toHaveLength(2);
+    expect(view.map((message) => message.messageId)).not.toContain(Number(deleted.payload.message_id));
+    expect(e2e.telegram.voices(DM.id)).toHaveLength(1);
+  });
+
   it("speech is paid from the chat's budget at TTS_PRICE_PER_MILLION_CHARS, by the characters spoken", async () => {
     e2e = await startTelegramE2e({
       env: { TTS_PRICE_PER_MILLION_CHARS: "1000000", LONGHAUL_CONFIG_FILE: writeConfigFile("budgets:\n  chat: { daily: { usd: 100 } }\n") },

@@ -100,6 +100,13 @@ describe("voice replies in a turn", () => {
     expect(speaker.spoken).toHaveLength(1);
   });
 
+  it("an answer with nothing to speak (code alone) stays text, with a log line", async () => {
+    const logs = captureLogs("info");
+    const result = await answer(engineWith(speakerOf(() => undefined)), [voiceNote("hi", "m1")], "on", logs.logger);
+    expect(result.replies[0]?.voice).toBeUndefined();
+    expect(logs.lines.filter((line) => line.includes("voice-reply-skipped"))).toHaveLength(1);
+  });
+
   it("a failed speech leaves the text answer, with one log line naming why", async () => {
     const logs = captureLogs("info");
     const failing: Speaker = { speak: () => Promise.reject(new SpeechError("HTTP 500: server_error")) };
