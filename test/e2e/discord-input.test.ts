@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { imagePartsOf, lastUserText, withoutStamp } from "../fakes/fake-llm.js";
 import { formatBytes } from "../../src/core/attachments.js";
 import { makePng } from "../helpers/media-files.js";
+import { gifvEmbed } from "../fakes/fake-discord-world.js";
 import { DiscordE2E, E2E_TIMEOUT, closeExpectingOnlyAskerPinged, IDS, fixture, sleep, until, userTexts } from "../helpers/discord-pipeline.js";
 
 /**
@@ -71,6 +72,19 @@ describe("Discord through the whole pipeline: what people send", E2E_TIMEOUT, ()
     expect(Buffer.from(images[0]!.url.split(",")[1]!, "base64").equals(await makePng(320, 200))).toBe(true);
     await sleep(300);
     expect(e2e.sent()).toHaveLength(2);
+  });
+
+  it("shows a Tenor GIF (a gifv embed, no attachment) to the model as its first frame, named after its link", async () => {
+    const page = "https://tenor.com/view/cat-typing-gif-12002898";
+    const frame = await makePng(498, 373);
+    const proxy = e2e.fake.serveProxied("cat-typing-gif-12002898.png", frame);
+    e2e.fake.dispatchMessage(fixture("dm", { id: undefined, content: page, embeds: [gifvEmbed(page, proxy)] }));
+    const [answer] = await e2e.waitForSent(1, IDS.dmChannel);
+    expect(answer?.content).toBe(`echo: [GIF (its first frame) cat-typing-gif-12002898, ${formatBytes(frame.length)}, 498×373]`);
+    const images = imagePartsOf(e2e.llm.requests[0]!);
+    expect(images).toHaveLength(1);
+    expect(Buffer.from(images[0]!.url.split(",")[1]!, "base64").equals(frame)).toBe(true);
+    expect(e2e.fake.requestsTo("GET", /^\/cdn\/external\//)).toHaveLength(1);
   });
 
   it("answers a DM of damaged pictures with one clear notice and keeps the model out of it", async () => {

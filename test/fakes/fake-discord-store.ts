@@ -191,6 +191,12 @@ export class DiscordStore {
     };
   }
 
+  /** A picture behind Discord's media proxy (an embed's thumbnail): served at `<root>/<name>`; returns the root. */
+  proxied(name: string, body: Buffer, contentType: string): string {
+    this.files.set(`/cdn/external/${name}`, { body, contentType });
+    return `http://127.0.0.1:${this.port()}/cdn/external`;
+  }
+
   private upload(channelId: string, file: FileUpload): Payload {
     const id = this.snowflake();
     const body = Buffer.isBuffer(file.content) ? file.content : Buffer.from(file.content, "utf8");

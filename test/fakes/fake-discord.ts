@@ -273,6 +273,14 @@ export class FakeDiscord {
     this.dispatch("MESSAGE_UPDATE", { id: messageId, channel_id: channelId, ...(message.guild_id === undefined ? {} : { guild_id: message.guild_id }), embeds });
   }
 
+  /**
+   * Serves a picture as Discord's media proxy serves an embed's (images-ext-1.discordapp.net):
+   * at `<root>/<name>`; returns the root, for `gifvEmbed(page, root)`.
+   */
+  serveProxied(name: string, body: Buffer, contentType = "image/png"): string {
+    return this.world.proxied(name, body, contentType);
+  }
+
   /** Stores a user message without telling any client: history from before the bot connected. */
   seedHistory(partial: Payload & { channel_id: string }, options: UserMessageOptions = {}): Payload {
     const message = this.world.buildUserMessage(partial, options);
