@@ -1,89 +1,17 @@
 /**
  * The Telegram bot end to end on a Redis Cluster (three masters with a replica each, from
- * Debian's redis-server): the real grammY adapter against the fake Bot API, every connection —
- * BullMQ's delayed reminder job on its queue's own slot and the approval's button press
- * included — on the Cluster, each message acknowledged after WAIT 1 on the nodes it was written to.
+ * Debian's redis-server), the tests of test/helpers/topology-telegram.ts: BullMQ's delayed
+ * reminder job on its queue's own slot, each message acknowledged after WAIT 1 on the nodes it
+ * was written to.
  */
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { textOf as contentText } from "../../fakes/fake-llm.js";
-import { isSummarizerRequest } from "../../helpers/agent-fixtures.js";
-import { FILESYSTEM, writeConfigFile } from "../../helpers/mcp.js";
-import { startRedisCluster, type RedisClusterHandle } from "../../helpers/redis-cluster.js";
-import { remindMePlan, schedulingModel } from "../../helpers/schedule.js";
-import { ADA, DM, closeChecked, sleep, startTelegramE2e, textOf, waitUntil, warmUpTokenizer, type TelegramE2e } from "../../helpers/telegram-pipeline.js";
+import { startRedisCluster } from "../../helpers/redis-cluster.js";
+import { describeTelegramOn } from "../../helpers/topology-telegram.js";
 
-describe("Telegram on Redis Cluster", () => {
-  let cluster: RedisClusterHandle;
-  let e2e: TelegramE2e | undefined;
-  const onCluster = (env: Record<string, string> = {}) => ({
+describeTelegramOn("Telegram on Redis Cluster", {
+  name: "cluster",
+  async start() {
+    const cluster = await startRedisCluster({ replicas: 1 });
     // REDIS_URL points nowhere: the nodes are the seeds.
-    REDIS_URL: "redis://127.0.0.1:1", REDIS_CLUSTER_NODES: cluster.nodeList, REDIS_MIN_REPLICAS_ACK: "1", ...env,
-  });
-
-  beforeAll(async () => {
-    warmUpTokenizer();
-    cluster = await startRedisCluster({ replicas: 1 });
-  }, 120_000);
-  afterEach(async () => {
-    await closeChecked(e2e);
-    e2e = undefined;
-  });
-  afterAll(async () => {
-    await cluster?.dispose();
-  });
-
-  it("answers a conversation in order, then a reminder set in it arrives once", async () => {
-    e2e = await startTelegramE2e({ env: onCluster() });
-    e2e.telegram.pushMessage({ chat: DM, from: ADA, text: "hello there" });
-    const [first] = await e2e.waitForSent(DM.id, 1);
-    expect(textOf(first)).toBe("echo: hello there");
-
-    e2e.llm.setHandler(schedulingModel(remindMePlan));
-    const ask = e2e.telegram.pushMessage({ chat: DM, from: ADA, text: "remind me in 2s to stretch your legs" });
-    const [, confirmation] = await e2e.waitForSent(DM.id, 2);
-    expect(textOf(confirmation)).toMatch(/^Done\. Scheduled r1, a reminder: “stretch your legs”/);
-    const [, , reminder] = await e2e.waitForSent(DM.id, 3);
-    expect(textOf(reminder)).toBe("⏰ Reminder: stretch your legs");
-    await sleep(2_500);
-    expect(e2e.sentTo(DM.id)).toHaveLength(3);
-    // Every update was confirmed to Telegram: the ingress had a replica's word for each.
-    await waitUntil(() => e2e!.telegram.confirmedOffset > ask.update_id, "the last update to be confirmed");
-  }, 120_000);
-
-  it("a tool approval: the button press goes through the ingress and the tool runs once", async () => {
-    const root = mkdtempSync(join(tmpdir(), "lh-cluster-approval-"));
-    const file = writeConfigFile({ mcp: { servers: { files: { command: process.execPath, args: [FILESYSTEM, root], approval: "always" } } } });
-    e2e = await startTelegramE2e({ env: onCluster({ LONGHAUL_CONFIG_FILE: file }) });
-    const { telegram, llm } = e2e;
-    llm.setHandler((request) => request.body.messages.at(-1)?.role === "tool"
-      ? { text: `wrote it: ${contentText(request.body.messages.at(-1)?.content)}` }
-      : { toolCalls: [{ name: "files__write_file", arguments: { path: join(root, "note.txt"), content: "on cluster" } }] });
-
-    telegram.pushMessage({ chat: DM, from: ADA, text: "save a note" });
-    const [request] = await e2e.waitForSent(DM.id, 1);
-    const keyboard = (request?.payload.reply_markup as { inline_keyboard: Array<Array<{ text: string; callback_data: string }>> }).inline_keyboard;
-    const [sent] = [...telegram.botMessages.values()].filter((message) => message.chat.id === DM.id);
-    telegram.pushCallbackQuery(ADA, DM.id, sent!.message_id, keyboard[0]![0]!.callback_data);
-    const answers = await e2e.waitForSent(DM.id, 2);
-    expect(textOf(answers[1])).toBe(`wrote it: Successfully wrote to ${join(root, "note.txt")}`);
-    expect(readFileSync(join(root, "note.txt"), "utf8")).toBe("on cluster");
-    await waitUntil(() => telegram.callsOf("editMessageText").length === 1, "the request to be edited");
-    expect(telegram.callsOf("answerCallbackQuery")).toHaveLength(1);
-  }, 120_000);
-
-  it("a long session compacts (the summarizer called) and the chat goes on", async () => {
-    e2e = await startTelegramE2e({ env: onCluster({ LLM_CONTEXT_WINDOW: "8000" }) });
-    e2e.llm.route(isSummarizerRequest, { text: "## Goal\nA long chat about the sea." });
-    let sent = 0;
-    for (let turn = 0; turn < 40 && !e2e.llm.requests.some(isSummarizerRequest); turn++) {
-      e2e.telegram.pushMessage({ chat: DM, from: ADA, text: `chapter ${turn}: ${"the waves, the wind and the salt on the deck ".repeat(40)}` });
-      sent = (await e2e.waitForSent(DM.id, sent + 1, 60_000)).length;
-    }
-    expect(e2e.llm.requests.some(isSummarizerRequest)).toBe(true);
-    e2e.telegram.pushMessage({ chat: DM, from: ADA, text: "and now?" });
-    await waitUntil(() => e2e!.sentTo(DM.id).some((call) => textOf(call) === "echo: and now?"), "the answer after the compaction", 60_000);
-  }, 300_000);
+    return { env: { REDIS_URL: "redis://127.0.0.1:1", REDIS_CLUSTER_NODES: cluster.nodeList, REDIS_MIN_REPLICAS_ACK: "1" }, dispose: () => cluster.dispose() };
+  },
 });
