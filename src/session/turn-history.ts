@@ -115,13 +115,17 @@ export const turnHistoryKey = (prefix: string, sessionKey: string) => `${prefix}
 /** Hash of one UTC day's usage: `chat|<sessionKey>|usd`, `user|<platform:id>|tokens`, `model|<name>|usd`… */
 export const usageLedgerKey = (prefix: string, day: string) => `${prefix}:{usage}:d:${day}`;
 
-/** Appends the entry (capped) and books it in its day's ledger; one round trip. */
+/**
+ * Appends the entry (capped) and books it in its day's ledger; one round trip. Two pipelines sent
+ * together, one per slot (the session's, `{usage}`): a Cluster refuses a pipeline across slots.
+ */
 export async function appendTurnHistory(redis: Redis, prefix: string, sessionKey: string, entry: TurnHistoryEntry): Promise<void> {
   const key = turnHistoryKey(prefix, sessionKey);
   const day = new Date(entry.at).toISOString().slice(0, 10);
   const ledger = usageLedgerKey(prefix, day);
   const tokens = entry.prompt + entry.completion + entry.summarizerPrompt + entry.summarizerCompletion;
-  const pipeline = redis.pipeline().rpush(key, JSON.stringify(entry)).ltrim(key, -TURN_HISTORY_KEPT, -1);
+  const history = redis.pipeline().rpush(key, JSON.stringify(entry)).ltrim(key, -TURN_HISTORY_KEPT, -1);
+  const pipeline = redis.pipeline();
   const owners = [`chat|${sessionKey}`, `model|${entry.model}`, ...(entry.user ? [`user|${entry.user}`] : [])];
   for (const owner of owners) {
     if (entry.usd > 0) pipeline.hincrbyfloat(ledger, `${owner}|usd`, entry.usd);
@@ -131,7 +135,7 @@ export async function appendTurnHistory(redis: Redis, prefix: string, sessionKey
   if (saved > 0) pipeline.hincrby(ledger, "saved|all|tokens", saved);
   if (entry.compactions.length > 0) pipeline.hincrby(ledger, "compactions|all|count", entry.compactions.length);
   pipeline.expire(ledger, LEDGER_KEEP_DAYS * 86_400);
-  const results = (await pipeline.exec()) ?? [];
+  const results = (await Promise.all([history.exec(), pipeline.exec()])).flatMap((replies) => replies ?? []);
   const failed = results.find(([error]) => error);
   if (failed?.[0]) throw failed[0];
 }
