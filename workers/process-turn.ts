@@ -199,7 +199,7 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
       ...(result.archivedSessionId ? { archivedSessionId: result.archivedSessionId } : {}),
       ...(batch.length === 0 ? { held: true } : {}),
     }, early && (() => (delivering = early())));
-    if (ended.status === "lost" || ended.status === "conflict") return superseded(deps, sessionKey, log, ended.status);
+    if (ended.status === "lost" || ended.status === "conflict" || ended.status === "stale") return superseded(deps, sessionKey, log, ended.status);
     committed = true;
     markStage("committed", sessionKey);
     log.info({ version: ended.version, messages: batch.length, replies: result.replies.length, resent: ended.status === "done" }, "turn-committed");
@@ -283,10 +283,11 @@ function typingDelay(deps: TurnDeps, batch: readonly InboxEntry[]): number {
 }
 
 /**
- * This attempt stalled and another took the session (or committed) meanwhile: it wrote nothing.
+ * This attempt stalled and another took the session (or committed) meanwhile, or its claim was
+ * read from a master that lost it in a failover ('stale'): it wrote nothing.
  * A turn is enqueued so that whatever it had claimed is certain to be taken up again.
  */
-async function superseded(deps: TurnDeps, sessionKey: string, log: Logger, why: "lease-lost" | "lost" | "conflict" = "lease-lost"): Promise<TurnOutcome> {
+async function superseded(deps: TurnDeps, sessionKey: string, log: Logger, why: "lease-lost" | "lost" | "conflict" | "stale" = "lease-lost"): Promise<TurnOutcome> {
   log.warn({ why }, "turn-superseded");
   deps.metrics.turns.inc({ outcome: "superseded" });
   await deps.producers.enqueueTurn(sessionKey);

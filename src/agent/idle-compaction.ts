@@ -191,7 +191,7 @@ async function compactHeld({ deps, job, log, state, batch, claim, lease, signal 
   await lease.stop();
   // `updatedAt` stays: the session was not used (IDLE_RESET_HOURS counts from the last turn).
   const ended = await store.endTurn(sessionKey, claim, { state: working, transcript, outbox: [] });
-  if (ended.status === "lost" || ended.status === "conflict") {
+  if (ended.status === "lost" || ended.status === "conflict" || ended.status === "stale") {
     log.warn({ why: ended.status }, "idle-compaction-superseded");
     return { status: "dropped", why: ended.status };
   }

@@ -42,11 +42,13 @@ end`;
  * keeps an abort flag raised since. A session that moved away (move-session.ts) is never begun
  * here, and neither is one whose move waits for the running turn to end.
  *
- * KEYS: lease, abort, inbox, pending, state, version, outbox, moving, live.
+ * The claim carries the last commit's token with the version (END_TURN's lineage fence).
+ *
+ * KEYS: lease, abort, inbox, pending, state, version, outbox, moving, live, last-commit.
  * ARGV: token, lease TTL ms, 'all' | 'one', hold '1' | '0'.
  * → {'busy', PTTL} | {'moved', tombstone} | {'idle', outbox length, outbox platform}
- *   | {'claimed', outbox length, outbox platform, version, state JSON or '', L, L live messages,
- *      entry, entry, …}
+ *   | {'claimed', outbox length, outbox platform, version, last commit token or '',
+ *      state JSON or '', L, L live messages, entry, entry, …}
  */
 export const BEGIN_TURN = `${HEAD_PLATFORM}
 local version = redis.call('GET', KEYS[6])
@@ -76,14 +78,21 @@ end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', tonumber(ARGV[2]))
 if holder ~= ARGV[1] then redis.call('DEL', KEYS[2]) end
 local live = redis.call('LRANGE', KEYS[9], 0, -1)
-local reply = {'claimed', outbox, platform, version or '0', redis.call('GET', KEYS[5]) or '', #live}
+local reply = {'claimed', outbox, platform, version or '0', redis.call('GET', KEYS[10]) or '', redis.call('GET', KEYS[5]) or '', #live}
 for i = 1, #live do reply[#reply + 1] = live[i] end
 for i = 1, #batch do reply[#reply + 1] = batch[i] end
 return reply`;
 
 /**
  * Ends a turn: the fenced commit. Writes only if the lease holds this attempt's token (or is
- * free) AND the version is the one the turn began from; then stores the state (without its live
+ * free) AND the version is the one the turn began from AND the turn's claim is still this
+ * store's: the last commit is the one the turn began after (same lineage, not just the same
+ * number) and every claimed entry is still pending. Redis replicates asynchronously, so a
+ * master that failed over — frozen, then woken as a stale master for a moment, or killed —
+ * may have answered BEGIN_TURN with a claim its replica, now the master, never received: there
+ * the claimed messages still wait in the inbox at the same version, and a commit would answer
+ * them, leave them waiting, and have them answered again ('stale': nothing written; the
+ * messages stay for the next turn). Then it stores the state (without its live
  * context), updates the live list (keeps its first K entries, appends L), appends the
  * transcript, queues the replies, removes exactly the claimed entries from pending (never a
  * message another attempt claimed), releases the lease, and reports what is left to do.
@@ -93,10 +102,10 @@ return reply`;
  *       inbox, archive, archive index, live.
  * ARGV: token, expected version, state JSON, archive '1'|'0', archive TTL ms (0 keeps it),
  *       T transcript count, C claimed count, K live entries kept (-1: all), L live entries
- *       appended, then T message ids, T transcript entries, C claimed entries (as claimed),
- *       L live entries, then outbox entries.
+ *       appended, last commit token the turn began after ('' none), then T message ids,
+ *       T transcript entries, C claimed entries (as claimed), L live entries, then outbox entries.
  * → {'committed' | 'done', version, inbox length, pending length, outbox length, outbox platform}
- *   | {'lost'} | {'conflict', current version, or -1 when the session moved away}
+ *   | {'lost'} | {'conflict', current version, or -1 when the session moved away} | {'stale', current version}
  */
 export const END_TURN = `${HEAD_PLATFORM}
 local token = ARGV[1]
@@ -112,6 +121,18 @@ local current = tonumber(redis.call('GET', KEYS[3]) or '0')
 -- Not a number: the session moved away (a tombstone, move-session.ts); nothing lands here.
 if current == nil then return {'conflict', -1} end
 if current ~= tonumber(ARGV[2]) then return {'conflict', current} end
+if (redis.call('GET', KEYS[2]) or '') ~= ARGV[10] then return {'stale', current} end
+local count = tonumber(ARGV[6])
+local claimed = tonumber(ARGV[7])
+local base = 10
+if claimed > 0 then
+  local held = {}
+  for _, entry in ipairs(redis.call('LRANGE', KEYS[7], 0, -1)) do held[entry] = (held[entry] or 0) + 1 end
+  for i = base + 2 * count + 1, base + 2 * count + claimed do
+    if (held[ARGV[i]] or 0) == 0 then return {'stale', current} end
+    held[ARGV[i]] = held[ARGV[i]] - 1
+  end
+end
 if ARGV[4] == '1' then
   local ttl = tonumber(ARGV[5])
   if redis.call('EXISTS', KEYS[5]) == 1 then
@@ -125,11 +146,8 @@ if ARGV[4] == '1' then
 end
 redis.call('SET', KEYS[4], ARGV[3])
 redis.call('SET', KEYS[3], current + 1)
-local count = tonumber(ARGV[6])
-local claimed = tonumber(ARGV[7])
 local keep = tonumber(ARGV[8])
 local live = tonumber(ARGV[9])
-local base = 9
 for i = 1, count do
   local length = redis.call('RPUSH', KEYS[5], ARGV[base + count + i])
   redis.call('HSET', KEYS[6], ARGV[base + i], length - 1)

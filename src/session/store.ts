@@ -20,6 +20,12 @@ export const DEDUPE_TTL_SECONDS = 7 * 24 * 3_600;
 export interface TurnClaim {
   readonly token: string;
   readonly version: number;
+  /**
+   * The token of the commit this turn's state came from ('' before the first): END_TURN commits
+   * only while it is still the last one, so a master that took over after a failover and reached
+   * the same version through other commits refuses a claim read from the old one.
+   */
+  readonly base: string;
   readonly raw: readonly string[];
   /**
    * The live context as stored when the turn began (one JSON message per list entry; empty for
@@ -67,7 +73,13 @@ export type EndTurnResult =
   /** Another attempt holds the lease: this one was superseded and wrote nothing. */
   | { status: "lost" }
   /** Another attempt committed since this one began: nothing written. */
-  | { status: "conflict"; current: number };
+  | { status: "conflict"; current: number }
+  /**
+   * The claim is not this store's (a master that failed over answered BEGIN_TURN and lost it:
+   * its messages still wait here, unclaimed, or another lineage of commits reached this
+   * version): nothing written, the messages stay for the next turn.
+   */
+  | { status: "stale"; current: number };
 
 export interface SessionWork extends WorkLeft {
   /** A turn holds the lease (it will hand on what it leaves). */
@@ -147,7 +159,7 @@ export class SessionStore {
   async beginTurn(sessionKey: string, token: string, options: { leaseMs: number; mode: "all" | "one"; hold?: boolean; now?: number }): Promise<BeginTurnResult> {
     const keys = this.keys(sessionKey);
     const reply = (await runScript(this.#redis,
-      BEGIN_TURN, 9, keys.lease, keys.abort, keys.inbox, keys.pending, keys.state, keys.version, keys.outbox, keys.moving, keys.live,
+      BEGIN_TURN, 10, keys.lease, keys.abort, keys.inbox, keys.pending, keys.state, keys.version, keys.outbox, keys.moving, keys.live, keys.lastCommit,
       token, options.leaseMs, options.mode, options.hold ? "1" : "0",
     )) as Array<string | number>;
     const [status, first, platform] = reply;
@@ -157,17 +169,18 @@ export class SessionStore {
     const outboxPlatform = platformOf(platform);
     if (status === "idle") return { status: "idle", outbox, outboxPlatform };
     const version = Number(reply[3]);
-    const liveCount = Number(reply[5]);
-    const live = reply.slice(6, 6 + liveCount).map(String);
-    const raw = reply.slice(6 + liveCount).map(String);
-    const state = readState(String(reply[4] ?? ""), live, version, options.now ?? Date.now());
+    const base = String(reply[4] ?? "");
+    const liveCount = Number(reply[6]);
+    const live = reply.slice(7, 7 + liveCount).map(String);
+    const raw = reply.slice(7 + liveCount).map(String);
+    const state = readState(String(reply[5] ?? ""), live, version, options.now ?? Date.now());
     return {
       status: "claimed",
       outbox,
       outboxPlatform,
       state,
       batch: raw.map((item) => JSON.parse(item) as InboxEntry),
-      claim: { token, version, raw, live },
+      claim: { token, version, base, raw, live },
     };
   }
 
@@ -191,7 +204,7 @@ export class SessionStore {
       keys.lease, keys.lastCommit, keys.version, keys.state, keys.transcript, keys.transcriptIndex, keys.pending, keys.outbox,
       keys.inbox, keys.archive(archivedId), keys.archiveIndex(archivedId), keys.live,
       claim.token, expected, wellFormedJson(meta), input.archivedSessionId ? "1" : "0", this.#archiveRetentionMs,
-      input.transcript.length, claim.raw.length, change.keep, change.append.length,
+      input.transcript.length, claim.raw.length, change.keep, change.append.length, claim.base,
       ...input.transcript.map((message) => message.id),
       ...input.transcript.map((message) => wellFormedJson(stripTokenCache(message))),
       ...claim.raw,
@@ -204,7 +217,7 @@ export class SessionStore {
     const [reply] = (await Promise.all([committing, alongside?.(), listed])) as [Array<string | number>, unknown, unknown];
     const [status] = reply;
     if (status === "lost") return { status: "lost" };
-    if (status === "conflict") return { status: "conflict", current: Number(reply[1]) };
+    if (status === "conflict" || status === "stale") return { status, current: Number(reply[1]) };
     return {
       status: status === "done" ? "done" : "committed",
       version: Number(reply[1]),
