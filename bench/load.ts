@@ -43,7 +43,7 @@ import { buildForChildProcesses } from "../test/helpers/test-build.js";
 import { FakeTelegram } from "../test/fakes/fake-telegram.js";
 import { DEFAULT_GUILD, FAKE_TOKEN as DISCORD_TOKEN, FakeDiscord, HUMAN_USER, IDS, textChannel, type Payload } from "../test/fakes/fake-discord.js";
 import { commandCounter } from "./measure.js";
-import { furthestPoints, recordStages, stageProbe, stageTable, turnsOf } from "./stages.js";
+import { furthestPoints, recordStages, stageProbe, stageTable, turnsOf, type BenchMark } from "./stages.js";
 import { isMain, percentile, table } from "./stats.js";
 
 export type PlatformName = "telegram" | "discord";
@@ -127,6 +127,8 @@ export interface PlatformDriver {
   name: PlatformName;
   /** longhaul's environment for this platform. */
   env: Record<string, string>;
+  /** The session key of user `user`'s chat. */
+  sessionKey(user: number): string;
   /** User `user` sends `text`. */
   send(user: number, text: string): void;
   /** Answer markers (⟦aN⟧) seen in accepted sends or edits since the last call, with when. */
@@ -176,6 +178,7 @@ export async function telegramDriver(users: number): Promise<PlatformDriver> {
   return {
     name: "telegram",
     env: { TELEGRAM_BOT_TOKEN: token, TELEGRAM_API_ROOT: telegram.apiRoot, ALLOWED_TELEGRAM_USERS: ids.join(",") },
+    sessionKey: (user) => `tg:${ids[user % ids.length]!}`,
     send(user, text) {
       const id = ids[user % ids.length]!;
       telegram.pushMessage({ chat: { id, type: "private", first_name: `U${user}` }, from: { id, is_bot: false, first_name: `U${user}` }, text });
@@ -219,6 +222,7 @@ export async function discordDriver(users: number): Promise<PlatformDriver> {
       // the per-user rate limit would otherwise meter the bench, not the bot.
       RATE_LIMIT_PER_MINUTE: "0",
     },
+    sessionKey: (user) => `dc:${channels[user % channels.length]!}`,
     send(user, text) {
       const channel = channels[user % channels.length]!;
       discord.dispatchMessage({
@@ -383,7 +387,7 @@ export async function runOnce(plan: LoadPlan, platformName: PlatformName, topolo
   const baseRss = workers.map((child) => rssOf(child.child.pid));
   const draw = random(20261206 + rate);
   const total = Math.round(rate * plan.seconds);
-  const sent = new Map<number, { at: number; modelMs: number }>();
+  const sent = new Map<number, { at: number; modelMs: number; user: number }>();
   const answeredAt = new Map<number, number>();
   const peakRss = deployment.processes.map(() => 0);
   const endRss = deployment.processes.map(() => 0);
@@ -414,7 +418,7 @@ export async function runOnce(plan: LoadPlan, platformName: PlatformName, topolo
       const wait = due - Date.now();
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
       const message = messageOf(index, plan, draw);
-      sent.set(index, { at: Date.now(), modelMs: modelTimeMs(plan, message.tools) });
+      sent.set(index, { at: Date.now(), modelMs: modelTimeMs(plan, message.tools), user: message.user });
       platform.send(message.user, message.text);
     }
     const lastSent = Date.now();
@@ -429,7 +433,8 @@ export async function runOnce(plan: LoadPlan, platformName: PlatformName, topolo
     const redisCommands = await commands.stop();
     const waits = [...answeredAt.entries()].map(([id, at]) => at - sent.get(id)!.at - sent.get(id)!.modelMs);
     // The probes write twice a second: the last marks are in once the processes have flushed.
-    const stageTurns = stages ? (await deployment.close(), turnsOf(stages.stop(), false)) : undefined;
+    const visible: BenchMark[] = [...answeredAt.entries()].map(([id, at]) => ({ stage: "visible", sessionKey: platform.sessionKey(sent.get(id)!.user), at }));
+    const stageTurns = stages ? (await deployment.close(), turnsOf([...stages.stop(), ...visible], false)) : undefined;
     return {
       platform: platformName, topology, rate, offered: total, answered: answeredAt.size, waits,
       processes: deployment.labels.map((label, index) => ({ label, loopDelayP99: reports[index]!.p99, peakRss: peakRss[index]!, endRss: endRss[index]! })),

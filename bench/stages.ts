@@ -15,9 +15,13 @@ import { percentile, table } from "./stats.js";
 const CHANNEL = "longhaul:turn-stage";
 
 /** The path of one message, in the order a turn passes it (what `sending` waits on). */
-const PATH: readonly TurnStage[] = [
-  "ingress", "enqueued", "picked", "begun", "loop", "reserved", "answered", "settled", "loop-done", "commit", "delivery-picked", "delivery-begun", "sending",
+const PATH: readonly BenchStage[] = [
+  "ingress", "enqueued", "picked", "begun", "loop", "reserved", "answered", "settled", "loop-done", "commit", "delivery-picked", "delivery-begun", "sending", "visible",
 ];
+
+/** The app's points, and `visible`: the platform fake accepted the answer (marked by bench/load.ts, not the app). */
+export type BenchStage = TurnStage | "visible";
+export type BenchMark = Omit<StageMark, "stage"> & { stage: BenchStage };
 
 /**
  * A worker's probe, given as a preloaded module: it keeps the marks in memory and appends them to
@@ -65,7 +69,7 @@ export function recordStages(): StageRecorder {
 /** One message's way: when it first passed each point. */
 export interface TurnMarks {
   sessionKey: string;
-  at: Map<TurnStage, number>;
+  at: Map<BenchStage, number>;
 }
 
 /**
@@ -73,7 +77,7 @@ export interface TurnMarks {
  * at a time in the bench: its marks until the next `ingress` are that message's); only messages
  * that reached `sending` unless `answeredOnly` is false.
  */
-export function turnsOf(marks: readonly StageMark[], answeredOnly = true): TurnMarks[] {
+export function turnsOf(marks: readonly BenchMark[], answeredOnly = true): TurnMarks[] {
   const turns: TurnMarks[] = [];
   const open = new Map<string, TurnMarks>();
   for (const mark of [...marks].sort((a, b) => a.at - b.at)) {
@@ -89,8 +93,8 @@ export function turnsOf(marks: readonly StageMark[], answeredOnly = true): TurnM
 }
 
 /** How many messages stopped at each point: the last point of PATH each reached (`sending`: all the way). */
-export function furthestPoints(turns: readonly TurnMarks[]): Partial<Record<TurnStage, number>> {
-  const counts: Partial<Record<TurnStage, number>> = {};
+export function furthestPoints(turns: readonly TurnMarks[]): Partial<Record<BenchStage, number>> {
+  const counts: Partial<Record<BenchStage, number>> = {};
   for (const turn of turns) {
     const last = [...PATH].reverse().find((stage) => turn.at.has(stage));
     if (last) counts[last] = (counts[last] ?? 0) + 1;
@@ -108,7 +112,7 @@ export function stageTable(title: string, all: readonly TurnMarks[], percentiles
   const path = PATH.filter((stage) => all.filter((turn) => turn.at.has(stage)).length >= 0.9 * all.length);
   const turns = all.filter((turn) => path.every((stage) => turn.at.has(stage)));
   const rows: Array<Array<string | number>> = [];
-  const row = (label: string, from: TurnStage, to: TurnStage) => {
+  const row = (label: string, from: BenchStage, to: BenchStage) => {
     const spans = turns.map((turn) => turn.at.get(to)! - turn.at.get(from)!).sort((a, b) => a - b);
     rows.push([label, ...percentiles.map((p) => percentile(spans, p)), spans.reduce((sum, span) => sum + span, 0) / spans.length]);
   };
