@@ -176,6 +176,23 @@ describe("voice replies on telegram", () => {
     expect(e2e.telegram.voices(DM.id)).toHaveLength(1);
   });
 
+  it("a voice note whose answer was lost is counted as sent, never sent twice, and the text follows it", async () => {
+    e2e = await startTelegramE2e();
+    await command(e2e, "/voice on", 1);
+    // Telegram sent the voice note, and the connection dropped before its answer came back.
+    e2e.telegram.loseAnswer("sendVoice", { applied: true });
+    const answer = "The ferry to the island leaves at nine every morning. ".repeat(10).trim();
+    e2e.llm.enqueue(`${answer}\n\n\`\`\`\ntimetable.pdf\n\`\`\`\n\n${answer}`);
+    e2e.telegram.pushMessage({ chat: DM, from: ADA, text: "when is the ferry?" });
+    const sent = await e2e.waitForSent(DM.id, 2);
+    expect(textOf(sent[1])).toContain("timetable.pdf");
+    await sleep(1_000);
+    expect(e2e.telegram.callsOf("sendVoice")).toHaveLength(1);
+    expect(e2e.telegram.voices(DM.id)).toHaveLength(1);
+    expect(e2e.sentTo(DM.id)).toHaveLength(2);
+    expect(e2e.logs.lines.filter((line) => line.includes("reply-part-unconfirmed"))).toHaveLength(1);
+  });
+
   it("speech is paid from the chat's budget at TTS_PRICE_PER_MILLION_CHARS, by the characters spoken", async () => {
     e2e = await startTelegramE2e({
       env: { TTS_PRICE_PER_MILLION_CHARS: "1000000", LONGHAUL_CONFIG_FILE: writeConfigFile("budgets:\n  chat: { daily: { usd: 100 } }\n") },
