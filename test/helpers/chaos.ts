@@ -107,9 +107,10 @@ export interface ChaosReport {
   /** The same part delivered twice. */
   duplicateParts: number;
   /**
-   * Of those, the ones the documented floor explains: the first copy went out just before the
-   * gateway that sent it was SIGKILLed (accepted by the platform, not yet recorded), and the
-   * next gateway sent it again. Every other duplicate is a failure.
+   * Of those, the ones the documented floor explains: the first copy was the last message the
+   * gateway that sent it put in that chat before it was SIGKILLed (or ran out of shutdown time):
+   * accepted by the platform, not yet recorded; a later gateway sent it again. Every other
+   * duplicate is a failure.
    */
   duplicatePartsAtGatewayKill: number;
   clean: boolean;
@@ -222,7 +223,16 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     incarnations.set(name, count);
     void app.exited().then(() => writeFileSync(join(logDir, `${name}-${count}.log`), app.stderr()));
   };
+  /**
+   * Each gateway incarnation's life: from its spawn until it was stopped, and whether it died
+   * (SIGKILL, or a SIGTERM whose shutdown ran out of time) rather than stopped cleanly.
+   * Gateways never overlap (the next one is spawned once the last one exited), so the time the
+   * fake Telegram received a call names the incarnation that sent it — a request the dying
+   * process had written still arrives before the next one is spawned.
+   */
+  const gatewayLives: Array<{ start: number; killed: boolean }> = [];
   const startGateway = async () => {
+    gatewayLives.push({ start: Date.now(), killed: false });
     const app = spawnApp({ ...env, LONGHAUL_ROLE: "gateway", HTTP_PORT: String(port), TELEGRAM_WEBHOOK_URL: webhookUrl, TELEGRAM_WEBHOOK_SECRET: SECRET });
     saveLog("gateway", app);
     // A loaded two-core machine can take a minute to start a process.
@@ -236,7 +246,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   };
   let gateway = await startGateway();
   const workers = [startWorker(0), startWorker(1)];
-  await Promise.all(workers.map((worker) => worker.waitForStderr(/longhaul-ready/, 60_000)));
+  await Promise.all(workers.map((worker) => worker.waitForStderr(/longhaul-ready/, 150_000)));
   log(`seed ${options.seed}: processes up, logs in ${logDir}`);
 
   // Users: each chat posts its next message only once Telegram got a 2xx for the previous one.
@@ -313,7 +323,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
   // The fault schedule.
   const faults: Record<string, number> = {};
-  const gatewayKills: number[] = [];
+  /** The faults applied, in order (kept in the log directory beside every Bot API call, to trace a failed seed). */
+  const timeline: string[] = [];
   const pastTheLock = () => Math.round(lockMs * (1.2 + random() * 2));
   const end = Date.now() + options.durationMs;
   const applied = () => Object.values(faults).reduce((sum, count) => sum + count, 0);
@@ -325,7 +336,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const kind = kinds[Math.floor(random() * kinds.length)]!;
     const index = Math.floor(random() * workers.length);
     faults[kind] = (faults[kind] ?? 0) + 1;
-    log(`  ${new Date().toISOString()} ${kind}${kind.startsWith("worker") ? ` ${index}` : ""}`);
+    const line = `${new Date().toISOString()} ${kind}${kind.startsWith("worker") ? ` ${index}` : ""}`;
+    timeline.push(line);
+    log(`  ${line}`);
     switch (kind) {
       case "worker-kill":
         await workers[index]!.kill("SIGKILL");
@@ -346,6 +359,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         break;
       case "gateway-term":
         await gateway.kill("SIGTERM");
+        // A shutdown past SHUTDOWN_TIMEOUT_MS ends in process.exit mid-work: a crash, not a clean stop.
+        if (gateway.stderr().includes("shutdown-timed-out")) gatewayLives.at(-1)!.killed = true;
         gateway = await startGateway();
         break;
       case "gateway-pause":
@@ -356,7 +371,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         gateway.signal("SIGCONT");
         break;
       case "gateway-kill":
-        gatewayKills.push(Date.now());
+        gatewayLives.at(-1)!.killed = true;
         await gateway.kill("SIGKILL");
         await sleep(300 + random() * 1_500);
         gateway = await startGateway();
@@ -442,12 +457,28 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     return message !== undefined && unconfirmedSessions.has(message.sessionKey);
   });
 
-  // A repeat is the floor's when a gateway SIGKILL fell between the two copies, within a moment of the first.
+  // A repeat is the floor's when every copy but the last was the last message its gateway
+  // incarnation sent to that chat, that incarnation was SIGKILLed, and the next copy came from a
+  // later one: the part went out and its gateway died before recording it (a delivery sends
+  // nothing more to a chat before recording what it sent). Two copies from one incarnation, across
+  // a graceful restart, or with a later message between them, are a part sent twice without a crash.
+  const lifeAt = (at: number) => gatewayLives.findLastIndex((life) => life.start <= at);
   const atGatewayKill = result.duplicateReplies.filter((key) => {
-    const copies = parts.filter((part) => `${part.chatId}\n${part.text}` === key).map((part) => part.at).sort((a, b) => a - b);
-    return copies.length === 2 && gatewayKills.some((kill) => kill >= copies[0]! && kill - copies[0]! < 1_000 && copies[1]! > kill);
+    const copies = parts.filter((part) => `${part.chatId}\n${part.text}` === key).sort((a, b) => a.at - b.at);
+    return copies.every((copy, index) => {
+      const next = copies[index + 1];
+      if (next === undefined) return true;
+      const life = lifeAt(copy.at);
+      const laterInChat = parts.some((part) => part.chatId === copy.chatId && part.at > copy.at && lifeAt(part.at) === life);
+      return gatewayLives[life]?.killed === true && lifeAt(next.at) > life && !laterInChat;
+    });
   });
 
+  writeFileSync(join(logDir, "faults.log"), `${timeline.join("\n")}\n`);
+  writeFileSync(join(logDir, "telegram-calls.jsonl"), telegram.calls.map((call) => JSON.stringify({
+    at: new Date(call.at).toISOString(), method: call.method, chat: call.payload.chat_id, message: call.payload.message_id, accepted: call.visible !== undefined, retryAfter: call.retryAfter,
+    silent: call.payload.disable_notification === true, text: String(call.payload.text ?? "").slice(0, 60),
+  })).join("\n"));
   await gateway.kill("SIGTERM");
   await Promise.all(workers.map((worker) => worker.kill("SIGTERM")));
   await telegram.close();
