@@ -90,13 +90,30 @@ async function modelSettings(ask: Asker, options: ModelOptions, config: ConfigFi
     const chosen = await ask.select("Which dialect does it speak? (what it accepts and wants back; detected from the URL)", PROVIDER_NAMES.map((name) => ({ value: name, name })), (current.LLM_PROVIDER as ProviderName | undefined) ?? detected, "--provider");
     provider = chosen === detected ? undefined : chosen;
   }
-  const model = options.model ?? await ask.input("Model", (kept ? config.get("LLM_MODEL") : undefined) ?? preset.model, "--model", (value) => (value.trim() === "" ? "a model name" : true));
+  const suggested = (kept ? config.get("LLM_MODEL") : undefined) ?? preset.model ?? (options.model === undefined ? await firstServedModel(baseUrl) : undefined);
+  const model = options.model ?? await ask.input("Model", suggested, "--model", (value) => (value.trim() === "" ? "a model name" : true));
   const existingWindow = kept ? config.get("LLM_CONTEXT_WINDOW") : undefined;
   const contextWindow = options.contextWindow ?? (preset.local
     ? await ask.input("Context window the server runs with, in tokens (empty: the model's known window)", existingWindow ?? "8192", "--context-window", isWindow)
     : existingWindow);
   if (contextWindow !== undefined && isWindow(contextWindow) !== true) throw new StepFailedError(`--context-window ${contextWindow}: not a number of tokens`, 2);
   return { preset, provider, baseUrl, model: model.trim(), contextWindow: contextWindow === "" ? undefined : contextWindow };
+}
+
+/**
+ * The first model a server lists (GET /models): vLLM answers only to the name it serves, and a
+ * local server is asked before any key. Undefined when it lists none or does not answer.
+ */
+async function firstServedModel(baseUrl: string): Promise<string | undefined> {
+  try {
+    const response = await fetch(`${baseUrl.replace(/\/+$/, "")}/models`, { signal: AbortSignal.timeout(5_000) });
+    if (!response.ok) return undefined;
+    const body = (await response.json()) as { data?: Array<{ id?: unknown }> };
+    const id = body.data?.[0]?.id;
+    return typeof id === "string" && id !== "" ? id : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 async function keyAndCheck(ask: Asker, options: ModelOptions, settings: ModelSettings, existingKey: string | undefined, env: NodeJS.ProcessEnv): Promise<ModelChoice | "again"> {

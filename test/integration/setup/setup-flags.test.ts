@@ -105,6 +105,21 @@ describe("setup without questions (--yes)", () => {
     expect(existsSync(files.env)).toBe(false);
   });
 
+  it("offers the model a local server lists, and writes no key for a server that takes none", async () => {
+    const open = await startFakeLlm({ models: ["Qwen/Qwen2.5-7B-Instruct"] });
+    try {
+      const result = await setup(["--provider", "vllm", "--base-url", open.url, "--context-window", "32768", "--no-telegram", "--no-discord"]);
+      expect(result.stderr).toBe("");
+      expect(result.code).toBe(0);
+      expect(open.requests[0]!.body.model).toBe("Qwen/Qwen2.5-7B-Instruct");
+      const config = loadConfig({ LONGHAUL_CONFIG_FILE: files.config, LONGHAUL_ENV_FILE: files.env });
+      expect(config).toMatchObject({ LLM_PROVIDER: "vllm", LLM_BASE_URL: open.url, LLM_MODEL: "Qwen/Qwen2.5-7B-Instruct", LLM_CONTEXT_WINDOW: 32768 });
+      expect(config.LLM_API_KEY).toBeUndefined();
+    } finally {
+      await open.close();
+    }
+  });
+
   it("names the flag a question without a default needs", async () => {
     const result = await setup(["--provider", "vllm", "--no-telegram", "--no-discord"]);
     expect(result.code).toBe(2);
