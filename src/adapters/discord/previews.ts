@@ -9,9 +9,10 @@
  */
 import { DiscordAPIError, MessageFlags, Routes, type Client, type SendableChannels } from "discord.js";
 import type { OutboundReply, PreviewPort, ReplyTarget } from "../channel-adapter.js";
-import { PermanentError } from "../../errors.js";
+import { PermanentError, RetryableError, errorMessage } from "../../errors.js";
 import type { Logger } from "../../logger.js";
 import { NO_MENTIONS, partNonce, toSendError } from "./send-reply.js";
+import { RequestNotSent, traceSends, type SendTrace } from "./request-outcome.js";
 import { withSendPriority } from "../send-priority.js";
 
 /** Discord's limit is 2,000 characters (code points); a longer preview shows its beginning. */
@@ -35,8 +36,9 @@ export class DiscordPreviews implements PreviewPort {
 
   async create(target: ReplyTarget, text: string, signal: AbortSignal, previewId?: string): Promise<string> {
     const replyTo = target.replyToMessageId;
+    const trace: SendTrace = { sent: false };
     try {
-      const created = (await withSendPriority("preview", () => this.client.rest.post(Routes.channelMessages(target.chatId), {
+      const created = (await traceSends(trace, () => withSendPriority("preview", () => this.client.rest.post(Routes.channelMessages(target.chatId), {
         body: {
           content: clipDiscordPreview(text),
           // A status never notifies (no ping, @silent): the answer that replaces it does.
@@ -47,9 +49,15 @@ export class DiscordPreviews implements PreviewPort {
           ...(replyTo === undefined ? {} : { message_reference: { message_id: replyTo, fail_if_not_exists: false } }),
         },
         signal,
-      }))) as { id: string };
+      })))) as { id: string };
       return created.id;
     } catch (error) {
+      // Aborted before it left (its time ran out behind a busy channel in discord.js's queue): no
+      // message can exist, so the renderer frees the preview instead of recording the create as
+      // one whose answer was lost (which the final would then have to recover).
+      if (!trace.sent && !(error instanceof RetryableError || error instanceof PermanentError)) {
+        throw new RequestNotSent(`preview in channel ${target.chatId}: not sent (${errorMessage(error)})`, { cause: error });
+      }
       throw toPreviewError(error, `preview in channel ${target.chatId}`);
     }
   }

@@ -18,13 +18,14 @@
  * within milliseconds of each second and the finals waited in discord.js's global queue behind
  * them (issue 32: 176 of 1,500 messages answered at 25 a second, at 3 requests a second). So the
  * client is given no global limit of its own (`budgetedRestOptions`) and this hook counts the
- * requests it really sends, the budget's grant and wait done.
+ * requests it really sends, the budget's grant and wait done. A request whose caller gave up on
+ * the way is not sent, not retried, and says so (./request-outcome.ts).
  */
-import { setTimeout as sleep } from "node:timers/promises";
 import { DefaultRestOptions, type ResponseLike } from "discord.js";
 import { botBucket, type SendBucket, type SendBudget, type SendPriority, type SendRequest } from "../../core/send-budget.js";
 import { RetryableError } from "../../errors.js";
 import { currentSendPriority } from "../send-priority.js";
+import { markSent, RequestNotSent, waitToSend } from "./request-outcome.js";
 
 type MakeRequest = typeof DefaultRestOptions.makeRequest;
 
@@ -93,15 +94,22 @@ export function budgetedRequest(hook: DiscordBudgetHook): MakeRequest {
   const windows = new SecondWindows(PROCESS_REQUESTS_PER_SECOND, hook.now);
   const raw = hook.makeRequest ?? DefaultRestOptions.makeRequest;
   const send: MakeRequest = async (url, init) => {
-    for (let wait = windows.take(); wait > 0; wait = windows.take()) await sleep(wait, undefined, { signal: (init.signal ?? undefined) as AbortSignal | undefined });
+    for (let wait = windows.take(); wait > 0; wait = windows.take()) await waitToSend(wait, init.signal as AbortSignal | null | undefined, "a request held by the process's global limit");
+    markSent();
     return raw(url, init);
   };
   return async (url, init) => {
     const budget = hook.budget();
     const method = (init.method ?? "GET").toUpperCase();
     const path = new URL(url).pathname.replace(/^.*?\/v\d+(?=\/)/, "");
+    // Aborted before it could start (discord.js's own timeout starts just before this call): the
+    // caller gave up while it queued in discord.js. Nothing is taken, sent, or sent again.
+    if (init.signal?.aborted) throw new RequestNotSent(`${method} ${path}: its caller gave up while it queued in discord.js`);
     // Interaction responses are not bound to the bot's global limit (Discord's rate-limit docs).
-    if (/^\/(interactions|webhooks)\//.test(path)) return raw(url, init);
+    if (/^\/(interactions|webhooks)\//.test(path)) {
+      markSent();
+      return raw(url, init);
+    }
     if (!budget) return send(url, init);
     const signal = init.signal ?? undefined;
     const channel = /^\/channels\/(\d+)/.exec(path)?.[1];
@@ -110,14 +118,14 @@ export function budgetedRequest(hook: DiscordBudgetHook): MakeRequest {
     for (;;) {
       const grant = await budget.take(request);
       if (grant.granted) {
-        if (grant.delayMs > 0) await sleep(grant.delayMs, undefined, { signal: signal as AbortSignal | undefined });
+        if (grant.delayMs > 0) await waitToSend(grant.delayMs, signal as AbortSignal | undefined, `${method} ${path}`);
         break;
       }
       if (priority !== "notice" || grant.waitMs > NOTICE_MAX_WAIT_MS) {
         hook.onRefused?.(priority);
         throw new SendBudgetRefusal(`the bot's send budget: ${priority} to ${channel ?? path} refused for ${grant.waitMs} ms`, { retryAfterMs: grant.waitMs });
       }
-      await sleep(grant.waitMs, undefined, { signal: signal as AbortSignal | undefined });
+      await waitToSend(grant.waitMs, signal as AbortSignal | undefined, `${method} ${path}`);
     }
     const response: ResponseLike = await send(url, init);
     if (response.status === 429) {

@@ -1,0 +1,49 @@
+/**
+ * Whether a Discord REST request left the process (issue 32). A request whose caller gave up
+ * while it waited (in discord.js's per-route queue, for the send budget's slot, for this
+ * process's global limit) never reached Discord: it made nothing there. Said so, a preview whose
+ * time ran out behind a busy channel is simply freed, instead of counted as a create whose answer
+ * was lost, which the final then had to look for (a recovery create, up to 5 s of its delivery).
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
+import { RetryableError } from "../../errors.js";
+
+/**
+ * Nothing of the call went out. Not an AbortError: discord.js sends those again (three times,
+ * each through the budget); `retryAfterMs` 0 marks it as refused, not failed on the way, for the
+ * preview renderer and the delivery queue.
+ */
+export class RequestNotSent extends RetryableError {
+  override readonly name = "RequestNotSent";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, { ...options, retryAfterMs: 0 });
+  }
+}
+
+/** Whether a request of a traced call was handed to the network. */
+export interface SendTrace {
+  sent: boolean;
+}
+
+const traces = new AsyncLocalStorage<SendTrace>();
+
+/** Runs `call` (REST calls through the budget hook) with `trace`, whose `sent` turns true once one of its requests goes out. */
+export function traceSends<T>(trace: SendTrace, call: () => T): T {
+  return traces.run(trace, call);
+}
+
+/** The request hook is about to hand the request to the network. */
+export function markSent(): void {
+  const trace = traces.getStore();
+  if (trace) trace.sent = true;
+}
+
+/** Waits `ms` before sending; a caller that gives up meanwhile gets `RequestNotSent`. */
+export async function waitToSend(ms: number, signal: AbortSignal | null | undefined, what: string): Promise<void> {
+  try {
+    await sleep(ms, undefined, signal ? { signal } : undefined);
+  } catch (error) {
+    throw new RequestNotSent(`${what}: its caller gave up while it waited`, { cause: error });
+  }
+}
