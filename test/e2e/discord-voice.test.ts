@@ -58,3 +58,36 @@ describe("Discord voice replies", E2E_TIMEOUT, () => {
     expect(isOggOpus(e2e.fake.uploads[0]!.bytes)).toBe(true);
   });
 });
+
+describe("Discord voice replies with live previews", E2E_TIMEOUT, () => {
+  let e2e: DiscordE2E;
+
+  beforeEach(async () => {
+    e2e = await DiscordE2E.start({ DISCORD_STREAMING: "partial", STREAMING_DELAY_MS: "0" });
+    await e2e.startPipeline();
+  });
+
+  afterEach(async () => {
+    await closeExpectingOnlyAskerPinged(e2e);
+  });
+
+  it("the silent preview gives way to the voice message, then the text; the preview is deleted after the voice", async () => {
+    e2e.fake.dispatchMessage(fixture("dm", { id: undefined, content: "/voice on" }));
+    await e2e.waitForSent(1, IDS.dmChannel);
+    const answer = "The ferry to the island leaves at nine every morning. ".repeat(10).trim();
+    e2e.llm.enqueue({ text: answer, tokensPerSecond: 150 });
+    e2e.fake.dispatchMessage(fixture("dm", { id: undefined, content: "when is the ferry?" }));
+    const sent = await e2e.waitForSent(4, IDS.dmChannel);
+    expect(Number(sent[1]!.flags)).toBe(4096);
+    expect(Number(sent[2]!.flags) & IS_VOICE_MESSAGE).toBe(IS_VOICE_MESSAGE);
+    expect(String(sent[3]!.content)).toBe(answer);
+    await until(() => expect(e2e.fake.requestsTo("DELETE", /^\/channels\/\d+\/messages\/\d+$/)).toHaveLength(1));
+    const [deleted] = e2e.fake.requestsTo("DELETE", /^\/channels\/\d+\/messages\/\d+$/);
+    const voicePost = e2e.fake.requestsTo("POST", /^\/channels\/\d+\/messages$/).find((request) => request.status === 200 && (Number((request.body as { flags?: unknown }).flags) & IS_VOICE_MESSAGE) !== 0);
+    expect(deleted!.at).toBeGreaterThanOrEqual(voicePost!.at);
+    await sleep(1_000);
+    const shown = e2e.fake.botMessages(IDS.dmChannel);
+    expect(shown).toHaveLength(3);
+    expect(shown.map((message) => Number(message.flags ?? 0) & IS_VOICE_MESSAGE)).toEqual([0, IS_VOICE_MESSAGE, 0]);
+  });
+});
