@@ -41,4 +41,16 @@ describe("fallbackDigest", () => {
     // Everything fits: no range line.
     expect(fallbackDigest(dropped.slice(0, 2), { toolNames: new Map(), maxTokens: 200, counter })).toBe(`${FALLBACK_DIGEST_HEADER}\n- [m1] user: question number 1 about the ledger\n- [m2] user: question number 2 about the ledger`);
   });
+
+  it("shows a first line of exactly 160 characters whole", () => {
+    const line = "y".repeat(160);
+    const text = fallbackDigest([{ id: "m1", role: "user", content: `${line}\nsecond` }], { toolNames: new Map(), maxTokens: 10_000, counter });
+    expect(text).toBe(`${FALLBACK_DIGEST_HEADER}\n- [m1] user: ${line}`);
+  });
+
+  it("with a budget too small even for the header, ends with the header and the range line, listing no turn", () => {
+    const dropped: ChatMessage[] = [{ id: "m1", role: "user", content: "first" }, { id: "m2", role: "user", content: "second" }];
+    const text = fallbackDigest(dropped, { toolNames: new Map(), maxTokens: 5, counter });
+    expect(text).toBe(`${FALLBACK_DIGEST_HEADER}\n- (2 older turns, [m1] onwards: recall by id or search)`);
+  });
 });

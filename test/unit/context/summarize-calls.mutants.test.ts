@@ -6,7 +6,7 @@
  */
 import { describe, expect, it, vi } from "vitest";
 import type { ChatMessage } from "../../../src/core/messages.js";
-import { summarizeWithFallback, type SummarizeInput, type SummarizeStats } from "../../../src/context/summarize.js";
+import { SummarizerFailedError, summarizeWithFallback, type SummarizeInput, type SummarizeStats } from "../../../src/context/summarize.js";
 import type { Summarizer, SummaryRequest, SummaryResponse } from "../../../src/context/summarizer.js";
 import { createTokenCounter } from "../../../src/context/tokens.js";
 
@@ -15,7 +15,7 @@ const TEN_MINUTES = 600_000;
 
 class Scripted implements Summarizer {
   readonly requests: SummaryRequest[] = [];
-  readonly contextWindow = 100_000;
+  readonly contextWindow: number = 100_000;
   constructor(readonly model: string, private readonly answer: (call: number, request: SummaryRequest) => Promise<SummaryResponse>) {}
   summarize(request: SummaryRequest): Promise<SummaryResponse> {
     this.requests.push(request);
@@ -85,5 +85,58 @@ describe("what happens at once", () => {
     const outcome = await summarizeWithFallback(input({ retry: { attempts: 0, baseDelayMs: TEN_MINUTES, timeoutMs: TEN_MINUTES } }), [once], stats());
     expect(once.requests).toHaveLength(1);
     expect(outcome.text).toBe("## Goal\nplanned");
+  });
+
+  it("a summarizer that throws at once, or rejects with nothing, still gets its retries; the failure report keeps what it threw", async () => {
+    const thrown = new Error("bad request shape");
+    const throwing: Summarizer = { model: "aux", contextWindow: 100_000, summarize: () => { throw thrown; } };
+    const error = (await summarizeWithFallback(input({ retry: { attempts: 2, baseDelayMs: 0, timeoutMs: TEN_MINUTES } }), [throwing], stats()).catch((caught: unknown) => caught)) as SummarizerFailedError;
+    expect(error.failures[0]!.error).toBe(thrown);
+    expect(error.cause).toBe(thrown);
+    const nothing = new Scripted("aux", async (call) => (call === 1 ? Promise.reject(null) : { text: "## Goal\nsecond try", finishReason: "stop" }));
+    expect((await summarizeWithFallback(input({ retry: { attempts: 2, baseDelayMs: 0, timeoutMs: TEN_MINUTES } }), [nothing], stats())).text).toBe("## Goal\nsecond try");
+  });
+
+  it("the failure report says why: the timeout, the length stop, the over-long summary", async () => {
+    const reasons = async (answer: () => Promise<SummaryResponse>, timeoutMs = TEN_MINUTES) => {
+      const error = (await summarizeWithFallback(input({ retry: { attempts: 1, baseDelayMs: 0, timeoutMs } }), [new Scripted("aux", answer)], stats()).catch((caught: unknown) => caught)) as SummarizerFailedError;
+      return (error.failures[0]!.error as Error).message;
+    };
+    expect(await reasons(() => new Promise(() => {}), 20)).toBe("summarizer aux did not answer within 20 ms");
+    expect(await reasons(async () => ({ text: "## Goal\ncut", finishReason: "length" }))).toMatch(/^summarizer aux stopped at max_tokens \(\d+\) before finishing the summary$/);
+    expect(await reasons(async () => ({ text: "x".repeat(2 * BUDGET), finishReason: "stop" }))).toBe(`summarizer aux wrote more than 1.5 × the ${BUDGET} tokens asked for`);
+  });
+
+  it("passes who pays on to every call", async () => {
+    const budget = { chargeTo: "chat:1" } as unknown as NonNullable<SummarizeInput["budget"]>;
+    const summarizer = new Scripted("aux", async () => ({ text: "## Goal\nok", finishReason: "stop" }));
+    await summarizeWithFallback(input({ budget }), [summarizer], stats());
+    expect(summarizer.requests[0]!.budget).toBe(budget);
+  });
+
+  it("an empty middle makes no call and gives back the previous summary, or nothing", async () => {
+    const idle = new Scripted("aux", async () => ({ text: "## Goal\nnever", finishReason: "stop" }));
+    expect(await summarizeWithFallback(input({ middle: [] }), [idle], stats())).toEqual({ text: "", model: "aux", chunks: 0 });
+    expect((await summarizeWithFallback(input({ middle: [], previousSummary: "## Goal\nkept" }), [idle], stats())).text).toBe("## Goal\nkept");
+    expect(idle.requests).toHaveLength(0);
+  });
+});
+
+describe("the shorter ask in a fold of several chunks", () => {
+  it("keeps the chunk's part, the running summary and the focus, and adds its note once to the last message", async () => {
+    // A 16K summarizer window and 1,500-character turns: several chunks.
+    const many: ChatMessage[] = Array.from({ length: 12 }, (_, index) => ({ id: `m${index}`, role: "user", content: `${index} ${"w".repeat(1_500)}` }));
+    const summarizer = new (class extends Scripted {
+      override readonly contextWindow = 16_000;
+    })("aux", async (call) => (call === 2 ? { text: "## Goal\ncut mid-", finishReason: "length" } : { text: `## Goal\nafter call ${call}`, finishReason: "stop" }));
+    const outcome = await summarizeWithFallback(input({ middle: many, focus: "the ledger" }), [summarizer], stats());
+    expect(outcome.chunks).toBeGreaterThan(1);
+    const [, cut, shorter] = summarizer.requests;
+    const userOf = (request: SummaryRequest) => String(request.messages[1]!.content);
+    expect(userOf(cut!)).toContain(`<turns part="2 of ${outcome.chunks}">`);
+    expect(shorter!.messages).toHaveLength(2);
+    for (const expected of [`<turns part="2 of ${outcome.chunks}">`, "<previous-summary>\n## Goal\nafter call 1\n</previous-summary>", 'focus the summary on "the ledger"', "Your previous answer ran past its length limit"]) {
+      expect(userOf(shorter!), expected).toContain(expected);
+    }
   });
 });

@@ -9,7 +9,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { ApiMessage, ChatMessage } from "../../../src/core/messages.js";
-import { MAX_SUMMARY_OVER_TARGET, planChunks, summarizeWithFallback, type SummarizeInput } from "../../../src/context/summarize.js";
+import { MAX_SUMMARY_OVER_TARGET, MIN_CHUNK_TOKENS, planChunks, summarizeWithFallback, type SummarizeInput } from "../../../src/context/summarize.js";
 import type { Summarizer, SummaryRequest, SummaryResponse } from "../../../src/context/summarizer.js";
 import { createTokenCounter, MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS } from "../../../src/context/tokens.js";
 
@@ -93,5 +93,69 @@ describe("every summarizer request fits the summarizer's window", () => {
     expect(exact.chunks).toHaveLength(1);
     const over = planChunks(input([turn("m1", first), turn("m2", second + 1)]), summarizer);
     expect(over.chunks).toHaveLength(2);
+  });
+
+  it("every chunk is turns only, each starting at a turn's label", () => {
+    const largest = largestWholeTurn({});
+    const plan = planChunks(input([turn("m1", largest), turn("m2", 100), turn("m3", 200)]), new Longest(WINDOW));
+    expect(plan.chunks).toHaveLength(2);
+    expect(plan.chunks.map((chunk) => chunk.split("\n").map((line) => line.slice(0, 4)))).toEqual([["[m1]"], ["[m2]", "[m3]"]]);
+  });
+});
+
+describe("sizes from cached counts, against what a chunk holds", () => {
+  const ENCODING = counter.encoding;
+  const cached = (message: ChatMessage, count: number): ChatMessage => ({ ...message, tokens: { encoding: ENCODING, count } });
+
+  it("a cached count that looks too big is checked exactly: the largest whole turn stays whole, one character more is cut", () => {
+    const largest = largestWholeTurn({});
+    const summarizer = new Longest(WINDOW);
+    const cutOf = (chars: number) => planChunks(input([cached(turn("m1", chars), 50_000)]), summarizer).chunks[0]!.includes("cut to fit the summarizer");
+    expect(cutOf(largest)).toBe(false);
+    expect(cutOf(largest + 1)).toBe(true);
+  });
+
+  it("a cached count covers the message, not its label: two turns whose counts fill a chunk only without their labels go in two", () => {
+    const capacity = largestWholeTurn({}) + "[m1] user: ".length + 1;
+    const summarizer = new Longest(WINDOW);
+    const half = Math.floor(capacity / 2) - 5;
+    const plan = planChunks(input([cached(turn("m1", 20), half), cached(turn("m2", 20), half)]), summarizer);
+    expect(plan.chunks).toHaveLength(2);
+    // Well under a chunk together, labels included: one.
+    expect(planChunks(input([cached(turn("m1", 20), half - 20), cached(turn("m2", 20), half - 20)]), summarizer).chunks).toHaveLength(1);
+  });
+
+  it("an empty message with a cached count is counted as its entry, and the turns after it still split", () => {
+    const largest = largestWholeTurn({});
+    const empty: ChatMessage = cached({ id: "m2", role: "assistant", content: "" }, 4);
+    const plan = planChunks(input([turn("m1", 1_000), empty, turn("m3", largest)]), new Longest(WINDOW));
+    expect(plan.chunks).toHaveLength(2);
+    expect(plan.chunks[1]!.startsWith("[m3]")).toBe(true);
+  });
+
+  it("an assistant message with text and calls scales its cached count by the share of both the transcript shows", () => {
+    // 10,000 characters of text (6,000 shown) and a call of ~3,000 characters (1,000 shown): the
+    // entry shows about half of the source, so about half the cached count; two share a 40K window's chunk.
+    const speaking = (id: string): ChatMessage => cached({
+      id, role: "assistant", content: `${id} `.padEnd(10_000, "a"),
+      tool_calls: [{ id: `c-${id}`, type: "function", function: { name: "write_file", arguments: JSON.stringify({ text: "t".repeat(3_000) }) } }],
+    }, 20_000);
+    const plan = planChunks(input([speaking("m1"), speaking("m2")]), new Longest(40_000));
+    expect(plan.chunks).toHaveLength(1);
+    expect(plan.chunks[0]).not.toContain("cut to fit the summarizer");
+  });
+
+  it("the smallest window accepted leaves exactly the minimum chunk; one that leaves less is refused, naming what it leaves", () => {
+    const leaves = (contextWindow: number): number | undefined => {
+      try {
+        planChunks(input([turn("m1", 10)]), new Longest(contextWindow));
+        return undefined;
+      } catch (error) {
+        return Number(/leaves (-?\d+) tokens per chunk/.exec((error as Error).message)![1]);
+      }
+    };
+    let window = 4_000;
+    while (leaves(window) !== undefined) window += 1;
+    expect(leaves(window - 1)).toBe(MIN_CHUNK_TOKENS - 1);
   });
 });
