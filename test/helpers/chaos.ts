@@ -126,31 +126,52 @@ const ID_PATTERN = /\bc\d+-m\d+\b/g;
 const reminderTag = (id: string) => `rem_${id.replace("-", "_")}`;
 const REMINDER_PATTERN = /\brem_c\d+_m\d+\b/g;
 
-/** User texts of the batch a tool step belongs to: those before the assistant message that called the tool. */
-function batchOfToolStep(messages: Array<{ role: string; content?: unknown }>): string[] {
-  const caller = messages.findLastIndex((message) => message.role === "assistant");
-  const before = messages.slice(0, caller).findLastIndex((message) => message.role === "assistant");
-  return messages.slice(before + 1, caller).filter((message) => message.role === "user").map((message) => withoutStamp(String(message.content)));
+/**
+ * The tool step a request resumes (it ends with tool results): the ids and fired-task tags of the
+ * batch that made the calls, read from the calls' ids (the model names each call after its batch,
+ * as a real model remembers what it was doing: the product may place other exchanges between the
+ * batch and the step it resumes after an approval — a fired reminder, a task's answer). `refused`:
+ * the ids of calls refused because another approval was waiting; they are answered when that
+ * request is, not here.
+ */
+function resumedStep(messages: Array<{ role: string; content?: unknown; tool_call_id?: string }>): { ids: string[]; tags: string[] } {
+  const results = messages.slice(messages.findLastIndex((message) => message.role !== "tool") + 1);
+  const ids = new Set<string>();
+  const tags = new Set<string>();
+  const refused = new Set<string>();
+  for (const result of results) {
+    const callId = result.tool_call_id ?? "";
+    for (const tag of callId.match(REMINDER_PATTERN) ?? []) tags.add(tag);
+    for (const id of callId.match(ID_PATTERN) ?? []) (String(result.content).includes("already waiting") ? refused : ids).add(id);
+  }
+  return { ids: [...ids].filter((id) => !refused.has(id)), tags: [...tags] };
 }
 
 /**
  * The model: a seeded latency, an answer naming the messages it answers, now and then a long one
  * (several parts). A batch asking for a reminder first calls the schedule tool (a reminder in
- * 3 s whose text is the message's tag), then answers once the tool result is in.
+ * 3 s whose text is the message's tag), then answers once the tool result is in — with the tags
+ * of the tasks that fired in that batch, which a tool call must not make it forget.
  */
 function chaosModel(seed: number) {
   const random = seededRandom(seed ^ 0x5eed);
   return (request: Parameters<typeof newUserTexts>[0]) => {
-    const messages = request.body.messages as Array<{ role: string; content?: unknown }>;
+    const messages = request.body.messages as Array<{ role: string; content?: unknown; tool_call_id?: string }>;
     const afterTool = messages.at(-1)?.role === "tool";
-    const texts = afterTool ? batchOfToolStep(messages) : newUserTexts(request);
-    const ids = texts.flatMap((text) => text.match(ID_PATTERN) ?? []);
-    const asking = afterTool ? [] : texts.filter((text) => text.includes("remind"));
+    const texts = afterTool ? [] : newUserTexts(request);
+    const step = afterTool ? resumedStep(messages) : undefined;
+    const ids = step ? step.ids : texts.flatMap((text) => text.match(ID_PATTERN) ?? []);
+    // A fired task's instructions: its post starts with the tag, as a reminder's does.
+    const tags = step ? step.tags : [...new Set(texts.flatMap((text) => text.match(REMINDER_PATTERN) ?? []))];
+    const asking = texts.filter((text) => text.includes("remind"));
     if (asking.length > 0) {
       // "every": a recurring task, which waits for the asker's Approve button; when it fires,
-      // its instructions (the tag) come to the model, which posts them back.
+      // its instructions (the tag) come to the model, which posts them back. Each call's id names
+      // the batch (its message ids and fired tags) for the step that resumes it.
+      const batch = [...ids, ...tags].join(".");
       return {
-        toolCalls: asking.flatMap((text) => (text.match(ID_PATTERN) ?? []).map((id) => ({
+        toolCalls: asking.flatMap((text) => (text.match(ID_PATTERN) ?? []).map((id, index) => ({
+          id: `chaos.${batch}.${id}.${index}`,
           name: "schedule",
           arguments: text.includes("every")
             ? { action: "create", kind: "task", in: "3s", every: "1d", text: reminderTag(id) }
@@ -159,8 +180,6 @@ function chaosModel(seed: number) {
         delayMs: Math.round(100 + random() * 1_000),
       };
     }
-    // A fired task's instructions: its post starts with the tag, as a reminder's does.
-    const tags = afterTool ? [] : [...new Set(texts.flatMap((text) => text.match(REMINDER_PATTERN) ?? []))];
     const head = tags.length > 0 ? `⏰ ${tags.join(" ")}${ids.length > 0 ? `\nok ${ids.join(" ")}` : ""}` : `ok ${ids.join(" ")}`;
     const long = random() < 0.2;
     // Filler lines are unique per reply (so a repeated part is visible) but name no message id.

@@ -13,14 +13,12 @@ describe("seeded chaos (short)", () => {
     expect(report.messages).toBeGreaterThan(50);
     expect(Object.values(report.faults).reduce((sum, count) => sum + count, 0)).toBeGreaterThanOrEqual(8);
     // duplicatePartsAtGatewayKill and unansweredAtUnconfirmedPart may be non-empty: the
-    // documented floors (a part re-sent after a gateway SIGKILL; a part whose answer was lost
-    // counted as sent and missing when Telegram had not acted). missingReminders, unanswered and
-    // approvalsUnanswered are issue 28's open findings (docs/architecture.md, "Chaos" row: 5 of
-    // 95 reminders, 7 messages and 1 approval request over 7 seeds, causes not yet traced): they
-    // are printed, not asserted, until they are fixed — every guarantee docs state is asserted.
-    const open = { missingReminders: report.details.missingReminders, unanswered: report.details.unanswered, approvalsUnanswered: report.details.approvalsUnanswered };
-    if (Object.values(open).some((list) => (list?.length ?? 0) > 0)) console.warn(`chaos seed 101, issue 28's open findings: ${JSON.stringify(open)}`);
-    expect({ ...report.details, duplicatePartsAtGatewayKill: [], unansweredAtUnconfirmedPart: [], leftoverStatuses: [], missingReminders: [], unanswered: [], approvalsUnanswered: [] }).toEqual({
+    // documented floors (a part re-sent after its gateway died before recording it; a part whose
+    // answer was lost counted as sent and missing when Telegram had not acted). approvalsUnanswered
+    // (a recurring task's request not shown within 90 s) is printed, not asserted: its cause is not
+    // traced yet (issue 28; docs/benchmarks.md, "Chaos").
+    if (report.details.approvalsUnanswered!.length > 0) console.warn(`chaos seed 101, approval requests not shown: ${JSON.stringify(report.details.approvalsUnanswered)}`);
+    expect({ ...report.details, duplicatePartsAtGatewayKill: [], unansweredAtUnconfirmedPart: [], leftoverStatuses: [], approvalsUnanswered: [] }).toEqual({
       lost: [], doubled: [], unanswered: [], answeredTwice: [], duplicateParts: [], duplicatePartsAtGatewayKill: [],
       unansweredAtUnconfirmedPart: [], unreceived: [], duplicateReminders: [], missingReminders: [], approvalsUnanswered: [], leftoverStatuses: [],
     });
