@@ -29,7 +29,7 @@ import { markSent, RequestNotSent, waitToSend } from "./request-outcome.js";
 
 type MakeRequest = typeof DefaultRestOptions.makeRequest;
 
-/** discord.js's default global limit, per process: the most requests this hook sends in any one-second window. */
+/** discord.js's default global limit, per process: the most requests this hook sends in any one second. */
 export const PROCESS_REQUESTS_PER_SECOND = 50;
 
 /** A notice waits at most this long for a token here (below discord.js's 15 s request timeout). */
@@ -64,24 +64,27 @@ export interface DiscordBudgetHook {
   now?: () => number;
 }
 
-/** Fixed one-second windows, as discord.js counts its global limit: `take` → 0 (go, counted) or the ms until the next window. */
+/**
+ * At most `perSecond` requests in any one second, however the second is placed: `take` → 0 (go,
+ * counted) or the ms until the oldest of the last second's is a second old. Fixed windows (how
+ * discord.js counts) let up to twice as many through across a window's edge: when the budget
+ * let everything through (its Redis slow on a starved machine), 75 requests reached the fake in
+ * one second and it answered 229 global 429s, then a 120 s penalty (issue 32).
+ */
 export class SecondWindows {
-  #start = Number.NEGATIVE_INFINITY;
-  #count = 0;
+  /** When the requests of the last second went, oldest first. */
+  readonly #sentAt: number[] = [];
 
   constructor(private readonly perSecond: number, private readonly now: () => number = Date.now) {}
 
   take(): number {
     const now = this.now();
-    if (now - this.#start >= 1_000) {
-      this.#start = now;
-      this.#count = 0;
-    }
-    if (this.#count < this.perSecond) {
-      this.#count++;
+    while (this.#sentAt.length > 0 && now - this.#sentAt[0]! >= 1_000) this.#sentAt.shift();
+    if (this.#sentAt.length < this.perSecond) {
+      this.#sentAt.push(now);
       return 0;
     }
-    return this.#start + 1_000 - now;
+    return this.#sentAt[0]! + 1_000 - now;
   }
 }
 

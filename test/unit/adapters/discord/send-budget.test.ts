@@ -50,4 +50,17 @@ describe("discord: the send budget as discord.js's request hook", () => {
     now += 600;
     expect(windows.take()).toBe(0);
   });
+
+  it("counts any one second, not fixed windows: 25 late in one second and 50 early in the next are not let through", () => {
+    let now = 10_000;
+    const windows = new SecondWindows(PROCESS_REQUESTS_PER_SECOND, () => now);
+    expect(windows.take()).toBe(0);
+    now = 10_900;
+    expect(Array.from({ length: 25 }, () => windows.take()).every((wait) => wait === 0)).toBe(true);
+    // A second after the first request: it no longer counts, the 25 of 100 ms ago still do.
+    now = 11_000;
+    const waits = Array.from({ length: PROCESS_REQUESTS_PER_SECOND }, () => windows.take());
+    expect(waits.filter((wait) => wait === 0)).toHaveLength(PROCESS_REQUESTS_PER_SECOND - 25);
+    expect(waits.at(-1)).toBe(900);
+  });
 });
