@@ -271,7 +271,7 @@ export class FakeRest {
     if (!permissions.view) return reply(403, MISSING_ACCESS);
     const message = this.world.message(channelId, messageId);
     if (!message) return reply(404, { message: "Unknown Message", code: 10008 });
-    if (permissions.react === false) return reply(403, MISSING_PERMISSIONS);
+    if (!permissions.react) return reply(403, MISSING_PERMISSIONS);
     if ((channel.thread_metadata as Payload | undefined)?.archived === true) return reply(400, THREAD_ARCHIVED);
     if (emoji === "" || /^[\w ]+$/.test(emoji)) return reply(400, { message: "Unknown Emoji", code: 10014 });
     const reactions = ((message.reactions as Payload[] | undefined) ?? []).filter((entry) => (entry.emoji as Payload).name !== emoji);

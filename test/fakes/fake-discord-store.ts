@@ -1,3 +1,4 @@
+import { PERMISSION_BITS, permissionBits, withMemberOverwrite } from "./fake-discord-permissions.js";
 import { compareSnowflakes, contentTypeFor, discordLength, GATEWAY_INTENTS, HUMAN_USER, IDS, KNOWN_USERS, parseMentions, snowflakeAt, snowflakeTime, type Payload } from "./fake-discord-world.js";
 
 /**
@@ -24,20 +25,32 @@ export interface UserMessageOptions {
   forward?: { channelId: string; messageId: string };
 }
 
+/**
+ * What the bot may do in a channel, computed from the guild's roles and the channel's
+ * permission overwrites (fake-discord-permissions.ts), which GUILD_CREATE and CHANNEL_UPDATE
+ * carry to the client as Discord's do.
+ */
 export interface ChannelPermissions {
   /** VIEW_CHANNEL; without it every route on the channel answers 50001 Missing Access. */
   view: boolean;
   /** SEND_MESSAGES (SEND_MESSAGES_IN_THREADS); without it sends and typing answer 50013. */
   send: boolean;
-  /** ADD_REACTIONS; without it a new reaction answers 50013. @defaultValue true */
-  react?: boolean;
+  /** ADD_REACTIONS and READ_MESSAGE_HISTORY; without them a new reaction answers 50013. */
+  react: boolean;
 }
+
+const FLAG_BITS: Record<keyof ChannelPermissions, bigint> = {
+  view: PERMISSION_BITS.viewChannel,
+  send: PERMISSION_BITS.sendMessages | PERMISSION_BITS.sendMessagesInThreads,
+  react: PERMISSION_BITS.addReactions | PERMISSION_BITS.readMessageHistory,
+};
+
+const isThread = (channel: Payload): boolean => channel.type === 10 || channel.type === 11 || channel.type === 12;
 
 export class DiscordStore {
   readonly channels = new Map<string, Payload>();
   /** Channel id → message id → message: the channel histories. */
   private readonly histories = new Map<string, Map<string, Payload>>();
-  private readonly permissions = new Map<string, ChannelPermissions>();
   private readonly files = new Map<string, { body: Buffer; contentType: string | undefined }>();
   private lastSnowflake = 0n;
 
@@ -63,8 +76,24 @@ export class DiscordStore {
     return [...(this.histories.get(channelId)?.values() ?? [])].filter((message) => (message.author as Payload).id === IDS.bot);
   }
 
-  setPermissions(channelId: string, permissions: Partial<ChannelPermissions>): void {
-    this.permissions.set(channelId, { ...this.permissionsOf(channelId), ...permissions });
+  /**
+   * Allows or denies the bot `permissions` with a member overwrite on the channel (a thread's
+   * parent: threads have none of their own); returns the changed channel, for CHANNEL_UPDATE.
+   */
+  setPermissions(channelId: string, permissions: Partial<ChannelPermissions>): Payload | undefined {
+    const channel = this.channels.get(channelId);
+    const target = channel && isThread(channel) ? this.channels.get(String(channel.parent_id)) : channel;
+    if (target?.guild_id === undefined) return undefined;
+    let allow = 0n;
+    let deny = 0n;
+    for (const [flag, bits] of Object.entries(FLAG_BITS)) {
+      const wanted = permissions[flag as keyof ChannelPermissions];
+      if (wanted === true) allow |= bits;
+      if (wanted === false) deny |= flag === "react" ? PERMISSION_BITS.addReactions : bits;
+    }
+    const changed = withMemberOverwrite(target, IDS.bot, allow, deny);
+    this.channels.set(String(target.id), changed);
+    return changed;
   }
 
   file(path: string): { body: Buffer; contentType: string | undefined } | undefined {
@@ -79,7 +108,17 @@ export class DiscordStore {
   }
 
   permissionsOf(channelId: string): ChannelPermissions {
-    return this.permissions.get(channelId) ?? { view: true, send: true };
+    const channel = this.channels.get(channelId);
+    const guild = this.guildOf(channel);
+    if (!channel || !guild) return { view: true, send: true, react: true };
+    const parent = isThread(channel) ? this.channels.get(String(channel.parent_id)) : undefined;
+    const bits = permissionBits(guild, channel, parent, IDS.bot);
+    const has = (wanted: bigint): boolean => (bits & wanted) === wanted;
+    return {
+      view: has(PERMISSION_BITS.viewChannel),
+      send: has(isThread(channel) ? PERMISSION_BITS.sendMessagesInThreads : PERMISSION_BITS.sendMessages),
+      react: has(FLAG_BITS.react),
+    };
   }
 
   guildOf(channel: Payload | undefined): Payload | undefined {

@@ -231,8 +231,14 @@ export class FakeDiscord {
     this.rest.faults.push(fault);
   }
 
-  setPermissions(channelId: string, permissions: Partial<ChannelPermissions>): void {
-    this.world.setPermissions(channelId, permissions);
+  /**
+   * Changes the bot's permissions in a channel with a member overwrite, and tells the gateway
+   * (CHANNEL_UPDATE), as Discord does when someone edits the channel's overwrites;
+   * `{ announce: false }` leaves the client's cache stale (an update it has not received yet).
+   */
+  setPermissions(channelId: string, permissions: Partial<ChannelPermissions>, options: { announce?: boolean } = {}): void {
+    const changed = this.world.setPermissions(channelId, permissions);
+    if (changed && options.announce !== false) this.dispatch("CHANNEL_UPDATE", changed);
   }
 
   /** Sends a gateway dispatch (op 0) to every session (kept for RESUME while one has no socket). */

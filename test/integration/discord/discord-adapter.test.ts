@@ -3,7 +3,7 @@ import { describe, expect, it, vi } from "vitest";
 import { DiscordAdapter } from "../../../src/adapters/discord/index.js";
 import { PermanentError } from "../../../src/errors.js";
 import { createLogger, silentLogger } from "../../../src/logger.js";
-import { FAKE_TOKEN, IDS, OTHER_USER } from "../../fakes/fake-discord.js";
+import { DEFAULT_GUILD, FAKE_TOKEN, IDS, OTHER_USER, textChannel } from "../../fakes/fake-discord.js";
 import { gifvEmbed } from "../../fakes/fake-discord-world.js";
 import { fixture, reply, sleep, useAdapterHarness } from "./harness.js";
 
@@ -59,7 +59,8 @@ describe("DiscordAdapter against the fake Discord: login and intake", () => {
     await sleep(300);
     expect(h.fake.message(IDS.textChannel, String(denied.id))?.reactions).toBeUndefined();
 
-    h.fake.setPermissions(IDS.textChannel, { react: false });
+    // A refusal the cache did not foresee (the client missed the overwrite change) is remembered.
+    h.fake.setPermissions(IDS.textChannel, { react: false }, { announce: false });
     const reactions = () => h.fake.requestsTo("PUT", /\/reactions\//);
     h.fake.dispatchMessage({ ...fixture("guild-mention"), id: "600000000000000003" });
     await vi.waitFor(() => expect(reactions().map((request) => request.status)).toEqual([204, 403]));
@@ -67,6 +68,32 @@ describe("DiscordAdapter against the fake Discord: login and intake", () => {
     await vi.waitFor(() => expect(h.ingress.submitted).toHaveLength(4));
     await sleep(300);
     expect(reactions()).toHaveLength(2);
+    // Discord's own answer to a reaction without Add Reactions.
+    const refused = await fetch(`${h.fake.apiRoot}/v10/channels/${IDS.textChannel}/messages/600000000000000004/reactions/${encodeURIComponent("👀")}/@me`, { method: "PUT", headers: { authorization: `Bot ${FAKE_TOKEN}` } });
+    expect([refused.status, await refused.json()]).toEqual([403, { message: "Missing Permissions", code: 50013 }]);
+  });
+
+  it("ACK_REACTIONS: no reaction call at all where the channel's overwrites deny Add Reactions or Read Message History (discord.js computes it from the cache); the message is still answered", async () => {
+    const everyoneDeniesHistory = { id: IDS.guild, type: 0, allow: "0", deny: String(1 << 16) };
+    await h.restartFake({ guilds: [{ ...DEFAULT_GUILD, channels: [{ ...textChannel(IDS.textChannel, "general"), permission_overwrites: [everyoneDeniesHistory] }, textChannel(IDS.alwaysOnChannel, "ask-the-bot")] }] });
+    const adapter = await h.startAdapter({ ackReactions: true });
+    h.fake.dispatchMessage(fixture("guild-mention"));
+    await vi.waitFor(() => expect(h.ingress.submitted).toHaveLength(1));
+    await adapter.send(reply("Here is the answer."), { fromPart: 0, onPartSent: async () => undefined });
+    expect(h.fake.sentMessages.map((body) => body.content)).toEqual(["Here is the answer."]);
+    // Add Reactions denied to the bot by a member overwrite (CHANNEL_UPDATE), history allowed again.
+    h.fake.setPermissions(IDS.textChannel, { react: false });
+    h.fake.setPermissions(IDS.alwaysOnChannel, { react: false });
+    h.fake.dispatchMessage({ ...fixture("guild-mention"), id: "600000000000000002", channel_id: IDS.alwaysOnChannel });
+    await vi.waitFor(() => expect(h.ingress.submitted).toHaveLength(2));
+    await adapter.send(reply("Second answer.", { target: { platform: "discord", chatId: IDS.alwaysOnChannel, replyToMessageId: "600000000000000002" } }), { fromPart: 0, onPartSent: async () => undefined });
+    await sleep(300);
+    expect(h.fake.requestsTo("PUT", /\/reactions\//)).toEqual([]);
+    expect(h.fake.sentMessages.map((body) => body.content)).toEqual(["Here is the answer.", "Second answer."]);
+    // Allowed again: the next message gets its 👀 (the permission is computed each time, not remembered).
+    h.fake.setPermissions(IDS.alwaysOnChannel, { react: true });
+    h.fake.dispatchMessage({ ...fixture("guild-mention"), id: "600000000000000003", channel_id: IDS.alwaysOnChannel });
+    await vi.waitFor(() => expect(h.fake.message(IDS.alwaysOnChannel, "600000000000000003")?.reactions).toHaveLength(1));
   });
 
   it("reads a sticker-only DM as its sticker's name instead of dropping it as empty", async () => {

@@ -61,6 +61,9 @@ describe("fake Discord: what it refuses", () => {
       expect(response.status).toBe(403);
       expect(await response.json()).toMatchObject({ code: 50001 });
     }
+    // A thread has no overwrites of its own: its parent's deny the bot there too.
+    expect(await (await send(IDS.thread, { content: "hi" })).json()).toMatchObject({ code: 50013 });
+    fake.setPermissions(IDS.textChannel, { send: true });
     fake.archiveThread(IDS.thread, { locked: true });
     const archived = await send(IDS.thread, { content: "hi" });
     expect(archived.status).toBe(400);
