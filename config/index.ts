@@ -1,3 +1,3 @@
 export { configSchema, minReplicasAckOf, streamingModeFor, type ConfigKey, type FlatConfig } from "./schema.js";
 export { sectionSchemas, type ConfigSections, type SectionName } from "./sections.js";
-export { loadConfig, configSecrets, ConfigError, mainApiKey, type Config } from "./load.js";
+export { loadConfig, configSecrets, ConfigError, mainApiKey, withSecretsFile, type Config } from "./load.js";

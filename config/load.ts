@@ -20,13 +20,11 @@ const interpolatedSecrets = new WeakMap<object, readonly string[]>();
  * Parses the configuration once: an optional YAML file (LONGHAUL_CONFIG_FILE, or
  * config/longhaul.yaml when present) with the environment on top. The file holds flat keys
  * (the environment wins for them) and nested sections (`sections.ts`); `${VAR}` in any of its
- * values is read from the environment. The environment includes the secrets file
- * (LONGHAUL_ENV_FILE, or .env when present; `npm run setup` writes it), below the process's
- * own variables. Throws `ConfigError` naming every wrong variable or path. Empty strings count
- * as unset, as in most `.env` tooling.
+ * values is read from the environment. The entry points pass the environment through
+ * `withSecretsFile` first (the .env file `npm run setup` writes). Throws `ConfigError` naming
+ * every wrong variable or path. Empty strings count as unset, as in most `.env` tooling.
  */
-export function loadConfig(processEnv: NodeJS.ProcessEnv = process.env): Config {
-  const env = withEnvFile(processEnv);
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const file = readConfigFile(env.LONGHAUL_CONFIG_FILE, env);
   const raw: Record<string, unknown> = { ...file.flat };
   for (const key of Object.keys(configSchema.shape)) {
@@ -73,8 +71,12 @@ function parseSections(sections: Record<string, unknown>, file: string): ConfigS
   return parsed as ConfigSections;
 }
 
-/** The environment with the secrets file's values below it (docker compose reads the same file). */
-function withEnvFile(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+/**
+ * The environment with the secrets file's values below it: LONGHAUL_ENV_FILE, else `.env` when
+ * present (`npm run setup` writes it; docker compose reads the same file). Called by the entry
+ * points only, so a test's or a bench's own environment never picks up a checkout's `.env`.
+ */
+export function withSecretsFile(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const path = env.LONGHAUL_ENV_FILE || ".env";
   if (!existsSync(path)) {
     if (env.LONGHAUL_ENV_FILE) throw new ConfigError(`LONGHAUL_ENV_FILE: no such file: ${path}`);

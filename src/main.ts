@@ -3,7 +3,7 @@
  * LONGHAUL_ROLE=all (default) runs the gateway and a worker in one process; `gateway` and
  * `worker` run one side, so many workers on many machines can share one Redis.
  */
-import { ConfigError, loadConfig, type Config } from "../config/index.js";
+import { ConfigError, loadConfig, type Config, withSecretsFile } from "../config/index.js";
 import type { WorkerRole } from "../workers/worker-role.js";
 import { StartupRefusedError } from "./doctor/check.js";
 import { assertModelConfigured } from "./doctor/settings.js";
@@ -13,7 +13,7 @@ import type { RouteHandler } from "./gateway/http-server.js";
 async function main(): Promise<void> {
   let config: Config;
   try {
-    config = loadConfig(process.env);
+    config = loadConfig(withSecretsFile(process.env));
     assertModelConfigured(config);
   } catch (error) {
     if (error instanceof ConfigError) {

@@ -4,7 +4,7 @@
  * REDIS_PREFIX, the config file); what each command does: admin-commands.ts.
  */
 import { pino } from "pino";
-import { ConfigError, loadConfig } from "../../config/index.js";
+import { ConfigError, loadConfig, withSecretsFile } from "../../config/index.js";
 import { ADMIN_USAGE, AdminUsageError, runAdmin } from "./admin-commands.js";
 import { createLogger } from "../logger.js";
 import { withConfiguredRedis } from "./redis.js";
@@ -15,7 +15,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${ADMIN_USAGE}\n`);
     return command ? 0 : 1;
   }
-  const config = loadConfig(process.env);
+  const config = loadConfig(withSecretsFile(process.env));
   return withConfiguredRedis(config, (redis) => runAdmin({ redis, config, now: Date.now(), write: (text) => process.stdout.write(text), logger: cliLogger() }, argv));
 }
 

@@ -4,7 +4,7 @@
  * tokens — with the same configuration as the bot. One line per check; each problem carries
  * its fix. Exit codes: src/doctor/check.ts (EXIT_CODES), README "Doctor".
  */
-import { ConfigError, loadConfig, type Config } from "../../config/index.js";
+import { ConfigError, loadConfig, type Config, withSecretsFile } from "../../config/index.js";
 import { EXIT_CODES, exitCodeOf, fail, formatResult, runDoctor } from "../doctor/index.js";
 import { mcpDoctorCheck } from "../tools/mcp/index.js";
 
@@ -27,7 +27,7 @@ async function main(argv: string[]): Promise<number> {
   const color = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;
   let config: Config;
   try {
-    config = loadConfig(process.env);
+    config = loadConfig(withSecretsFile(process.env));
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     // One line per wrong setting: the loader lists them indented under a heading.

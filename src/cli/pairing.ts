@@ -4,7 +4,7 @@
  * Reads the same configuration as the bot (REDIS_URL, REDIS_PREFIX, allowlists).
  */
 import { pino } from "pino";
-import { ConfigError, loadConfig } from "../../config/index.js";
+import { ConfigError, loadConfig, withSecretsFile } from "../../config/index.js";
 import { createLogger } from "../logger.js";
 import { approvePairing, cliOperator, denyPairing } from "../operator/index.js";
 import { AccessControl, accessListsFrom } from "../gateway/access.js";
@@ -26,7 +26,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return command ? 0 : 1;
   }
-  const config = loadConfig(process.env);
+  const config = loadConfig(withSecretsFile(process.env));
   return withConfiguredRedis(config, async (redis) => {
     const access = new AccessControl(redis, config.REDIS_PREFIX, accessListsFrom(config));
     // JSON lines on stderr, as the bot logs: approvals and denials are logged with who made them.

@@ -4,10 +4,7 @@
  */
 import { parseArgs } from "node:util";
 import { ConfigError } from "../../config/index.js";
-import { defaultsAsker, MissingAnswerError, terminalAsker } from "../setup/asker.js";
-import { StepFailedError } from "../setup/model-step.js";
-import { PRESETS } from "../setup/presets.js";
-import { runSetup } from "../setup/run-setup.js";
+import { defaultsAsker, MissingAnswerError, PRESETS, runSetup, StepFailedError, terminalAsker } from "../setup/index.js";
 
 const USAGE = `usage: npm run setup [-- options]
 

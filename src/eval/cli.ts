@@ -4,7 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
-import { ConfigError, loadConfig, mainApiKey, type Config } from "../../config/index.js";
+import { ConfigError, loadConfig, mainApiKey, withSecretsFile, type Config } from "../../config/index.js";
 import { catalogueFromConfig } from "../models/catalogue.js";
 import { DEFAULT_DIALOGUE, DialogueError, loadDialogue } from "./dialogue.js";
 import { formatReport } from "./report.js";
@@ -147,7 +147,7 @@ export async function runEvalCli(argv: readonly string[], io: EvalCliIo): Promis
   }
   let config: Config;
   try {
-    config = loadConfig(io.env);
+    config = loadConfig(withSecretsFile(io.env));
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     io.err(`${error.message}\n`);

@@ -4,7 +4,7 @@
  * both edited in place), then the operator's own account paired. Each run starts from what the
  * files already hold, so running it again edits them.
  */
-import { loadConfig } from "../../config/index.js";
+import { loadConfig, withSecretsFile } from "../../config/index.js";
 import type { Asker } from "./asker.js";
 import { ConfigFile, EnvFile } from "./files.js";
 import { chooseModel, type ModelOptions } from "./model-step.js";
@@ -74,7 +74,7 @@ export async function runSetup(ask: Asker, options: SetupOptions, env: NodeJS.Pr
 
   const bots = { ...(telegram ? { telegram: telegram.identity.name } : {}), ...(discord ? { discord: discord.identity.name } : {}) };
   if (options.pair && ask.interactive && (telegram || discord) && await ask.confirm("Pair your own account now, so the bot talks to you?", true)) {
-    const loaded = loadConfig({ ...env, LONGHAUL_CONFIG_FILE: options.configFile, LONGHAUL_ENV_FILE: options.envFile });
+    const loaded = loadConfig(withSecretsFile({ ...env, LONGHAUL_CONFIG_FILE: options.configFile, LONGHAUL_ENV_FILE: options.envFile }));
     const paired = await pairOperator(ask, loaded, bots);
     if (paired) {
       const adminKey = paired.platform === "telegram" ? "ADMIN_TELEGRAM_USERS" : "ADMIN_DISCORD_USERS";

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
-import { loadConfig } from "../../config/index.js";
+import { loadConfig, withSecretsFile } from "../../config/index.js";
 import { globalKeys } from "../../src/session/keys.js";
 import { startFakeLlm, type FakeLlm } from "../fakes/fake-llm.js";
 import { FakeTelegram } from "../fakes/fake-telegram.js";
@@ -112,7 +112,7 @@ describe("npm run setup in a terminal", () => {
     screen = tty.screen();
     for (const secret of [KEY, WRONG_KEY, telegram.token]) expect(screen).not.toContain(secret);
     expect(statSync(files.env).mode & 0o777).toBe(0o600);
-    const config = loadConfig({ LONGHAUL_CONFIG_FILE: files.config, LONGHAUL_ENV_FILE: files.env });
+    const config = loadConfig(withSecretsFile({ LONGHAUL_CONFIG_FILE: files.config, LONGHAUL_ENV_FILE: files.env }));
     expect(config).toMatchObject({ LLM_BASE_URL: llm.url, LLM_MODEL: "gpt-4o-mini", LLM_API_KEY: KEY, TELEGRAM_BOT_TOKEN: telegram.token, ADMIN_TELEGRAM_USERS: [String(OPERATOR.id)] });
     for (const secret of [KEY, telegram.token]) expect(readFileSync(files.config, "utf8")).not.toContain(secret);
     // The approval was logged with who made it (the operator's login), never the code.
@@ -144,7 +144,7 @@ describe("npm run setup in a terminal", () => {
     again.sendKeys("Enter");
     await again.waitForScreen(() => again.exitStatus() !== undefined, "setup to exit");
     expect(again.exitStatus()).toBe(0);
-    expect(loadConfig({ LONGHAUL_CONFIG_FILE: files.config, LONGHAUL_ENV_FILE: files.env })).toMatchObject({
+    expect(loadConfig(withSecretsFile({ LONGHAUL_CONFIG_FILE: files.config, LONGHAUL_ENV_FILE: files.env }))).toMatchObject({
       LLM_BASE_URL: llm.url, LLM_MODEL: "gpt-4o-mini", LLM_API_KEY: KEY, TELEGRAM_BOT_TOKEN: telegram.token, ADMIN_TELEGRAM_USERS: [String(OPERATOR.id)], TZ: "Europe/Berlin",
     });
     expect(readFileSync(files.config, "utf8")).toContain("# my own note");

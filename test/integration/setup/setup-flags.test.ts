@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { loadConfig } from "../../../config/index.js";
+import { loadConfig, withSecretsFile } from "../../../config/index.js";
 import { FAKE_TOKEN as DISCORD_TOKEN } from "../../fakes/fake-discord-world.js";
 import { FakeDiscord } from "../../fakes/fake-discord.js";
 import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
@@ -70,7 +70,7 @@ describe("setup without questions (--yes)", () => {
       expect(yaml).not.toContain(secret);
       expect(first.stdout).not.toContain(secret);
     }
-    const config = loadConfig({ LONGHAUL_CONFIG_FILE: files.config, LONGHAUL_ENV_FILE: files.env });
+    const config = loadConfig(withSecretsFile({ LONGHAUL_CONFIG_FILE: files.config, LONGHAUL_ENV_FILE: files.env }));
     expect(config).toMatchObject({ LLM_BASE_URL: llm.url, LLM_MODEL: "gpt-4o-mini", LLM_API_KEY: KEY, TELEGRAM_BOT_TOKEN: telegram.token, DISCORD_BOT_TOKEN: DISCORD_TOKEN });
 
     // Hand edits survive a re-run, which asks nothing and changes nothing else.
@@ -80,7 +80,7 @@ describe("setup without questions (--yes)", () => {
     expect(second.stderr).toBe("");
     expect(second.code).toBe(0);
     expect(second.stdout).toContain("Enter keeps each current value");
-    const after = loadConfig({ LONGHAUL_CONFIG_FILE: files.config, LONGHAUL_ENV_FILE: files.env });
+    const after = loadConfig(withSecretsFile({ LONGHAUL_CONFIG_FILE: files.config, LONGHAUL_ENV_FILE: files.env }));
     expect(after).toMatchObject({ LLM_BASE_URL: llm.url, LLM_MODEL: "gpt-4o-mini", LLM_API_KEY: KEY, TELEGRAM_BOT_TOKEN: telegram.token, DISCORD_BOT_TOKEN: DISCORD_TOKEN, TZ: "Europe/Berlin" });
     expect(readFileSync(files.config, "utf8")).toContain("# my own note");
     expect(readFileSync(files.env, "utf8")).toContain("MY_OWN_SECRET=keep-me");
@@ -112,7 +112,7 @@ describe("setup without questions (--yes)", () => {
       expect(result.stderr).toBe("");
       expect(result.code).toBe(0);
       expect(open.requests[0]!.body.model).toBe("Qwen/Qwen2.5-7B-Instruct");
-      const config = loadConfig({ LONGHAUL_CONFIG_FILE: files.config, LONGHAUL_ENV_FILE: files.env });
+      const config = loadConfig(withSecretsFile({ LONGHAUL_CONFIG_FILE: files.config, LONGHAUL_ENV_FILE: files.env }));
       expect(config).toMatchObject({ LLM_PROVIDER: "vllm", LLM_BASE_URL: open.url, LLM_MODEL: "Qwen/Qwen2.5-7B-Instruct", LLM_CONTEXT_WINDOW: 32768 });
       expect(config.LLM_API_KEY).toBeUndefined();
     } finally {

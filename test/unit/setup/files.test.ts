@@ -7,7 +7,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync }
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { loadConfig } from "../../../config/index.js";
+import { loadConfig, withSecretsFile } from "../../../config/index.js";
 import { ConfigFile, EnvFile } from "../../../src/setup/files.js";
 import { clashesWithHttpPort, presetOf } from "../../../src/setup/presets.js";
 
@@ -101,16 +101,18 @@ describe("EnvFile", () => {
   });
 });
 
-describe("loadConfig and the secrets file", () => {
-  it("reads LONGHAUL_ENV_FILE below the process's own variables", () => {
+describe("withSecretsFile", () => {
+  it("puts LONGHAUL_ENV_FILE below the process's own variables, for the entry points' loadConfig", () => {
     const path = join(dir, ".env");
     writeFileSync(path, "LLM_API_KEY=sk-from-file-0123\nLLM_MODEL=file-model\nTELEGRAM_BOT_TOKEN=1:file\n");
-    const config = loadConfig({ LONGHAUL_ENV_FILE: path, LONGHAUL_CONFIG_FILE: "/dev/null", LLM_MODEL: "env-model", TELEGRAM_BOT_TOKEN: "" });
+    const config = loadConfig(withSecretsFile({ LONGHAUL_ENV_FILE: path, LONGHAUL_CONFIG_FILE: "/dev/null", LLM_MODEL: "env-model", TELEGRAM_BOT_TOKEN: "" }));
     expect(config.LLM_API_KEY).toBe("sk-from-file-0123");
     expect(config.LLM_MODEL).toBe("env-model");
     // An empty variable counts as unset: the file's value stands.
     expect(config.TELEGRAM_BOT_TOKEN).toBe("1:file");
-    expect(() => loadConfig({ LONGHAUL_ENV_FILE: join(dir, "missing.env") })).toThrow(/LONGHAUL_ENV_FILE: no such file/);
+    expect(() => withSecretsFile({ LONGHAUL_ENV_FILE: join(dir, "missing.env") })).toThrow(/LONGHAUL_ENV_FILE: no such file/);
+    // loadConfig alone reads no secrets file: a test's or a bench's own environment stays its own.
+    expect(loadConfig({ LONGHAUL_ENV_FILE: path, LONGHAUL_CONFIG_FILE: "/dev/null" }).LLM_API_KEY).toBeUndefined();
   });
 });
 
