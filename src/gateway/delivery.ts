@@ -65,6 +65,8 @@ export class DeliveryReplicasBehindError extends Error {
  */
 /** A temporary failure (RetryableError) counts this much less toward dead-lettering: it is the platform's state, not the reply's. */
 const TRANSIENT_FACTOR = 10;
+/** Writes of a record a replica does not confirm (REDIS_MIN_REPLICAS_ACK) before the job fails: about 30 s with the 3 s WAIT. */
+const RECORD_ATTEMPTS = 10;
 /** DELIVERY_MAX_ATTEMPTS' default (config/schema.ts). */
 const DEFAULT_MAX_ATTEMPTS = 3;
 
@@ -206,6 +208,29 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
       const acked = await counter.count(wanted, options.replicaAckTimeoutMs ?? 3_000);
       if (acked < wanted) throw new DeliveryReplicasBehindError(`${acked} of ${wanted} Redis replicas hold ${sessionKey}'s delivery lease: nothing sent, retry`);
     };
+    /**
+     * With replicas, what is recorded after a send (a part, the reply's finish) is confirmed the
+     * same way before anything more is sent: a master that acknowledged the record and then lost
+     * it — frozen past its failover and woken as a stale master for a moment, or killed before
+     * passing it on — leaves the new master to send that part again (cluster-failover.test.ts:
+     * a one-part reply sent twice). Unconfirmed, the record is written again — both scripts are
+     * idempotent (a part recorded again, a reply popped only while it is the head) and, once
+     * ioredis follows the failover, land on the new master — until a replica holds it; after
+     * RECORD_ATTEMPTS the job fails and its retry resumes from what the store holds.
+     */
+    const recorded = async <T>(write: () => Promise<T>, final: (result: T) => boolean): Promise<T> => {
+      const wanted = options.minReplicasAck ?? 0;
+      for (let attempt = 1; ; attempt++) {
+        const counter = wanted > 0 ? await replicaCounter(options.store.redis, [leaseKey]) : undefined;
+        const result = await write();
+        if (!counter || final(result)) return result;
+        const acked = await counter.count(wanted, options.replicaAckTimeoutMs ?? 3_000);
+        if (acked >= wanted) return result;
+        if (attempt >= RECORD_ATTEMPTS) throw new DeliveryReplicasBehindError(`${acked} of ${wanted} Redis replicas hold what ${sessionKey}'s delivery recorded after ${attempt} attempts: retry`);
+        log.warn({ sessionKey, acked, attempt }, "delivery-record-unconfirmed");
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    };
     let settled = false;
     try {
       while (step.status === "head") {
@@ -242,7 +267,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
                   options.onPartUnconfirmed?.(reply.target.platform);
                 }
                 part = partIndex + 1;
-                return last ? Promise.resolve() : outbox.recordPart(sessionKey, token, reply.replyId, partIndex, leaseMs);
+                return last ? Promise.resolve() : recorded(() => outbox.recordPart(sessionKey, token, reply.replyId, partIndex, leaseMs), () => false);
               },
               ...(preview ? { preview } : {}),
             }), "send", () => ({ ...where, part }));
@@ -284,7 +309,10 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
           log.error({ sessionKey, replyId: reply.replyId, err: error }, "reply-undeliverable");
         }
         // FINISH_REPLY releases the lease when the outbox is empty: no heartbeat may follow it.
-        const finish = (): Promise<DeliveryStep> => watch(lease.paused(() => outbox.finish(sessionKey, token, reply.replyId, leaseMs), (next) => next.status !== "head"), "finish", () => where);
+        const finish = (): Promise<DeliveryStep> => watch(lease.paused(
+          () => recorded(() => outbox.finish(sessionKey, token, reply.replyId, leaseMs), (next) => next.status === "lost"),
+          (next) => next.status !== "head",
+        ), "finish", () => where);
         // The outbox's last reply: settling the session goes out with its finish (one round
         // trip); a reply committed meanwhile, or messages waiting, list the session again.
         if (step.queued === 1) {
