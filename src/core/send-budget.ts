@@ -45,17 +45,6 @@ export type SendGrant =
  */
 export type SendRefusalListener = (priority: SendPriority) => void;
 
-/**
- * The bot's own bucket for a limit of `perSecond` calls in any second: one at once, refilled at
- * `perSecond` − 1, so at most `perSecond` go in any second and as many as possible go second after
- * second. (A tenth of them at once, as before issue 32, left the steady rate at nine tenths: 25 a
- * second for Telegram's 28, under the 25.8 messages and edits a second a bot answering 25 messages a second sent,
- * and its finals fell seconds behind.) A final never needs the burst: it borrows its slot.
- */
-export function botBucket(perSecond: number): SendBucket {
-  return { name: "global", capacity: 1, perSecond: Math.max(0.1, perSecond - 1) };
-}
-
 export interface SendBudget {
   take(request: SendRequest): Promise<SendGrant>;
   /**

@@ -22,7 +22,7 @@
  * the way is not sent, not retried, and says so (./request-outcome.ts).
  */
 import { DefaultRestOptions, type ResponseLike } from "discord.js";
-import { botBucket, type SendBucket, type SendBudget, type SendPriority, type SendRequest } from "../../core/send-budget.js";
+import type { SendBucket, SendBudget, SendPriority, SendRequest } from "../../core/send-budget.js";
 import { RetryableError } from "../../errors.js";
 import { currentSendPriority } from "../send-priority.js";
 import { markSent, RequestNotSent, waitToSend } from "./request-outcome.js";
@@ -45,7 +45,8 @@ export class SendBudgetRefusal extends RetryableError {
  * (2 at once, 0.6/s), creates and edits together, as Discord's fixed windows never allow more.
  */
 export function discordBuckets(path: string, method: string, perSecond: number): SendBucket[] {
-  const global = botBucket(perSecond);
+  const burst = Math.max(1, Math.round(perSecond / 10));
+  const global: SendBucket = { name: "global", capacity: burst, perSecond: Math.max(0.1, perSecond - burst) };
   const channel = /^\/channels\/(\d+)\/messages(\/\d+)?$/.exec(path);
   const write = channel && ((method === "POST" && channel[2] === undefined) || (method === "PATCH" && channel[2] !== undefined));
   return write ? [global, { name: `channel:${channel[1]}`, capacity: 2, perSecond: 0.6 }] : [global];
