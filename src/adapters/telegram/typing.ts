@@ -12,6 +12,8 @@ import { describeError, toApiSignal } from "./send-reply.js";
 interface TypingLoop {
   timer: NodeJS.Timeout;
   inFlight: boolean;
+  /** When a call of this loop was last answered ok: the indicator still shows for a while after. */
+  shownAt?: number;
 }
 
 export interface TypingOptions {
@@ -29,7 +31,15 @@ export class TypingIndicators {
 
   constructor(private readonly options: TypingOptions) {}
 
+  /**
+   * Starts the session's loop: a call now, then one every `intervalMs`. A loop already running
+   * whose last call was answered less than `intervalMs` ago is replaced without the call now (the
+   * first comes `intervalMs` after that answer; issue 32): a message that waited in a backlog showed typing, and the turn that takes it
+   * starts typing again at once; the indicator is still on, so the chat is not sent a second
+   * call for it, nor one per message a busy chat queues.
+   */
   start(sessionKey: string, target: ReplyTarget): void {
+    const shownAt = this.loops.get(sessionKey)?.shownAt;
     this.stop(sessionKey);
     const startedAt = Date.now();
     const threadId = target.threadId === undefined ? undefined : Number(target.threadId);
@@ -46,15 +56,33 @@ export class TypingIndicators {
             if (this.loops.get(sessionKey) === loop) this.stop(sessionKey);
           }
         })
+        .then((answer) => {
+          if (answer !== undefined) loop.shownAt = Date.now();
+        })
         .finally(() => {
           loop.inFlight = false;
         });
       this.options.track(call);
     };
-    const loop: TypingLoop = { timer: setInterval(tick, this.options.intervalMs), inFlight: false };
+    const interval = this.options.intervalMs;
+    const every = () => {
+      loop.timer = setInterval(tick, interval);
+      loop.timer.unref();
+    };
+    // Still shown: the first call comes when the last one's would have been refreshed.
+    const shown = shownAt !== undefined && startedAt - shownAt < interval;
+    const loop: TypingLoop = {
+      timer: shown ? setTimeout(() => {
+        tick();
+        // Unless that call's cap stopped the loop.
+        if (this.loops.get(sessionKey) === loop) every();
+      }, shownAt + interval - startedAt) : setInterval(tick, interval),
+      inFlight: false,
+      ...(shownAt === undefined ? {} : { shownAt }),
+    };
     loop.timer.unref();
     this.loops.set(sessionKey, loop);
-    tick();
+    if (!shown) tick();
   }
 
   stop(sessionKey: string): void {
