@@ -19,6 +19,9 @@ export class NotVoiceNoteError extends Error {
   override readonly name = "NotVoiceNoteError";
 }
 
+/** Packets read between two turns of the event loop (~0.13 ms each). */
+const PACKETS_PER_TURN = 32;
+
 /** Discord's clients draw at most 256 bars. */
 const WAVEFORM_BARS = 256;
 
@@ -36,7 +39,12 @@ export async function readVoiceNote(bytes: Uint8Array): Promise<VoiceNoteFacts> 
     const track = await input.getPrimaryAudioTrack();
     if (!track || track.codec !== "opus") throw new NotVoiceNoteError(`the Ogg stream is ${track?.codec ?? "not audio"}, not Opus`);
     const sizes: number[] = [];
-    for await (const packet of new EncodedPacketSink(track).packets()) sizes.push(packet.byteLength);
+    for await (const packet of new EncodedPacketSink(track).packets()) {
+      sizes.push(packet.byteLength);
+      // The demuxer's promises resolve without giving the event loop a turn: 100 s of speech
+      // (5,000 packets) held it for 650 ms in one piece; with a turn every 32 packets the longest piece was 24 ms.
+      if (sizes.length % PACKETS_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
+    }
     if (sizes.length === 0) throw new NotVoiceNoteError("the Opus stream has no audio");
     const durationS = await track.computeDuration();
     return { durationS, waveform: waveformOf(sizes) };

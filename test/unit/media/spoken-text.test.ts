@@ -47,3 +47,13 @@ describe("spoken text", () => {
     expect(spoken.text.length).toBeLessThanOrEqual(120);
   });
 });
+
+describe("spoken text of a very long answer", () => {
+  it("parses only four times what it may speak: a huge answer is cut and says the rest is in the text", () => {
+    const answer = `Short start.\n\n\`\`\`\n${"code line\n".repeat(1_000)}\`\`\`\n\n${"More words after the code. ".repeat(400)}`;
+    const spoken = spokenText(answer, 500);
+    expect(spoken.cut).toBe(true);
+    expect(spoken.omitted).toBe(true);
+    expect(spoken.text).toBe(`Short start.\n${CODE_MARK} ${REST_MARK}`);
+  });
+});
