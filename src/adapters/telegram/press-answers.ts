@@ -4,7 +4,8 @@
  * an approval button), it is shown to them as an alert (show_alert) instead of a message to the
  * whole chat. Any other reply to the press, or the hold running out, answers it plainly and
  * stops the client's spinner. Held in memory: a reply that finds no held press (another replica
- * took the press, or the hold ran out) is sent as an ordinary message.
+ * took the press, or the hold ran out) is sent as an ordinary message — except one for the
+ * presser alone, which the adapter drops rather than show the chat.
  */
 import type { Api } from "grammy";
 import type { Logger } from "../../logger.js";

@@ -32,6 +32,9 @@ export type { TelegramAdapterOptions } from "./options.js";
 export { TELEGRAM_WEBHOOK_PATH } from "./connect.js";
 export { SUBMIT_FAILED_NOTICE } from "./intake.js";
 
+/** A button press's inbound message id (actions.ts): `cb:<callback query id>`. */
+const isPress = (messageId: string): boolean => messageId.startsWith("cb:");
+
 export class TelegramAdapter implements ChannelAdapter {
   readonly platform = "telegram" as const;
   private readonly bot: Bot;
@@ -195,6 +198,12 @@ export class TelegramAdapter implements ChannelAdapter {
         return options.onPartSent(0, { last: true });
       }
       await this.presses.answer(reply.inReplyTo);
+    }
+    if (reply.private === true && reply.inReplyTo.length > 0 && reply.inReplyTo.every(isPress)) {
+      // The presser's alone, but no alert could carry it (the press's hold ran out, another
+      // gateway holds it, or Telegram refused the answer): sent to the chat, everyone would read it.
+      this.logger.info({ chatId: reply.target.chatId, replyId: reply.replyId }, "private answer to a button press not shown (no alert could carry it); not sent to the chat");
+      return options.onPartSent(0, { last: true });
     }
     if (options.preview && !options.preview.only && options.fromPart <= 1) {
       // The final replaces the live preview: an edit never notifies, so the answer is sent as
