@@ -138,7 +138,8 @@ export interface OutboundReply {
   /**
    * For the person it answers only (/usage, /memory, /export, a refusal): where the platform
    * can, it is shown to them alone (a Discord ephemeral reply to their interaction, a Telegram
-   * alert on their button press); elsewhere it is an ordinary reply.
+   * alert on their button press); elsewhere it is an ordinary reply — except one to a Telegram
+   * button press that no alert can carry any more, which is not sent at all.
    */
   private?: boolean;
   /**
