@@ -121,7 +121,7 @@ describe("the send budget in Redis", () => {
     dead.disconnect();
   });
 
-  it("after Redis failed to answer, lets the next calls go without asking it (no wait per call)", async () => {
+  it("after Redis failed to answer, lets the next finals go without asking it (no wait per call), and skips previews", async () => {
     let asked = 0;
     // A Redis that takes every script and never answers (frozen).
     const frozen = new Proxy({}, {
@@ -132,7 +132,9 @@ describe("the send budget in Redis", () => {
     }) as unknown as Redis;
     const blind = new RedisSendBudget({ redis: frozen, prefix, logger: silentLogger, timeoutMs: 100, bypassMs: 60_000 });
     expect(await blind.take(request("1", "final"))).toEqual({ granted: true, delayMs: 0 });
-    for (let index = 0; index < 5; index++) expect(await blind.take(request("1", "preview"))).toEqual({ granted: true, delayMs: 0 });
+    for (let index = 0; index < 5; index++) expect(await blind.take(request("1", "final"))).toEqual({ granted: true, delayMs: 0 });
+    for (let index = 0; index < 5; index++) expect(await blind.take(request("1", "preview"))).toMatchObject({ granted: false });
+    expect(await blind.take(request("1", "typing"))).toMatchObject({ granted: false });
     expect(asked).toBe(1);
   });
 });
