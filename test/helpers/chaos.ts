@@ -180,12 +180,16 @@ function chaosModel(seed: number) {
         delayMs: Math.round(100 + random() * 1_000),
       };
     }
-    const head = tags.length > 0 ? `⏰ ${tags.join(" ")}${ids.length > 0 ? `\nok ${ids.join(" ")}` : ""}` : `ok ${ids.join(" ")}`;
     const long = random() < 0.2;
+    // A reply that answers no message (after a tool call, a fired task, an approval's press) gets
+    // a nonce of its own, in its first line and its filler: "none" for all of them made two
+    // different long replies look like one part sent twice, and a bare "ok" after each of two
+    // approvals in one chat did the same (Sentinel chaos seed 11: "ok" twice in two chats).
+    // Drawn where the filler's nonce always was: the seeds' workloads stay as they were.
+    const nonce = ids.length === 0 ? `none${Math.floor(random() * 1e9)}` : undefined;
+    const head = tags.length > 0 ? `⏰ ${tags.join(" ")}${ids.length > 0 ? `\nok ${ids.join(" ")}` : ""}` : `ok ${ids.length > 0 ? ids.join(" ") : nonce}`;
     // Filler lines are unique per reply (so a repeated part is visible) but name no message id.
-    // A reply that answers no message (after a tool call, a fired task) gets a nonce of its own:
-    // "none" for all of them made two different long replies look like one part sent twice.
-    const tag = (ids[0] ?? `none${Math.floor(random() * 1e9)}`).replace("-", "_");
+    const tag = (ids[0] ?? nonce!).replace("-", "_");
     const filler = long ? `\n\n${Array.from({ length: 150 }, (_, line) => `filler ${tag} line ${line} of a long answer that needs several parts`).join("\n")}` : "";
     // Long enough that freezes and kills land in the middle of turns.
     return { text: head + filler, delayMs: Math.round(200 + random() * 2_800) };
