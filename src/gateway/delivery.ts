@@ -222,10 +222,16 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
       const wanted = options.minReplicasAck ?? 0;
       for (let attempt = 1; ; attempt++) {
         const counter = wanted > 0 ? await replicaCounter(options.store.redis, [leaseKey]) : undefined;
-        const result = await write();
-        if (!counter || final(result)) return result;
-        const acked = await counter.count(wanted, options.replicaAckTimeoutMs ?? 3_000);
-        if (acked >= wanted) return result;
+        if (!counter) return write();
+        // The master demoted under the write refuses it (READONLY): written again, like an
+        // unconfirmed one; a fence (DeliveryFencedError) is no failure to retry.
+        const written = await write().then((result) => ({ result }), (error: unknown) => {
+          if (error instanceof DeliveryFencedError || attempt >= RECORD_ATTEMPTS) throw error;
+          return undefined;
+        });
+        if (written && final(written.result)) return written.result;
+        const acked = written ? await counter.count(wanted, options.replicaAckTimeoutMs ?? 3_000) : 0;
+        if (written && acked >= wanted) return written.result;
         if (attempt >= RECORD_ATTEMPTS) throw new DeliveryReplicasBehindError(`${acked} of ${wanted} Redis replicas hold what ${sessionKey}'s delivery recorded after ${attempt} attempts: retry`);
         log.warn({ sessionKey, acked, attempt }, "delivery-record-unconfirmed");
         await new Promise((resolve) => setTimeout(resolve, 250));

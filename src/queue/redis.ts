@@ -196,7 +196,9 @@ export async function replicaCounter(redis: Redis, keys: readonly string[]): Pro
     async count(wanted, timeoutMs) {
       if (!ready) return 0;
       const distinct = [...new Set(targets)] as Redis[];
-      const counts = await Promise.all(distinct.map((target) => target.wait(wanted, timeoutMs)));
+      // A master demoted under the writes answers WAIT with an error ("cannot be used with
+      // replica instances"): nothing confirmed, as when too few replicas answer.
+      const counts = await Promise.all(distinct.map((target) => target.wait(wanted, timeoutMs).catch(() => 0)));
       const unchanged = keys.every((key, index) => connectionFor(redis, key) === targets[index] && targets[index]?.stream === sockets[index]);
       return unchanged ? Math.min(...counts) : 0;
     },
