@@ -11,7 +11,7 @@ import { defaultHardLimit } from "../../../src/context/decisions.js";
 import { extractRecallId } from "../../../src/context/prune.js";
 import type { Summarizer } from "../../../src/context/summarizer.js";
 import { createTokenCounter } from "../../../src/context/tokens.js";
-import { capUserMessages, USER_TEXT_WINDOW_SHARE, userTextCapTokens } from "../../../src/context/user-text.js";
+import { capUserMessages, cutOversizedUserMessages, USER_TEXT_WINDOW_SHARE, userTextCapTokens } from "../../../src/context/user-text.js";
 import type { ChatMessage, UserMessage } from "../../../src/core/messages.js";
 
 const counter = createTokenCounter("test-chars/4", (text) => Math.ceil(text.length / 4));
@@ -140,5 +140,42 @@ describe("a compaction with a paste larger than the window in its kept tail", ()
   it("obeys a cap the caller sets, in the provider's tokens", async () => {
     const result = await compact(input({ settings: { ...settings, userTextMaxTokens: 1_000, tokenRatio: 2 } }));
     expect(counter.countMessage(result.messages.at(-1)!)).toBeLessThanOrEqual(500);
+  });
+});
+
+describe("cutOversizedUserMessages: the last resort inside a compaction", () => {
+  it("cuts only user messages outside the folded middle that alone exceed the cap (a message at the cap stays), never a summary, and reports the tokens it saved", () => {
+    const cap = 100;
+    const big = (id: string) => user(id, paste(40));
+    const atCap = user("m7", "a".repeat((cap - 4) * 4));
+    const messages: ChatMessage[] = [
+      { id: "m0", role: "system", content: paste(40) },
+      big("m1"),
+      { id: "m2", role: "user", kind: "summary", content: paste(40) },
+      big("m3"),
+      { id: "m4", role: "assistant", content: paste(40) },
+      big("m5"),
+      big("m6"),
+      atCap,
+    ];
+    expect(counter.countMessage(atCap)).toBe(cap);
+    const result = cutOversizedUserMessages(messages, { from: 3, to: 5 }, cap, counter);
+    const cut = result.messages.flatMap((message, index) => (message === messages[index] ? [] : [message.id]));
+    expect(cut).toEqual(["m1", "m5", "m6"]);
+    expect(result.cutMessages).toBe(3);
+    const saved = ["m1", "m5", "m6"].reduce((sum, id) => {
+      const index = messages.findIndex((message) => message.id === id);
+      return sum + counter.countMessage(messages[index]!) - counter.countMessage(result.messages[index]!);
+    }, 0);
+    expect(result.cutTokens).toBe(saved);
+    expect(saved).toBeGreaterThan(0);
+  });
+
+  it("a batch that is obviously short is not counted at all", () => {
+    const counted: string[] = [];
+    const spy = createTokenCounter("test-chars/4", (text) => (counted.push(text), Math.ceil(text.length / 4)));
+    const messages = [user("m2", "hello"), user("m3", "how are you")];
+    expect(capUserMessages(messages, 1_000, spy)).toEqual({ messages, cutIds: [] });
+    expect(counted).toEqual([]);
   });
 });
