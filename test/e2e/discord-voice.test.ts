@@ -75,7 +75,9 @@ describe("Discord voice replies with live previews", E2E_TIMEOUT, () => {
     e2e.fake.dispatchMessage(fixture("dm", { id: undefined, content: "/voice on" }));
     await e2e.waitForSent(1, IDS.dmChannel);
     const answer = "The ferry to the island leaves at nine every morning. ".repeat(10).trim();
-    e2e.llm.enqueue({ text: answer, tokensPerSecond: 150 });
+    // Streamed over ~6 s, so the silent preview is surely posted before the answer is whole (at 150
+    // tokens a second the answer was done in under a second and, on a quiet machine, came before any preview).
+    e2e.llm.enqueue({ text: answer, tokensPerSecond: 20 });
     e2e.fake.dispatchMessage(fixture("dm", { id: undefined, content: "when is the ferry?" }));
     const sent = await e2e.waitForSent(4, IDS.dmChannel);
     expect(Number(sent[1]!.flags)).toBe(4096);
