@@ -63,7 +63,8 @@ describe("Redis Cluster: a master fails over under a running chat", () => {
     await pipeline?.close();
     await llm?.close();
     await cluster?.dispose();
-  });
+    // Closing the pipeline after several failovers once took past 60 s (CI at afac152, every test passed); cause untraced (issue 33).
+  }, 180_000);
 
   it("chats on the cluster, each message confirmed by a replica", async () => {
     for (let index = 0; index < 3; index++) await chat.deliver(chat.message(index));
