@@ -168,17 +168,17 @@ models:
 
   it("a spoken command works like a typed one", async () => {
     e2e = await startTelegramE2e();
-    e2e.telegram.pushMessage({ chat: DM, from: ADA, text: "remember the number 42" });
+    e2e.telegram.pushMessage({ chat: DM, from: ADA, text: "remember the word marmalade" });
     await e2e.waitForSent(DM.id, 1);
     e2e.llm.setTranscriber(() => "/new");
     e2e.telegram.pushMessage({ chat: DM, from: ADA, ...voice(e2e, Buffer.from("OggS new please")) });
     const sent = await e2e.waitForSent(DM.id, 2);
     expect(textOf(sent[1])).toMatch(/fresh|new conversation|archived/i);
     expect(e2e.llm.requests).toHaveLength(1);
-    e2e.telegram.pushMessage({ chat: DM, from: ADA, text: "what number?" });
+    e2e.telegram.pushMessage({ chat: DM, from: ADA, text: "what word?" });
     await e2e.waitForSent(DM.id, 3);
     // The fresh conversation does not carry the old one.
-    expect(e2e.llm.requests[1]?.body.messages.map((message) => contentText(message.content)).join("\n")).not.toContain("42");
+    expect(e2e.llm.requests[1]?.body.messages.map((message) => contentText(message.content)).join("\n")).not.toContain("marmalade");
   });
 
   it("a 30 MB voice note is refused before download, with one notice, and a failed transcription tells the user once", async () => {
