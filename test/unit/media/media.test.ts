@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { attachmentPlaceholder, type Attachment } from "../../../src/core/attachments.js";
 import type { ChatMessage } from "../../../src/core/messages.js";
-import { imageTokens, attachmentTokens } from "../../../src/context/image-tokens.js";
+import { attachmentTokens } from "../../../src/context/image-tokens.js";
 import { createTokenCounter } from "../../../src/context/tokens.js";
 import { dropAnsweredImages } from "../../../src/session-context/session-context.js";
 import { joinPasteParts } from "../../../src/agent/paste-parts.js";
@@ -37,17 +37,7 @@ const image = (fields: Partial<Attachment> = {}): Attachment => ({
   kind: "image", label: "photo", name: "p.jpg", source: { platform: "url", url: "http://x/p" }, inline: true, ...fields,
 });
 
-describe("image tokens (OpenAI's tile formula)", () => {
-  it("charges 85 at low detail and 170 a tile plus 85 otherwise", () => {
-    expect(imageTokens(4000, 3000, "low")).toBe(85);
-    // 1024×1024 → 768×768 → 2×2 tiles.
-    expect(imageTokens(1024, 1024, "high")).toBe(765);
-    // 2048×4096 → 1024×2048 → 768×1536 → 2×3 tiles (OpenAI's documented example: 1105).
-    expect(imageTokens(2048, 4096, "high")).toBe(1105);
-    expect(imageTokens(512, 512)).toBe(255);
-    expect(imageTokens(undefined, undefined)).toBe(765);
-  });
-
+describe("pictures in the context (the formula itself: test/unit/context/image-tokens.test.ts)", () => {
   it("counts inline pictures into the message's tokens, and nothing once they are no longer inline", () => {
     const counter = createTokenCounter("test", (text) => text.length);
     const message: ChatMessage = { id: "m1", role: "user", content: "abc", attachments: [image({ width: 512, height: 512 })] };
