@@ -46,10 +46,16 @@ async function main(): Promise<void> {
   const shutdown = (reason: string, exitCode = 0): Promise<void> => {
     shuttingDown ??= (async () => {
       logger.info({ reason }, "shutdown-started");
-      // Below a container's usual 30 s grace period, so we exit on our own terms.
+      // Below a container's usual 30 s grace period, so we exit on our own terms. A reply part
+      // still waiting for the platform's answer is recorded as sent first (at most 1 s more):
+      // its outcome is unknown, and such a part is never sent again (docs/architecture.md, "Shutdown").
       setTimeout(() => {
         logger.error("shutdown-timed-out");
-        process.exit(1);
+        const recorded = gateway?.recordPartsOnWire() ?? Promise.resolve();
+        void Promise.race([recorded, new Promise((resolve) => setTimeout(resolve, 1_000))]).finally(() => {
+          logger.flush();
+          process.exit(1);
+        });
       }, config.SHUTDOWN_TIMEOUT_MS).unref();
       try {
         // Intake first; then the workers, whose hand-back clock must not wait behind delivery;

@@ -59,6 +59,13 @@ export interface SendOptions {
    * again, since a crash may have come between the record and the deletion.
    */
   preview?: { messageId: string; only: boolean; onRefused(): Promise<void> };
+  /**
+   * Told when the request carrying part `partIndex` goes out (`true`) and when it is answered or
+   * fails (`false`); never during a wait before it (a rate limit's). Reported only by a platform
+   * without an idempotency key (Telegram): a part on the wire when the process must exit is
+   * recorded as sent, so the next gateway does not send it again (docs/architecture.md, "Shutdown").
+   */
+  onPartRequest?(partIndex: number, onWire: boolean): void;
 }
 
 export interface PartSent {

@@ -50,6 +50,11 @@ export interface DeliveryWorkerOptions {
   replicaAckTimeoutMs?: number;
 }
 
+/** The gateway is stopping: the part just sent is recorded, the rest of the reply is left to the next gateway. */
+class DeliveryHandedBackError extends Error {
+  override readonly name = "DeliveryHandedBackError";
+}
+
 /** The session's node did not get the delivery lease onto enough replicas: nothing is sent, the job is retried. */
 export class DeliveryReplicasBehindError extends Error {
   override readonly name = "DeliveryReplicasBehindError";
@@ -70,7 +75,21 @@ const RECORD_ATTEMPTS = 10;
 /** DELIVERY_MAX_ATTEMPTS' default (config/schema.ts). */
 const DEFAULT_MAX_ATTEMPTS = 3;
 
-export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): Promise<void> } {
+export interface DeliveryWorker {
+  /**
+   * Stops taking parts (each delivery finishes the part in flight, records it and leaves the rest
+   * of its reply to the next gateway), then stops the queue workers; safe to call twice.
+   */
+  close(): Promise<void>;
+  /**
+   * The process must exit now (its shutdown time ran out): each part still on the wire — sent
+   * to a platform without an idempotency key and not answered — is recorded as sent, so the
+   * next gateway does not send it again (its outcome is unknown: the rule of docs/architecture.md).
+   */
+  recordPartsOnWire(): Promise<void>;
+}
+
+export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
   const gatewayId = randomUUID().slice(0, 8);
   const connection = createRedis(options.redisAddress);
   const log = options.logger.child({ component: "delivery", gatewayId });
@@ -163,6 +182,10 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
    * of docs/architecture.md). faults/delivery-lease-lapse.test.ts.
    */
   const delivering = new Set<string>();
+  /** Set by `close`: no delivery starts another part. */
+  let stopping = false;
+  /** The part each session has on the wire now (SendOptions.onPartRequest), for `recordPartsOnWire`. */
+  const onWire = new Map<string, { token: string; reply: OutboundReply; part: number }>();
 
   const deliver = async (job: Job<DeliveryJobData>, jobToken?: string) => {
     if (job.data.v !== PAYLOAD_VERSION) throw new UnrecoverableError(`unknown delivery payload version ${String(job.data.v)}`);
@@ -238,9 +261,16 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
       }
     };
     let settled = false;
+    /** Leaves the rest of the session's outbox to the next gateway: the job comes back at once, the lease goes in `finally`. */
+    const handBack = async (replyId: string, part: number): Promise<never> => {
+      log.info({ sessionKey, replyId, part }, "delivery-handed-back");
+      await job.moveToDelayed(Date.now() + 250, jobToken);
+      throw new DelayedError();
+    };
     try {
       while (step.status === "head") {
         const { reply, fromPart, previewRecorded } = step;
+        if (stopping) await handBack(reply.replyId, fromPart);
         try {
           await replicated();
         } catch (error) {
@@ -266,14 +296,21 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
               fromPart,
               // The last part is recorded by the finish that follows at once (fenced by the same
               // lease; a crash before either re-sends that part alike): one round trip less.
-              onPartSent: (partIndex, { last, unconfirmed }) => {
+              onPartSent: async (partIndex, { last, unconfirmed }) => {
                 if (unconfirmed) {
                   // Counted as sent, never sent again (docs/architecture.md, "Nothing answered twice").
                   log.warn({ sessionKey, replyId: reply.replyId, chatId: reply.target.chatId, part: partIndex }, "reply-part-unconfirmed");
                   options.onPartUnconfirmed?.(reply.target.platform);
                 }
                 part = partIndex + 1;
-                return last ? Promise.resolve() : recorded(() => outbox.recordPart(sessionKey, token, reply.replyId, partIndex, leaseMs), () => false);
+                if (last) return;
+                await recorded(() => outbox.recordPart(sessionKey, token, reply.replyId, partIndex, leaseMs), () => false);
+                // Stopping: this part is recorded, no other starts (docs/architecture.md, "Shutdown").
+                if (stopping) throw new DeliveryHandedBackError(`${sessionKey}: the gateway is stopping after part ${partIndex + 1} of ${reply.replyId}`);
+              },
+              onPartRequest: (partIndex, wire) => {
+                if (wire) onWire.set(sessionKey, { token, reply, part: partIndex });
+                else onWire.delete(sessionKey);
               },
               ...(preview ? { preview } : {}),
             }), "send", () => ({ ...where, part }));
@@ -284,6 +321,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
           // delivery that goes wrong logs a warning or an error of its own.
           if (log.isLevelEnabled("debug")) log.debug({ sessionKey, jobId: job.id, replyId: reply.replyId, fromPart }, "reply-delivered");
         } catch (error) {
+          if (error instanceof DeliveryHandedBackError) await handBack(reply.replyId, part);
           if (error instanceof DeliveryFencedError) {
             log.warn({ sessionKey, replyId: reply.replyId, err: error }, "delivery-superseded");
             return;
@@ -331,6 +369,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
       if (step.status === "lost") log.warn({ sessionKey }, "delivery-superseded");
       else if (step.status === "empty" && !settled) await options.store.settle(sessionKey);
     } finally {
+      onWire.delete(sessionKey);
       // An empty outbox released the lease in FINISH_REPLY (and a lost one is not ours): no second round trip.
       const gone = step.status === "empty" || step.status === "lost";
       await (gone ? lease.stop() : lease.release()).catch((error: unknown) => log.warn({ err: error }, "delivery-lease-release-failed"));
@@ -348,8 +387,18 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): { close(): 
   let closing: Promise<void> | undefined;
   return {
     close() {
+      stopping = true;
       closing ??= Promise.all(workers.map((worker) => worker.close())).then(() => connection.disconnect());
       return closing;
+    },
+    async recordPartsOnWire() {
+      await Promise.all([...onWire].map(async ([sessionKey, { token, reply, part }]) => {
+        log.warn({ sessionKey, replyId: reply.replyId, chatId: reply.target.chatId, part, reason: "shutdown-timed-out" }, "reply-part-unconfirmed");
+        options.onPartUnconfirmed?.(reply.target.platform);
+        // The reply's last part too: a delivery resumed past the last part sends nothing and finishes the reply.
+        await outbox.recordPart(sessionKey, token, reply.replyId, part, options.leaseMs)
+          .catch((error: unknown) => log.warn({ sessionKey, replyId: reply.replyId, part, err: error }, "reply-part-not-recorded-before-exit"));
+      }));
     },
   };
 }

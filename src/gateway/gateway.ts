@@ -45,6 +45,8 @@ export interface Gateway {
   stopIntake(): Promise<void>;
   /** Stops intake, then delivery (after the workers handed back: main.ts), then closes Redis; safe to call twice. */
   close(): Promise<void>;
+  /** The process exits now, its shutdown time out: parts still on the wire are recorded as sent (DeliveryWorker.recordPartsOnWire). */
+  recordPartsOnWire(): Promise<void>;
 }
 
 /**
@@ -190,6 +192,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     chatClosed,
     refreshQueueDepth,
     stopIntake,
+    recordPartsOnWire: () => delivery.recordPartsOnWire(),
     close() {
       closing ??= (async () => {
         await stopIntake();

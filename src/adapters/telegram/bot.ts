@@ -6,6 +6,7 @@ import { Api, Bot } from "grammy";
 import { autoRetry } from "@grammyjs/auto-retry";
 import type { Logger } from "../../logger.js";
 import type { TelegramAdapterOptions } from "./options.js";
+import { wireTransformer } from "./on-wire.js";
 import { describeError } from "./send-reply.js";
 import { sendBudgetTransformer, type SendBudgetHook } from "./send-budget.js";
 
@@ -33,7 +34,9 @@ export function createBot(options: TelegramAdapterOptions, logger: Logger, onGet
   // A send's 5xx is not retried: Telegram may have sent the message before it failed
   // (outcomeUnknown in send-reply.ts), and a resend would show it twice.
   // The send budget sits inside auto-retry: every attempt asks it, and waits out a penalty
-  // recorded by another gateway as well as its own.
+  // recorded by another gateway as well as its own. Innermost of all: which part is on the wire
+  // (on-wire.ts), known only once every wait is over.
+  bot.api.config.use(wireTransformer);
   if (budget) bot.api.config.use(sendBudgetTransformer({ ...budget, defaultPriority: "final" }));
   const retryAll = autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 30, rethrowHttpErrors: true });
   const retryRefusals = autoRetry({ maxRetryAttempts: 3, maxDelaySeconds: 30, rethrowHttpErrors: true, rethrowInternalServerErrors: true });

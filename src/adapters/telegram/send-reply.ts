@@ -9,6 +9,7 @@ import { PermanentError, RetryableError } from "../../errors.js";
 import type { Logger } from "../../logger.js";
 import { htmlToPlainText, renderMarkdown } from "./render.js";
 import { chatRefuses, simplerForms } from "./fallback.js";
+import { carryingPart, type WireListener } from "./on-wire.js";
 import { DEFAULT_PART_LENGTH, splitHtml } from "./split.js";
 
 /** grammY types its signal with the abort-controller polyfill; Node's own AbortSignal works at run time. */
@@ -35,6 +36,8 @@ export interface SendReplyOptions {
   logger: Logger;
   /** Extra options of the last part (an inline keyboard). */
   lastPart?: Record<string, unknown>;
+  /** Told when a request carrying part `partIndex` is on the wire (SendOptions.onPartRequest). */
+  onPartRequest?: (partIndex: number, onWire: boolean) => void;
 }
 
 export class ChatMovedError extends RetryableError {
@@ -65,9 +68,11 @@ export async function sendReply(api: Api, target: ReplyTarget, markdown: string,
         ...(index === parts.length - 1 ? options.lastPart : {}),
       };
       let unconfirmed = false;
+      const onRequest = options.onPartRequest;
+      const wire: WireListener | undefined = onRequest && ((onWire) => onRequest(index, onWire));
       try {
         try {
-          await api.sendMessage(chatId, html, { ...common, parse_mode: "HTML" }, toApiSignal(options.signal));
+          await carryingPart(wire, () => api.sendMessage(chatId, html, { ...common, parse_mode: "HTML" }, toApiSignal(options.signal)));
         } catch (error) {
           const movedTo = migratedTo(error);
           if (movedTo === undefined) throw error;
@@ -75,14 +80,14 @@ export async function sendReply(api: Api, target: ReplyTarget, markdown: string,
           options.logger.info({ fromChatId: chatId, toChatId: movedTo, decision }, "telegram group was upgraded to a supergroup; the reply follows the new id");
           if (decision === "stop") throw new ChatMovedError(`telegram chat ${chatId} moved to ${movedTo}; its session delivers this reply`, { retryAfterMs: 0 });
           chatId = movedTo;
-          await api.sendMessage(chatId, html, { ...common, parse_mode: "HTML" }, toApiSignal(options.signal));
+          await carryingPart(wire, () => api.sendMessage(chatId, html, { ...common, parse_mode: "HTML" }, toApiSignal(options.signal)));
         }
       } catch (error) {
         if (error instanceof ChatMovedError) throw error;
         if (outcomeUnknown(error)) unconfirmed = true;
         else if (!refusesFormatting(error)) throw toTelegramError(error);
         // Telegram refused the formatted text: the reply is never lost, simpler forms follow.
-        else unconfirmed = (await sendSimpler(api, chatId, html, common, index, error.description, options)) === "unconfirmed";
+        else unconfirmed = (await carryingPart(wire, () => sendSimpler(api, chatId, html, common, index, error.description, options))) === "unconfirmed";
         if (unconfirmed) options.logger.warn({ chatId, part: index, err: describeError(error) }, "telegram part's outcome unknown (sent, perhaps, answer lost); not sent again");
       }
       if (unconfirmed) {

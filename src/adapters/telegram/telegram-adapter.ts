@@ -191,6 +191,8 @@ export class TelegramAdapter implements ChannelAdapter {
   }
 
   async send(reply: OutboundReply, options: SendOptions): Promise<void> {
+    // Which part is on the wire, through every path below (record-before-exit: SendOptions.onPartRequest).
+    const wire = options.onPartRequest ? { onPartRequest: options.onPartRequest } : {};
     if (this.presses.holds(reply.inReplyTo)) {
       // The reply to a button press: the presser's alone (the wrong person pressed) is shown to
       // them as an alert, not to the chat; any other stops the spinner and goes out as usual.
@@ -214,10 +216,11 @@ export class TelegramAdapter implements ChannelAdapter {
       const previewId = Number(options.preview.messageId);
       if (options.fromPart === 1) {
         await this.removePreview(reply.target.chatId, previewId);
-        return this.send(reply, { fromPart: 1, onPartSent: options.onPartSent });
+        return this.send(reply, { fromPart: 1, onPartSent: options.onPartSent, ...wire });
       }
       return this.send(reply, {
         fromPart: 0,
+        ...wire,
         onPartSent: async (partIndex, sent) => {
           if (partIndex !== 0) return options.onPartSent(partIndex, sent);
           await options.onPartSent(0, { ...sent, last: false });
@@ -236,7 +239,7 @@ export class TelegramAdapter implements ChannelAdapter {
           if (reply.kind === "answer") this.typing.stop(reply.sessionKey);
           return;
         }
-        return this.send(reply, { fromPart: 1, onPartSent: options.onPartSent });
+        return this.send(reply, { fromPart: 1, onPartSent: options.onPartSent, ...wire });
       }
       await options.preview.onRefused();
       if (options.preview.only) return;
@@ -245,7 +248,7 @@ export class TelegramAdapter implements ChannelAdapter {
       const { voice, ...text } = reply;
       await sendVoiceReply(this.bot.api, { ...reply, voice }, {
         fromPart: options.fromPart, onPartSent: options.onPartSent, logger: this.logger,
-        sendText: (fromPart, onPartSent) => this.send(text, { fromPart, onPartSent }),
+        sendText: (fromPart, onPartSent) => this.send(text, { fromPart, onPartSent, ...wire }),
       });
       if (reply.kind === "answer") this.typing.stop(reply.sessionKey);
       return;
@@ -268,6 +271,7 @@ export class TelegramAdapter implements ChannelAdapter {
       },
       logger: this.logger,
       ...(reply.actions?.length ? { lastPart: { reply_markup: inlineKeyboard(reply.actions) } } : {}),
+      ...wire,
     });
     if (reply.documents && documents > 0) await sendDocuments(this.bot.api, reply.target, reply.documents, { firstPart: parts, fromPart: options.fromPart, onPartSent: options.onPartSent, logger: this.logger });
     // The answer is out: Telegram clears "typing…" when our message arrives; keep it cleared.

@@ -1,0 +1,79 @@
+/**
+ * A gateway told to stop (a real SIGTERM to a real process) in the middle of a long Telegram
+ * reply. The rule (docs/architecture.md, "Shutdown"): from the SIGTERM on, a delivery starts no
+ * new part — the part in flight finishes, is recorded, and the rest of the reply is left to the
+ * next gateway; a part still waiting for Telegram's answer when SHUTDOWN_TIMEOUT_MS runs out is
+ * recorded as sent before the process exits (its outcome is unknown, and a Telegram part whose
+ * outcome is unknown is never sent again). Before this rule the gateway went on sending parts
+ * until its hard exit timer killed it mid-send, and the restarted gateway sent again the part
+ * that was on its way.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { startTelegramApps, type TelegramApps } from "../../helpers/telegram-apps.js";
+import { ADA, DM, sleep, textOf, waitUntil } from "../../helpers/telegram-pipeline.js";
+
+let run: TelegramApps | undefined;
+
+afterEach(async () => {
+  await run?.close();
+  run = undefined;
+});
+
+/** Eight paragraphs of 3,899 characters: eight messages under Telegram's 4,096; each names its part in its first word. */
+const WORDS = ["alpha", "bravo", "delta", "hotel", "oscar", "romeo", "tango", "vodka"];
+const ANSWER = WORDS.map((word) => `${word} `.repeat(650).trim()).join("\n\n");
+const partOf = (text: string) => WORDS.findIndex((word) => text.startsWith(word));
+
+describe("a gateway stopped with SIGTERM mid-reply", () => {
+  it("starts no new part after the SIGTERM: exits in time, and the next gateway sends the rest, each part once", { timeout: 240_000 }, async () => {
+    // Telegram lets a bot send about one message a second into a chat: eight parts take ~8 s,
+    // past the 4 s this process has to stop.
+    run = await startTelegramApps({ SHUTDOWN_TIMEOUT_MS: "4000" });
+    const { telegram, llm, start } = run;
+    llm.enqueue({ text: ANSWER });
+    const first = start("gateway");
+    const worker = start("worker");
+    await first.waitForStderr(/telegram long polling started/, 90_000);
+    await worker.waitForStderr(/longhaul-ready/, 90_000);
+
+    telegram.pushMessage({ chat: DM, from: ADA, text: "eight parts, please" });
+    await waitUntil(() => telegram.delivered(DM.id).length >= 2, "two parts delivered", 90_000);
+    const code = await first.kill("SIGTERM");
+    const before = telegram.delivered(DM.id).map((call) => partOf(textOf(call)));
+    expect(first.stderr()).not.toContain("shutdown-timed-out");
+    expect(code).toBe(0);
+    expect(before.length).toBeLessThan(WORDS.length);
+
+    const second = start("gateway");
+    await second.waitForStderr(/telegram long polling started/, 90_000);
+    await waitUntil(() => telegram.delivered(DM.id).some((call) => partOf(textOf(call)) === WORDS.length - 1), "the last part", 90_000);
+    await sleep(1_500);
+    expect(telegram.delivered(DM.id).map((call) => partOf(textOf(call)))).toEqual(WORDS.map((_, index) => index));
+  });
+
+  it("records the part still on its way when the shutdown time runs out: the next gateway never sends it again", { timeout: 240_000 }, async () => {
+    run = await startTelegramApps({ SHUTDOWN_TIMEOUT_MS: "3000" });
+    const { telegram, llm, start } = run;
+    llm.enqueue({ text: ANSWER });
+    // Part 3 reaches the chat, and its answer never comes back: the send is on its way when the
+    // shutdown's time runs out.
+    telegram.loseAnswer("sendMessage", { applied: true, hang: true, predicate: (call) => partOf(textOf(call)) === 2 });
+    const first = start("gateway");
+    const worker = start("worker");
+    await first.waitForStderr(/telegram long polling started/, 90_000);
+    await worker.waitForStderr(/longhaul-ready/, 90_000);
+
+    telegram.pushMessage({ chat: DM, from: ADA, text: "eight parts, please" });
+    await waitUntil(() => telegram.delivered(DM.id).some((call) => partOf(textOf(call)) === 2), "part 3 in the chat", 90_000);
+    await first.kill("SIGTERM");
+    expect(first.stderr()).toContain("shutdown-timed-out");
+
+    const second = start("gateway");
+    await second.waitForStderr(/telegram long polling started/, 90_000);
+    await waitUntil(() => telegram.delivered(DM.id).some((call) => partOf(textOf(call)) === WORDS.length - 1), "the last part", 90_000);
+    await sleep(1_500);
+    expect(telegram.delivered(DM.id).map((call) => partOf(textOf(call)))).toEqual(WORDS.map((_, index) => index));
+    // Counted as a part whose outcome is unknown (longhaul_reply_parts_unconfirmed_total).
+    expect(first.stderr()).toMatch(/"part":2,.*"msg":"reply-part-unconfirmed"/);
+  });
+});
