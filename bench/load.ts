@@ -22,7 +22,12 @@
  *
  *   npm run bench -- load [--platforms=telegram,discord] [--topologies=all,split] [--rates=25]
  *                         [--seconds=60] [--users=1000] [--tool-share=0.2] [--long-share=0.05]
- *                         [--drain=120] [--stages]
+ *                         [--drain=120] [--stages] [--patient]
+ *
+ * The wait above the model is also split (splitWaits): a follow-up — a message sent while an
+ * earlier one of its chat is unanswered — first waits for that answer, which is the chat's own
+ * (its session answers in order; the platform spaces a chat's sends); the rest is the "own wait".
+ * `--patient` draws users who wait for their answer before writing again, so there are none.
  *
  * `--stages` adds, per run, where the answered messages' time went between the points a turn
  * passes (bench/stages.ts: ingress, queue, model, commit, delivery), p50 / p90 / p99.
@@ -43,7 +48,7 @@ import { buildForChildProcesses } from "../test/helpers/test-build.js";
 import { FakeTelegram } from "../test/fakes/fake-telegram.js";
 import { DEFAULT_GUILD, FAKE_TOKEN as DISCORD_TOKEN, FakeDiscord, HUMAN_USER, IDS, textChannel, type Payload } from "../test/fakes/fake-discord.js";
 import { commandCounter } from "./measure.js";
-import { furthestPoints, recordStages, stageProbe, stageTable, turnsOf, type BenchMark } from "./stages.js";
+import { furthestPoints, recordStages, stageProbe, stageTable, tailTable, turnsOf, type BenchMark } from "./stages.js";
 import { isMain, percentile, table } from "./stats.js";
 
 export type PlatformName = "telegram" | "discord";
@@ -60,6 +65,8 @@ export interface LoadPlan {
   drainSeconds: number;
   /** `--stages`: where each answered message's time went (bench/stages.ts), per run. */
   stages: boolean;
+  /** `--patient`: users write again only once their last message was answered (messageOf). */
+  patient: boolean;
   /** Model pacing (bench/paced-llm.ts). */
   ttftMs: number;
   tokensPerSecond: number;
@@ -73,6 +80,8 @@ export interface ProbeReport {
   max: number;
   rss: number;
   heapUsed: number;
+  /** process.memoryUsage() when RSS was highest since the last report (sampled every second): where the memory was. */
+  peak?: { rss: number; heapTotal: number; heapUsed: number; external: number; arrayBuffers: number };
   /** process.getActiveResourcesInfo(): handles and requests by type (timers included). */
   resources: Record<string, number>;
   /** The largest listener count on any of process's own emitters. */
@@ -88,14 +97,20 @@ export const LOAD_PROBE = `data:text/javascript,${encodeURIComponent(`
 import { monitorEventLoopDelay } from "node:perf_hooks";
 const histogram = monitorEventLoopDelay({ resolution: 10 });
 histogram.enable();
+let peak;
+setInterval(() => {
+  const now = process.memoryUsage();
+  if (!peak || now.rss > peak.rss) peak = now;
+}, 1000).unref();
 process.on("SIGUSR2", () => {
   const ms = (ns) => ns / 1e6;
   const resources = {};
   for (const type of process.getActiveResourcesInfo()) resources[type] = (resources[type] ?? 0) + 1;
   const memory = process.memoryUsage();
   const processListeners = Math.max(0, ...process.eventNames().map((name) => process.listenerCount(name)));
-  process.stderr.write("load-probe " + JSON.stringify({ p50: ms(histogram.percentile(50)), p99: ms(histogram.percentile(99)), max: ms(histogram.max), rss: memory.rss, heapUsed: memory.heapUsed, resources, processListeners }) + "\\n");
+  process.stderr.write("load-probe " + JSON.stringify({ p50: ms(histogram.percentile(50)), p99: ms(histogram.percentile(99)), max: ms(histogram.max), rss: memory.rss, heapUsed: memory.heapUsed, peak, resources, processListeners }) + "\\n");
   histogram.reset();
+  peak = undefined;
 });`)}`;
 
 export async function probe(processes: readonly AppProcess[]): Promise<ProbeReport[]> {
@@ -304,15 +319,72 @@ export const LOAD_CONTEXT_WINDOW = "12000";
 /** ~1,900 characters: under Discord's 2,000 and Telegram's 4,096 per user message. */
 const LONG_TEXT = `${"Here is a long log excerpt from the service, line by line, with timestamps and values. ".repeat(22)}`;
 
-/** The i-th message of a run: who sends it, what it asks of the model. */
-export function messageOf(index: number, plan: LoadPlan, draw: () => number): { user: number; tools: number; text: string; long: boolean } {
-  const long = draw() < plan.longShare;
+/**
+ * The i-th message of a run: who sends it, what it asks of the model. With `busy` (`--patient`:
+ * people who wait for their answer before they write again), a message goes to a user with
+ * nothing unanswered: a long one to the next idle long user (none idle: it goes as an ordinary
+ * message), an ordinary one to the next draw that is idle.
+ */
+export function messageOf(index: number, plan: LoadPlan, draw: () => number, busy?: (user: number) => boolean): { user: number; tools: number; text: string; long: boolean } {
+  let long = draw() < plan.longShare;
   const toolDraw = draw();
   const tools = toolDraw < plan.toolShare / 2 ? 2 : toolDraw < plan.toolShare ? 1 : 0;
   // Long users are the last LONG_USERS; the others take turns in a shuffled-looking order.
-  const user = long ? plan.users - 1 - (index % LONG_USERS) : Math.floor(draw() * (plan.users - LONG_USERS));
+  let user = long ? plan.users - 1 - (index % LONG_USERS) : Math.floor(draw() * (plan.users - LONG_USERS));
+  if (busy && long) {
+    const idle = Array.from({ length: LONG_USERS }, (_, step) => plan.users - 1 - ((index + step) % LONG_USERS)).find((candidate) => !busy(candidate));
+    if (idle === undefined) long = false;
+    user = idle ?? Math.floor(draw() * (plan.users - LONG_USERS));
+  }
+  for (let tries = 0; busy && !long && busy(user) && tries < 100; tries++) user = Math.floor(draw() * (plan.users - LONG_USERS));
   const marker = `⟦m${index} tools=${tools}⟧`;
   return { user, tools, long, text: long ? `${marker} ${LONG_TEXT}` : `${marker} what does the queue look like right now, and why?` };
+}
+
+/**
+ * Each answered message's wait above the model, split by what it waited for (docs/decisions.md,
+ * "Load bench: a chat's own wait apart"). A message sent while an earlier message of its chat was
+ * still unanswered (a **follow-up**) first waits for that answer: the session answers its
+ * messages in order (BUSY_MODE=collect folds them into the next turn), and the platform's
+ * per-chat limit (Discord 5 per 5 s per channel, Telegram about 1 a second per chat) spaces the
+ * chat's sends. That part is the chat's own, whatever longhaul does; the rest — counted from when
+ * the chat's earlier answer was visible, or from the push for a message whose chat was idle — is
+ * what longhaul's queues, the bot's send budget and the machine added (`own`). A follow-up
+ * answered in the same send as the earlier message (collected while that one still queued) has
+ * no own wait of its own and is counted apart (`batched`).
+ */
+export interface WaitSplit {
+  /** Every answered message: answer visible − push − its model time (ms). */
+  all: number[];
+  /** Answered messages whose chat had nothing unanswered when they were pushed. */
+  idleChat: number[];
+  /** Follow-ups: the time behind their chat's earlier answer (ms). */
+  behindChat: number[];
+  /** Every answered message but the batched: its wait from when its chat was free (ms). */
+  own: number[];
+  batched: number;
+}
+
+export function splitWaits(sent: ReadonlyMap<number, { at: number; modelMs: number; user: number }>, answeredAt: ReadonlyMap<number, number>): WaitSplit {
+  const split: WaitSplit = { all: [], idleChat: [], behindChat: [], own: [], batched: 0 };
+  /** Per user: when their latest message so far was answered (Infinity: never). */
+  const chatFreeAt = new Map<number, number>();
+  for (const [id, message] of [...sent.entries()].sort((a, b) => a[1].at - b[1].at || a[0] - b[0])) {
+    const answered = answeredAt.get(id);
+    const free = chatFreeAt.get(message.user) ?? Number.NEGATIVE_INFINITY;
+    chatFreeAt.set(message.user, Math.max(free, answered ?? Number.POSITIVE_INFINITY));
+    if (answered === undefined) continue;
+    split.all.push(answered - message.at - message.modelMs);
+    if (free <= message.at) {
+      split.idleChat.push(answered - message.at - message.modelMs);
+      split.own.push(answered - message.at - message.modelMs);
+      continue;
+    }
+    split.behindChat.push(Math.min(free, answered) - message.at);
+    if (answered <= free) split.batched++;
+    else split.own.push(answered - free - message.modelMs);
+  }
+  return split;
 }
 
 export interface Deployment {
@@ -348,8 +420,10 @@ export interface RunResult {
   answered: number;
   /** ms above the model's own time, answered messages only. */
   waits: number[];
+  /** The same waits split into the chat's own and the rest (splitWaits). */
+  split: WaitSplit;
   /** Per process: label, ELD p99 over the run, peak RSS (sampled every second). */
-  processes: Array<{ label: string; loopDelayP99: number; peakRss: number; endRss: number }>;
+  processes: Array<{ label: string; loopDelayP99: number; peakRss: number; endRss: number; peakMemory?: ProbeReport["peak"] }>;
   redisUsedBefore: number;
   redisUsedAfter: number;
   redisCommandsPerTurn: number;
@@ -412,12 +486,22 @@ export async function runOnce(plan: LoadPlan, platformName: PlatformName, topolo
         footprintRss = workers.reduce((sum, child, index) => sum + rssOf(child.child.pid) - baseRss[index]!, 0);
       }
     }, 1_000);
+    /** Each user's latest message (--patient). */
+    const lastOf = new Map<number, number>();
     // Open loop: message i is due at started + i / rate.
     for (let index = 0; index < total; index++) {
       const due = started + (index * 1_000) / rate;
       const wait = due - Date.now();
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-      const message = messageOf(index, plan, draw);
+      let message: ReturnType<typeof messageOf>;
+      if (plan.patient) {
+        for (const { id, at } of platform.newAnswers()) if (!answeredAt.has(id)) answeredAt.set(id, at);
+        message = messageOf(index, plan, draw, (user) => {
+          const last = lastOf.get(user);
+          return last !== undefined && !answeredAt.has(last);
+        });
+      } else message = messageOf(index, plan, draw);
+      lastOf.set(message.user, index);
       sent.set(index, { at: Date.now(), modelMs: modelTimeMs(plan, message.tools), user: message.user });
       platform.send(message.user, message.text);
     }
@@ -431,13 +515,17 @@ export async function runOnce(plan: LoadPlan, platformName: PlatformName, topolo
     const ended = Date.now();
     const reports = await probe(deployment.processes);
     const redisCommands = await commands.stop();
-    const waits = [...answeredAt.entries()].map(([id, at]) => at - sent.get(id)!.at - sent.get(id)!.modelMs);
+    const split = splitWaits(sent, answeredAt);
     // The probes write twice a second: the last marks are in once the processes have flushed.
     const visible: BenchMark[] = [...answeredAt.entries()].map(([id, at]) => ({ stage: "visible", sessionKey: platform.sessionKey(sent.get(id)!.user), at }));
-    const stageTurns = stages ? (await deployment.close(), turnsOf([...stages.stop(), ...visible], false)) : undefined;
+    // A chat's marks are told apart by its ingress marks, which a follow-up mixes with its earlier
+    // message's: the stage tables take the chats that got one message in the run.
+    const perChat = new Map<string, number>();
+    for (const message of sent.values()) perChat.set(platform.sessionKey(message.user), (perChat.get(platform.sessionKey(message.user)) ?? 0) + 1);
+    const stageTurns = stages ? (await deployment.close(), turnsOf([...stages.stop(), ...visible], false).filter((turn) => perChat.get(turn.sessionKey) === 1)) : undefined;
     return {
-      platform: platformName, topology, rate, offered: total, answered: answeredAt.size, waits,
-      processes: deployment.labels.map((label, index) => ({ label, loopDelayP99: reports[index]!.p99, peakRss: peakRss[index]!, endRss: endRss[index]! })),
+      platform: platformName, topology, rate, offered: total, answered: answeredAt.size, waits: split.all, split,
+      processes: deployment.labels.map((label, index) => ({ label, loopDelayP99: reports[index]!.p99, peakRss: peakRss[index]!, endRss: endRss[index]!, ...(reports[index]!.peak ? { peakMemory: reports[index]!.peak } : {}) })),
       redisUsedBefore, redisUsedAfter: await redisUsedMemory(redisUrl),
       redisCommandsPerTurn: redisCommands / Math.max(1, answeredAt.size),
       requests: platform.requests(started, ended),
@@ -446,7 +534,7 @@ export async function runOnce(plan: LoadPlan, platformName: PlatformName, topolo
       ...(inFlightPeak > 0 ? { footprint: { inFlight: inFlightPeak, bytesPerTurn: footprintRss / inFlightPeak } } : {}),
       llm: await llmStats(),
       ...(stageTurns ? {
-        stages: `${stageTable(`${platformName}, ${topology}, ${rate}/s: where the answered messages' time went`, stageTurns.filter((turn) => turn.at.has("sending")), [50, 90, 99])}\n\nThe last point each message reached (sending: handed to the platform): ${JSON.stringify(furthestPoints(stageTurns))}`,
+        stages: `${stageTable(`${platformName}, ${topology}, ${rate}/s: where the answered messages' time went`, stageTurns.filter((turn) => turn.at.has("sending")), [50, 90, 99])}\n\n${tailTable(`${platformName}, ${topology}, ${rate}/s: the slowest messages`, stageTurns.filter((turn) => turn.at.has("sending")))}\n\nThe last point each message reached (sending: handed to the platform): ${JSON.stringify(furthestPoints(stageTurns))}`,
       } : {}),
     };
   } finally {
@@ -460,12 +548,19 @@ const MB = 1024 * 1024;
 export function report(plan: LoadPlan, results: readonly RunResult[]): string {
   const rows = results.map((result) => {
     const waits = [...result.waits].sort((a, b) => a - b);
+    const sorted = (values: readonly number[]) => [...values].sort((a, b) => a - b);
+    const seconds = (values: readonly number[], p: number) => (values.length === 0 ? "–" : (percentile(values, p) / 1_000).toFixed(2));
+    const own = sorted(result.split.own);
+    const idle = sorted(result.split.idleChat);
+    const behind = sorted(result.split.behindChat);
     const perSecond = result.requests.perSecond;
     const mean = perSecond.reduce((sum, value) => sum + value, 0) / Math.max(1, perSecond.length);
     return [
       result.platform, result.topology === "all" ? "one process (npm start)" : "gateway + 2 workers", result.rate,
       `${result.answered} / ${result.offered} (${((100 * result.answered) / result.offered).toFixed(1)}%)`,
       `${(percentile(waits, 50) / 1_000).toFixed(2)} / ${(percentile(waits, 99) / 1_000).toFixed(2)}`,
+      `${seconds(own, 50)} / ${seconds(own, 99)} (idle chats ${seconds(idle, 99)})`,
+      `${behind.length}: ${seconds(behind, 50)} / ${seconds(behind, 99)}${result.split.batched > 0 ? `, ${result.split.batched} batched` : ""}`,
       result.processes.map((process) => `${process.label} ${process.loopDelayP99.toFixed(0)}`).join(", "),
       result.processes.map((process) => `${process.label} ${(process.peakRss / MB).toFixed(0)}`).join(", "),
       `${(result.redisUsedBefore / MB).toFixed(1)} → ${(result.redisUsedAfter / MB).toFixed(1)}`,
@@ -477,12 +572,16 @@ export function report(plan: LoadPlan, results: readonly RunResult[]): string {
       `${result.load[0].toFixed(1)} → ${result.load[1].toFixed(1)}`,
     ];
   });
-  const detail = results.map((result) => `- ${result.platform}, ${result.topology}, ${result.rate}/s: requests by method ${JSON.stringify(result.requests.byMethod)}; model calls ${JSON.stringify(result.llm)} (cumulative over the bench)`);
+  const memory = (result: RunResult) => result.processes.filter((process) => process.peakMemory).map((process) => {
+    const peak = process.peakMemory!;
+    return `${process.label} RSS ${(peak.rss / MB).toFixed(0)} = heap ${(peak.heapUsed / MB).toFixed(0)} used of ${(peak.heapTotal / MB).toFixed(0)}, external ${(peak.external / MB).toFixed(0)} (array buffers ${(peak.arrayBuffers / MB).toFixed(0)}), the rest code, stacks and the allocator's`;
+  }).join("; ");
+  const detail = results.map((result) => `- ${result.platform}, ${result.topology}, ${result.rate}/s: requests by method ${JSON.stringify(result.requests.byMethod)}; model calls ${JSON.stringify(result.llm)} (cumulative over the bench); memory at each process's highest RSS (MB): ${memory(result)}`);
   const stages = results.flatMap((result) => (result.stages ? ["", result.stages] : []));
   return [
-    `Open loop, ${plan.seconds} s per run, ${plan.users} users; model: first token ${plan.ttftMs} ms, ${plan.tokensPerSecond} tokens/s, ${plan.answerTokens}-token answers (${(modelTimeMs(plan, 0) / 1_000).toFixed(1)} s), ${Math.round(plan.toolShare * 100)}% with 1–2 tool steps (+1 s each), ${Math.round(plan.longShare * 100)}% from ${LONG_USERS} long sessions (12K window: they compact); answers awaited ${plan.drainSeconds} s after the last message.`,
+    `Open loop, ${plan.seconds} s per run, ${plan.users} users; model: first token ${plan.ttftMs} ms, ${plan.tokensPerSecond} tokens/s, ${plan.answerTokens}-token answers (${(modelTimeMs(plan, 0) / 1_000).toFixed(1)} s), ${Math.round(plan.toolShare * 100)}% with 1–2 tool steps (+1 s each), ${Math.round(plan.longShare * 100)}% from ${LONG_USERS} long sessions (12K window: they compact); ${plan.patient ? "patient users (none writes again before their last message was answered)" : "users drawn at random, so a user may write again before their last answer (a follow-up)"}; answers awaited ${plan.drainSeconds} s after the last message. Own wait: the wait above the model less the time a follow-up spent behind its chat's earlier answer (the session's order and the platform's per-chat limit, the chat's own) — what longhaul's queues, the send budget and the machine added.`,
     "",
-    table(["platform", "longhaul", "offered /s", "answered", "wait above model p50 / p99 s", "event-loop delay p99 ms", "peak RSS MB", "Redis used MB", "platform req/s mean / busiest second / busiest second of those the global limit counts", "busiest chat, req in one second", "refused (429)", "Redis commands / turn", "turns in flight (peak), RSS per turn", "load average"], rows),
+    table(["platform", "longhaul", "offered /s", "answered", "wait above model p50 / p99 s", "own wait p50 / p99 s (p99 of messages to idle chats)", "follow-ups: n, behind their chat p50 / p99 s", "event-loop delay p99 ms", "peak RSS MB", "Redis used MB", "platform req/s mean / busiest second / busiest second of those the global limit counts", "busiest chat, req in one second", "refused (429)", "Redis commands / turn", "turns in flight (peak), RSS per turn", "load average"], rows),
     "",
     ...detail,
     ...stages,
@@ -508,6 +607,7 @@ export function parsePlan(args: readonly string[]): LoadPlan {
     longShare: Number(flags.get("long-share") ?? 0.05),
     drainSeconds: Number(flags.get("drain") ?? 120),
     stages: flags.has("stages"),
+    patient: flags.has("patient"),
     ttftMs: Number(flags.get("ttft-ms") ?? 1_000),
     tokensPerSecond: Number(flags.get("tokens-per-second") ?? 30),
     answerTokens: Number(flags.get("answer-tokens") ?? 90),

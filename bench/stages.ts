@@ -120,3 +120,23 @@ export function stageTable(title: string, all: readonly TurnMarks[], percentiles
   if (path.length > 1) row(`whole path: ${path[0]} → ${path[path.length - 1]}`, path[0]!, path[path.length - 1]!);
   return `${title} (${turns.length} of ${all.length} messages answered)\n\n${table(["stage", ...percentiles.map((p) => `p${p} ms`), "mean ms"], rows)}`;
 }
+
+/**
+ * Where the slowest messages' time went: the `share` of the turns that passed every point with
+ * the longest whole path, and the mean time of each step over them (the percentiles of
+ * stageTable are taken step by step, so they cannot say which step the slow messages lost
+ * their time in).
+ */
+export function tailTable(title: string, all: readonly TurnMarks[], share = 0.02): string {
+  const path = PATH.filter((stage) => all.filter((turn) => turn.at.has(stage)).length >= 0.9 * all.length);
+  const first = path[0]!;
+  const last = path[path.length - 1]!;
+  const turns = all.filter((turn) => path.every((stage) => turn.at.has(stage)))
+    .sort((a, b) => (b.at.get(last)! - b.at.get(first)!) - (a.at.get(last)! - a.at.get(first)!));
+  const tail = turns.slice(0, Math.max(1, Math.ceil(share * turns.length)));
+  const mean = (from: BenchStage, to: BenchStage) => tail.reduce((sum, turn) => sum + turn.at.get(to)! - turn.at.get(from)!, 0) / tail.length;
+  const rows: Array<Array<string | number>> = [];
+  for (let index = 1; index < path.length; index++) rows.push([`${path[index - 1]} → ${path[index]}`, mean(path[index - 1]!, path[index]!)]);
+  if (path.length > 1) rows.push([`whole path: ${first} → ${last}`, mean(first, last)]);
+  return `${title} (the slowest ${tail.length} of ${turns.length})\n\n${table(["stage", "mean ms"], rows)}`;
+}

@@ -21,7 +21,24 @@ export interface SendBucket {
   name: string;
   capacity: number;
   perSecond: number;
+  /**
+   * Previews and typing calls go only while everything sent through this bucket, finals
+   * included, stays under this rate (a second bucket of the same capacity refilled at it, which
+   * every call drains and only they must find full enough). Without it a preview is judged by
+   * the bucket's level alone, which stays high until the bucket is used to the full: previews
+   * then fill whatever the finals leave, the bucket runs at its limit, and the finals queue (on
+   * Discord each status also brings its deletion, sent as a final, seconds later). Unset: none.
+   */
+  headroomPerSecond?: number;
 }
+
+/**
+ * The share of a bot bucket's rate under which previews and typing keep the bot's sends (the
+ * bucket's `headroomPerSecond`): the rest is left for the finals' bursts, so that they do not
+ * queue. At 25 answers a second a Discord bot (40 a second refilled) leaves its previews 32 − 25
+ * − their deletions; a Telegram bot (25 refilled) none.
+ */
+export const PREVIEW_HEADROOM = 0.8;
 
 export interface SendRequest {
   /** The platform and the bot (its id, never its token): one budget per bot token. */

@@ -8,7 +8,9 @@
  * is told how long to wait for it, so finals queue in the order they asked, across processes);
  * a notice needs a whole token; a preview needs the bucket at least half full after taking, a
  * typing call three quarters (a full bucket serves anyone, however small). Under load the finals keep the buckets low and the previews and
- * typing calls are refused first (skipped: a later preview supersedes), the notices next.
+ * typing calls are refused first (skipped: a later preview supersedes), the notices next. A
+ * bucket with a headroom (the bot's) also refuses previews and typing once everything sent
+ * through it nears that lower rate, before the bucket itself runs at its limit and finals queue.
  *
  * A 429 is recorded as a penalty: on the chat it was answered for (only that chat waits), or on
  * the whole bot for a global one, where everything below final waits a little longer still so
@@ -26,7 +28,10 @@ import { runScript } from "../session/run-script.js";
  *       bot's penalty (hash: `until` for finals, `low` for the rest).
  * ARGV: below-final (1/0), the longest wait a borrowing take may be given (ms), the floor (a
  *       fraction of capacity the bucket must keep after the take; negative: may borrow), then
- *       per bucket its capacity and refill per second.
+ *       per bucket its capacity, refill per second and headroom refill per second (0: none).
+ *       The headroom (`h`) is a second level of the same capacity refilled at that rate: every
+ *       take drains it (never below −capacity, so it comes back within seconds once the load
+ *       falls), and a take with a positive floor (preview, typing) must leave it that full too.
  * →     {1, delay ms} taken (send after the delay), or {0, wait ms} nothing taken.
  */
 export const TAKE = `
@@ -44,30 +49,44 @@ local penalty = math.max(chatUntil, botUntil) - now
 if penalty > 0 and (floor >= 0 or penalty > maxWait) then return {0, math.ceil(penalty)} end
 local delay = math.max(penalty, 0)
 local levels = {}
+local heads = {}
 for i = 1, n do
-  local capacity = tonumber(ARGV[2 + 2 * i])
-  local rate = tonumber(ARGV[3 + 2 * i])
-  local state = redis.call('HMGET', KEYS[i], 'l', 'at')
+  local capacity = tonumber(ARGV[1 + 3 * i])
+  local rate = tonumber(ARGV[2 + 3 * i])
+  local headRate = tonumber(ARGV[3 + 3 * i])
+  local state = redis.call('HMGET', KEYS[i], 'l', 'at', 'h')
   local level = capacity
+  local head = capacity
   if state[1] then
-    level = math.min(capacity, tonumber(state[1]) + math.max(0, now - tonumber(state[2])) * rate / 1000)
+    local elapsed = math.max(0, now - tonumber(state[2]))
+    level = math.min(capacity, tonumber(state[1]) + elapsed * rate / 1000)
+    if state[3] and headRate > 0 then head = math.min(capacity, tonumber(state[3]) + elapsed * headRate / 1000) end
   end
   local after = level - 1
   if floor >= 0 then
     -- A full bucket serves any priority, however small it is.
     local need = math.min(floor * capacity, capacity - 1)
     if after < need then return {0, math.ceil((need - after) * 1000 / rate)} end
+    if floor > 0 and headRate > 0 and head - 1 < need then return {0, math.ceil((need - head + 1) * 1000 / headRate)} end
   elseif after < 0 then
     delay = math.max(delay, -after * 1000 / rate)
   end
   levels[i] = after
+  heads[i] = math.max(head - 1, -capacity)
 end
 if delay > maxWait then return {0, math.ceil(delay)} end
 for i = 1, n do
-  local capacity = tonumber(ARGV[2 + 2 * i])
-  local rate = tonumber(ARGV[3 + 2 * i])
-  redis.call('HSET', KEYS[i], 'l', tostring(levels[i]), 'at', tostring(now))
-  redis.call('PEXPIRE', KEYS[i], math.ceil((capacity - levels[i]) * 1000 / rate) + 1000)
+  local capacity = tonumber(ARGV[1 + 3 * i])
+  local rate = tonumber(ARGV[2 + 3 * i])
+  local headRate = tonumber(ARGV[3 + 3 * i])
+  local ttl = math.ceil((capacity - levels[i]) * 1000 / rate)
+  if headRate > 0 then
+    redis.call('HSET', KEYS[i], 'l', tostring(levels[i]), 'at', tostring(now), 'h', tostring(heads[i]))
+    ttl = math.max(ttl, math.ceil((capacity - heads[i]) * 1000 / headRate))
+  else
+    redis.call('HSET', KEYS[i], 'l', tostring(levels[i]), 'at', tostring(now))
+  end
+  redis.call('PEXPIRE', KEYS[i], ttl + 1000)
 end
 return {1, math.ceil(delay)}
 `;
@@ -129,7 +148,7 @@ export class RedisSendBudget implements SendBudget {
       request.priority === "final" ? "0" : "1",
       this.#options.finalMaxWaitMs ?? 10_000,
       PRIORITY_FLOORS[request.priority],
-      ...request.buckets.flatMap((bucket) => [bucket.capacity, bucket.perSecond]),
+      ...request.buckets.flatMap((bucket) => [bucket.capacity, bucket.perSecond, bucket.headroomPerSecond ?? 0]),
     ];
     try {
       const [taken, ms] = (await this.#bounded(runScript(this.#options.redis, TAKE, keys.length, ...keys, ...args))) as [number, number];

@@ -22,7 +22,7 @@
  * the way is not sent, not retried, and says so (./request-outcome.ts).
  */
 import { DefaultRestOptions, type ResponseLike } from "discord.js";
-import type { SendBucket, SendBudget, SendPriority, SendRequest } from "../../core/send-budget.js";
+import { PREVIEW_HEADROOM, type SendBucket, type SendBudget, type SendPriority, type SendRequest } from "../../core/send-budget.js";
 import { RetryableError } from "../../errors.js";
 import { currentSendPriority } from "../send-priority.js";
 import { markSent, RequestNotSent, waitToSend } from "./request-outcome.js";
@@ -46,7 +46,9 @@ export class SendBudgetRefusal extends RetryableError {
  */
 export function discordBuckets(path: string, method: string, perSecond: number): SendBucket[] {
   const burst = Math.max(1, Math.round(perSecond / 10));
-  const global: SendBucket = { name: "global", capacity: burst, perSecond: Math.max(0.1, perSecond - burst) };
+  const refill = Math.max(0.1, perSecond - burst);
+  // Previews and typing keep the bot under PREVIEW_HEADROOM of its rate: the rest is the finals'.
+  const global: SendBucket = { name: "global", capacity: burst, perSecond: refill, headroomPerSecond: PREVIEW_HEADROOM * refill };
   const channel = /^\/channels\/(\d+)\/messages(\/\d+)?$/.exec(path);
   const write = channel && ((method === "POST" && channel[2] === undefined) || (method === "PATCH" && channel[2] !== undefined));
   return write ? [global, { name: `channel:${channel[1]}`, capacity: 2, perSecond: 0.6 }] : [global];

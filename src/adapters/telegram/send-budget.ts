@@ -12,7 +12,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Transformer } from "grammy";
-import type { SendBucket, SendBudget, SendPriority, SendRequest } from "../../core/send-budget.js";
+import { PREVIEW_HEADROOM, type SendBucket, type SendBudget, type SendPriority, type SendRequest } from "../../core/send-budget.js";
 import { currentSendPriority } from "../send-priority.js";
 
 export interface TelegramSendLimits {
@@ -41,7 +41,9 @@ export const BUDGET_REFUSAL = "(longhaul send budget)";
  */
 export function telegramBuckets(chatId: string, method: string, limits: TelegramSendLimits): SendBucket[] {
   const burst = Math.max(1, Math.round(limits.perSecond / 10));
-  const global: SendBucket = { name: "global", capacity: burst, perSecond: Math.max(0.1, limits.perSecond - burst) };
+  const refill = Math.max(0.1, limits.perSecond - burst);
+  // Previews and typing keep the bot under PREVIEW_HEADROOM of its rate: the rest is the finals'.
+  const global: SendBucket = { name: "global", capacity: burst, perSecond: refill, headroomPerSecond: PREVIEW_HEADROOM * refill };
   // The typing indicator is not a message: it costs the bot a request, not the chat a message.
   if (method === "sendChatAction") return [global];
   const chat: SendBucket = { name: `chat:${chatId}`, capacity: 2, perSecond: 1 };

@@ -65,6 +65,41 @@ describe("the send budget in Redis", () => {
     expect((await budget.take({ platform: "telegram", bot: "77", buckets: [slow], priority: "preview" })).granted).toBe(false);
   });
 
+  it("refuses previews and typing once everything sent nears the bucket's headroom rate, while the bucket itself still has tokens; finals go on", async () => {
+    // Refilled at once (1,000 a second), so its level alone would let every preview through;
+    // its headroom refills at 0.01 a second, so each call drains it for good here.
+    const fast: SendBucket = { name: "global", capacity: 4, perSecond: 1_000, headroomPerSecond: 0.01 };
+    const take = (priority: SendRequest["priority"], bucket = fast) => budget.take({ platform: "discord", bot: "77", buckets: [bucket], priority });
+    for (let index = 0; index < 3; index++) expect(await take("final")).toEqual({ granted: true, delayMs: 0 });
+    // Headroom 1 left: a preview must leave half of 4 (2).
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const preview = await take("preview");
+    expect(preview.granted).toBe(false);
+    // The headroom's wait (2 / 0.01 a second), not the level's (a few ms).
+    if (!preview.granted) expect(preview.waitMs).toBeGreaterThan(90_000);
+    expect((await take("typing")).granted).toBe(false);
+    // Finals and notices are judged by the bucket's own level.
+    expect(await take("final")).toEqual({ granted: true, delayMs: 0 });
+    expect(await take("notice")).toEqual({ granted: true, delayMs: 0 });
+    // The same calls through a bucket without a headroom: the preview goes.
+    const plain: SendBucket = { name: "plain", capacity: 4, perSecond: 1_000 };
+    for (let index = 0; index < 3; index++) await take("final", plain);
+    // (Redis's clock counts in ms: calls within one would find nothing refilled.)
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await take("preview", plain)).toEqual({ granted: true, delayMs: 0 });
+  });
+
+  it("lets the headroom fall no lower than empty by a bucketful, so previews come back soon after a burst of finals", async () => {
+    const bucket: SendBucket = { name: "global", capacity: 2, perSecond: 1_000, headroomPerSecond: 20 };
+    const take = (priority: SendRequest["priority"]) => budget.take({ platform: "discord", bot: "77", buckets: [bucket], priority });
+    for (let index = 0; index < 20; index++) await take("final");
+    expect((await take("preview")).granted).toBe(false);
+    // From −2 at most, a preview needs the headroom at 2 again: (2 + 2) / 20 a second = 200 ms
+    // (unbounded, the 20 finals' debt would take a second).
+    await new Promise((resolve) => setTimeout(resolve, 320));
+    expect(await take("preview")).toEqual({ granted: true, delayMs: 0 });
+  });
+
   it("holds a chat's penalty on that chat only: other chats' finals and previews go at once", async () => {
     await budget.penalize({ platform: "telegram", bot: "77", chat: "1", retryAfterMs: 120_000 });
     const penalized = await budget.take(request("1", "final"));
