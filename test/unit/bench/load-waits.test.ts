@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { messageOf, parsePlan, random, splitWaits } from "../../../bench/load.js";
+import { simulate } from "../../../bench/load-followups.js";
 
 describe("the load bench's wait split", () => {
   it("counts a message to an idle chat whole as its own wait, and a follow-up's from its chat's earlier answer on", () => {
@@ -48,5 +49,15 @@ describe("the load bench's wait split", () => {
       // The oldest unanswered is answered: half the users are waiting at any time.
       if (busy.size > 10) busy.delete([...busy][0]!);
     }
+  });
+
+  it("replays the bench's random users through nothing but their sessions' order: follow-ups wait, the others do not; patient users never follow up", () => {
+    const random = simulate(["--rates=25", "--seconds=20"], 100);
+    expect(random.behindChat.length).toBeGreaterThan(20);
+    expect(Math.max(...random.own)).toBe(100);
+    expect(Math.max(...random.all)).toBeGreaterThan(2_000);
+    const patient = simulate(["--rates=25", "--seconds=20", "--patient"], 100);
+    expect(patient.behindChat).toEqual([]);
+    expect(Math.max(...patient.all)).toBe(100);
   });
 });
