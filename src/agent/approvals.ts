@@ -1,7 +1,8 @@
 /**
  * Durable approval of tool calls, on the turn's side. A step that calls a tool needing
- * approval ends the turn: the step waits in `state.pendingApproval` (outside the live
- * context, so no LLM request carries a call without its result), the request goes out with
+ * approval ends the turn: the calls that ran join the context at once (session-loop.ts), the
+ * calls that wait stay in `state.pendingApproval` (outside the live context, so no LLM request
+ * carries a call without its result), the request goes out with
  * buttons, and a delayed turn job is scheduled. The answer comes back through the ordinary
  * ingress as a button press; the turn that takes it resolves the step (runs the calls, or
  * turns them into "not run" results) and goes on with the tool loop. A restart loses nothing:
@@ -39,7 +40,7 @@ export interface ResolveOptions {
 
 /**
  * Resolves the pending step: approved calls run now, the others get a "not run" result the
- * model reads; the whole step (the call and every result, in the call's order) joins the
+ * model reads; the waiting calls' message and every result, in the calls' order, join the
  * context and the transcript; then the loop goes on from the step it paused at.
  */
 export async function resolveApproval(run: TurnRun<ChatPorts>, outcome: ApprovalOutcome, options: ResolveOptions): Promise<void> {

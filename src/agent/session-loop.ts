@@ -4,8 +4,9 @@
  */
 import { randomUUID } from "node:crypto";
 import type { MessageOrigin } from "../core/channel.js";
-import type { ChatMessage } from "../core/messages.js";
+import type { AssistantMessage, ChatMessage, ToolMessage } from "../core/messages.js";
 import type { PendingApproval } from "../core/tools.js";
+import { messageIdAllocator } from "../session/state.js";
 import { approvalActions, approvalRequestText, DELEGATE_TOOL, outputCapChars, type ToolRegistry } from "../tools/index.js";
 import type { ContextOverflowError } from "../errors.js";
 import type { CompactionScope } from "../session-context/index.js";
@@ -98,14 +99,22 @@ export function finishLoop(run: TurnRun<ChatPorts>, result: RunTurnResult, origi
   state.live = result.context;
   if (result.stoppedBy === "approval" && result.paused) {
     const now = engine.now();
+    const waits = splitPausedStep(result.paused.assistant, result.paused.results, new Set(result.paused.waiting.map((call) => call.callId)), messageIdAllocator(state));
+    // The calls that ran are in the conversation now, as the step they were: a turn that runs
+    // while the request waits (a fired task) must see what was done, or its model may do it
+    // again (a reminder set twice). Only the calls that wait stay out until the answer.
+    if (waits.ran.length > 0) {
+      state.live.push(...waits.ran);
+      run.transcript.push(...waits.ran);
+    }
     const pending: PendingApproval = {
       id: randomUUID(),
       requestedBy: origin.requestedBy,
       requestedAt: now,
       expiresAt: now + engine.approval.timeoutMs,
       target: origin.answers.target,
-      assistant: result.paused.assistant,
-      results: result.paused.results,
+      assistant: waits.assistant,
+      results: [],
       waiting: result.paused.waiting,
       step: result.paused.step,
       inReplyTo: origin.answers.inReplyTo,
@@ -134,4 +143,27 @@ export function finishLoop(run: TurnRun<ChatPorts>, result: RunTurnResult, origi
   const text = compacted ? `${compacted}\n\n${warned}` : warned;
   const preview = run.input.preview?.consume();
   addReply(run, text, "answer", origin.answers, preview === undefined ? {} : { preview });
+}
+
+/**
+ * A paused step in two: the calls that ran (an assistant message naming only them, then their
+ * results: in the conversation at once), and an assistant message naming only the calls that
+ * wait (it joins the conversation with their results once the request is answered). The text and
+ * the provider's reasoning stay with the first; the reasoning goes with the second too (DeepSeek
+ * wants it on each step of a tool loop). Nothing ran: the step as it is.
+ */
+function splitPausedStep(assistant: AssistantMessage, results: readonly ToolMessage[], waitingIds: ReadonlySet<string>, newId: () => string): { ran: ChatMessage[]; assistant: AssistantMessage } {
+  const calls = assistant.tool_calls ?? [];
+  const ranCalls = calls.filter((call) => !waitingIds.has(call.id));
+  if (ranCalls.length === 0 || results.length === 0) return { ran: [], assistant };
+  const ranIds = new Set(ranCalls.map((call) => call.id));
+  const ran: ChatMessage[] = [
+    { ...assistant, tool_calls: ranCalls },
+    ...calls.flatMap((call) => (ranIds.has(call.id) ? results.filter((message) => message.tool_call_id === call.id) : [])),
+  ];
+  const { reasoning_content: reasoning, ...rest } = assistant;
+  return {
+    ran,
+    assistant: { ...rest, id: newId(), content: null, tool_calls: calls.filter((call) => waitingIds.has(call.id)), ...(reasoning ? { reasoning_content: reasoning } : {}) },
+  };
 }

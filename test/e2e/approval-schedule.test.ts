@@ -1,7 +1,8 @@
 /**
  * Tool approval and scheduled items together, through the pipeline: a reminder the model sets
  * in a loop resumed after an approval belongs to the person who asked, in their chat; a task
- * that fires while a call waits for approval leaves the request waiting.
+ * that fires while a call waits for approval leaves the request waiting; a call that ran beside
+ * one that waits is in the conversation at once, so a task that fires meanwhile does not redo it.
  */
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -133,5 +134,46 @@ describe("tool approval with scheduled items", () => {
     expect(replies[2]?.text).toBe("✅ Approved by Ada: ran `files__write_file`.");
     expect(replies[3]?.text).toMatch(/^tool said: Successfully wrote/);
     expect(existsSync(join(root, "waiting.txt"))).toBe(true);
+  });
+
+  it("a call that ran beside one waiting for approval is in the conversation at once: a task firing meanwhile does not set the reminder again", async () => {
+    // Issue 28 (a one-off reminder delivered twice in a chaos run): one step asked for a reminder
+    // (run at once) and a write (waiting for approval); the whole step was kept out of the
+    // conversation until the answer, so a task that fired meanwhile showed the model the user's
+    // request with no sign of the reminder it had set — and a model that does what it is asked
+    // set it again.
+    const chat = ADA;
+    const before = repliesTo(chat).length;
+    const reminders = async () => (await new ScheduleStore(redis, config.REDIS_PREFIX).listChat("telegram", chat)).filter((item) => item.text === "water the plants");
+    const remind = { name: "schedule", arguments: { action: "create", kind: "reminder", in: "1h", text: "water the plants" } };
+    const shows = (request: RecordedRequest) => request.body.messages.some((message) => message.role === "tool" && /^Scheduled r\d+, a reminder: “water the plants”/.test(textOf(message.content)));
+    llm.setHandler((request) => {
+      const last = request.body.messages.at(-1);
+      if (last?.role === "tool") return { text: `tool said: ${textOf(last.content)}` };
+      // A model that sees the request for a reminder and no sign of it sets it.
+      if (lastUserText(request).startsWith("[Scheduled task")) return shows(request) ? { text: "Task done." } : { toolCalls: [remind] };
+      return { toolCalls: [remind, { name: "files__write_file", arguments: { path: join(root, "plants.txt"), content: "water" } }] };
+    });
+    await say(chat, ADA, "remind me in 1h to water the plants, and write plants.txt");
+    const request = (await waitReplies(chat, before + 1))[before];
+    expect(request?.actions).toHaveLength(2);
+    expect(await reminders()).toHaveLength(1);
+
+    const alarms = createFiringQueue(redis, config.REDIS_PREFIX);
+    const schedule = new ScheduleService({ store: new ScheduleStore(redis, config.REDIS_PREFIX), alarms, settings: scheduleSettingsFrom(config) });
+    await schedule.create(
+      { platform: "telegram", chatId: chat, chatType: "private", sessionKey: `tg:${chat}`, userId: ADA, userName: "Ada", timeZone: "UTC" },
+      { kind: "task", text: "look at the plants", when: { in: "2s" } },
+    ).finally(() => alarms.close());
+    expect((await waitReplies(chat, before + 2))[before + 1]).toMatchObject({ kind: "answer", text: "Task done." });
+    expect(shows(llm.requests.findLast((recorded) => lastUserText(recorded).startsWith("[Scheduled task"))!)).toBe(true);
+    expect(await reminders()).toHaveLength(1);
+
+    // The waiting call still waits, and runs when Ada approves it.
+    await press(chat, ADA, request!.actions![0]!.id);
+    const replies = await waitReplies(chat, before + 4);
+    expect(replies[before + 2]?.text).toBe("✅ Approved by Ada: ran `files__write_file`.");
+    expect(replies[before + 3]?.text).toMatch(/^tool said: Successfully wrote/);
+    expect(await reminders()).toHaveLength(1);
   });
 });
