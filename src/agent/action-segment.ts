@@ -3,7 +3,7 @@
  * if the presser may answer it; a stale press only takes the buttons away.
  */
 import type { InboxEntry } from "../session/store.js";
-import { mayAnswer, parseApprovalAction } from "../tools/index.js";
+import { mayAnswer, notYoursText, parseApprovalAction } from "../tools/index.js";
 import { resolveApproval } from "./approvals.js";
 import type { ChatPorts } from "./ports.js";
 import { addReply, answering } from "./replies.js";
@@ -21,8 +21,9 @@ export async function runActionSegment(run: TurnRun<ChatPorts>, entry: InboxEntr
   }
   if (!mayAnswer(pending, entry, run.engine.approval.admins)) {
     run.input.log.info({ approvalId: pending.id, userId: entry.userId }, "tool-approval-refused-not-the-requester");
-    // To the presser alone where the platform can (a Telegram alert, a Discord ephemeral message).
-    addReply(run, `Only ${pending.requestedBy.userName}, who asked, or an admin can answer this request.`, "notice", answering(run, [entry]), { private: true });
+    // Usually refused by the gateway at the press already (ingress.ts); when it could not tell,
+    // to the presser alone where the platform can still (a Telegram alert, a Discord ephemeral message).
+    addReply(run, notYoursText(pending), "notice", answering(run, [entry]), { private: true });
     return;
   }
   await resolveApproval(run, pressed.approve ? "approved" : "denied", {

@@ -301,4 +301,10 @@ export type SubmitResult =
   | { status: "duplicate" }
   /** Not allowed: the adapter must send `notice` (pairing instructions or a refusal) and stop. */
   | { status: "denied"; notice?: string }
-  | { status: "rate-limited"; notice?: string };
+  | { status: "rate-limited"; notice?: string }
+  /**
+   * A button press this person may not answer (someone else's approval request): nothing was
+   * stored; the adapter shows `notice` to the presser alone, at once (a Discord ephemeral
+   * reply, a Telegram alert), while the press can still carry it.
+   */
+  | { status: "refused"; notice: string };

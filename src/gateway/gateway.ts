@@ -84,6 +84,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     maxMessageChars: config.MAX_MESSAGE_CHARS,
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
     minReplicasAck: minReplicasAckOf(config),
+    approvalAdmins: { telegram: config.ADMIN_TELEGRAM_USERS, discord: config.ADMIN_DISCORD_USERS },
     logger: log,
     onAccepted: async (message: InboundMessage) => {
       const command = parseCommand(message.text);

@@ -1,12 +1,14 @@
 import type { Redis } from "ioredis";
 import { wellFormedDeep } from "../core/text.js";
-import type { AccessSubject, ChatMove, ChatMoveResult, InboundMessage, IngressPort, SubmitResult } from "../core/channel.js";
+import type { AccessSubject, ChatMove, ChatMoveResult, InboundMessage, IngressPort, Platform, SubmitResult } from "../core/channel.js";
 import type { Logger } from "../logger.js";
 import { queuePrefixOf, replicaCounter, TURN_QUEUE, type Producers } from "../queue/index.js";
 
 type ReplicaCounter = Awaited<ReturnType<typeof replicaCounter>>;
 import { globalKeys } from "../session/keys.js";
 import { moveSession } from "../session/move-session.js";
+import { readPendingApproval } from "../session/pending-approval.js";
+import { mayAnswer, notYoursText, parseApprovalAction } from "../tools/approval.js";
 import type { SessionStore } from "../session/store.js";
 import type { AccessControl } from "./access.js";
 import { markStage } from "../core/stages.js";
@@ -27,6 +29,8 @@ export interface IngressOptions {
   minReplicasAck?: number;
   /** How long one WAIT may take before `submit` fails instead (the adapter retries). @defaultValue 3000 */
   replicaAckTimeoutMs?: number;
+  /** Who may answer anyone's approval request besides its asker (ADMIN_*_USERS): a press by anyone else is refused here. */
+  approvalAdmins?: Partial<Record<Platform, readonly string[]>>;
   /** Called once a message is durable, e.g. to interrupt a running turn (busy mode interrupt, /stop). */
   onAccepted?: (message: InboundMessage) => Promise<void>;
   logger: Logger;
@@ -79,6 +83,8 @@ export class Ingress implements IngressPort {
       return verdict.notice === undefined ? { status: "denied" } : { status: "denied", notice: verdict.notice };
     }
     if (rate) return rate;
+    const refused = message.action ? await this.#pressRefusal(message) : undefined;
+    if (refused) return refused;
 
     // Well-formed from here on: half an emoji from a client must not reach a Lua script or a model.
     const normalized = this.#truncate(wellFormedDeep(message));
@@ -148,6 +154,26 @@ export class Ingress implements IngressPort {
     const timeoutMs = this.#options.replicaAckTimeoutMs ?? 3_000;
     const acked = await replicas.count(wanted, timeoutMs);
     if (acked < wanted) throw new ReplicasBehindError(message.sessionKey, wanted, acked, timeoutMs);
+  }
+
+  /**
+   * A press on someone else's approval request is refused before it is stored, so the adapter
+   * answers the presser privately while the press is live (issue 30): the turn's own refusal
+   * could only come later, when a Discord interaction may be forgotten (a gateway restart, an
+   * expired token) and a Telegram press can no longer take an alert. Anything unclear (no such
+   * approval pending, the state unreadable) goes on to the turn, which decides again.
+   */
+  async #pressRefusal(message: InboundMessage): Promise<SubmitResult | undefined> {
+    const pressed = parseApprovalAction(message.action?.id ?? "");
+    if (!pressed) return undefined;
+    const { store, logger } = this.#options;
+    const pending = await readPendingApproval(store.redis, store.prefix, message.sessionKey).catch((error: unknown) => {
+      logger.warn({ sessionKey: message.sessionKey, err: error }, "pending approval unreadable; the turn checks the press");
+      return undefined;
+    });
+    if (!pending || pending.id !== pressed.approvalId || mayAnswer(pending, message, this.#options.approvalAdmins ?? {})) return undefined;
+    logger.info({ sessionKey: message.sessionKey, approvalId: pending.id, userId: message.userId }, "tool-approval-refused-not-the-requester");
+    return { status: "refused", notice: notYoursText(pending) };
   }
 
   #truncate(message: InboundMessage): InboundMessage {

@@ -116,6 +116,11 @@ export function outcomeText(pending: PendingApproval, outcome: ApprovalOutcome, 
   }
 }
 
+/** What the wrong presser reads, privately (the gateway at the press, or the turn). */
+export function notYoursText(pending: Pick<PendingApproval, "requestedBy">): string {
+  return `Only ${pending.requestedBy.userName}, who asked, or an admin can answer this request.`;
+}
+
 /** Only the person who asked, or an admin, may answer; the console user is the operator. */
 export function mayAnswer(pending: PendingApproval, answerer: { platform: Platform; userId: string }, admins: Partial<Record<Platform, readonly string[]>>): boolean {
   if (answerer.platform === "console") return true;

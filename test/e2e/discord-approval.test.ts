@@ -13,6 +13,8 @@ import type { Payload } from "../fakes/fake-discord.js";
 import { OTHER_USER } from "../fakes/fake-discord.js";
 import { DiscordE2E, E2E_TIMEOUT, IDS, mention, sleep, until } from "../helpers/discord-pipeline.js";
 import { FILESYSTEM, assertCallsAnswered, writeConfigFile } from "../helpers/mcp.js";
+import { createRedis } from "../../src/queue/index.js";
+import { SessionStore } from "../../src/session/store.js";
 
 describe("Discord: tool approval with buttons", E2E_TIMEOUT, () => {
   let e2e: DiscordE2E;
@@ -70,5 +72,36 @@ describe("Discord: tool approval with buttons", E2E_TIMEOUT, () => {
     await sleep(300);
     // Nothing public: the channel holds only the request, still with its buttons.
     expect(e2e.fake.botMessages(IDS.textChannel).map((message) => (message.components as Payload[]).length)).toEqual([1]);
+  });
+
+  it("the wrong presser is answered privately even when the gateway restarts before any worker sees the press", async () => {
+    e2e.llm.setHandler(() => ({ toolCalls: [{ name: "files__write_file", arguments: { path: join(root, "no.txt"), content: "x" } }] }));
+    e2e.fake.dispatchMessage(mention(IDS.textChannel, "600000000000000721", "save a note"));
+    const [request] = await e2e.waitForSent(1, IDS.textChannel);
+    const buttons = ((request?.components as Payload[])[0]!.components as Payload[]);
+    const created = e2e.fake.botMessages(IDS.textChannel)[0]!;
+    await e2e.pipelines[0]!.close();
+
+    // A gateway without a worker takes the press, then restarts; the worker comes back after.
+    const gatewayOnly = await e2e.startPipeline({ worker: false });
+    const pressId = e2e.fake.dispatchButtonPress(IDS.textChannel, String(created.id), String(buttons[0]!.custom_id), OTHER_USER);
+    await until(() => expect(e2e.fake.interactionCallbacks.filter((callback) => callback.id === pressId)).toHaveLength(1));
+    await gatewayOnly.close();
+    await e2e.startPipeline();
+    const redis = createRedis(e2e.config.REDIS_URL ?? "");
+    try {
+      // The worker has nothing left of this chat to run or deliver (a stored press would be run and answered).
+      const store = new SessionStore(redis, e2e.config.REDIS_PREFIX);
+      await until(async () => expect(await store.sessionWork(`dc:${IDS.textChannel}`)).toMatchObject({ inbox: 0, pending: 0, outbox: 0, turnRunning: false, deliveryRunning: false }));
+    } finally {
+      redis.disconnect();
+    }
+    await sleep(300);
+
+    expect(e2e.fake.interactionCallbacks.filter((callback) => callback.id === pressId)).toEqual([{ id: pressId, type: 4, flags: 64, late: false }]);
+    expect(e2e.fake.interactionResponses.filter((response) => response.interactionId === pressId)).toMatchObject([
+      { ephemeral: true, userId: OTHER_USER.id, content: expect.stringMatching(/^Only Ada.*, who asked, or an admin can answer this request\.$/) },
+    ]);
+    expect(e2e.fake.botMessages(IDS.textChannel).map((message) => [message.content, (message.components as Payload[]).length])).toEqual([[request?.content, 1]]);
   });
 });

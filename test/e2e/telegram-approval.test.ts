@@ -75,4 +75,26 @@ describe("telegram: tool approval with buttons", () => {
     expect(e2e.sentTo(GROUP.id)).toHaveLength(1);
     expect(telegram.callsOf("editMessageText")).toHaveLength(0);
   });
+
+  it("answers the wrong presser with an alert at once, even when no turn could answer within the press's hold", async () => {
+    const root = mkdtempSync(join(tmpdir(), "lh-tg-approval-"));
+    const file = writeConfigFile({ mcp: { servers: { files: { command: process.execPath, args: [FILESYSTEM, root], approval: "always" } } } });
+    // A hold of 1 ms: a busy worker's answer always comes after the press was answered plainly.
+    e2e = await startTelegramE2e({ env: { LONGHAUL_CONFIG_FILE: file, ALLOWED_TELEGRAM_USERS: `${ADA.id},${GRACE.id}`, ALLOWED_TELEGRAM_CHATS: String(GROUP.id) }, adapter: { pressAnswerHoldMs: 1 } });
+    const { telegram, llm } = e2e;
+    llm.setHandler(() => ({ toolCalls: [{ name: "files__write_file", arguments: { path: join(root, "no.txt"), content: "x" } }] }));
+    const text = "@longhaul_test_bot save a note";
+    telegram.pushMessage({ chat: GROUP, from: ADA, text, entities: mentionOf(text) });
+    const [request] = await e2e.waitForSent(GROUP.id, 1);
+    const keyboard = (request?.payload.reply_markup as { inline_keyboard: Array<Array<{ callback_data: string }>> }).inline_keyboard;
+    const [sent] = [...telegram.botMessages.values()].filter((message) => message.chat.id === GROUP.id);
+
+    telegram.pushCallbackQuery(GRACE, GROUP.id, sent!.message_id, keyboard[0]![1]!.callback_data);
+    await waitUntil(() => telegram.callsOf("answerCallbackQuery").length === 1, "the press to be answered");
+    expect(telegram.callsOf("answerCallbackQuery")[0]?.payload).toMatchObject({ show_alert: true, text: "Only Ada Lovelace, who asked, or an admin can answer this request." });
+    await sleep(500);
+    expect(telegram.callsOf("answerCallbackQuery")).toHaveLength(1);
+    expect(e2e.sentTo(GROUP.id)).toHaveLength(1);
+    expect(telegram.callsOf("editMessageText")).toHaveLength(0);
+  });
 });

@@ -84,6 +84,11 @@ export class FakeInteractions {
     open.at -= ms;
   }
 
+  /** Discord no longer knows the interaction: its token then gets 404 Unknown Webhook (10015). */
+  forget(id: string): void {
+    if (!this.open.delete(id)) throw new Error(`fake discord: no interaction ${id}`);
+  }
+
   /** Routes it handles without the bot token: callbacks and webhooks (authorised by the interaction token). */
   routeTokenAuthorised(method: string, path: string, body: unknown, files: string[], reply: Reply): boolean {
     const callback = /^\/interactions\/(\d+)\/([^/]+)\/callback$/.exec(path);

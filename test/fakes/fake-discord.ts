@@ -167,6 +167,11 @@ export class FakeDiscord {
     this.rest.interactions.age(interactionId, ms);
   }
 
+  /** Discord forgets an interaction: later webhook calls with its token get 404 (10015). */
+  forgetInteraction(interactionId: string): void {
+    this.rest.interactions.forget(interactionId);
+  }
+
   /**
    * A user running one of the application's slash commands, as Discord dispatches it
    * (INTERACTION_CREATE, type 2): only a registered command, only where its contexts allow

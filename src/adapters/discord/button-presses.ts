@@ -4,9 +4,10 @@
  * user "done" for a press a gateway crash then loses. Unacknowledged, the user's client says
  * "This interaction failed" and the button is still there to press again. A store slower than
  * Discord's 3 s costs the same message for a press that was taken (logged). A reply through the
- * interaction waits for its acknowledgement.
+ * interaction waits for its acknowledgement. A press the ingress refused (someone else's
+ * approval request) is answered at once with an ephemeral message, to the presser alone.
  */
-import type { ButtonInteraction } from "discord.js";
+import { MessageFlags, type ButtonInteraction } from "discord.js";
 import { errorMessage } from "../../errors.js";
 import { toInboundAction } from "./actions.js";
 import type { SlashCommandPorts } from "./slash-commands.js";
@@ -23,6 +24,14 @@ export function takeButtonPress(interaction: ButtonInteraction, { intake, intera
     void intake.submitInOrder(inbound).then(async (result) => {
       logger.debug({ messageId: inbound.messageId, channelId: inbound.chatId, status: result?.status }, "button press submitted");
       if (result === undefined) return acknowledge(Promise.resolve());
+      if (result.status === "refused") {
+        // Nothing was stored: nothing else will answer this press.
+        interactions.forget(interaction.id);
+        const done = interaction.reply({ content: result.notice, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } }).catch((error: unknown) =>
+          logger.warn({ interactionId: interaction.id, channelId: inbound.chatId, error: errorMessage(error) }, "refusal of a press not shown"));
+        acknowledge(done);
+        return void (await done);
+      }
       const done = interaction.deferUpdate().catch((error: unknown) =>
         logger.warn({ interactionId: interaction.id, channelId: inbound.chatId, status: result.status, error: errorMessage(error) }, "interaction not acknowledged (the press was stored)"));
       acknowledge(done);

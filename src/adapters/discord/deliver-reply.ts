@@ -2,7 +2,8 @@
  * One reply out (ChannelAdapter.send): through its interaction when it answers one, as new
  * messages replacing a live preview, edited into the preview (a preview-only reply), as the
  * replacement of an earlier message, as a voice message and its text (send-voice.ts), or as plain
- * parts and files — in that order of preference.
+ * parts and files — in that order of preference. A private reply to an interaction that can no
+ * longer carry it is dropped: it never becomes a channel message.
  * Keeps the session's typing indicator until the reply's last part is out or refused for good.
  */
 import type { Client, SendableChannels } from "discord.js";
@@ -55,6 +56,13 @@ export class ReplySender {
         return;
       }
       return this.send(reply, { fromPart: next, onPartSent: options.onPartSent });
+    }
+    if (reply.private === true && !options.preview && reply.inReplyTo.length > 0 && reply.inReplyTo.every((id) => id.startsWith("ix:"))) {
+      // For the asker alone (a refusal, /usage…), promised privately by their interaction, which
+      // is gone (a gateway restart, the token's 15 minutes, Discord's 401/404): not to the channel.
+      logger.info({ replyId: reply.replyId, channelId: reply.target.chatId, interactions: reply.inReplyTo, fromPart: options.fromPart }, "private reply to a discord interaction that can no longer carry it: dropped, never sent to the channel");
+      typing.stop(reply.sessionKey);
+      return options.onPartSent(options.fromPart, { last: true });
     }
     if (options.preview && !options.preview.only && options.fromPart <= 1) {
       // The final replaces the live preview: an edit never notifies, so the answer goes out as

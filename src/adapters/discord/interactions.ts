@@ -4,9 +4,10 @@
  * within 3 s and the command runs in the worker behind the channel's queue. The worker's reply
  * then edits that deferred message and sends later parts and files as follow-ups, with the
  * interaction's token, which Discord honours for 15 minutes from the interaction. A private
- * reply to a button press (the wrong person pressed an approval button) is an ephemeral
- * follow-up of the press. Interactions are held in memory: after a restart, or once the token is
- * too old, the reply goes to the channel as a message, as a typed command's would.
+ * reply to a button press is an ephemeral follow-up of the press. Interactions are held in
+ * memory: after a restart, once the token is too old, or when Discord no longer knows it (401,
+ * 404), a public reply goes to the channel as a message, as a typed command's would; a private
+ * one is never shown to the channel (deliver-reply.ts drops it, with one log line).
  */
 import { MessageFlags, Routes, type REST, type RawFile } from "discord.js";
 import type { OutboundReply, PartSent } from "../channel-adapter.js";
@@ -65,7 +66,7 @@ export class InteractionReplies {
       const entry = this.open.get(messageId);
       if (!entry) continue;
       if (this.now() - entry.createdAt > INTERACTION_TOKEN_TTL_MS - TOKEN_MARGIN_MS) {
-        this.options.logger.info({ interactionId: entry.id }, "discord interaction token too old; the reply goes to the channel");
+        if (reply.private !== true) this.options.logger.info({ interactionId: entry.id }, "discord interaction token too old; the reply goes to the channel");
         this.open.delete(messageId);
         return undefined;
       }
@@ -79,7 +80,7 @@ export class InteractionReplies {
    * Sends `parts` (and `documents`) from `fromPart` through the interaction. Part 1 of a command's
    * reply edits the deferred message; a private reply to a public deferral deletes it and goes
    * out as an ephemeral follow-up instead. → the first part not delivered (the rest goes to the
-   * channel) when Discord no longer takes the token.
+   * channel, or for a private reply nowhere) when Discord no longer takes the token.
    */
   async deliver(entry: OpenInteraction, reply: Pick<OutboundReply, "private" | "documents" | "replyId">, parts: readonly string[], fromPart: number, onPartSent: (partIndex: number, sent: PartSent) => Promise<void>): Promise<number> {
     const { rest } = this.options;
@@ -108,7 +109,7 @@ export class InteractionReplies {
         const status = (error as { status?: unknown }).status;
         if (status === 401 || status === 404) {
           // The token lapsed or the interaction is gone: the channel takes the rest.
-          this.options.logger.info({ interactionId: entry.id, replyId: reply.replyId, error: failure.message }, "discord interaction no longer answerable; the reply goes to the channel");
+          if (reply.private !== true) this.options.logger.info({ interactionId: entry.id, replyId: reply.replyId, error: failure.message }, "discord interaction no longer answerable; the reply goes to the channel");
           this.forget(entry.id);
           return index;
         }
@@ -138,7 +139,8 @@ export class InteractionReplies {
     this.open.delete(messageId);
   }
 
-  private forget(interactionId: string): void {
+  /** The interaction no longer carries replies (answered for good, or gone). */
+  forget(interactionId: string): void {
     for (const [key, entry] of this.open) if (entry.id === interactionId) this.open.delete(key);
   }
 }

@@ -46,9 +46,22 @@ export function toInboundAction(query: CallbackQuery): InboundMessage | undefine
   };
 }
 
-/** Stops the client's spinner; the toast says whether the press was taken. */
-export async function answerPress(api: Api, query: CallbackQuery, accepted: boolean, logger: Logger): Promise<void> {
-  await api.answerCallbackQuery(query.id, accepted ? {} : { text: "That didn't go through; please try again." }).catch((error: unknown) => {
+/** Telegram shows at most 200 characters in a callback query's answer. */
+const ALERT_MAX_CHARS = 200;
+
+/** `text` as an alert can show it (cut with an ellipsis past 200 characters). */
+export function alertText(text: string): string {
+  const characters = [...text];
+  return characters.length > ALERT_MAX_CHARS ? `${characters.slice(0, ALERT_MAX_CHARS - 1).join("")}…` : text;
+}
+
+/**
+ * Stops the client's spinner; the toast says whether the press was taken, or an alert (shown
+ * to the presser alone) says why it was refused.
+ */
+export async function answerPress(api: Api, query: CallbackQuery, answer: boolean | { alert: string }, logger: Logger): Promise<void> {
+  const options = answer === true ? {} : answer === false ? { text: "That didn't go through; please try again." } : { text: alertText(answer.alert), show_alert: true };
+  await api.answerCallbackQuery(query.id, options).catch((error: unknown) => {
     logger.debug({ err: describeError(error) }, "answerCallbackQuery failed");
   });
 }

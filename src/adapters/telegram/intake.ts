@@ -122,6 +122,8 @@ export class UpdateIntake {
       throw error;
     }
     if (result?.status === "accepted" && this.options.holdPress) this.options.holdPress(message.messageId, query.id);
+    // Someone else's approval request: told at once, as an alert only the presser sees.
+    else if (result?.status === "refused") await answerPress(api, query, { alert: result.notice }, logger);
     else await answerPress(api, query, result?.status === "accepted" || result?.status === "duplicate", logger);
     if ((result?.status === "denied" || result?.status === "rate-limited") && result.notice) this.options.notify(target, result.notice, result.status);
   }

@@ -9,10 +9,8 @@
  */
 import type { Api } from "grammy";
 import type { Logger } from "../../logger.js";
+import { alertText } from "./actions.js";
 import { describeError } from "./send-reply.js";
-
-/** Telegram shows at most 200 characters in a callback query's answer. */
-const ALERT_MAX_CHARS = 200;
 
 export class PressAnswers {
   /** By the press's inbound message id (`cb:<query id>`). */
@@ -43,7 +41,7 @@ export class PressAnswers {
       if (!press) continue;
       this.held.delete(messageId);
       clearTimeout(press.timer);
-      const text = alert === undefined ? undefined : [...alert].length > ALERT_MAX_CHARS ? `${[...alert].slice(0, ALERT_MAX_CHARS - 1).join("")}…` : alert;
+      const text = alert === undefined ? undefined : alertText(alert);
       try {
         await this.api.answerCallbackQuery(press.queryId, text === undefined ? {} : { text, show_alert: true });
         shown ||= text !== undefined;
