@@ -86,8 +86,13 @@ export interface PartSent {
 export interface PreviewPort {
   /** Shortest gap between two preview writes in this chat (the platform's limits, with room left for the final). */
   minIntervalMs(target: ReplyTarget): number;
-  /** Sends the preview message (a reply to the user's message, like the final's first part). → its id. */
-  create(target: ReplyTarget, text: string, signal: AbortSignal, previewId?: string): Promise<string>;
+  /**
+   * Sends the preview message (a reply to the user's message, like the final's first part). → its id.
+   * With `late`, a create whose request went out but whose answer `signal` ended before may
+   * keep waiting for that answer (it has thrown already) and hand the message it made to
+   * `late.arrived` (Telegram: the only way to learn of that message at all).
+   */
+  create(target: ReplyTarget, text: string, signal: AbortSignal, previewId?: string, late?: LateCreate): Promise<string>;
   /** Shows `text` in the preview message; "not modified" is success. */
   edit(target: ReplyTarget, messageId: string, text: string, signal: AbortSignal): Promise<void>;
   /** Removes a preview message nobody will take over (its final came first). */
@@ -98,6 +103,14 @@ export interface PreviewPort {
    * Absent where the platform offers no way (Telegram: no idempotency key, no reading back).
    */
   recover?(target: ReplyTarget, previewId: string, signal: AbortSignal): Promise<string>;
+}
+
+/** Where a preview create's answer goes when it comes after the create gave up on it. */
+export interface LateCreate {
+  /** Ends the wait for the late answer (the gateway is closing): the request is dropped. */
+  signal: AbortSignal;
+  /** The create made `messageId` after all; the caller keeps it as the preview or deletes it. Must never throw. */
+  arrived(messageId: string): void;
 }
 
 /**

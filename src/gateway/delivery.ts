@@ -138,7 +138,8 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       if (taken.status === "lost") {
         // A preview create lost its answer: the platform may show a status message nobody
         // knows. Where the platform can find it again (Discord's nonce), the final takes it
-        // over like any preview (and so deletes it); elsewhere it stays (docs/streaming.md).
+        // over like any preview (and so deletes it); elsewhere (Telegram) the renderer deletes
+        // it if its answer still comes, late; one never answered stays (docs/streaming.md).
         const recover = adapter.previews.recover;
         if (recover) {
           messageId = await recover.call(adapter.previews, reply.target, previewId, AbortSignal.timeout(PREVIEW_REQUEST_MS)).catch((error: unknown) => {

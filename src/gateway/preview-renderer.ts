@@ -121,10 +121,12 @@ export class PreviewRenderer {
       if (claim.status === "create") {
         let messageId: string;
         try {
-          messageId = await port.create(update.target, text, signal, update.previewId);
+          const late = { signal: this.#abort.signal, arrived: (made: string) => void this.#arrived(update, text, made, port) };
+          messageId = await port.create(update.target, text, signal, update.previewId, late);
         } catch (error) {
           // An answer lost after the request went out (timeout, reset, 5xx): the message may
-          // exist. The record keeps that, so the next create or the final can find it.
+          // exist. The record keeps that, so the next create or the final can find it, and so
+          // can the answer if it still comes (`#arrived`).
           const refused = error instanceof PermanentError || (error instanceof RetryableError && error.retryAfterMs !== undefined);
           if (refused) await records.release(update.sessionKey, update.previewId, this.#owner).catch((releaseError: unknown) => log.debug({ err: releaseError }, "preview-release-failed"));
           else {
@@ -167,6 +169,36 @@ export class PreviewRenderer {
       this.#nextAt.set(chat, Math.max(this.#nextAt.get(chat) ?? 0, this.#now() + port.minIntervalMs(update.target)));
       live.busy = false;
       if (!live.done) this.#schedule(live);
+    }
+  }
+
+  /**
+   * A create recorded `lost` was answered late after all (Telegram, where nothing else can find
+   * that message): the message becomes the preview if nothing took its place meanwhile, else —
+   * another create's message, or the final, is there — it is deleted, so no status stays
+   * beside the final (issue 28 item 5). Unsure (the record could not be asked): deleted too; a
+   * preview that loses its message is shown again by the next create, and the final replaces
+   * whatever it finds.
+   */
+  async #arrived(update: PreviewUpdate, text: string, messageId: string, port: PreviewPort): Promise<void> {
+    const log = this.options.logger;
+    const where = { previewId: update.previewId, chatId: update.target.chatId, messageId };
+    let kept = false;
+    try {
+      kept = await this.options.records.arrived(update.sessionKey, update.previewId, this.#owner, messageId);
+    } catch (error) {
+      log.warn({ ...where, err: error }, "preview-late-create-not-recorded; deleting it");
+    }
+    log.info({ ...where, kept }, "preview-create-answered-late");
+    if (!kept) {
+      await port.remove(update.target, messageId).catch((error: unknown) => log.warn({ ...where, err: error }, "preview-late-create-not-removed"));
+      return;
+    }
+    this.stats.writes++;
+    const live = this.#live.get(update.previewId);
+    if (live && !live.done) {
+      live.shown = text;
+      this.#schedule(live);
     }
   }
 

@@ -9,7 +9,7 @@
  * - no preview appears after its final: a preview the final found missing is closed for good.
  *
  * States: `creating` (a gateway is sending the preview message; `lost` when its answer was
- * lost and the message may exist unseen) → `open` (message id known) →
+ * lost and the message may exist unseen, until a late answer names it) → `open` (message id known) →
  * `final` (the final took it: only the final edits it now); `closed` (the final found no
  * preview: none may be created any more); `gone` (the platform refused to edit it for good: the
  * final was sent as a new message). Times come from Redis (`TIME`), so gateways' clocks do not
@@ -142,6 +142,19 @@ save(rec)
 return 1`;
 
 /**
+ * ARGV: preview id, owner, message id. A create recorded `lost` was answered after all, late:
+ * while the record is still `lost` (no create since, no final yet) the message becomes the
+ * preview (→ 1); otherwise another message or the final stands in its place, and the caller
+ * deletes this one (→ 0).
+ */
+const ARRIVED = `${COMMON}
+local rec = load()
+if not rec or rec.s ~= 'lost' then return 0 end
+rec.s = 'open'; rec.m = ARGV[3]; rec.o = ARGV[2]; rec.u = 0; rec.k = now + ${OWNER_STICKY_MS}
+save(rec)
+return 1`;
+
+/**
  * ARGV: preview id, owner. An interim edit is over (answered, or failed). When the final took the
  * preview meanwhile (the edit outlived its hold: a stalled gateway), the edit may have landed
  * over the final: → {'reassert', what the final left} when the final recorded it (the
@@ -259,6 +272,11 @@ export class PreviewRecords {
   /** The create claimed with `claim` lost its answer: the platform may have made the message. */
   async lost(sessionKey: string, previewId: string, owner: string): Promise<void> {
     await this.#run(LOST, sessionKey, previewId, owner);
+  }
+
+  /** A create recorded `lost` made `messageId` after all (its answer came late). → false: it must be deleted. */
+  async arrived(sessionKey: string, previewId: string, owner: string, messageId: string): Promise<boolean> {
+    return (await this.#run(ARRIVED, sessionKey, previewId, owner, messageId)) === 1;
   }
 
   /** The edit claimed with `claim` is over; says whether it may have landed over the final (see EDITED). */

@@ -45,8 +45,10 @@ import { parseTelegramHtml, type ParsedHtml } from "./telegram-html.js";
 import { multipartBoundary, parseMultipart, type Multipart, type MultipartFile } from "./multipart.js";
 import { FakeTelegramChats } from "./fake-telegram-chats.js";
 import { checkVoice, type AcceptedVoice } from "./fake-telegram-voice.js";
+import { AnswerTraps, type AnswerTrap, type ApiFailure } from "./fake-telegram-answers.js";
 
 export { parseTelegramHtml, checkedLink, visibleText, type ParsedHtml, type ParsedEntity } from "./telegram-html.js";
+export type { ApiFailure } from "./fake-telegram-answers.js";
 
 export interface RecordedCall {
   method: string;
@@ -69,11 +71,6 @@ export interface RecordedCall {
   notified?: boolean;
 }
 
-export interface ApiFailure {
-  error_code: number;
-  description: string;
-  parameters?: { retry_after?: number; migrate_to_chat_id?: number };
-}
 
 export interface RateLimits {
   /** Messages a chat may receive at once before the 1/s pace applies. @defaultValue 3 */
@@ -136,7 +133,8 @@ export class FakeTelegram {
   private readonly updates: Update[] = [];
   private readonly waiters = new Set<Waiter>();
   private readonly failures = new Map<string, ApiFailure[]>();
-  private readonly traps: Array<{ method: string; applied: boolean; hang: boolean; predicate: (call: RecordedCall) => boolean; answer?: ApiFailure }> = [];
+  /** Calls whose answer a test lost or held back (fake-telegram-answers.ts); `lateAnswers` lists those answered late. */
+  readonly traps = new AnswerTraps<RecordedCall>();
   private readonly migrated = new Map<string, number>();
   private readonly files = new Map<string, { path: string; content: Buffer }>();
   private readonly sentAt = new Map<string, number[]>();
@@ -256,7 +254,12 @@ export class FakeTelegram {
    * connection, this error is answered (a 5xx after acting).
    */
   loseAnswer(method: string, options: { applied: boolean; hang?: boolean; predicate?: (call: RecordedCall) => boolean; answer?: ApiFailure }): void {
-    this.traps.push({ method, applied: options.applied, hang: options.hang === true, predicate: options.predicate ?? (() => true), ...(options.answer ? { answer: options.answer } : {}) });
+    this.traps.add({ method, applied: options.applied, hang: options.hang === true, predicate: options.predicate ?? (() => true), ...(options.answer ? { answer: options.answer } : {}) });
+  }
+
+  /** The next call of `method` that matches `predicate` is performed at once and answered `ms` later (past a client's deadline). */
+  holdAnswer(method: string, ms: number, predicate: (call: RecordedCall) => boolean = () => true): void {
+    this.traps.add({ method, applied: true, hang: false, predicate, answerAfterMs: ms });
   }
 
   /** The next call of `method` fails with this Bot API error (queue several to fail several). */
@@ -402,21 +405,13 @@ export class FakeTelegram {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const url = new URL(request.url ?? "/", this.apiRoot);
-    let trapped: { applied: boolean; hang: boolean; answer?: ApiFailure } | undefined;
-    const reply = (status: number, body: unknown) => {
-      if (trapped) {
-        const answer = trapped.answer;
-        if (answer) {
-          trapped = undefined;
-          return reply(answer.error_code, { ok: false, ...answer });
-        }
-        if (!trapped.hang) response.destroy();
-        return;
-      }
+    let trapped: { trap: AnswerTrap<RecordedCall>; call: RecordedCall } | undefined;
+    const write = (status: number, body: unknown) => {
       if (response.destroyed) return;
       response.writeHead(status, { "content-type": "application/json" });
       response.end(JSON.stringify(body));
     };
+    const reply = (status: number, body: unknown) => (trapped ? this.traps.reply(trapped.trap, trapped.call, response, write, status, body) : write(status, body));
     const fail = (failure: ApiFailure) => reply(failure.error_code, { ok: false, ...failure });
     const download = /^\/file\/bot([^/]+)\/(.+)$/.exec(url.pathname);
     if (download) {
@@ -446,10 +441,9 @@ export class FakeTelegram {
     const payload = (upload ? Object.fromEntries(upload.fields) : raw ? JSON.parse(raw) : Object.fromEntries(url.searchParams)) as Record<string, unknown>;
     const call: RecordedCall = { method, payload, at: Date.now(), ...(upload ? { files: upload.files } : {}) };
     this.calls.push(call);
-    const trap = this.traps.find((candidate) => candidate.method === method && candidate.predicate(call));
+    const trap = this.traps.take(call);
     if (trap) {
-      this.traps.splice(this.traps.indexOf(trap), 1);
-      trapped = trap;
+      trapped = { trap, call };
       if (!trap.applied) return reply(0, undefined);
     }
 

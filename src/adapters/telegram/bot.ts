@@ -9,6 +9,7 @@ import type { TelegramAdapterOptions } from "./options.js";
 import { wireTransformer } from "./on-wire.js";
 import { describeError } from "./send-reply.js";
 import { sendBudgetTransformer, type SendBudgetHook } from "./send-budget.js";
+import { markWentOut } from "./previews.js";
 
 /** The send budget's hook without the priority, which each Api sets for its own calls. */
 export type BudgetHook = Omit<SendBudgetHook, "defaultPriority">;
@@ -60,9 +61,13 @@ export function createBot(options: TelegramAdapterOptions, logger: Logger, onGet
   return bot;
 }
 
-/** Previews get an Api of their own, without auto-retry: a 429 backs off the previews only. */
+/**
+ * Previews get an Api of their own, without auto-retry: a 429 backs off the previews only. Its
+ * innermost transformer marks the calls that left (previews.ts, for a create past its deadline).
+ */
 export function previewApi(options: TelegramAdapterOptions, budget?: BudgetHook): Api {
   const api = new Api(options.token, { apiRoot: apiRootOf(options), timeoutSeconds: options.requestTimeoutSeconds ?? 60 });
+  api.config.use(markWentOut);
   if (budget) api.config.use(sendBudgetTransformer({ ...budget, defaultPriority: "preview" }));
   return api;
 }

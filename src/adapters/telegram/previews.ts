@@ -7,9 +7,16 @@
  *
  * Preview calls use their own Api without auto-retry: a 429 on a preview must back off the
  * previews (the renderer skips to the latest update later), not wait inside the call.
+ *
+ * A create that went out but is not answered by its deadline made a message on Telegram more
+ * often than not (a loaded Bot API answers late, it does not drop the call), and Telegram gives
+ * no way to find that message again: so its request is not dropped at the deadline but kept
+ * up to LATE_ANSWER_MS, and the message id it brings is handed to the renderer (`late`), which
+ * keeps it as the preview or deletes it. Only a create whose answer never comes (a reset) can
+ * leave a status message behind.
  */
-import { GrammyError, type Api } from "grammy";
-import type { PreviewPort, ReplyTarget } from "../channel-adapter.js";
+import { GrammyError, type Api, type Transformer } from "grammy";
+import type { LateCreate, PreviewPort, ReplyTarget } from "../channel-adapter.js";
 import { PermanentError, RetryableError } from "../../errors.js";
 import type { Logger } from "../../logger.js";
 import { chatRefuses, simplerForms } from "./fallback.js";
@@ -30,6 +37,21 @@ const NOT_MODIFIED = /message is not modified/i;
 /** The message can no longer take this edit: deleted, too old, not ours. */
 const EDIT_REFUSED = /message to edit not found|message can't be edited|MESSAGE_ID_INVALID|message identifier is not specified/i;
 
+/** How long a preview create's answer is still awaited after its deadline (grammY's own request timeout on the previews' Api). */
+export const LATE_ANSWER_MS = 60_000;
+
+/** Signals of preview calls whose request was handed on to the network (past the send budget). */
+const wentOut = new WeakSet<object>();
+
+/**
+ * The previews' Api's innermost transformer (installed first): marks the call's signal once its
+ * request leaves, so a create whose deadline came before that is known to have made nothing.
+ */
+export const markWentOut: Transformer = (previous, method, payload, signal) => {
+  if (signal) wentOut.add(signal);
+  return previous(method, payload, signal);
+};
+
 /** Telegram's limits: about 1 message/s per chat, 20/min in groups (edits count): leave room for the final. */
 export function previewIntervalMs(target: ReplyTarget): number {
   return Number(target.chatId) < 0 ? 3_000 : 1_000;
@@ -42,21 +64,55 @@ export class TelegramPreviews implements PreviewPort {
     return previewIntervalMs(target);
   }
 
-  async create(target: ReplyTarget, text: string, signal: AbortSignal): Promise<string> {
+  async create(target: ReplyTarget, text: string, signal: AbortSignal, _previewId?: string, late?: LateCreate): Promise<string> {
     const threadId = target.threadId === undefined ? undefined : Number(target.threadId);
     const replyTo = target.replyToMessageId === undefined ? undefined : Number(target.replyToMessageId);
+    const send = (callSignal: AbortSignal) => this.api.sendMessage(target.chatId, clipPreview(text), {
+      ...(threadId === undefined || Number.isNaN(threadId) ? {} : { message_thread_id: threadId }),
+      ...(replyTo === undefined || Number.isNaN(replyTo) ? {} : { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }),
+      link_preview_options: { is_disabled: true },
+      // A status never buzzes a phone: the answer that replaces it does.
+      disable_notification: true,
+    }, toApiSignal(callSignal)).then((sent) => String(sent.message_id));
+    if (!late) {
+      try {
+        return await send(signal);
+      } catch (error) {
+        throw toPreviewError(error);
+      }
+    }
+    // The request runs on past `signal` (to LATE_ANSWER_MS, or until the gateway closes); the
+    // caller is answered at `signal` all the same.
+    const drop = new AbortController();
+    const callSignal = AbortSignal.any([drop.signal, late.signal, AbortSignal.timeout(LATE_ANSWER_MS)]);
+    const sending = send(callSignal);
+    let onDeadline: (() => void) | undefined;
+    const deadline = new Promise<"deadline">((resolve) => {
+      onDeadline = () => resolve("deadline");
+      if (signal.aborted) resolve("deadline");
+      else signal.addEventListener("abort", onDeadline, { once: true });
+    });
+    let outcome: string;
     try {
-      const sent = await this.api.sendMessage(target.chatId, clipPreview(text), {
-        ...(threadId === undefined || Number.isNaN(threadId) ? {} : { message_thread_id: threadId }),
-        ...(replyTo === undefined || Number.isNaN(replyTo) ? {} : { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }),
-        link_preview_options: { is_disabled: true },
-        // A status never buzzes a phone: the answer that replaces it does.
-        disable_notification: true,
-      }, toApiSignal(signal));
-      return String(sent.message_id);
+      outcome = await Promise.race([sending, deadline]);
     } catch (error) {
       throw toPreviewError(error);
+    } finally {
+      if (onDeadline) signal.removeEventListener("abort", onDeadline);
     }
+    if (outcome !== "deadline") return outcome;
+    if (!wentOut.has(callSignal)) {
+      // Still waiting for the budget's answer: it never reached Telegram, and now never will.
+      drop.abort();
+      sending.catch(() => undefined);
+      // A refusal with no wait (as the Discord adapter's RequestNotSent): freed, not `lost`.
+      throw new RetryableError(`telegram sendMessage (preview in ${target.chatId}): not sent before its deadline`, { retryAfterMs: 0 });
+    }
+    sending.then(
+      (messageId) => late.arrived(messageId),
+      (error: unknown) => this.logger.debug({ chatId: target.chatId, err: describeError(error) }, "telegram preview create: no late answer either"),
+    );
+    throw new RetryableError(`telegram sendMessage (preview in ${target.chatId}): no answer before its deadline; its answer is still awaited`);
   }
 
   async edit(target: ReplyTarget, messageId: string, text: string, signal: AbortSignal): Promise<void> {

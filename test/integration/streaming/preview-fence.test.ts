@@ -2,11 +2,12 @@
  * Previews fenced like deliveries (issue 28 item 5), on real Redis with the renderer and a
  * scripted platform: an interim edit that outlives its claim (a gateway stalled between the
  * claim and the edit, or inside the edit) never stays over a delivered final, and a status
- * message whose create lost its answer is found again by the final. The final is played by
+ * message whose create lost its answer is found again by the final, or, when its answer only
+ * came late (Telegram under load), kept as the preview or deleted then. The final is played by
  * hand as delivery plays it: take → platform → shown.
  */
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
-import type { PreviewPort, ReplyTarget } from "../../../src/adapters/channel-adapter.js";
+import type { LateCreate, PreviewPort, ReplyTarget } from "../../../src/adapters/channel-adapter.js";
 import type { PreviewUpdate } from "../../../src/core/channel.js";
 import { RetryableError } from "../../../src/errors.js";
 import { PreviewRenderer } from "../../../src/gateway/preview-renderer.js";
@@ -35,14 +36,17 @@ class ScriptedPort implements PreviewPort {
   readonly byPreview = new Map<string, string>();
   holdNextEdit: Promise<void> | undefined;
   loseNextCreate = false;
+  /** The next create makes its message at once, but is answered only when this opens, past its deadline (as Telegram under load). */
+  answerNextCreateWhen: Promise<void> | undefined;
+  /** Discord's enforced nonce (a create with the same preview id returns the message made before); false: Telegram, none. */
+  nonce = true;
   intervalMs = 0;
   #next = 100;
   minIntervalMs(): number {
     return this.intervalMs;
   }
-  /** As Discord's enforced nonce: a create with the same preview id returns the message made before. */
-  async create(_target: ReplyTarget, text: string, _signal: AbortSignal, previewId?: string): Promise<string> {
-    const made = previewId === undefined ? undefined : this.byPreview.get(previewId);
+  async create(_target: ReplyTarget, text: string, signal: AbortSignal, previewId?: string, late?: LateCreate): Promise<string> {
+    const made = previewId === undefined || !this.nonce ? undefined : this.byPreview.get(previewId);
     if (made !== undefined && this.messages.has(made)) return made;
     const id = String(this.#next++);
     this.messages.set(id, text);
@@ -51,6 +55,14 @@ class ScriptedPort implements PreviewPort {
       this.loseNextCreate = false;
       // The platform made the message; its answer never came back.
       throw new RetryableError("preview create: the connection was reset after the request went out");
+    }
+    const answerWhen = this.answerNextCreateWhen;
+    this.answerNextCreateWhen = undefined;
+    if (answerWhen) {
+      // The caller is answered at its deadline; the platform's answer follows when the test says.
+      void answerWhen.then(() => late?.arrived(id));
+      await new Promise((resolve) => (signal.aborted ? resolve(undefined) : signal.addEventListener("abort", resolve, { once: true })));
+      throw new RetryableError("preview create: no answer before its deadline");
     }
     return id;
   }
@@ -182,5 +194,51 @@ describe("previews fenced like deliveries", () => {
     await vi.waitFor(() => expect([...port.messages.values()]).toEqual(["✍️ Writing the answer…"]));
     renderer.close();
     expect(await records.take(SESSION, PREVIEW)).toEqual({ status: "edit", messageId: [...port.messages.keys()][0] });
+  });
+  /** A renderer on Telegram's terms (no nonce) whose first create is answered only when the returned gate opens. */
+  async function lateCreate(intervalMs: number, settled: "lost" | "open") {
+    const records = new PreviewRecords(redis, uniquePrefix());
+    const port = new ScriptedPort();
+    port.nonce = false;
+    port.intervalMs = intervalMs;
+    const answer = gate();
+    port.answerNextCreateWhen = answer.wait;
+    const renderer = new PreviewRenderer({ records, ports: new Map([["telegram", port]]), logger: silentLogger, requestMs: HOLD_MS });
+    renderer.accept(update("💭 Thinking…"));
+    await vi.waitFor(async () => expect(JSON.parse((await redis.hget(records.keysFor(SESSION), PREVIEW)) ?? "{}")).toMatchObject({ s: settled }));
+    const status = [...port.messages.keys()][0]!;
+    return { records, port, renderer, answer, status };
+  }
+
+  it("a status whose create was answered only after the final took the preview is deleted when the answer comes (Telegram: nothing else finds it)", async () => {
+    // No second write before the final comes.
+    const { records, port, renderer, answer, status } = await lateCreate(60_000, "lost");
+    // The final: `lost`, and Telegram cannot look the message up, so it sends itself beside it.
+    expect(await records.take(SESSION, PREVIEW)).toEqual({ status: "lost" });
+    expect(port.messages.has(status)).toBe(true);
+    answer.open();
+    await vi.waitFor(() => expect(port.messages.size).toBe(0));
+    renderer.close();
+  });
+
+  it("a status answered late before anything replaced it becomes the preview, and the final takes it over", async () => {
+    const { records, port, renderer, answer, status } = await lateCreate(60_000, "lost");
+    answer.open();
+    await vi.waitFor(async () => expect(JSON.parse((await redis.hget(records.keysFor(SESSION), PREVIEW)) ?? "{}")).toMatchObject({ s: "open", m: status }));
+    expect(await records.take(SESSION, PREVIEW)).toEqual({ status: "edit", messageId: status });
+    expect([...port.messages.keys()]).toEqual([status]);
+    renderer.close();
+  });
+
+  it("a status answered late after another create replaced it is deleted: one status message, the one the final takes", async () => {
+    // Once `lost`, the renderer creates again at once (the same text is still unshown): a second status message.
+    const { records, port, renderer, answer, status } = await lateCreate(0, "open");
+    expect(port.messages.size).toBe(2);
+    answer.open();
+    await vi.waitFor(() => expect(port.messages.has(status)).toBe(false));
+    const [second] = [...port.messages.keys()];
+    expect(port.messages.size).toBe(1);
+    expect(await records.take(SESSION, PREVIEW)).toEqual({ status: "edit", messageId: second });
+    renderer.close();
   });
 });

@@ -45,6 +45,25 @@ describe("telegram streaming under faults", () => {
     expect(telegram.notifications(DM.id).map(textOf)).toEqual([answer]);
   });
 
+  it("a status message Telegram answered only after its 5 s deadline (it was made at once) is deleted when the answer comes: the chat holds the final alone", async () => {
+    e2e = await startTelegramE2e({ env: { STREAMING: "progress" } });
+    const { telegram, llm } = e2e;
+    const answer = words(20);
+    llm.enqueue({ text: answer, tokensPerSecond: 10 });
+    // The status's create is performed on arrival; its answer reaches grammY 8 s later, by when
+    // the renderer gave up on it (5 s) and the final, finding the create `lost`, sent itself.
+    const isStatus = (call: RecordedCall) => call.payload.disable_notification === true && call.payload.parse_mode === undefined;
+    telegram.holdAnswer("sendMessage", 8_000, isStatus);
+    telegram.pushMessage({ chat: DM, from: ADA, text: "go" });
+
+    await waitUntil(() => telegram.traps.lateAnswers.length === 1, "the status's late answer", 30_000);
+    const view = await settledView(e2e, (chat) => chat.length === 1 && chat[0]?.text === answer, "the final alone");
+    expect(view.map((message) => message.text)).toEqual([answer]);
+    expect(telegram.notifications(DM.id).map(textOf)).toEqual([answer]);
+    // A status was made (the held one at least), and none stayed: on main the late one stayed above the answer.
+    expect(telegram.delivered(DM.id).filter(isStatus).length).toBeGreaterThan(0);
+  });
+
   it("flood limits: previews are thinned and back off, the final is delivered whole", async () => {
     e2e = await startTelegramE2e({ env: { STREAMING: "partial" } });
     const { telegram, llm } = e2e;
