@@ -73,6 +73,10 @@ export class FakeRest {
   private readonly globalSentAt: number[] = [];
   private readonly blocks = new Map<string, Block>();
   readonly faults: SendFault[] = [];
+  /** Requests performed at once but answered `ms` late (each hold springs once), as Discord under load. */
+  readonly holds: Array<{ match: (request: RecordedRequest) => boolean; ms: number }> = [];
+  /** Requests whose answer was held, with when it was written. */
+  readonly lateAnswers: Array<{ request: RecordedRequest; at: number }> = [];
   /** Application commands, interaction callbacks and their webhooks (fake-discord-interactions.ts). */
   readonly interactions: FakeInteractions;
   /**
@@ -123,8 +127,17 @@ export class FakeRest {
     }
     const record: RecordedRequest = { method, path, query: url.searchParams, headers: request.headers, body, status: 0, at: Date.now() };
     this.requests.push(record);
+    const hold = this.holds.find((candidate) => candidate.match(record));
+    if (hold) this.holds.splice(this.holds.indexOf(hold), 1);
     const reply: Reply = (status, payload, headers = {}) => {
       record.status = status;
+      if (hold) {
+        setTimeout(() => {
+          this.lateAnswers.push({ request: record, at: Date.now() });
+          if (!response.destroyed) response.writeHead(status, { "content-type": "application/json", ...headers }).end(payload === undefined ? undefined : JSON.stringify(payload));
+        }, hold.ms);
+        return;
+      }
       if (payload === undefined) {
         // 204 with no content-type: undici would try to parse an empty JSON body otherwise.
         response.writeHead(status, headers).end();

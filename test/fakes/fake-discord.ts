@@ -32,6 +32,8 @@ export type { ChannelPermissions, FileUpload, UserMessageOptions } from "./fake-
  *   message's content and components, checked like sends (2,000 code points), with a bucket of
  *   their own per channel (5 per 5 s, 429 with the X-RateLimit-* headers); a deleted message
  *   (DELETE, `deleteByUser`) answers 10008 Unknown Message.
+ * - `holdAnswer`: a request performed at once and answered late, past the client's deadline
+ *   (Discord under load), as a test asks.
  * - The gateway replays missed events on RESUME, refuses a session it forgot with
  *   INVALID_SESSION, sends THREAD_CREATE, and hides content from a client without the
  *   Message Content intent.
@@ -229,6 +231,16 @@ export class FakeDiscord {
   /** Requests answered 429, in order. */
   rateLimited(): RecordedRequest[] {
     return this.requests.filter((request) => request.status === 429);
+  }
+
+  /** The next request `match` accepts is performed at once and answered `ms` later (past a client's deadline). */
+  holdAnswer(match: (request: RecordedRequest) => boolean, ms: number): void {
+    this.rest.holds.push({ match, ms });
+  }
+
+  /** Requests whose answer was held (holdAnswer), with when it was written. */
+  get lateAnswers(): FakeRest["lateAnswers"] {
+    return this.rest.lateAnswers;
   }
 
   /** The next POST /channels/:id/messages fails with this answer (429s carry the real headers). */

@@ -58,6 +58,13 @@ export class DiscordPreviews implements PreviewPort {
       if (!trace.sent && !(error instanceof RetryableError || error instanceof PermanentError)) {
         throw new RequestNotSent(`preview in channel ${target.chatId}: not sent (${errorMessage(error)})`, { cause: error });
       }
+      // discord.js sends a request aborted on the way again, and that second try, its caller
+      // gone, is not sent (RequestNotSent): but the first went out and was never answered, so
+      // Discord may have made the message. Not a refusal: the record keeps it `lost`, and the
+      // next create or the final finds it by its nonce instead of leaving it beside the final.
+      if (error instanceof RequestNotSent && (trace.unanswered ?? 0) > 0) {
+        throw new RetryableError(`preview in channel ${target.chatId}: sent, no answer before its deadline`, { cause: error });
+      }
       throw toPreviewError(error, `preview in channel ${target.chatId}`);
     }
   }

@@ -21,9 +21,11 @@ export class RequestNotSent extends RetryableError {
   }
 }
 
-/** Whether a request of a traced call was handed to the network. */
+/** Whether a request of a traced call was handed to the network, and whether each was answered. */
 export interface SendTrace {
   sent: boolean;
+  /** Requests handed to the network that never got an answer (aborted on the way, reset): their outcome is unknown. */
+  unanswered?: number;
 }
 
 const traces = new AsyncLocalStorage<SendTrace>();
@@ -33,10 +35,15 @@ export function traceSends<T>(trace: SendTrace, call: () => T): T {
   return traces.run(trace, call);
 }
 
-/** The request hook is about to hand the request to the network. */
-export function markSent(): void {
+/** The request hook hands the request to the network (`send`): traced as sent, and as unanswered unless `send` resolves. */
+export async function sendTraced<T>(send: () => Promise<T>): Promise<T> {
   const trace = traces.getStore();
-  if (trace) trace.sent = true;
+  if (!trace) return send();
+  trace.sent = true;
+  trace.unanswered = (trace.unanswered ?? 0) + 1;
+  const answer = await send();
+  trace.unanswered--;
+  return answer;
 }
 
 /** Waits `ms` before sending; a caller that gives up meanwhile gets `RequestNotSent`. */

@@ -25,7 +25,7 @@ import { DefaultRestOptions, type ResponseLike } from "discord.js";
 import { PREVIEW_HEADROOM, type SendBucket, type SendBudget, type SendPriority, type SendRequest } from "../../core/send-budget.js";
 import { RetryableError } from "../../errors.js";
 import { currentSendPriority } from "../send-priority.js";
-import { markSent, RequestNotSent, waitToSend } from "./request-outcome.js";
+import { RequestNotSent, sendTraced, waitToSend } from "./request-outcome.js";
 
 type MakeRequest = typeof DefaultRestOptions.makeRequest;
 
@@ -101,8 +101,7 @@ export function budgetedRequest(hook: DiscordBudgetHook): MakeRequest {
   const raw = hook.makeRequest ?? DefaultRestOptions.makeRequest;
   const send: MakeRequest = async (url, init) => {
     for (let wait = windows.take(); wait > 0; wait = windows.take()) await waitToSend(wait, init.signal as AbortSignal | null | undefined, "a request held by the process's global limit");
-    markSent();
-    return raw(url, init);
+    return sendTraced(() => raw(url, init));
   };
   return async (url, init) => {
     const budget = hook.budget();
@@ -113,8 +112,7 @@ export function budgetedRequest(hook: DiscordBudgetHook): MakeRequest {
     if (init.signal?.aborted) throw new RequestNotSent(`${method} ${path}: its caller gave up while it queued in discord.js`);
     // Interaction responses are not bound to the bot's global limit (Discord's rate-limit docs).
     if (/^\/(interactions|webhooks)\//.test(path)) {
-      markSent();
-      return raw(url, init);
+      return sendTraced(() => raw(url, init));
     }
     if (!budget) return send(url, init);
     const signal = init.signal ?? undefined;

@@ -54,6 +54,24 @@ describe("discord streaming", E2E_TIMEOUT, () => {
     });
   }
 
+  it("a status whose POST Discord performed at once but answered only after its 5 s deadline: the channel ends with the final alone", async () => {
+    e2e = await DiscordE2E.start({ DISCORD_STREAMING: "progress" });
+    await e2e.startPipeline();
+    const answer = Array.from({ length: 20 }, (_, index) => `word${index}`).join(" ");
+    e2e.llm.enqueue({ text: answer, tokensPerSecond: 10 });
+    const isStatusPost = (request: { method: string; path: string; body: unknown }) =>
+      request.method === "POST" && /^\/channels\/\d+\/messages$/.test(request.path) && (Number((request.body as Payload | undefined)?.flags ?? 0) & 4096) !== 0;
+    e2e.fake.holdAnswer(isStatusPost, 8_000);
+    e2e.fake.dispatchMessage(mention(IDS.textChannel, "600000000000000888", "go"));
+
+    await until(() => expect(e2e!.fake.lateAnswers).toHaveLength(1), 30_000);
+    await until(() => expect(contents(e2e!.fake.botMessages(IDS.textChannel))).toEqual([answer]), 30_000);
+    await sleep(2_000);
+    expect(contents(e2e.fake.botMessages(IDS.textChannel))).toEqual([answer]);
+    // The asker was notified by the answer alone.
+    expect(e2e.fake.notifications.filter((entry) => entry.userIds.length > 0).map((entry) => entry.userIds)).toEqual([[IDS.user]]);
+  });
+
   it("a preview deleted by a moderator: the final is posted as a new message, once", async () => {
     e2e = await DiscordE2E.start({ DISCORD_STREAMING: "partial" });
     await e2e.startPipeline();
