@@ -3,9 +3,11 @@
  * Runs the seeded chaos (test/helpers/chaos.ts) for each seed N, N+1, … N+K−1 and prints one
  * row per seed: lost / doubled / answered twice / duplicate parts, and how many of those the
  * at-least-once floor explains (the part was in flight when its gateway was SIGKILLed); updates
- * never stored; reminders asked, delivered, doubled and missing; stuck chats; status messages
- * left in a chat. Exits 1 if any seed is not clean (anything else than the floor's parts and
- * leftover statuses, which Telegram's lost create answers can leave: docs/streaming.md).
+ * never stored; reminders asked, delivered, doubled and missing; approvals asked, shown, pressed,
+ * and any never shown, shown too late to press, requested twice or left waiting; stuck chats;
+ * status messages left in a chat. Exits 1 if any seed is not clean (anything else than the
+ * floors' parts and requests, and leftover statuses, which Telegram's lost create answers can
+ * leave: docs/streaming.md).
  */
 import { parseArgs } from "node:util";
 import { CHAOS_TOPOLOGIES, FAULT_KINDS, faultsFor, runChaos, type ChaosReport, type FaultKind } from "../test/helpers/chaos.js";
@@ -45,8 +47,8 @@ try {
 }
 
 const faultsOf = (report: ChaosReport) => Object.entries(report.faults).sort().map(([kind, n]) => `${kind} ${n}`).join(", ");
-process.stdout.write("| seed | minutes | messages | parts sent | lost | doubled | unanswered (at an unconfirmed part) | answered twice | duplicate parts (at a gateway SIGKILL) | never stored | reminders asked / delivered | approvals asked / pressed / never asked | duplicate reminders | missing reminders | stuck chats | leftover statuses | faults |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+process.stdout.write("| seed | minutes | messages | parts sent | lost | doubled | unanswered (at an unconfirmed part) | answered twice | duplicate parts (at a gateway SIGKILL) | never stored | reminders asked / delivered | approvals asked / shown / pressed | approvals unshown (at an unconfirmed part) / late / asked twice / pending | duplicate reminders | missing reminders | stuck chats | leftover statuses | faults |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 for (const report of reports) {
-  process.stdout.write(`| ${report.seed} | ${report.durationMs / 60_000} | ${report.messages} | ${report.parts} | ${report.lost} | ${report.doubled} | ${report.unanswered} (${report.unansweredAtUnconfirmedPart}) | ${report.answeredTwice} | ${report.duplicateParts} (${report.duplicatePartsAtGatewayKill}) | ${report.unreceived} | ${report.remindersAsked} / ${report.remindersDelivered} | ${report.approvalsAsked} / ${report.approvalsPressed} / ${report.approvalsUnanswered} | ${report.duplicateReminders} | ${report.missingReminders} | ${report.stuckChats} | ${report.leftoverStatuses} | ${faultsOf(report)} |\n`);
+  process.stdout.write(`| ${report.seed} | ${report.durationMs / 60_000} | ${report.messages} | ${report.parts} | ${report.lost} | ${report.doubled} | ${report.unanswered} (${report.unansweredAtUnconfirmedPart}) | ${report.answeredTwice} | ${report.duplicateParts} (${report.duplicatePartsAtGatewayKill}) | ${report.unreceived} | ${report.remindersAsked} / ${report.remindersDelivered} | ${report.approvalsAsked} / ${report.approvalsShown} / ${report.approvalsPressed} | ${report.approvalsUnshown} (${report.approvalsUnshownAtUnconfirmedPart}) / ${report.approvalsLate} / ${report.approvalsAskedTwice} / ${report.approvalsPending} | ${report.duplicateReminders} | ${report.missingReminders} | ${report.stuckChats} | ${report.leftoverStatuses} | ${faultsOf(report)} |\n`);
 }
 process.exit(reports.every((report) => report.clean) ? 0 : 1);

@@ -125,7 +125,8 @@ export function finishLoop(run: TurnRun<ChatPorts>, result: RunTurnResult, origi
     const preview = run.input.preview?.consume();
     addReply(run, approvalRequestText(pending, engine.approval.timeoutMs), "notice", origin.answers, { actions: approvalActions(pending.id), ...(preview === undefined ? {} : { preview }) });
     run.approvalTimeouts.push({ approvalId: pending.id, delayMs: engine.approval.timeoutMs });
-    run.input.log.info({ approvalId: pending.id, tools: pending.waiting.map((call) => call.name) }, "tool-approval-requested");
+    // The reply id ties the request to its delivery's lines (a part whose outcome is unknown names it).
+    run.input.log.info({ approvalId: pending.id, replyId: run.replies.at(-1)?.replyId, tools: pending.waiting.map((call) => call.name) }, "tool-approval-requested");
     return;
   }
   state.stats.turns++;
