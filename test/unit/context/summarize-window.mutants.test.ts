@@ -133,6 +133,15 @@ describe("sizes from cached counts, against what a chunk holds", () => {
     expect(plan.chunks[1]!.startsWith("[m3]")).toBe(true);
   });
 
+  it("a picture sent without a caption (no text, a cached count) is counted as its entry, and the turns after it still split", () => {
+    const largest = largestWholeTurn({});
+    const photo: ChatMessage = cached({ id: "m2", role: "user", content: "" }, 765);
+    const plan = planChunks(input([turn("m1", 1_000), photo, turn("m3", largest)]), new Longest(WINDOW));
+    expect(plan.chunks).toHaveLength(2);
+    expect(plan.chunks[0]!.split("\n").map((line) => line.slice(0, 4))).toEqual(["[m1]", "[m2]"]);
+    expect(plan.chunks[1]!.startsWith("[m3]")).toBe(true);
+  });
+
   it("an assistant message with text and calls scales its cached count by the share of both the transcript shows", () => {
     // 10,000 characters of text (6,000 shown) and a call of ~3,000 characters (1,000 shown): the
     // entry shows about half of the source, so about half the cached count; two share a 40K window's chunk.
