@@ -116,4 +116,20 @@ describe("fixSummaryRoles", () => {
     expect(same).toEqual(valid);
     expect(same[2]).toBe(summary);
   });
+
+  it("gives a user-voiced summary between two user messages the assistant role, keeping its id, date and cached count", () => {
+    const summary: ChatMessage = { id: "s1", role: "user", kind: "summary", content: summaryMessageContent("the gist"), at: 7, tokens: { encoding: "o200k_base", count: 42 } };
+    const fixed = fixSummaryRoles([system, user("m2"), summary, user("m4")]);
+    expect(fixed[2]).toEqual({ id: "s1", role: "assistant", kind: "summary", content: summary.content, at: 7, tokens: { encoding: "o200k_base", count: 42 } });
+    // Without a date or a count, none is invented.
+    const bare: ChatMessage = { id: "s2", role: "user", kind: "summary", content: "x" };
+    expect(fixSummaryRoles([system, user("m2"), bare])[2]).toEqual({ id: "s2", role: "assistant", kind: "summary", content: "x" });
+  });
+
+  it("never changes the role of a message that is not a summary", () => {
+    const history = [system, reply("m2"), user("m3"), user("m4"), user("m5")];
+    const fixed = fixSummaryRoles(history);
+    expect(fixed).toEqual(history);
+    fixed.forEach((message, index) => expect(message).toBe(history[index]));
+  });
 });
