@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { ChatMessage, ToolCall } from "../../../src/core/messages.js";
-import { clipMiddle, cutGroupToFit, sliceSafely } from "../../../src/context/prune.js";
+import { clipMiddle, cutGroupToFit, pruneToolResults, shortenArguments, sliceSafely } from "../../../src/context/prune.js";
 import { buildSummaryMessages, serializeMessage, summaryBudget } from "../../../src/context/summary-prompt.js";
 import { createTokenCounter } from "../../../src/context/tokens.js";
 
@@ -80,5 +80,56 @@ describe("what the summarizer reads", () => {
   it("a window of 64K or more gets the smaller share", () => {
     expect(summaryBudget({ middleTokens: 1_000_000, contextWindow: 63_999 })).toBe(6_399);
     expect(summaryBudget({ middleTokens: 1_000_000, contextWindow: 64_000 })).toBe(3_200);
+  });
+});
+
+describe("a pruned result's placeholder, at its edges", () => {
+  it("shows an argument value of exactly 40 characters whole, and one of 41 cut to 40 with an ellipsis", () => {
+    expect(shortenArguments(JSON.stringify({ path: "p".repeat(40) }))).toBe(`{"path":"${"p".repeat(40)}"}`);
+    expect(shortenArguments(JSON.stringify({ path: "p".repeat(41) }))).toBe(`{"path":"${"p".repeat(40)}…"}`);
+  });
+
+  it("shortens the values inside lists and nested objects, and keeps their shape", () => {
+    expect(shortenArguments(JSON.stringify({ files: ["a".repeat(50), "b.ts"] }))).toBe(`{"files":["${"a".repeat(40)}…","b.ts"]}`);
+    expect(shortenArguments(JSON.stringify({ options: { pattern: "c".repeat(45), depth: 2, follow: null } }))).toBe(`{"options":{"pattern":"${"c".repeat(40)}…","depth":2,"follow":null}}`);
+  });
+
+  it("shows arguments of exactly 100 characters whole, and caps longer ones at 100 plus an ellipsis", () => {
+    // A backend that sends arguments as plain text: shown as they are, whitespace collapsed.
+    expect(shortenArguments("x".repeat(100))).toBe("x".repeat(100));
+    expect(shortenArguments("x".repeat(101))).toBe(`${"x".repeat(100)}…`);
+    const json = JSON.stringify({ a: "1".repeat(40), b: "2".repeat(36), c: 1234 });
+    expect(json).toHaveLength(100);
+    expect(shortenArguments(json)).toBe(json);
+  });
+});
+
+describe("what pruning reports and what a cut keeps", () => {
+  it("reports the tokens a placeholder saved for a result already counted in the session (its cached count belongs to the old text)", () => {
+    const result: ChatMessage = { id: "r1", role: "tool", tool_call_id: "c1", content: "z".repeat(5_000) };
+    const messages: ChatMessage[] = [{ id: "a", role: "assistant", content: null, tool_calls: [call("c1")] }, result];
+    const before = counter.countMessage(result);
+    const pruned = pruneToolResults(messages, { from: 0, to: 2 }, counter);
+    const placeholder = pruned.messages[1]!;
+    expect(placeholder.kind).toBe("pruned");
+    expect(placeholder.content!.length).toBeLessThan(200);
+    expect(counter.countMessage(placeholder)).toBeLessThan(200);
+    expect(pruned.prunedTokens).toBe(before - counter.countMessage(placeholder));
+    expect(pruned.prunedTokens).toBeGreaterThan(4_800);
+  });
+
+  it("a result cut to fit a limit smaller than the rest of its group still keeps the head of its output", () => {
+    // The assistant's own text takes the whole limit: the result gets the minimum, not nothing.
+    const messages: ChatMessage[] = [
+      { id: "a", role: "assistant", content: "w".repeat(3_000), tool_calls: [call("c1")] },
+      { id: "r1", role: "tool", tool_call_id: "c1", content: `HEAD-OF-OUTPUT ${"o".repeat(20_000)}` },
+    ];
+    const quarters = createTokenCounter("test-chars/4", (text) => Math.ceil(text.length / 4));
+    const result = cutGroupToFit(messages, 500, quarters);
+    expect(result.cutMessages).toBe(1);
+    const cut = result.messages[1]!.content!;
+    expect(quarters.countText(cut)).toBeLessThanOrEqual(64);
+    expect(cut.startsWith("HEAD-OF-OUTPUT")).toBe(true);
+    expect(cut).toContain('recall("r1")');
   });
 });
