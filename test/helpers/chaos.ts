@@ -131,6 +131,10 @@ export interface ChaosReport {
    * duplicate is a failure.
    */
   duplicatePartsAtGatewayKill: number;
+  /** Of those, the ones whose gateway was SIGTERMed and ran out of shutdown time (not SIGKILLed). */
+  duplicatePartsAtShutdownTimeout: number;
+  /** Gateways SIGTERMed that ran out of shutdown time. */
+  shutdownTimeouts: number;
   clean: boolean;
   logDir: string;
   details: Record<string, string[]>;
@@ -273,7 +277,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
    * fake Telegram received a call names the incarnation that sent it — a request the dying
    * process had written still arrives before the next one is spawned.
    */
-  const gatewayLives: Array<{ start: number; killed: boolean }> = [];
+  const gatewayLives: Array<{ start: number; killed: boolean; timedOut?: boolean }> = [];
   const startGateway = async () => {
     gatewayLives.push({ start: Date.now(), killed: false });
     const app = spawnApp({ ...env, LONGHAUL_ROLE: "gateway", HTTP_PORT: String(port), TELEGRAM_WEBHOOK_URL: webhookUrl, TELEGRAM_WEBHOOK_SECRET: SECRET });
@@ -403,7 +407,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       case "gateway-term":
         await gateway.kill("SIGTERM");
         // A shutdown past SHUTDOWN_TIMEOUT_MS ends in process.exit mid-work: a crash, not a clean stop.
-        if (gateway.stderr().includes("shutdown-timed-out")) gatewayLives.at(-1)!.killed = true;
+        if (gateway.stderr().includes("shutdown-timed-out")) Object.assign(gatewayLives.at(-1)!, { killed: true, timedOut: true });
         gateway = await startGateway();
         break;
       case "gateway-pause":
@@ -532,6 +536,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       return gatewayLives[life]?.killed === true && lifeAt(next.at) > life && !laterInChat;
     });
   });
+  // Of those, the ones whose gateway ran out of shutdown time (SIGTERM): it records the part on
+  // the wire before exiting, so only a record Redis did not take in time leaves one.
+  const atShutdownTimeout = atGatewayKill.filter((key) => {
+    const first = parts.filter((part) => `${part.chatId}\n${part.text}` === key).sort((a, b) => a.at - b.at)[0]!;
+    return gatewayLives[lifeAt(first.at)]?.timedOut === true;
+  });
 
   // Approvals, exactly: every recurring reminder asked gets one request, shown in its chat, and
   // pressed (so answered) by the end — unless the request's part was the item-2 floor's.
@@ -614,6 +624,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     answeredTwice: result.answeredTwice.length,
     duplicateParts: result.duplicateReplies.length,
     duplicatePartsAtGatewayKill: atGatewayKill.length,
+    duplicatePartsAtShutdownTimeout: atShutdownTimeout.length,
+    shutdownTimeouts: gatewayLives.filter((life) => life.timedOut === true).length,
     clean: false,
     logDir,
     details: {
