@@ -10,6 +10,7 @@ import type { Client, SendableChannels } from "discord.js";
 import { PermanentError } from "../../errors.js";
 import type { Logger } from "../../logger.js";
 import type { OutboundReply, SendOptions } from "../channel-adapter.js";
+import { sendOverPreview } from "../preview-final.js";
 import { buttonRow, replaceMessage } from "./actions.js";
 import type { InteractionReplies } from "./interactions.js";
 import { editFinal, removeReplaced } from "./previews.js";
@@ -64,40 +65,18 @@ export class ReplySender {
       typing.stop(reply.sessionKey);
       return options.onPartSent(options.fromPart, { last: true });
     }
-    if (options.preview && !options.preview.only && options.fromPart <= 1) {
-      // The final replaces the live preview: an edit never notifies, so the answer goes out as
-      // new messages (with a nonce: a retried part 1 is not posted twice) and the silent status
-      // is deleted once part 1 is out and recorded (even as the last part: the deletion
-      // follows); the delivery that resumes at part 2 after a crash deletes it instead. Sending
-      // also unarchives a thread archived meanwhile, where an edit would be refused (50083).
+    if (options.preview) {
+      // Sending the final as new messages also unarchives a thread archived meanwhile, where an
+      // edit would be refused (50083). A retried part 1 is not posted twice: each has a nonce.
       const { messageId } = options.preview;
-      if (options.fromPart === 1) {
-        await removeReplaced(client, channel.id, messageId, logger);
-        return this.send(reply, { fromPart: 1, onPartSent: options.onPartSent });
-      }
-      return this.send(reply, {
-        fromPart: 0,
-        onPartSent: async (partIndex, sent) => {
-          if (partIndex !== 0) return options.onPartSent(partIndex, sent);
-          await options.onPartSent(0, { ...sent, last: false });
-          await removeReplaced(client, channel.id, messageId, logger);
-        },
-      });
-    }
-    if (options.preview && options.fromPart === 0) {
-      // A preview-only reply (/stop) takes the live preview over: it is edited into it.
       const components = reply.actions?.length && parts.length === 1 ? buttonRow(reply.actions) : undefined;
-      if (await editFinal(channel, reply, options.preview.messageId, parts[0] ?? "", components ? { components } : {})) {
-        const done = options.preview.only || parts.length === 1;
-        await options.onPartSent(0, { last: done });
-        if (done) {
-          typing.stop(reply.sessionKey);
-          return;
-        }
-        return this.send(reply, { fromPart: 1, onPartSent: options.onPartSent });
-      }
-      await options.preview.onRefused();
-      if (options.preview.only) return;
+      const decided = await sendOverPreview(options.preview, options, {
+        send: (fromPart, onPartSent) => this.send(reply, { fromPart, onPartSent }),
+        remove: () => removeReplaced(client, channel.id, messageId, logger),
+        edit: () => editFinal(channel, reply, messageId, parts[0] ?? "", components ? { components } : {}),
+        finished: () => typing.stop(reply.sessionKey),
+      });
+      if (decided) return;
     }
     if (reply.voice) {
       const { voice, ...text } = reply;

@@ -26,6 +26,7 @@ import type { WebhookHealth } from "./webhook.js";
 import type { TelegramAdapterOptions } from "./options.js";
 import type { SendBudget, SendPriority, SendRefusalListener } from "../../core/send-budget.js";
 import { withSendPriority } from "../send-priority.js";
+import { sendOverPreview } from "../preview-final.js";
 import { DEFAULT_TELEGRAM_SEND_LIMITS } from "./send-budget.js";
 
 export type { TelegramAdapterOptions } from "./options.js";
@@ -207,42 +208,21 @@ export class TelegramAdapter implements ChannelAdapter {
       this.logger.info({ chatId: reply.target.chatId, replyId: reply.replyId }, "private answer to a button press not shown (no alert could carry it); not sent to the chat");
       return options.onPartSent(0, { last: true });
     }
-    if (options.preview && !options.preview.only && options.fromPart <= 1) {
-      // The final replaces the live preview: an edit never notifies, so the answer is sent as
-      // a new message (the phone buzzes for it) and the silent status is deleted once part 1 is
-      // out and recorded — recorded even when it is the last part, so that a crash before the
-      // deletion never sends the answer twice; the delivery that resumes at part 2 deletes the
-      // status instead (one already gone is fine).
-      const previewId = Number(options.preview.messageId);
-      if (options.fromPart === 1) {
-        await this.removePreview(reply.target.chatId, previewId);
-        return this.send(reply, { fromPart: 1, onPartSent: options.onPartSent, ...wire });
-      }
-      return this.send(reply, {
-        fromPart: 0,
-        ...wire,
-        onPartSent: async (partIndex, sent) => {
-          if (partIndex !== 0) return options.onPartSent(partIndex, sent);
-          await options.onPartSent(0, { ...sent, last: false });
-          await this.removePreview(reply.target.chatId, previewId);
+    if (options.preview) {
+      const { messageId } = options.preview;
+      const decided = await sendOverPreview(options.preview, options, {
+        send: (fromPart, onPartSent) => this.send(reply, { fromPart, onPartSent, ...wire }),
+        remove: () => this.removePreview(reply.target.chatId, Number(messageId)),
+        edit: () => {
+          const parts = replyParts(reply.text, this.options.maxPartLength ?? DEFAULT_PART_LENGTH);
+          const keyboard = reply.actions?.length && parts.length === 1 ? { reply_markup: inlineKeyboard(reply.actions) } : {};
+          return editFinal(this.bot.api, reply.target, messageId, parts[0] ?? "", keyboard, this.logger);
+        },
+        finished: () => {
+          if (reply.kind === "answer") this.typing.stop(reply.sessionKey);
         },
       });
-    }
-    if (options.preview && options.fromPart === 0) {
-      // A preview-only reply (/stop) takes the live preview over: it is edited into it.
-      const parts = replyParts(reply.text, this.options.maxPartLength ?? DEFAULT_PART_LENGTH);
-      const keyboard = reply.actions?.length && parts.length === 1 ? { reply_markup: inlineKeyboard(reply.actions) } : {};
-      if (await editFinal(this.bot.api, reply.target, options.preview.messageId, parts[0] ?? "", keyboard, this.logger)) {
-        const done = options.preview.only || parts.length === 1;
-        await options.onPartSent(0, { last: done });
-        if (done) {
-          if (reply.kind === "answer") this.typing.stop(reply.sessionKey);
-          return;
-        }
-        return this.send(reply, { fromPart: 1, onPartSent: options.onPartSent, ...wire });
-      }
-      await options.preview.onRefused();
-      if (options.preview.only) return;
+      if (decided) return;
     }
     if (reply.voice) {
       const { voice, ...text } = reply;
