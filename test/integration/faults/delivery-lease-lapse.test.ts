@@ -8,46 +8,16 @@
  * lapse that the second run's BEGIN reaches first would).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import type { ChannelAdapter, IngressPort, OutboundReply, SendOptions } from "../../../src/adapters/channel-adapter.js";
 import { createRedis } from "../../../src/queue/index.js";
 import { sessionKeys } from "../../../src/session/keys.js";
 import { lastUserText, startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
 import { testConfig } from "../../helpers/config.js";
 import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
 import { inbound } from "../../helpers/recording-adapter.js";
+import { PartsPlatform } from "../../helpers/parts-platform.js";
 import { sleep } from "../../helpers/stall-run.js";
 
 const LOCK_MS = 1_000;
-
-/** A platform that records every part it accepted; the first part of "long" waits for `release` before its send returns. */
-class HeldPlatform implements ChannelAdapter {
-  readonly platform = "console" as const;
-  readonly accepted: string[] = [];
-  #ingress?: IngressPort;
-  #release!: () => void;
-  readonly released = new Promise<void>((resolve) => (this.#release = resolve));
-  async start(ingress: IngressPort): Promise<void> {
-    this.#ingress = ingress;
-  }
-  submit(text: string, messageId: string) {
-    return this.#ingress!.submit(inbound({ text, messageId }));
-  }
-  release() {
-    this.#release();
-  }
-  async send(reply: OutboundReply, options: SendOptions): Promise<void> {
-    const parts = reply.text.split("\n\n");
-    for (let index = options.fromPart; index < parts.length; index++) {
-      this.accepted.push(parts[index]!);
-      if (parts[index] === "long:part0") await this.released;
-      await options.onPartSent(index, { last: index === parts.length - 1 });
-    }
-  }
-  async stop(): Promise<void> {}
-  isConnected(): boolean {
-    return true;
-  }
-}
 
 let llm: FakeLlm | undefined;
 let pipeline: Pipeline | undefined;
@@ -65,7 +35,14 @@ describe("a gateway frozen past its delivery lock and lease while a part is in f
       return { text: ask === "long" ? ["long:part0", "long:part1", "long:part2"].join("\n\n") : `${ask}:part0` };
     });
     const config = testConfig({ LLM_BASE_URL: llm.url, JOB_LOCK_MS: String(LOCK_MS) });
-    const platform = new HeldPlatform();
+    // The first part of "long" waits for `release` before its send returns.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const platform = new PartsPlatform([], {
+      afterPart: async (part) => {
+        if (part === "long:part0") await released;
+      },
+    });
     pipeline = await startPipeline(config, [platform]);
     const redis = createRedis(config.REDIS_URL!);
     const keys = sessionKeys(config.REDIS_PREFIX, inbound({ text: "" }).sessionKey);
@@ -90,13 +67,13 @@ describe("a gateway frozen past its delivery lock and lease while a part is in f
       while (Date.now() < until && platform.accepted.filter((part) => part === "long:part0").length < 2) await sleep(50);
       lapsing = false;
       await lapse;
-      platform.release();
+      release();
       await platform.submit("short", "s1");
       while (!platform.accepted.includes("short:part0")) await sleep(50);
       await sleep(1_000);
       expect(platform.accepted).toEqual(["long:part0", "long:part1", "long:part2", "short:part0"]);
     } finally {
-      platform.release();
+      release();
       redis.disconnect();
     }
   }, 60_000);

@@ -5,41 +5,15 @@
  * next reply must arrive whole — a stale progress record may not skip any of its parts.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import type { ChannelAdapter, IngressPort, OutboundReply, SendOptions } from "../../../src/adapters/channel-adapter.js";
 import { lastUserText, startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
 import { testConfig } from "../../helpers/config.js";
 import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
-import { inbound } from "../../helpers/recording-adapter.js";
+import { PartsPlatform } from "../../helpers/parts-platform.js";
 import { startRedisServer, type RedisServerHandle } from "../../helpers/redis-server.js";
 import { sleep } from "../../helpers/stall-run.js";
 
 const LOCK_MS = 1_000;
 const PARTS = 8;
-
-/** A platform that takes 250 ms per message and records every part it accepted. */
-class SlowPlatform implements ChannelAdapter {
-  readonly platform = "console" as const;
-  #ingress?: IngressPort;
-  constructor(readonly accepted: string[]) {}
-  async start(ingress: IngressPort): Promise<void> {
-    this.#ingress = ingress;
-  }
-  submit(text: string, messageId: string) {
-    return this.#ingress!.submit(inbound({ text, messageId }));
-  }
-  async send(reply: OutboundReply, options: SendOptions): Promise<void> {
-    const parts = reply.text.split("\n\n");
-    for (let index = options.fromPart; index < parts.length; index++) {
-      await sleep(250);
-      this.accepted.push(parts[index]!);
-      await options.onPartSent(index, { last: index === parts.length - 1 });
-    }
-  }
-  async stop(): Promise<void> {}
-  isConnected(): boolean {
-    return true;
-  }
-}
 
 describe("Redis frozen during a multi-part delivery", () => {
   let redis: RedisServerHandle | undefined;
@@ -65,8 +39,10 @@ describe("Redis frozen during a multi-part delivery", () => {
       });
       const config = testConfig({ REDIS_URL: redis.url, LLM_BASE_URL: llm.url, JOB_LOCK_MS: String(LOCK_MS) });
       const accepted: string[] = [];
-      const first = new SlowPlatform(accepted);
-      const second = new SlowPlatform(accepted);
+      // A platform that takes 250 ms per message.
+      const slow = { beforePart: () => sleep(250) };
+      const first = new PartsPlatform(accepted, slow);
+      const second = new PartsPlatform(accepted, slow);
       pipelines.push(await startPipeline(config, [first]));
       pipelines.push(await startPipeline(config, [second], { worker: false }));
 

@@ -10,41 +10,15 @@
  * replica confirms it: the reply is sent once.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ChannelAdapter, IngressPort, OutboundReply, SendOptions } from "../../../src/adapters/channel-adapter.js";
 import { createRedis, type Redis } from "../../../src/queue/index.js";
 import { sessionKeys } from "../../../src/session/keys.js";
 import { lastUserText, startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
 import { testConfig } from "../../helpers/config.js";
 import { captureLogs, startPipeline, type Pipeline } from "../../helpers/pipeline.js";
 import { inbound } from "../../helpers/recording-adapter.js";
+import { PartsPlatform } from "../../helpers/parts-platform.js";
 import { startSentinelSetup, type SentinelSetup } from "../../helpers/redis-sentinel.js";
 import { sleep } from "../../helpers/stall-run.js";
-
-/** A platform that records every part it accepted, and calls `afterSend` once a reply's parts are out. */
-class RecordingPlatform implements ChannelAdapter {
-  readonly platform = "console" as const;
-  readonly accepted: string[] = [];
-  afterSend: ((reply: OutboundReply) => Promise<void>) | undefined;
-  #ingress?: IngressPort;
-  async start(ingress: IngressPort): Promise<void> {
-    this.#ingress = ingress;
-  }
-  submit(text: string, messageId: string) {
-    return this.#ingress!.submit(inbound({ text, messageId }));
-  }
-  async send(reply: OutboundReply, options: SendOptions): Promise<void> {
-    const parts = reply.text.split("\n\n");
-    for (let index = options.fromPart; index < parts.length; index++) {
-      this.accepted.push(parts[index]!);
-      if (index === parts.length - 1) await this.afterSend?.(reply);
-      await options.onPartSent(index, { last: index === parts.length - 1 });
-    }
-  }
-  async stop(): Promise<void> {}
-  isConnected(): boolean {
-    return true;
-  }
-}
 
 describe("a delivery's finish acknowledged by the master and lost", () => {
   let setup: SentinelSetup;
@@ -69,7 +43,7 @@ describe("a delivery's finish acknowledged by the master and lost", () => {
       REDIS_URL: "redis://127.0.0.1:1", REDIS_SENTINELS: setup.sentinels, REDIS_SENTINEL_MASTER: setup.master, REDIS_MIN_REPLICAS_ACK: "1", LLM_BASE_URL: llm.url,
     });
     const logs = captureLogs("warn");
-    const platform = new RecordingPlatform();
+    const platform = new PartsPlatform();
     pipeline = await startPipeline(config, [platform], { logs });
     const masterPort = await setup.masterPort();
     master = createRedis(`redis://127.0.0.1:${masterPort}`);
@@ -77,8 +51,8 @@ describe("a delivery's finish acknowledged by the master and lost", () => {
     const keys = sessionKeys(config.REDIS_PREFIX, inbound({ text: "" }).sessionKey);
 
     let before: Buffer | null = null;
-    platform.afterSend = async (reply) => {
-      if (reply.text !== "first:answer") return;
+    platform.hooks.afterPart = async (_part, { reply, last }) => {
+      if (!last || reply.text !== "first:answer") return;
       // The part is out; what the finish is about to change, as the replicas hold it.
       before = await master!.dumpBuffer(keys.outbox);
       for (const replica of replicas) replica.pause();
