@@ -1,9 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { imagePartsOf, lastUserText, withoutStamp } from "../fakes/fake-llm.js";
 import { formatBytes } from "../../src/core/attachments.js";
 import { makePng } from "../helpers/media-files.js";
 import { gifvEmbed } from "../fakes/fake-discord-world.js";
-import { DiscordE2E, E2E_TIMEOUT, closeExpectingOnlyAskerPinged, IDS, fixture, sleep, until, userTexts } from "../helpers/discord-pipeline.js";
+import { DiscordE2E, E2E_TIMEOUT, pipelineForEachTest, IDS, fixture, sleep, until, userTexts } from "../helpers/discord-pipeline.js";
 
 /**
  * What people send besides a line of text, end to end (real discord.js ↔ fake Discord, real
@@ -16,15 +16,7 @@ const PASTE = `${Array.from({ length: 300 }, (_, i) => `line ${String(i).padStar
 
 describe("Discord through the whole pipeline: what people send", E2E_TIMEOUT, () => {
   let e2e: DiscordE2E;
-
-  beforeEach(async () => {
-    e2e = await DiscordE2E.start({ MAX_MESSAGE_CHARS: "16000" });
-    await e2e.startPipeline();
-  });
-
-  afterEach(async () => {
-    await closeExpectingOnlyAskerPinged(e2e);
-  });
+  pipelineForEachTest((started) => (e2e = started), { MAX_MESSAGE_CHARS: "16000" });
 
   it("answers a 9,000-character paste (Discord's message.txt, empty content) once, as one message, with all of it", async () => {
     expect(PASTE.length).toBe(9_000);

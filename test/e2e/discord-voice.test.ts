@@ -4,23 +4,15 @@
  * attachment, or without its duration and waveform, as Discord does), the real pipeline and
  * worker, and the fake speech endpoint's real Opus.
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { isOggOpus } from "../helpers/ogg-opus.js";
-import { DiscordE2E, E2E_TIMEOUT, closeExpectingOnlyAskerPinged, IDS, fixture, sleep, until } from "../helpers/discord-pipeline.js";
+import { DiscordE2E, E2E_TIMEOUT, pipelineForEachTest, IDS, fixture, sleep, until } from "../helpers/discord-pipeline.js";
 
 const IS_VOICE_MESSAGE = 1 << 13;
 
 describe("Discord voice replies", E2E_TIMEOUT, () => {
   let e2e: DiscordE2E;
-
-  beforeEach(async () => {
-    e2e = await DiscordE2E.start();
-    await e2e.startPipeline();
-  });
-
-  afterEach(async () => {
-    await closeExpectingOnlyAskerPinged(e2e);
-  });
+  pipelineForEachTest((started) => (e2e = started));
 
   it("/voice on: the answer is a voice message (Ogg/Opus, its duration and waveform), and a long answer's text follows it", async () => {
     e2e.fake.dispatchMessage(fixture("dm", { id: undefined, content: "/voice on" }));
@@ -61,15 +53,7 @@ describe("Discord voice replies", E2E_TIMEOUT, () => {
 
 describe("Discord voice replies with live previews", E2E_TIMEOUT, () => {
   let e2e: DiscordE2E;
-
-  beforeEach(async () => {
-    e2e = await DiscordE2E.start({ DISCORD_STREAMING: "partial", STREAMING_DELAY_MS: "0" });
-    await e2e.startPipeline();
-  });
-
-  afterEach(async () => {
-    await closeExpectingOnlyAskerPinged(e2e);
-  });
+  pipelineForEachTest((started) => (e2e = started), { DISCORD_STREAMING: "partial", STREAMING_DELAY_MS: "0" });
 
   it("the silent preview gives way to the voice message, then the text; the preview is deleted after the voice", async () => {
     e2e.fake.dispatchMessage(fixture("dm", { id: undefined, content: "/voice on" }));

@@ -1,8 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { lastUserText, parseStamp, textOf, withoutStamp } from "../fakes/fake-llm.js";
 import { REPLY_CONTEXT_MAX_CHARS } from "../../src/core/channel.js";
 import { OTHER_USER } from "../fakes/fake-discord.js";
-import { CLOSED_CHANNEL, CLOSED_THREAD, DiscordE2E, E2E_TIMEOUT, closeExpectingOnlyAskerPinged, IDS, fixture, mention, sleep, until, userTexts } from "../helpers/discord-pipeline.js";
+import { CLOSED_CHANNEL, CLOSED_THREAD, DiscordE2E, E2E_TIMEOUT, pipelineForEachTest, IDS, fixture, mention, sleep, until, userTexts } from "../helpers/discord-pipeline.js";
 
 /**
  * Discord end to end: the real discord.js adapter against the fake Discord (REST + gateway),
@@ -18,16 +18,8 @@ const userContents = (messages: ReadonlyArray<{ role: string; content: unknown }
 
 describe("Discord through the whole pipeline: chats and sessions", E2E_TIMEOUT, () => {
   let e2e: DiscordE2E;
-
-  beforeEach(async () => {
-    e2e = await DiscordE2E.start();
-    await e2e.startPipeline();
-  });
-
-  afterEach(async () => {
-    // Whatever a test did, nothing the bot posted may ping anyone.
-    await closeExpectingOnlyAskerPinged(e2e);
-  });
+  // Whatever a test did, nothing the bot posted may ping anyone.
+  pipelineForEachTest((started) => (e2e = started));
 
   it("ignores guild messages without a mention (the LLM never sees them) and answers a mention with the speaker's name", async () => {
     e2e.fake.dispatchMessage(fixture("guild-no-mention"));

@@ -6,10 +6,10 @@
  * the placeholder with every other channel, and not charged to the people of the group.
  * The real grammY adapter ↔ the fake Bot API, the real pipeline on Redis, the fake LLM.
  */
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Message } from "grammy/types";
 import {
-  ADA, closeChecked, GROUP, mentionOf, sleep, startTelegramE2e, textOf, waitUntil, warmUpTokenizer, type TelegramE2e,
+  ADA, GROUP, mentionOf, sleep, textOf, waitUntil, useTelegramE2e, type TelegramE2e,
 } from "../helpers/telegram-pipeline.js";
 
 /** What Telegram puts in `from` for every channel post forwarded into a linked group. */
@@ -19,13 +19,7 @@ const ANONYMOUS_ADMIN = { id: 1087968824, is_bot: true as const, first_name: "Gr
 const NEWS = { id: -1003000000001, type: "channel" as const, title: "Compiler News" };
 const DIGEST = { id: -1003000000002, type: "channel" as const, title: "Weekly Digest" };
 
-let e2e: TelegramE2e | undefined;
-
-beforeAll(() => warmUpTokenizer());
-afterEach(async () => {
-  await closeChecked(e2e);
-  e2e = undefined;
-});
+const startE2e = useTelegramE2e();
 
 const asked = (text: string) => `@longhaul_test_bot ${text}`;
 
@@ -38,7 +32,7 @@ const rateNotices = (run: TelegramE2e) => run.sentTo(GROUP.id).filter((call) => 
 
 describe("telegram: a chat speaking in a group has its own identity and a person's limits", () => {
   it("a channel is limited like a user, apart from other channels, anonymous admins and the group's people", async () => {
-    e2e = await startTelegramE2e({ env: { ALLOWED_TELEGRAM_CHATS: String(GROUP.id), RATE_LIMIT_PER_MINUTE: "2" } });
+    const e2e = await startE2e({ env: { ALLOWED_TELEGRAM_CHATS: String(GROUP.id), RATE_LIMIT_PER_MINUTE: "2" } });
     const run = e2e;
     // Keep all posts inside one rate-limit minute (the counter is per calendar minute).
     const second = Date.now() % 60_000;

@@ -6,18 +6,13 @@
  * sendMessage, no simpler forms, no retries — with one log line, and other chats are answered as
  * before.
  */
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
-  closeChecked, ADA, DM, FORUM, GROUP, mentionOf, sleep, startTelegramE2e, waitUntil, warmUpTokenizer, type TelegramE2e,
+  ADA, DM, FORUM, GROUP, mentionOf, sleep, waitUntil, useTelegramE2e, type TelegramE2e,
 } from "../helpers/telegram-pipeline.js";
 import type { FakeTelegram } from "../fakes/fake-telegram.js";
 
-let e2e: TelegramE2e | undefined;
-beforeAll(() => warmUpTokenizer());
-afterEach(async () => {
-  await closeChecked(e2e);
-  e2e = undefined;
-});
+const startE2e = useTelegramE2e();
 
 const TOPIC = 2040;
 
@@ -34,7 +29,7 @@ const loudLinesAbout = (run: TelegramE2e, chatId: number) =>
 
 describe("telegram: a chat that refuses the bot", () => {
   it.each(cases)("$name while the model answered: the reply ends at once with one log line; other chats are answered", async ({ chat, refuse, answer }) => {
-    e2e = await startTelegramE2e({ env: { ALLOWED_TELEGRAM_CHATS: `${GROUP.id},${FORUM.id}`, STREAMING: "off", TYPING_DELAY_MS: "0" } });
+    const e2e = await startE2e({ env: { ALLOWED_TELEGRAM_CHATS: `${GROUP.id},${FORUM.id}`, STREAMING: "off", TYPING_DELAY_MS: "0" } });
     const { telegram, llm } = e2e;
     const gate = llm.hold();
     const text = "@longhaul_test_bot sum it up";

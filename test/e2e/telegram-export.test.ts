@@ -3,25 +3,18 @@
  * (multipart, grammY's InputFile) to the fake Bot API, which parses the upload itself and
  * enforces Telegram's limits; the test reads the files back from the fake.
  */
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { memoryModel } from "../helpers/memory.js";
-import { ADA, DM, GROUP, closeChecked, sleep, startTelegramE2e, textOf, waitUntil, warmUpTokenizer, type TelegramE2e } from "../helpers/telegram-pipeline.js";
+import { ADA, DM, GROUP, sleep, textOf, waitUntil, useTelegramE2e } from "../helpers/telegram-pipeline.js";
 import type { UserExport } from "../../src/memory/index.js";
 
-let e2e: TelegramE2e | undefined;
-
-beforeAll(() => warmUpTokenizer());
-
-afterEach(async () => {
-  await closeChecked(e2e);
-  e2e = undefined;
-});
+const startE2e = useTelegramE2e();
 
 const FACT = "my bike is a blue Brompton";
 
 describe("telegram /export", () => {
   it("in a DM: the text, then a Markdown and a JSON file holding every message and the memory, sent once", async () => {
-    e2e = await startTelegramE2e({ env: { ALLOWED_TELEGRAM_CHATS: String(GROUP.id) } });
+    const e2e = await startE2e({ env: { ALLOWED_TELEGRAM_CHATS: String(GROUP.id) } });
     const { telegram, llm } = e2e;
     llm.setHandler(memoryModel);
     const said = ["hello there", `remember: ${FACT}`, "the weather is fine today", "and the train was late"];
@@ -54,7 +47,7 @@ describe("telegram /export", () => {
   }, 120_000);
 
   it("an upload refused for the moment is retried from that file: the text and the files before it are not sent again", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     const { telegram } = e2e;
     telegram.pushMessage({ chat: DM, from: ADA, text: "hello there" });
     await e2e.waitForSent(DM.id, 1);
@@ -73,7 +66,7 @@ describe("telegram /export", () => {
   }, 120_000);
 
   it("in a group: refused, pointing to the DM, and no file is sent", async () => {
-    e2e = await startTelegramE2e({ env: { ALLOWED_TELEGRAM_CHATS: String(GROUP.id) } });
+    const e2e = await startE2e({ env: { ALLOWED_TELEGRAM_CHATS: String(GROUP.id) } });
     const { telegram } = e2e;
     telegram.pushMessage({ chat: GROUP, from: ADA, text: "/export", entities: [{ type: "bot_command", offset: 0, length: 7 }] });
     const [refusal] = await e2e.waitForSent(GROUP.id, 1);

@@ -4,21 +4,14 @@
  * content parts it gets and refuses pictures when it has no vision) and its fake transcription
  * endpoint. Every test ends with closeChecked: the bot token never reached a log line.
  */
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Message } from "grammy/types";
 import { imagePartsOf, lastUserText, textOf as contentText, type RecordedRequest } from "../fakes/fake-llm.js";
 import { makePdf, makePng } from "../helpers/media-files.js";
 import { writeConfigFile } from "../helpers/config-file.js";
-import { closeChecked, ADA, DM, sleep, startTelegramE2e, textOf, warmUpTokenizer, type TelegramE2e } from "../helpers/telegram-pipeline.js";
+import { ADA, DM, sleep, textOf, useTelegramE2e, type TelegramE2e } from "../helpers/telegram-pipeline.js";
 
-let e2e: TelegramE2e | undefined;
-
-beforeAll(() => warmUpTokenizer());
-
-afterEach(async () => {
-  await closeChecked(e2e);
-  e2e = undefined;
-});
+const startE2e = useTelegramE2e();
 
 let nextFile = 1;
 
@@ -51,7 +44,7 @@ const mainRequests = (run: TelegramE2e): RecordedRequest[] => run.llm.requests.f
 
 describe("telegram media end to end", () => {
   it("a photo with a caption reaches the model as an image part, with its caption and placeholder as text", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     const sent = e2e.telegram.pushMessage({ chat: DM, from: ADA, caption: "what colour is this?", ...(await photo(e2e, 640, 480)) });
     const [answer] = await e2e.waitForSent(DM.id, 1);
     expect(answer?.payload).toMatchObject({ reply_parameters: { message_id: sent.message?.message_id } });
@@ -68,7 +61,7 @@ describe("telegram media end to end", () => {
   });
 
   it("a model without vision gets the placeholder: auto learns from its refusal and sends no picture again", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     e2e.llm.setVision(false);
     e2e.telegram.pushMessage({ chat: DM, from: ADA, caption: "and this one?", ...(await photo(e2e)) });
     const [first] = await e2e.waitForSent(DM.id, 1);
@@ -85,7 +78,7 @@ describe("telegram media end to end", () => {
   });
 
   it("LLM_VISION=off sends placeholders only", async () => {
-    e2e = await startTelegramE2e({ env: { LLM_VISION: "off" } });
+    const e2e = await startE2e({ env: { LLM_VISION: "off" } });
     e2e.telegram.pushMessage({ chat: DM, from: ADA, caption: "look", ...(await photo(e2e)) });
     await e2e.waitForSent(DM.id, 1);
     expect(e2e.llm.requests).toHaveLength(1);
@@ -94,7 +87,7 @@ describe("telegram media end to end", () => {
   });
 
   it("a catalogue model marked vision: false never gets image parts; one marked true does (LLM_VISION=auto)", async () => {
-    e2e = await startTelegramE2e({
+    const e2e = await startE2e({
       env: {
         LONGHAUL_CONFIG_FILE: writeConfigFile(`
 models:
@@ -125,7 +118,7 @@ models:
   });
 
   it("an album of 3 photos is one turn with 3 image parts", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     const album = "13579246801357";
     e2e.telegram.pushMessage({ chat: DM, from: ADA, media_group_id: album, caption: "which is best?", ...(await photo(e2e)) });
     e2e.telegram.pushMessage({ chat: DM, from: ADA, media_group_id: album, ...(await photo(e2e)) });
@@ -139,7 +132,7 @@ models:
   });
 
   it("a voice note is transcribed by the transcription endpoint and answered", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     e2e.llm.setTranscriber(() => "What is the capital of France?");
     const audio = Buffer.from("OggS fake opus payload");
     e2e.telegram.pushMessage({ chat: DM, from: ADA, ...voice(e2e, audio) });
@@ -152,7 +145,7 @@ models:
   });
 
   it("a transcription is paid from the chat's budget at TRANSCRIBE_PRICE_PER_MINUTE, by the note's length", async () => {
-    e2e = await startTelegramE2e({
+    const e2e = await startE2e({
       env: { TRANSCRIBE_PRICE_PER_MINUTE: "0.6", LONGHAUL_CONFIG_FILE: writeConfigFile("budgets:\n  chat: { daily: { usd: 1 } }\n") },
     });
     e2e.llm.setTranscriber(() => "Remind me what we said about the boat.");
@@ -167,7 +160,7 @@ models:
   });
 
   it("a spoken command works like a typed one", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     e2e.telegram.pushMessage({ chat: DM, from: ADA, text: "remember the word marmalade" });
     await e2e.waitForSent(DM.id, 1);
     e2e.llm.setTranscriber(() => "/new");
@@ -182,7 +175,7 @@ models:
   });
 
   it("a 30 MB voice note is refused before download, with one notice, and a failed transcription tells the user once", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     e2e.telegram.pushMessage({ chat: DM, from: ADA, ...voice(e2e, Buffer.from("OggS small stand-in"), 30 * 1024 * 1024) });
     const [notice] = await e2e.waitForSent(DM.id, 1);
     expect(textOf(notice)).toMatch(/voice message: it is 30 MB, and I transcribe up to 25 MB/);
@@ -201,7 +194,7 @@ models:
   });
 
   it("a PDF and a .ts file become text for the model", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     e2e.telegram.pushMessage({ chat: DM, from: ADA, caption: "summarise", ...document(e2e, "report.pdf", "application/pdf", makePdf(["Quarterly revenue rose 12 percent", "Costs fell in March"])) });
     await e2e.waitForSent(DM.id, 1);
     const pdfText = lastUserText(e2e.llm.requests[0]!);
@@ -214,7 +207,7 @@ models:
   });
 
   it("an unsupported file gets one notice and no model call", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     e2e.telegram.pushMessage({ chat: DM, from: ADA, ...document(e2e, "contract.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document", Buffer.from("PK\u0003\u0004 zip")) });
     const [notice] = await e2e.waitForSent(DM.id, 1);
     expect(textOf(notice)).toMatch(/couldn't use your contract\.docx: I can't open this type of file/);
@@ -225,7 +218,7 @@ models:
   });
 
   it("after compaction no image part remains in the live context, and the summary carries what the model said it showed", async () => {
-    e2e = await startTelegramE2e({ env: { PROTECT_LAST_N: "2" } });
+    const e2e = await startE2e({ env: { PROTECT_LAST_N: "2" } });
     const { llm, telegram } = e2e;
     llm.setHandler((request) => (imagePartsOf(request).length > 0 ? "The picture shows a red square on white." : `echo: ${lastUserText(request)}`));
     telegram.pushMessage({ chat: DM, from: ADA, caption: "what is this?", ...(await photo(e2e)) });

@@ -4,27 +4,20 @@
  * records what the model was shown.
  */
 import { request as httpRequest } from "node:http";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { textOf as contentText, lastUserText } from "../fakes/fake-llm.js";
 import {
-  closeChecked, ADA, DM, GRACE, mentionOf, sleep, startTelegramE2e, textOf, waitUntil, warmUpTokenizer, type TelegramE2e,
+  ADA, DM, GRACE, mentionOf, sleep, textOf, waitUntil, useTelegramE2e,
 } from "../helpers/telegram-pipeline.js";
 
-let e2e: TelegramE2e | undefined;
-
-beforeAll(() => warmUpTokenizer());
-
-afterEach(async () => {
-  await closeChecked(e2e);
-  e2e = undefined;
-});
+const startE2e = useTelegramE2e();
 
 const OLD_GROUP = { id: -4001, type: "group" as const, title: "Compiler nerds" };
 const NEW_GROUP_ID = -1004001;
 
 describe("telegram end to end: the way people use it", () => {
   it("follows a group upgraded to a supergroup: same conversation, still allowed, answered in the new chat", async () => {
-    e2e = await startTelegramE2e({ env: { ALLOWED_TELEGRAM_CHATS: String(OLD_GROUP.id) } });
+    const e2e = await startE2e({ env: { ALLOWED_TELEGRAM_CHATS: String(OLD_GROUP.id) } });
     const { telegram, llm } = e2e;
     const first = "@longhaul_test_bot remember the code word heron";
     telegram.pushMessage({ chat: OLD_GROUP, from: GRACE, text: first, entities: mentionOf(first) });
@@ -43,7 +36,7 @@ describe("telegram end to end: the way people use it", () => {
   });
 
   it("delivers a reply queued for the old id to the new chat", async () => {
-    e2e = await startTelegramE2e({ env: { ALLOWED_TELEGRAM_CHATS: String(OLD_GROUP.id) } });
+    const e2e = await startE2e({ env: { ALLOWED_TELEGRAM_CHATS: String(OLD_GROUP.id) } });
     const { telegram, llm } = e2e;
     const held = llm.hold();
     const text = "@longhaul_test_bot summarise the thread";
@@ -60,7 +53,7 @@ describe("telegram end to end: the way people use it", () => {
   });
 
   it("keeps the URL of a link Telegram would drop visible (localhost)", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     e2e.llm.enqueue("Open the [dashboard](http://localhost:3000/status) and the [docs](https://docs.example.com).");
     e2e.telegram.pushMessage({ chat: DM, from: ADA, text: "where is the dashboard?" });
     const [answer] = await e2e.waitForSent(DM.id, 1);
@@ -70,7 +63,7 @@ describe("telegram end to end: the way people use it", () => {
   });
 
   it("answers a paste that Telegram split into three messages once, as one message", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     const { telegram, llm } = e2e;
     const parts = ["alpha ".repeat(666), "beta ".repeat(800), "the end of the paste"].map((body, index) => `${index === 0 ? "Please review:\n" : ""}${body}`);
     llm.enqueue("Reviewed: it looks fine.");
@@ -85,7 +78,7 @@ describe("telegram end to end: the way people use it", () => {
   });
 
   it("sends one notice for an album without captions", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     const photo = [{ file_id: "p", file_unique_id: "u", width: 1, height: 1 }];
     for (let index = 0; index < 5; index++) e2e.telegram.pushMessage({ chat: DM, from: ADA, media_group_id: "album-7", photo });
     await e2e.waitForSent(DM.id, 1);
@@ -95,7 +88,7 @@ describe("telegram end to end: the way people use it", () => {
   });
 
   it("keeps intake alive through a second poller's 409s", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     const { telegram } = e2e;
     // A second process polls the same token for a while (a rolling deploy): each of its
     // getUpdates terminates ours with 409, and ours does the same to it.
@@ -116,7 +109,7 @@ describe("telegram end to end: the way people use it", () => {
   });
 
   it("shows the model what a message replies to and where it was forwarded from", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     const { telegram, llm } = e2e;
     const bob = { id: 77, is_bot: false, first_name: "Bob" };
     telegram.pushMessage({ chat: DM, from: ADA, text: "is this right?", reply_to_message: { message_id: 3, date: 1, chat: DM, from: bob, text: "the tests pass on Node 20" } as never });

@@ -4,21 +4,14 @@
  * characters after parsing), the real pipeline and worker, and the fake LLM's speech endpoint,
  * which answers real Opus made at test time. Every test ends with closeChecked: no secret in the logs.
  */
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Message } from "grammy/types";
 import { httpError, textOf as contentText } from "../fakes/fake-llm.js";
 import { isOggOpus } from "../helpers/ogg-opus.js";
 import { writeConfigFile } from "../helpers/config-file.js";
-import { closeChecked, ADA, DM, sleep, startTelegramE2e, textOf, waitUntil, warmUpTokenizer, type TelegramE2e } from "../helpers/telegram-pipeline.js";
+import { ADA, DM, sleep, textOf, waitUntil, useTelegramE2e, type TelegramE2e } from "../helpers/telegram-pipeline.js";
 
-let e2e: TelegramE2e | undefined;
-
-beforeAll(() => warmUpTokenizer());
-
-afterEach(async () => {
-  await closeChecked(e2e);
-  e2e = undefined;
-});
+const startE2e = useTelegramE2e();
 
 let nextFile = 1;
 
@@ -41,7 +34,7 @@ const voicesTo = (run: TelegramE2e, count: number) =>
 
 describe("voice replies on telegram", () => {
   it("auto: a voice note is answered with a voice note (Ogg/Opus from /audio/speech), a typed message with text; the answer stays in the transcript", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     e2e.llm.setTranscriber(() => "when does the ferry leave?");
     expect(await command(e2e, "/voice auto", 1)).toMatch(/^Voice replies auto/);
     const asked = e2e.telegram.pushMessage({ chat: DM, from: ADA, ...voiceNote(e2e) });
@@ -67,7 +60,7 @@ describe("voice replies on telegram", () => {
   });
 
   it("/voice off answers a voice note in text, and nothing is spoken", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     e2e.llm.setTranscriber(() => "what is the weather?");
     await command(e2e, "/voice on", 1);
     expect(await command(e2e, "/voice off", 2)).toMatch(/^Voice replies off/);
@@ -79,7 +72,7 @@ describe("voice replies on telegram", () => {
   });
 
   it("a long answer with code: the voice says where the code is, and the text goes beside it — as the caption when it fits, else as its own message", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     await command(e2e, "/voice on", 1);
     const code = "```sh\nnpm ci --no-audit\n```";
     e2e.llm.enqueue(`Install it first:\n\n${code}\n\nThen start it.`);
@@ -107,7 +100,7 @@ describe("voice replies on telegram", () => {
   });
 
   it("the speech endpoint's 500 leaves the text answer, with one log line", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     e2e.llm.setTranscriber(() => "tell me a joke");
     e2e.llm.setSpeaker(() => httpError.server(500));
     await command(e2e, "/voice auto", 1);
@@ -122,7 +115,7 @@ describe("voice replies on telegram", () => {
   });
 
   it("a user who forbids voice notes gets the text in the voice's place", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     e2e.telegram.voiceForbidden.add(String(DM.id));
     await command(e2e, "/voice on", 1);
     e2e.telegram.pushMessage({ chat: DM, from: ADA, text: "good morning" });
@@ -135,7 +128,7 @@ describe("voice replies on telegram", () => {
   });
 
   it("speech that cannot be used leaves the text with one log line: an answer that is not Ogg/Opus, a budget that cannot pay for it", async () => {
-    e2e = await startTelegramE2e({
+    const e2e = await startE2e({
       env: { TTS_PRICE_PER_MILLION_CHARS: "1000000", LONGHAUL_CONFIG_FILE: writeConfigFile("budgets:\n  chat: { daily: { usd: 10 } }\n") },
     });
     await command(e2e, "/voice on", 1);
@@ -157,7 +150,7 @@ describe("voice replies on telegram", () => {
   });
 
   it("streaming: the live preview gives way to the voice note, which carries the text as its caption", async () => {
-    e2e = await startTelegramE2e({ env: { STREAMING: "partial", STREAMING_DELAY_MS: "0" } });
+    const e2e = await startE2e({ env: { STREAMING: "partial", STREAMING_DELAY_MS: "0" } });
     await command(e2e, "/voice on", 1);
     const answer = "The ferry to the island leaves at nine every morning. ".repeat(10).trim();
     e2e.llm.enqueue({ text: answer, tokensPerSecond: 150 });
@@ -177,7 +170,7 @@ describe("voice replies on telegram", () => {
   });
 
   it("a voice note whose answer was lost is counted as sent, never sent twice, and the text follows it", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     await command(e2e, "/voice on", 1);
     // Telegram sent the voice note, and the connection dropped before its answer came back.
     e2e.telegram.loseAnswer("sendVoice", { applied: true });
@@ -194,7 +187,7 @@ describe("voice replies on telegram", () => {
   });
 
   it("speech is paid from the chat's budget at TTS_PRICE_PER_MILLION_CHARS, by the characters spoken", async () => {
-    e2e = await startTelegramE2e({
+    const e2e = await startE2e({
       env: { TTS_PRICE_PER_MILLION_CHARS: "1000000", LONGHAUL_CONFIG_FILE: writeConfigFile("budgets:\n  chat: { daily: { usd: 100 } }\n") },
     });
     await command(e2e, "/voice on", 1);

@@ -3,23 +3,16 @@
  * ingress, queue and worker on Redis, and the fake LLM. Conversations and replies; access,
  * webhook, typing and secrets are in telegram-access.test.ts.
  */
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Update } from "grammy/types";
 import { renderMarkdown } from "../../src/adapters/telegram/render.js";
 import { textOf as contentText, withoutStamp } from "../fakes/fake-llm.js";
 import { parseTelegramHtml } from "../fakes/fake-telegram.js";
 import {
-  closeChecked, ADA, BOT_FROM, DM, FORUM, GRACE, GROUP, OTHER_GROUP, mentionOf, sleep, startTelegramE2e, textOf, waitUntil, warmUpTokenizer, type TelegramE2e,
+  ADA, BOT_FROM, DM, FORUM, GRACE, GROUP, OTHER_GROUP, mentionOf, sleep, textOf, waitUntil, useTelegramE2e, type TelegramE2e,
 } from "../helpers/telegram-pipeline.js";
 
-let e2e: TelegramE2e | undefined;
-
-beforeAll(() => warmUpTokenizer());
-
-afterEach(async () => {
-  await closeChecked(e2e);
-  e2e = undefined;
-});
+const startE2e = useTelegramE2e();
 
 /** How many log lines contain all of `parts`. */
 const logged = (run: TelegramE2e | undefined, ...parts: string[]) =>
@@ -30,7 +23,7 @@ const conversation = (messages: ReadonlyArray<{ role: string; content?: unknown 
 
 describe("telegram end to end: conversations", () => {
   it("answers a DM conversation in order, with the first exchange in the second request", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     const { telegram, llm } = e2e;
     const first = telegram.pushMessage({ chat: DM, from: ADA, text: "hello there" });
     const [answer] = await e2e.waitForSent(DM.id, 1);
@@ -57,7 +50,7 @@ describe("telegram end to end: conversations", () => {
   });
 
   it("in an allowed group answers a mention and a reply to the bot, ignores the rest, and names the speaker", async () => {
-    e2e = await startTelegramE2e({ env: { ALLOWED_TELEGRAM_CHATS: String(GROUP.id) } });
+    const e2e = await startE2e({ env: { ALLOWED_TELEGRAM_CHATS: String(GROUP.id) } });
     const { telegram, llm } = e2e;
     telegram.pushMessage({ chat: GROUP, from: GRACE, text: "lunch anyone?" });
     const question = "@longhaul_test_bot what does COBOL stand for?";
@@ -98,7 +91,7 @@ describe("telegram end to end: conversations", () => {
 
   it("answers a forum-topic message in its topic", async () => {
     // Typing at once: the echo answers before the default delay would show it.
-    e2e = await startTelegramE2e({ env: { ALLOWED_TELEGRAM_CHATS: String(FORUM.id), TYPING_DELAY_MS: "0" } });
+    const e2e = await startE2e({ env: { ALLOWED_TELEGRAM_CHATS: String(FORUM.id), TYPING_DELAY_MS: "0" } });
     const { telegram, llm } = e2e;
     const text = "@longhaul_test_bot draft the release notes";
     const topicRoot = { message_id: 2040, message_thread_id: 2040, date: 1764400000, chat: FORUM, from: GRACE, forum_topic_created: { name: "Release planning", icon_color: 7322096 }, is_topic_message: true };
@@ -119,7 +112,7 @@ describe("telegram end to end: conversations", () => {
   });
 
   it("delivers a 10,000-character reply with code blocks as several valid messages, in order", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     const { telegram, llm } = e2e;
     const blocks = Array.from({ length: 5 }, (_, index) =>
       Array.from({ length: 26 }, (_, line) => `let value_${index}_${line} = compute(${line}) < limit && ready; // keep`).join("\n"),
@@ -160,7 +153,7 @@ describe("telegram end to end: conversations", () => {
   });
 
   it("falls back to simpler formatting (links written out) when Telegram cannot parse the entities", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     const { telegram, llm } = e2e;
     llm.enqueue("**Done** <ok> — see [the docs](https://e.com/d)");
     telegram.failNext("sendMessage", { error_code: 400, description: 'Bad Request: can\'t parse entities: Can\'t find end tag corresponding to start tag "b"' });
@@ -181,7 +174,7 @@ describe("telegram end to end: conversations", () => {
   });
 
   it("retries a 429 after retry_after and delivers the reply once", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     const { telegram } = e2e;
     telegram.failNext("sendMessage", { error_code: 429, description: "Too Many Requests: retry after 1", parameters: { retry_after: 1 } });
     telegram.pushMessage({ chat: DM, from: ADA, text: "ping" });
@@ -196,7 +189,7 @@ describe("telegram end to end: conversations", () => {
   });
 
   it("answers an update delivered twice only once", async () => {
-    e2e = await startTelegramE2e();
+    const e2e = await startE2e();
     const { telegram, llm } = e2e;
     const update: Update = {
       update_id: 910_001,

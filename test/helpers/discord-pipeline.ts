@@ -4,7 +4,7 @@
  * delivery. Each harness has its own Redis key prefix (testEnv).
  */
 import { readFileSync } from "node:fs";
-import { expect, vi } from "vitest";
+import { afterEach, beforeEach, expect, vi } from "vitest";
 import { loadConfig, type Config } from "../../config/index.js";
 import { createAdapters } from "../../src/adapters/index.js";
 import { createDiscordAdapter, type DiscordAdapter, type DiscordAdapterOptions } from "../../src/adapters/discord/index.js";
@@ -74,6 +74,23 @@ export async function closeExpectingOnlyAskerPinged(e2e: DiscordE2E | undefined)
     expect(ping.pinged).toEqual(ping.expected);
     expect(ping).toMatchObject({ roles: [], everyone: false, allowed: { parse: [] } });
   }
+}
+
+/**
+ * For a describe block: before each test a fake Discord and a pipeline (`DiscordE2E.start(env)`,
+ * `startPipeline()`), handed to `use`; after it, closed expecting only the asker pinged.
+ */
+export function pipelineForEachTest(use: (e2e: DiscordE2E) => void, env: Record<string, string | undefined> = {}): void {
+  let current: DiscordE2E | undefined;
+  beforeEach(async () => {
+    current = await DiscordE2E.start(env);
+    use(current);
+    await current.startPipeline();
+  });
+  afterEach(async () => {
+    await closeExpectingOnlyAskerPinged(current);
+    current = undefined;
+  });
 }
 
 export class DiscordE2E {

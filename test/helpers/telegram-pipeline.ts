@@ -3,7 +3,7 @@
  * HTTP to the fake Bot API, inside the real pipeline (gateway ingress and delivery, BullMQ on
  * the private redis-server, a worker) with the fake LLM behind it. Nothing in between is mocked.
  */
-import { expect } from "vitest";
+import { afterEach, beforeAll, expect } from "vitest";
 import { configSecrets, loadConfig, type Config } from "../../config/index.js";
 import { createTelegramAdapter, TELEGRAM_WEBHOOK_PATH, type TelegramAdapter, type TelegramAdapterOptions } from "../../src/adapters/telegram/index.js";
 import { getTokenCounter } from "../../src/context/tokens.js";
@@ -137,4 +137,18 @@ export async function closeChecked(run: TelegramE2e | undefined): Promise<void> 
   const logs = run?.logs.lines.join("") ?? "";
   await run?.close();
   for (const secret of SECRETS) expect(logs).not.toContain(secret);
+}
+
+/**
+ * For a test file: warms the tokenizer once, and → a `startTelegramE2e` whose run is closed
+ * after the test with `closeChecked` (no secret in any log line).
+ */
+export function useTelegramE2e(): (options?: StartOptions) => Promise<TelegramE2e> {
+  let run: TelegramE2e | undefined;
+  beforeAll(() => warmUpTokenizer());
+  afterEach(async () => {
+    await closeChecked(run);
+    run = undefined;
+  });
+  return async (options) => (run = await startTelegramE2e(options));
 }
