@@ -3,32 +3,24 @@
  * connection's own words, which name hosts and addresses), the log gets the detail, and what
  * the batch did before the failure — a `/new` — stays done.
  */
-import { afterEach, describe, expect, it } from "vitest";
-import { echo, httpError, lastUserText, startFakeLlm, withoutStamp, type FakeLlm } from "../../fakes/fake-llm.js";
+import { describe, expect, it } from "vitest";
+import { echo, httpError, lastUserText, startFakeLlm, withoutStamp } from "../../fakes/fake-llm.js";
 import { createRedis } from "../../../src/queue/index.js";
 import { SessionStore } from "../../../src/session/store.js";
 import { testConfig } from "../../helpers/config.js";
-import { captureLogs, startPipeline, type Pipeline } from "../../helpers/pipeline.js";
+import { captureLogs, startPipeline } from "../../helpers/pipeline.js";
+import { closeAfterTest } from "../../helpers/close-after-test.js";
 import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
 
 const PROVIDER_TEXT = "upstream connect error to 10.20.30.40:443 (llm-backend.internal.example)";
 
 describe("a turn that fails for good", () => {
-  let llm: FakeLlm | undefined;
-  let pipeline: Pipeline | undefined;
-  afterEach(async () => {
-    await pipeline?.close();
-    await llm?.close();
-    pipeline = undefined;
-    llm = undefined;
-  });
-
   it("tells the chat without the provider's text, and logs that text", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     llm.enqueue(httpError.badRequest(PROVIDER_TEXT));
     const adapter = new RecordingAdapter("console");
     const logs = captureLogs("info");
-    pipeline = await startPipeline(testConfig({ LLM_BASE_URL: llm.url }), [adapter], { logs });
+    const pipeline = closeAfterTest(await startPipeline(testConfig({ LLM_BASE_URL: llm.url }), [adapter], { logs }));
     await adapter.submit(inbound({ text: "hello?", messageId: "f1" }));
     await adapter.waitFor((sent) => sent.length === 1);
     const notice = adapter.sent[0]!.reply.text;
@@ -38,10 +30,10 @@ describe("a turn that fails for good", () => {
   });
 
   it("keeps the /new of a batch [/new, hi] whose chat part failed", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     const adapter = new RecordingAdapter("console");
     const config = testConfig({ LLM_BASE_URL: llm.url });
-    pipeline = await startPipeline(config, [adapter]);
+    const pipeline = closeAfterTest(await startPipeline(config, [adapter]));
     await adapter.submit(inbound({ text: "remember: old topic", messageId: "n1" }));
     await adapter.waitFor((sent) => sent.length === 1);
     // Hold the model so that /new and hi arrive together in one batch, then fail it for good.

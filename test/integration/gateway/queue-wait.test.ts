@@ -4,33 +4,24 @@
  * starve the DMs behind it; a message that waits shows "typing…" while it waits; the wait is in
  * /metrics (longhaul_queue_wait_seconds) and in /status.
  */
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { InboundMessage } from "../../../src/core/channel.js";
-import { lastUserText, startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
+import { lastUserText, startFakeLlm } from "../../fakes/fake-llm.js";
 import { testConfig } from "../../helpers/config.js";
-import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
+import { startPipeline } from "../../helpers/pipeline.js";
+import { closeAfterTest } from "../../helpers/close-after-test.js";
 import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
 import { sleep } from "../../helpers/stall-run.js";
 
 describe("queue wait: fair, visible, signalled", () => {
-  let llm: FakeLlm | undefined;
-  let pipeline: Pipeline | undefined;
-  afterEach(async () => {
-    await pipeline?.close();
-    await llm?.close();
-    pipeline = undefined;
-    llm = undefined;
-  });
-
   /**
    * One worker slot, warmed up, then `first`'s turn holding it: the model is held (`gate`) once
    * that turn's request is in, so whatever is submitted next must queue.
    */
   async function startHolding(env: Record<string, string>, first: InboundMessage) {
-    const fake = await startFakeLlm();
-    llm = fake;
+    const fake = closeAfterTest(await startFakeLlm());
     const adapter = new RecordingAdapter("console");
-    pipeline = await startPipeline(testConfig({ LLM_BASE_URL: fake.url, WORKER_CONCURRENCY: "1", ...env }), [adapter]);
+    const pipeline = closeAfterTest(await startPipeline(testConfig({ LLM_BASE_URL: fake.url, WORKER_CONCURRENCY: "1", ...env }), [adapter]));
     // The process's first turn builds the tokenizer: not part of what is measured here.
     await adapter.ask(inbound({ text: "warm up", chatId: "warm", messageId: "w0" }));
     const gate = fake.hold();

@@ -6,29 +6,21 @@
  * models do). Before the writes were keyed, the re-run's add found no fact with the old text
  * (the first run had replaced it) and saved it a second time.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createRedis } from "../../../src/queue/index.js";
 import { MemoryStore } from "../../../src/memory/index.js";
-import { httpError, startFakeLlm, textOf, type FakeLlm, type RecordedRequest } from "../../fakes/fake-llm.js";
+import { httpError, startFakeLlm, textOf, type RecordedRequest } from "../../fakes/fake-llm.js";
 import { testConfig } from "../../helpers/config.js";
-import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
+import { startPipeline } from "../../helpers/pipeline.js";
+import { closeAfterTest } from "../../helpers/close-after-test.js";
 import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
-
-let llm: FakeLlm | undefined;
-let pipeline: Pipeline | undefined;
-afterEach(async () => {
-  await pipeline?.close();
-  await llm?.close();
-  pipeline = undefined;
-  llm = undefined;
-});
 
 /** The tool answers of one request (the current step's calls and their results). */
 const toolAnswers = (request: RecordedRequest) => request.body.messages.filter((message) => message.role === "tool").map((message) => textOf(message.content));
 
 describe("memory writes of a re-run turn", () => {
   it("a turn re-run after it added and replaced a fact leaves one fact, the replaced one", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     let failedOnce = false;
     llm.setHandler((request) => {
       const answers = toolAnswers(request);
@@ -46,7 +38,7 @@ describe("memory writes of a re-run turn", () => {
     });
     const config = testConfig({ LLM_BASE_URL: llm.url, LLM_MAX_RETRIES: "0" });
     const adapter = new RecordingAdapter("console");
-    pipeline = await startPipeline(config, [adapter]);
+    const pipeline = closeAfterTest(await startPipeline(config, [adapter]));
     await adapter.submit(inbound({ chatId: "dm-ada", userId: "ada", chatType: "private", text: "I like tea — no, green tea" }));
     await adapter.waitFor((sent) => sent.length >= 1, 60_000);
     expect(failedOnce).toBe(true);

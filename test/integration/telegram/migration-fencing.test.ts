@@ -4,12 +4,13 @@
  * racing it, the question is answered once, in the supergroup, by the moved session; a message
  * that still reaches the old session afterwards is forwarded and answered there too.
  */
-import { afterEach, describe, expect, it } from "vitest";
-import { startFakeLlm, withoutStamp, type FakeLlm } from "../../fakes/fake-llm.js";
+import { describe, expect, it } from "vitest";
+import { startFakeLlm, withoutStamp } from "../../fakes/fake-llm.js";
 import { createRedis } from "../../../src/queue/index.js";
 import { SessionStore } from "../../../src/session/store.js";
 import { testConfig } from "../../helpers/config.js";
-import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
+import { startPipeline } from "../../helpers/pipeline.js";
+import { closeAfterTest } from "../../helpers/close-after-test.js";
 import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
 
 const OLD = { chatId: "-4001", sessionKey: "tg:-4001" };
@@ -18,20 +19,11 @@ const groupMessage = (messageId: string, text: string) =>
   inbound({ platform: "telegram", chatType: "group", chatId: OLD.chatId, sessionKey: OLD.sessionKey, messageId, text });
 
 describe("a supergroup migration while the group's turn runs", () => {
-  let llm: FakeLlm | undefined;
-  let pipeline: Pipeline | undefined;
-  afterEach(async () => {
-    await pipeline?.close();
-    await llm?.close();
-    pipeline = undefined;
-    llm = undefined;
-  });
-
   it("stops the running turn, moves its question with the session, and answers it once in the supergroup", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     const config = testConfig({ LLM_BASE_URL: llm.url, ALLOWED_TELEGRAM_CHATS: OLD.chatId });
     const adapter = new RecordingAdapter("telegram");
-    pipeline = await startPipeline(config, [adapter]);
+    const pipeline = closeAfterTest(await startPipeline(config, [adapter]));
     const gate = llm.hold();
     await adapter.submit(groupMessage("1", "question before the upgrade"));
     await llm.waitForRequests(1);
