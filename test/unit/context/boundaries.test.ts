@@ -27,6 +27,21 @@ describe("head", () => {
   it("leaves a first reply that starts a tool loop to the middle", () => {
     expect(headEndOf([system("m1"), user("m2"), calls("m3", "c1"), result("m4", "c1")], true)).toBe(2);
   });
+  it("keeps the running turn's request when a long first turn was already compacted (it sits before the summary)", () => {
+    // One long turn: the first in-loop compaction left [system, request, summary, tool loop…]. The
+    // next compaction folds the summary and the older steps, never the request the turn answers.
+    const messages = [
+      system("m1"), user("m2"), summary("m9"),
+      calls("m10", "c1"), result("m11", "c1", 300), calls("m12", "c2"), result("m13", "c2", 300), calls("m14", "c3"), result("m15", "c3"),
+    ];
+    const boundaries = findBoundaries(messages, options(40, 0));
+    expect(boundaries.headEnd).toBe(2);
+    expect(boundaries.summaryIndex).toBe(2);
+    expect(boundaries.keptStart).toBe(7);
+    const middle = messages.slice(boundaries.headEnd, boundaries.keptStart);
+    expect(middle.map((message) => message.id)).toEqual(["m9", "m10", "m11", "m12", "m13"]);
+  });
+
   it("is the system prompt alone once a summary exists", () => {
     const messages = [system("m1"), user("m2"), reply("m3"), summary("m9"), user("m10"), reply("m11"), user("m12")];
     expect(findBoundaries(messages, options(1_000)).headEnd).toBe(1);
