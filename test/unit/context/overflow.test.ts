@@ -86,6 +86,25 @@ const overflows: Array<[string, ProviderErrorShape, number | undefined]> = [
     { status: 400, message: "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)." },
     1_048_576,
   ],
+  [
+    "llama-cpp-python's server",
+    { status: 400, message: "Requested tokens (5210) exceed context window of 4096" },
+    4_096,
+  ],
+  [
+    "a proxy that names only the error class (LiteLLM)",
+    { status: 400, message: "litellm.ContextWindowExceededError: litellm.BadRequestError: request rejected by the deployment" },
+    undefined,
+  ],
+  [
+    "OpenAI, one message over the API's string limit (characters, not a window)",
+    {
+      status: 400,
+      code: "string_above_max_length",
+      message: "Invalid 'messages[1].content': string too long. Expected a string with maximum length 10485760, but got a string with length 12000000 instead.",
+    },
+    undefined,
+  ],
   ["a 413 from a proxy", { status: 413, message: "Request too large: the prompt is too long for this model" }, undefined],
 ];
 
