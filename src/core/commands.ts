@@ -5,8 +5,24 @@
 export const COMMAND_NAMES = ["help", "new", "reset", "compress", "status", "usage", "stop", "start", "tools", "reminders", "checkin", "memory", "forget", "pin", "unpin", "context", "model", "persona", "timezone", "voice", "budget", "pair", "export"] as const;
 export type CommandName = (typeof COMMAND_NAMES)[number];
 
-/** Where a command is offered in the platforms' menus (Telegram scopes; Discord contexts). */
-export type CommandScope = "private" | "group" | "group-admin";
+/**
+ * Where a command is offered in the platforms' menus (Telegram scopes; Discord contexts).
+ * `bot-admin`: for the bot's admins (ADMIN_*_USERS), whom the worker alone recognises: in no
+ * Telegram menu (its scopes name chats, not a list of users); on Discord in the bot's DM and, in
+ * servers, to members who may Manage Server. Anyone else who runs it is refused privately.
+ */
+export type CommandScope = "private" | "group" | "group-admin" | "bot-admin";
+
+/** One named value of a command, asked for on its own where the platform can (a Discord option). */
+export interface CommandOption {
+  /** 1–32 of a-z, 0-9, - and _ (Discord's limit). */
+  name: string;
+  /** 1–100 characters. */
+  description: string;
+  required?: boolean;
+  /** The only values it takes (Discord offers them as a list; at most 25). */
+  choices?: readonly string[];
+}
 
 export interface CommandSpec {
   name: CommandName;
@@ -21,6 +37,13 @@ export interface CommandSpec {
    * slash command's optional `text` option; 1–100 characters).
    */
   argument?: string;
+  /**
+   * What the command takes as named values instead of one `argument` (Discord asks for each):
+   * the typed text is their values in this order, after the subcommand's name if any.
+   */
+  options?: readonly CommandOption[];
+  /** The command's one fixed first word, as in `/pair approve CODE` (a Discord subcommand holding `options`). */
+  subcommand?: { name: string; description: string };
 }
 
 const EVERYWHERE: readonly CommandScope[] = ["private", "group", "group-admin"];
@@ -49,6 +72,19 @@ export const COMMAND_MENU: readonly CommandSpec[] = [
   { name: "timezone", description: "This chat's time zone: show or set it", scopes: EVERYWHERE, argument: "A zone like Europe/Berlin, or default" },
   { name: "voice", description: "Voice replies: on, off, or auto (a voice note gets a voice note)", scopes: ["private", "group-admin"], argument: "on, off or auto" },
   { name: "export", description: "Your conversations and memory as files (private chat)", scopes: ["private"], privateAnswer: true },
+  {
+    name: "budget", description: "Admins: see or set the spending limit of a chat or a user", scopes: ["bot-admin"], privateAnswer: true,
+    options: [
+      { name: "chat", description: "here, a chat key (tg:-100123, dc:456) or user:<key> (user:tg:42)", required: true },
+      { name: "period", description: "The limit to set (leave empty to see the budget)", choices: ["daily", "monthly"] },
+      { name: "amount", description: "$5, 200000 tokens, off (no limit) or default (the config's)" },
+    ],
+  },
+  {
+    name: "pair", description: "Admins: let a new user in with the code they were given", scopes: ["bot-admin"], privateAnswer: true,
+    subcommand: { name: "approve", description: "Approve a pairing request by its code" },
+    options: [{ name: "code", description: "The code the new user was given (codes last an hour)", required: true }],
+  },
 ];
 
 /** The menu of one scope, in order. */

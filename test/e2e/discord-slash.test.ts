@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { COMMAND_MENU } from "../../src/core/commands.js";
-import { DiscordE2E, E2E_TIMEOUT, IDS, mention, until } from "../helpers/discord-pipeline.js";
+import { OTHER_USER } from "../fakes/fake-discord.js";
+import { DiscordE2E, E2E_TIMEOUT, IDS, fixture, mention, until } from "../helpers/discord-pipeline.js";
 
 /**
  * Slash commands through the whole pipeline: the adapter registers the registry, a command
@@ -54,5 +55,39 @@ describe("Discord slash commands end to end", E2E_TIMEOUT, () => {
     // Every command was acknowledged within Discord's 3 s; no answer went to the channel as a message.
     expect(e2e.fake.interactionCallbacks.map((callback) => [callback.type, callback.flags, callback.late])).toEqual([[5, 0, false], [5, 64, false], [5, 0, false], [5, 0, false]]);
     expect(e2e.sent(IDS.textChannel)).toHaveLength(1);
+  });
+});
+
+describe("Discord: the bot admins' /budget and /pair as slash commands", E2E_TIMEOUT, () => {
+  let e2e: DiscordE2E;
+  afterEach(() => e2e.close());
+
+  /** The first non-empty answer shown for an interaction. */
+  const answerTo = (interactionId: string) => until(() => {
+    const found = e2e.fake.interactionResponses.find((response) => response.interactionId === interactionId && response.content !== "");
+    if (!found) throw new Error("no answer yet");
+    return found;
+  });
+
+  it("an admin approves a stranger's pairing code and reads a budget, privately; anyone else is refused privately", async () => {
+    // Bob (IDS.otherUser) is an admin; Ada (IDS.user) is a stranger who must pair first.
+    e2e = await DiscordE2E.start({ ALLOWED_DISCORD_USERS: IDS.otherUser, ADMIN_DISCORD_USERS: IDS.otherUser });
+    await e2e.startPipeline();
+    await until(() => expect(e2e.fake.applicationCommands.size).toBe(COMMAND_MENU.length));
+    e2e.fake.dispatchMessage(fixture("dm", { id: "600000000000000811", content: "hello?" }));
+    const [notice] = await e2e.waitForSent(1, IDS.dmChannel);
+    const code = /pairing code is ([A-Z0-9]{8})/.exec(String(notice?.content))?.[1] ?? "";
+    expect(code).not.toBe("");
+
+    const pair = e2e.fake.dispatchSlashCommand(IDS.textChannel, "pair", { subcommand: "approve", values: { code } }, OTHER_USER);
+    expect(await answerTo(pair)).toMatchObject({ ephemeral: true, userId: IDS.otherUser, content: `Approved Ada L. (discord user ${IDS.user}). They can talk to me now.` });
+    const budget = e2e.fake.dispatchSlashCommand(IDS.textChannel, "budget", { values: { chat: "here" } }, OTHER_USER);
+    expect(await answerTo(budget)).toMatchObject({ ephemeral: true, userId: IDS.otherUser, content: expect.stringMatching(new RegExp(`^Budget of chat dc:${IDS.textChannel}:`)) });
+
+    // Ada, now paired, is no admin: refused, to her alone.
+    const refused = e2e.fake.dispatchSlashCommand(IDS.textChannel, "budget", { values: { chat: "here", period: "daily", amount: "off" } });
+    expect(await answerTo(refused)).toMatchObject({ ephemeral: true, userId: IDS.user, content: "Only an admin can see or change budgets; /usage shows yours." });
+    expect(e2e.fake.interactionCallbacks.map((callback) => [callback.type, callback.flags, callback.late])).toEqual([[5, 64, false], [5, 64, false], [5, 64, false]]);
+    expect(e2e.sent(IDS.textChannel)).toEqual([]);
   });
 });

@@ -1,8 +1,8 @@
 /**
  * The fake Discord's interactions, as strict as Discord's:
- * - application commands (GET/POST/PATCH/DELETE /applications/:id/commands): names and
- *   descriptions checked, at most 100 global commands (30032), at most 200 creations a day
- *   (30034), a POST with an existing name replaces it (as Discord upserts);
+ * - application commands (GET/POST/PATCH/DELETE /applications/:id/commands): names,
+ *   descriptions and options (fake-discord-options.ts) checked, at most 100 global commands
+ *   (30032), at most 200 creations a day (30034), a POST with an existing name replaces it (as Discord upserts);
  * - an interaction is acknowledged once (40060 otherwise), within 3 s (10062 after);
  * - its token then works for webhook calls (edit/delete @original, follow-ups) for 15 minutes
  *   from the interaction (50027 Invalid Webhook Token after), and only once acknowledged
@@ -12,6 +12,7 @@
  */
 import { BOT_USER, IDS, discordLength, type Payload } from "./fake-discord-world.js";
 import type { DiscordStore } from "./fake-discord-store.js";
+import { NAME, invalidForm, invalidOptions } from "./fake-discord-options.js";
 
 type Reply = (status: number, payload?: unknown, headers?: Record<string, string>) => void;
 
@@ -56,8 +57,6 @@ const EPHEMERAL = 1 << 6;
 const SUPPRESS_EMBEDS = 1 << 2;
 const SUPPRESS_NOTIFICATIONS = 1 << 12;
 const TOKEN_TTL_MS = 15 * 60_000;
-const NAME = /^[-_\p{Ll}\p{Lo}\p{N}]{1,32}$/u;
-const invalidForm = (field: string, message: string) => ({ message: "Invalid Form Body", code: 50035, errors: { [field]: { _errors: [{ code: "BASE_TYPE_INVALID", message }] } } });
 
 export class FakeInteractions {
   readonly callbacks: InteractionCallback[] = [];
@@ -231,12 +230,8 @@ export class FakeInteractions {
 function invalidCommand(command: Payload): Payload | undefined {
   if (typeof command.name !== "string" || !NAME.test(command.name)) return invalidForm("name", "Command name is invalid");
   if (typeof command.description !== "string" || [...command.description].length < 1 || [...command.description].length > 100) return invalidForm("description", "Must be between 1 and 100 in length.");
-  const options = (command.options ?? []) as Payload[];
-  if (!Array.isArray(options) || options.length > 25) return invalidForm("options", "Must be 25 or fewer in length.");
-  for (const option of options) {
-    if (typeof option.name !== "string" || !NAME.test(option.name)) return invalidForm("options.name", "Option name is invalid");
-    if (typeof option.description !== "string" || [...option.description].length < 1 || [...option.description].length > 100) return invalidForm("options.description", "Must be between 1 and 100 in length.");
-  }
+  const invalid = invalidOptions(command.options ?? [], true);
+  if (invalid) return invalid;
   const contexts = command.contexts;
   if (contexts !== undefined && contexts !== null && (!Array.isArray(contexts) || contexts.some((context) => ![0, 1, 2].includes(Number(context))))) return invalidForm("contexts", "Invalid context");
   return undefined;

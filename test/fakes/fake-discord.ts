@@ -4,6 +4,7 @@ import { WebSocketServer } from "ws";
 import { FakeGateway } from "./fake-discord-gateway.js";
 import { FakeRest, type InteractionCallback, type RecordedRequest, type SendFault } from "./fake-discord-rest.js";
 import type { InteractionResponse } from "./fake-discord-interactions.js";
+import { slashOptions, type SlashInput } from "./fake-discord-options.js";
 import { DiscordStore, type ChannelPermissions, type UserMessageOptions } from "./fake-discord-store.js";
 import { BOT_USER, DEFAULT_GUILD, HUMAN_USER, IDS, threadChannel, type Payload } from "./fake-discord-world.js";
 
@@ -177,9 +178,10 @@ export class FakeDiscord {
   /**
    * A user running one of the application's slash commands, as Discord dispatches it
    * (INTERACTION_CREATE, type 2): only a registered command, only where its contexts allow
-   * (0: a guild, 1: the bot's DM). Returns the interaction id.
+   * (0: a guild, 1: the bot's DM), only with options it has (`text`: its `text` option). Returns
+   * the interaction id.
    */
-  dispatchSlashCommand(channelId: string, name: string, text?: string, user: Payload = HUMAN_USER): string {
+  dispatchSlashCommand(channelId: string, name: string, input?: string | SlashInput, user: Payload = HUMAN_USER): string {
     const command = this.rest.interactions.commands.get(name);
     if (!command) throw new Error(`fake discord: no application command /${name}`);
     const channel = this.world.channels.get(channelId);
@@ -187,11 +189,12 @@ export class FakeDiscord {
     const inGuild = channel.guild_id !== undefined;
     const contexts = (command.contexts as number[] | null | undefined) ?? [0, 1, 2];
     if (!contexts.includes(inGuild ? 0 : 1)) throw new Error(`fake discord: /${name} is not offered in ${inGuild ? "guilds" : "DMs"}`);
+    const options = slashOptions(command, typeof input === "string" ? { values: { text: input } } : input ?? {});
     const id = this.world.snowflake();
     const token = this.rest.interactions.openInteraction(id, { type: 2, channelId, userId: String(user.id) });
     this.dispatch("INTERACTION_CREATE", {
       id, application_id: IDS.application, type: 2, token, version: 1,
-      data: { id: command.id, name, type: 1, ...(text === undefined ? {} : { options: [{ name: "text", type: 3, value: text }] }) },
+      data: { id: command.id, name, type: 1, ...(options.length > 0 ? { options } : {}) },
       ...this.interactionPlace(channel, user),
     });
     return id;

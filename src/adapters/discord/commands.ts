@@ -6,7 +6,7 @@
  * allows 100 global commands and 200 command creations a day, so an unchanged list costs one GET.
  */
 import { Routes, type REST } from "discord.js";
-import { COMMAND_MENU, type CommandSpec } from "../../core/commands.js";
+import { COMMAND_MENU, type CommandOption, type CommandSpec } from "../../core/commands.js";
 import { errorMessage } from "../../errors.js";
 import type { Logger } from "../../logger.js";
 
@@ -18,15 +18,35 @@ export const COMMAND_TEXT_OPTION = "text";
 /** Interaction contexts: 0 a guild, 1 the bot's DM. Integration type 0: installed to a guild. */
 const GUILD = 0;
 const BOT_DM = 1;
-/** MANAGE_GUILD: who sees a command meant for group admins (/persona) in a server. */
+/** MANAGE_GUILD: who sees a command meant for group admins (/persona) or the bot's (/budget) in a server. */
 const MANAGE_GUILD = String(1 << 5);
+/** Option types: a subcommand, a string. */
+const SUBCOMMAND = 1;
+const STRING = 3;
+
+/** A string option; `required` is always sent (Discord's default is false). */
+export interface StringOptionBody {
+  type: typeof STRING;
+  name: string;
+  description: string;
+  required: boolean;
+  choices?: Array<{ name: string; value: string }>;
+}
+
+/** A subcommand (`/pair approve`) and its options. */
+export interface SubcommandBody {
+  type: typeof SUBCOMMAND;
+  name: string;
+  description: string;
+  options: StringOptionBody[];
+}
 
 /** The fields of an application command we set and compare. */
 export interface ApplicationCommandBody {
   name: string;
   description: string;
   type: 1;
-  options: Array<{ type: 3; name: string; description: string; required: false }>;
+  options: Array<StringOptionBody | SubcommandBody>;
   contexts: number[];
   integration_types: number[];
   default_member_permissions: string | null;
@@ -35,13 +55,13 @@ export interface ApplicationCommandBody {
 /** The registry as Discord application commands, in menu order. */
 export function discordCommands(menu: readonly CommandSpec[] = COMMAND_MENU): ApplicationCommandBody[] {
   return menu.map((spec) => {
-    const inGroups = spec.scopes.includes("group") || spec.scopes.includes("group-admin");
-    const adminsOnly = !spec.scopes.includes("group") && spec.scopes.includes("group-admin");
+    const inGroups = spec.scopes.some((scope) => scope !== "private");
+    const adminsOnly = inGroups && !spec.scopes.includes("group");
     return {
       name: spec.name,
       description: spec.description,
       type: 1,
-      options: spec.argument ? [{ type: 3, name: COMMAND_TEXT_OPTION, description: spec.argument, required: false }] : [],
+      options: optionsOf(spec),
       contexts: inGroups ? [GUILD, BOT_DM] : [BOT_DM],
       integration_types: [0],
       default_member_permissions: adminsOnly ? MANAGE_GUILD : null,
@@ -49,12 +69,44 @@ export function discordCommands(menu: readonly CommandSpec[] = COMMAND_MENU): Ap
   });
 }
 
+function optionsOf(spec: CommandSpec): ApplicationCommandBody["options"] {
+  const named: CommandOption[] = spec.options ? [...spec.options] : spec.argument ? [{ name: COMMAND_TEXT_OPTION, description: spec.argument }] : [];
+  const options = named.map((option): StringOptionBody => ({
+    type: STRING, name: option.name, description: option.description, required: option.required ?? false,
+    ...(option.choices ? { choices: option.choices.map((choice) => ({ name: choice, value: choice })) } : {}),
+  }));
+  return spec.subcommand ? [{ type: SUBCOMMAND, name: spec.subcommand.name, description: spec.subcommand.description, options }] : options;
+}
+
+/** What a slash command's interaction gives (discord.js' option resolver). */
+export interface SlashOptions {
+  getSubcommand(required: false): string | null;
+  getString(name: string, required: false): string | null;
+}
+
+/** The text a user would have typed for a slash command: `/status`, `/budget here daily $5`, `/pair approve K7Q2MX`. */
+export function typedCommand(name: string, spec: CommandSpec | undefined, options: SlashOptions): string {
+  const names = spec?.options?.map((option) => option.name) ?? [COMMAND_TEXT_OPTION];
+  const words = [spec?.subcommand ? options.getSubcommand(false) : null, ...names.map((option) => options.getString(option, false)?.trim())]
+    .filter((word): word is string => typeof word === "string" && word !== "");
+  return `/${name}${words.length > 0 ? ` ${words.join(" ")}` : ""}`;
+}
+
+interface RegisteredOption {
+  type?: number;
+  name?: string;
+  description?: string;
+  required?: boolean;
+  choices?: Array<{ name?: string; value?: unknown }>;
+  options?: RegisteredOption[];
+}
+
 interface RegisteredCommand {
   id: string;
   name: string;
   description?: string;
   type?: number;
-  options?: Array<{ type?: number; name?: string; description?: string; required?: boolean }>;
+  options?: RegisteredOption[];
   contexts?: number[] | null;
   integration_types?: number[] | null;
   default_member_permissions?: string | null;
@@ -115,11 +167,18 @@ export function syncCommandsQuietly(rest: REST, applicationId: string | undefine
   );
 }
 
+/** The option fields we set, in one order, Discord's omissions filled in (`required` false, no choices, no options). */
+function comparable(options: readonly RegisteredOption[] | undefined): unknown[] {
+  return (options ?? []).map((option) => [
+    option.type, option.name, option.description, option.required ?? false,
+    (option.choices ?? []).map((choice) => [choice.name, choice.value]), comparable(option.options),
+  ]);
+}
+
 function sameCommand(existing: RegisteredCommand, wanted: ApplicationCommandBody): boolean {
-  const options = (existing.options ?? []).map((option) => ({ type: option.type, name: option.name, description: option.description, required: option.required ?? false }));
   const sorted = (values: number[] | null | undefined) => [...(values ?? [])].sort((a, b) => a - b).join(",");
   return existing.description === wanted.description
-    && JSON.stringify(options) === JSON.stringify(wanted.options)
+    && JSON.stringify(comparable(existing.options)) === JSON.stringify(comparable(wanted.options))
     && sorted(existing.contexts) === sorted(wanted.contexts)
     && sorted(existing.integration_types) === sorted(wanted.integration_types)
     && (existing.default_member_permissions ?? null) === wanted.default_member_permissions;

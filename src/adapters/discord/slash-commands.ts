@@ -1,7 +1,7 @@
 /**
  * A slash command in: stored, then acknowledged with a deferred reply (Discord's 3 s; ephemeral
  * where the registry says the answer is private); it is submitted as the text a user would have typed
- * (`/name text`), behind the channel's messages, so the worker runs it on the typed command's
+ * (`/name text`, options in the registry's order), behind the channel's messages, so the worker runs it on the typed command's
  * code path. What the adapter answers itself (access refused) is ephemeral.
  */
 import { MessageFlags, type ChatInputCommandInteraction } from "discord.js";
@@ -9,7 +9,7 @@ import { COMMAND_MENU } from "../../core/commands.js";
 import { errorMessage } from "../../errors.js";
 import type { Logger } from "../../logger.js";
 import { toInboundCommand } from "./actions.js";
-import { COMMAND_TEXT_OPTION } from "./commands.js";
+import { typedCommand } from "./commands.js";
 import type { Intake } from "./intake.js";
 import type { InteractionReplies } from "./interactions.js";
 
@@ -23,9 +23,8 @@ export interface SlashCommandPorts {
 export function takeSlashCommand(interaction: ChatInputCommandInteraction, { intake, interactions, logger }: SlashCommandPorts): void {
   try {
     const spec = COMMAND_MENU.find((candidate) => candidate.name === interaction.commandName);
-    const text = interaction.options.getString(COMMAND_TEXT_OPTION, false)?.trim() ?? "";
     const ephemeral = spec?.privateAnswer === true || spec === undefined;
-    const inbound = toInboundCommand(interaction, `/${interaction.commandName}${text ? ` ${text}` : ""}`);
+    const inbound = toInboundCommand(interaction, typedCommand(interaction.commandName, spec, interaction.options));
     // Stored first, acknowledged after, as a button press (button-presses.ts): Discord never
     // delivers an interaction again, so "thinking…" must not promise what a crash could lose.
     let acknowledge: (done: Promise<unknown>) => void = () => undefined;

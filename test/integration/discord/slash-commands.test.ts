@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { discordCommands } from "../../../src/adapters/discord/commands.js";
 import { COMMAND_MENU } from "../../../src/core/commands.js";
-import { HUMAN_USER, IDS, OTHER_USER } from "../../fakes/fake-discord.js";
+import { HUMAN_USER, IDS, OTHER_USER, type Payload } from "../../fakes/fake-discord.js";
 import { reply, sleep, useAdapterHarness } from "./harness.js";
 
 vi.setConfig({ testTimeout: 30_000 });
@@ -26,6 +26,15 @@ describe("DiscordAdapter: slash commands", () => {
     expect(persona).toMatchObject({ default_member_permissions: "32", contexts: [0, 1] });
     expect(h.fake.applicationCommands.get("export")).toMatchObject({ contexts: [1] });
     expect(h.fake.applicationCommands.get("compress")?.options).toEqual([{ type: 3, name: "text", description: "What the summary should focus on", required: false }]);
+    // The bot admins' /budget and /pair: in DMs, and in servers for Manage Server; named options, /pair approve a subcommand.
+    expect(h.fake.applicationCommands.get("budget")).toMatchObject({ default_member_permissions: "32", contexts: [0, 1] });
+    expect((h.fake.applicationCommands.get("budget")?.options as Payload[]).map((option) => [option.name, option.type, option.required, option.choices])).toEqual([
+      ["chat", 3, true, undefined], ["period", 3, false, [{ name: "daily", value: "daily" }, { name: "monthly", value: "monthly" }]], ["amount", 3, false, undefined],
+    ]);
+    expect(h.fake.applicationCommands.get("pair")).toMatchObject({
+      default_member_permissions: "32", contexts: [0, 1],
+      options: [{ type: 1, name: "approve", options: [{ type: 3, name: "code", required: true }] }],
+    });
     await adapter.stop();
 
     // Meanwhile: one description changed by hand, one stale command left by an older version.
@@ -81,6 +90,24 @@ describe("DiscordAdapter: slash commands", () => {
     expect(h.fake.interactionResponses[0]).toMatchObject({ interactionId: usage, ephemeral: true, content: "Tokens in: 12k", userId: HUMAN_USER.id });
     // An ephemeral answer is no message of the channel.
     expect(h.fake.botMessages(IDS.textChannel).map((message) => message.content)).toEqual([""]);
+  });
+
+  it("/budget and /pair: their options arrive as the typed command's words, deferred ephemeral (budgets and pairing codes are private)", async () => {
+    const adapter = await h.startAdapter();
+    await synced();
+    const budget = h.fake.dispatchSlashCommand(IDS.textChannel, "budget", { values: { chat: "here", period: "daily", amount: "$5" } });
+    const look = h.fake.dispatchSlashCommand(IDS.dmChannel, "budget", { values: { chat: "user:dc:400000000000000002" } });
+    const pair = h.fake.dispatchSlashCommand(IDS.dmChannel, "pair", { subcommand: "approve", values: { code: " K7Q2MX " } });
+    await eventually(() => expect(h.ingress.submitted.map((message) => message.text)).toEqual(["/budget here daily $5", "/budget user:dc:400000000000000002", "/pair approve K7Q2MX"]));
+    await eventually(() => expect(h.fake.interactionCallbacks.map((callback) => [callback.id, callback.type, callback.flags, callback.late])).toEqual([
+      [budget, 5, 64, false], [look, 5, 64, false], [pair, 5, 64, false],
+    ]));
+    await adapter.send(reply("The daily budget of chat dc:1 is now $5.", { inReplyTo: [`ix:${budget}`], kind: "notice", private: true }), { fromPart: 0, onPartSent: async () => undefined });
+    expect(h.fake.interactionResponses[0]).toMatchObject({ interactionId: budget, original: true, ephemeral: true, content: "The daily budget of chat dc:1 is now $5." });
+    expect(h.fake.botMessages(IDS.textChannel)).toEqual([]);
+    // Discord's client sends only what a command declares: a value outside the choices, or /pair without its code, never arrives.
+    expect(() => h.fake.dispatchSlashCommand(IDS.textChannel, "budget", { values: { chat: "here", period: "weekly" } })).toThrow(/no choice/);
+    expect(() => h.fake.dispatchSlashCommand(IDS.textChannel, "pair", { subcommand: "approve" })).toThrow(/needs code/);
   });
 
   it("a refusal to a public command goes privately: the public 'thinking…' is deleted and an ephemeral follow-up answers", async () => {

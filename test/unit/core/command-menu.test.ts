@@ -22,6 +22,27 @@ describe("the command registry (one menu for every platform)", () => {
     expect(commandMenu("private").map((spec) => spec.name)).toContain("export");
     expect(commandMenu("group").map((spec) => spec.name)).not.toContain("persona");
     expect(commandMenu("group-admin").map((spec) => spec.name)).toContain("persona");
-    expect(COMMAND_MENU.filter((spec) => spec.privateAnswer).map((spec) => spec.name)).toEqual(["usage", "memory", "export"]);
+    expect(COMMAND_MENU.filter((spec) => spec.privateAnswer).map((spec) => spec.name)).toEqual(["usage", "memory", "export", "budget", "pair"]);
+  });
+
+  it("offers the bot admins' /budget and /pair in no Telegram menu; their named options are within Discord's limits", () => {
+    for (const scope of ["private", "group", "group-admin"] as const) {
+      expect(commandMenu(scope).map((spec) => spec.name)).not.toContain("budget");
+      expect(commandMenu(scope).map((spec) => spec.name)).not.toContain("pair");
+    }
+    expect(commandMenu("bot-admin").map((spec) => spec.name)).toEqual(["budget", "pair"]);
+    for (const spec of COMMAND_MENU) {
+      const options = spec.options ?? [];
+      expect(spec.options !== undefined && spec.argument !== undefined).toBe(false);
+      expect(options.length).toBeLessThanOrEqual(25);
+      // Required values first (Discord refuses a required option after an optional one).
+      expect(options.map((option) => option.required === true)).toEqual([...options].sort((a, b) => Number(b.required === true) - Number(a.required === true)).map((option) => option.required === true));
+      for (const option of options) {
+        expect(option.name).toMatch(/^[-_a-z0-9]{1,32}$/);
+        expect([...option.description].length).toBeGreaterThan(0);
+        expect([...option.description].length).toBeLessThanOrEqual(100);
+        expect((option.choices ?? []).length).toBeLessThanOrEqual(25);
+      }
+    }
   });
 });
