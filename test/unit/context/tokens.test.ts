@@ -1,3 +1,5 @@
+import { createRequire } from "node:module";
+import { Tiktoken, type TiktokenBPE } from "js-tiktoken/lite";
 import { describe, expect, it, vi } from "vitest";
 import { buildCorpus } from "../../../bench/tokens.js";
 import type { ChatMessage, ToolDefinition } from "../../../src/core/messages.js";
@@ -9,6 +11,7 @@ import {
   MESSAGE_OVERHEAD_TOKENS,
   REPLY_PRIMING_TOKENS,
   buildTokenCounter,
+  countingEncoder,
   createTokenCounter,
   encodingForModel,
   getTokenCounter,
@@ -101,6 +104,17 @@ describe("the js-tiktoken counter", () => {
       expect(spy.countTools([copy, time])).toBe(JSON.stringify([copy, time]).length);
     } finally {
       stringify.mockRestore();
+    }
+  });
+
+  it("keeps no decode table (issue 32: ~47 MB of heap for o200k), and counts exactly as js-tiktoken's full encoder", () => {
+    const ranks = createRequire(import.meta.url)("js-tiktoken/ranks/cl100k_base") as { default?: TiktokenBPE } & TiktokenBPE;
+    const full = new Tiktoken(ranks.default ?? ranks);
+    const counting = countingEncoder(Tiktoken, ranks.default ?? ranks);
+    expect((full as unknown as { textMap: Map<number, Uint8Array> }).textMap.size).toBeGreaterThan(100_000);
+    expect((counting as unknown as { textMap: Map<number, Uint8Array> }).textMap.size).toBe(0);
+    for (const text of ["hello world", "what does the queue look like right now, and why?", "ünïcødé 漢字 🙂🙂", "  indented\n\tcode();", "<|endoftext|> as text"]) {
+      expect(counting.encode(text, [], [])).toEqual(full.encode(text, [], []));
     }
   });
 
