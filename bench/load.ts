@@ -80,6 +80,8 @@ export interface ProbeReport {
   max: number;
   rss: number;
   heapUsed: number;
+  /** CPU time (user + system, ms) since the last report. */
+  cpuMs?: number;
   /** process.memoryUsage() when RSS was highest since the last report (sampled every second): where the memory was. */
   peak?: { rss: number; heapTotal: number; heapUsed: number; external: number; arrayBuffers: number };
   /** process.getActiveResourcesInfo(): handles and requests by type (timers included). */
@@ -98,6 +100,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 const histogram = monitorEventLoopDelay({ resolution: 10 });
 histogram.enable();
 let peak;
+let cpuFrom = process.cpuUsage();
 setInterval(() => {
   const now = process.memoryUsage();
   if (!peak || now.rss > peak.rss) peak = now;
@@ -108,7 +111,8 @@ process.on("SIGUSR2", () => {
   for (const type of process.getActiveResourcesInfo()) resources[type] = (resources[type] ?? 0) + 1;
   const memory = process.memoryUsage();
   const processListeners = Math.max(0, ...process.eventNames().map((name) => process.listenerCount(name)));
-  process.stderr.write("load-probe " + JSON.stringify({ p50: ms(histogram.percentile(50)), p99: ms(histogram.percentile(99)), max: ms(histogram.max), rss: memory.rss, heapUsed: memory.heapUsed, peak, resources, processListeners }) + "\\n");
+  process.stderr.write("load-probe " + JSON.stringify({ p50: ms(histogram.percentile(50)), p99: ms(histogram.percentile(99)), max: ms(histogram.max), rss: memory.rss, heapUsed: memory.heapUsed, peak, cpuMs: (process.cpuUsage(cpuFrom).user + process.cpuUsage(cpuFrom).system) / 1000, resources, processListeners }) + "\\n");
+  cpuFrom = process.cpuUsage();
   histogram.reset();
   peak = undefined;
 });`)}`;
@@ -396,7 +400,9 @@ export interface Deployment {
 /** longhaul as child processes: `all` (one process) or `split` (a gateway and two workers). */
 export async function deploy(topology: Topology, env: Record<string, string>, nodeArgs: readonly string[] = []): Promise<Deployment> {
   const roles = topology === "all" ? ["all"] : ["gateway", "worker", "worker"];
-  const processes = roles.map((role) => spawnApp({ ...env, LONGHAUL_ROLE: role }, { nodeArgs: ["--import", LOAD_PROBE, ...nodeArgs] }));
+  // LOAD_NODE_ARGS: node options for longhaul's processes (e.g. a V8 flag tried against the defaults).
+  const extra = (process.env.LOAD_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "");
+  const processes = roles.map((role) => spawnApp({ ...env, LONGHAUL_ROLE: role }, { nodeArgs: ["--import", LOAD_PROBE, ...extra, ...nodeArgs] }));
   await Promise.all(processes.map((child) => child.waitForStderr(/longhaul-ready/, 240_000)));
   let closing: Promise<void> | undefined;
   return {
@@ -423,7 +429,7 @@ export interface RunResult {
   /** The same waits split into the chat's own and the rest (splitWaits). */
   split: WaitSplit;
   /** Per process: label, ELD p99 over the run, peak RSS (sampled every second). */
-  processes: Array<{ label: string; loopDelayP99: number; peakRss: number; endRss: number; peakMemory?: ProbeReport["peak"] }>;
+  processes: Array<{ label: string; loopDelayP99: number; peakRss: number; endRss: number; peakMemory?: ProbeReport["peak"]; cpuMs?: number }>;
   redisUsedBefore: number;
   redisUsedAfter: number;
   redisCommandsPerTurn: number;
@@ -525,7 +531,7 @@ export async function runOnce(plan: LoadPlan, platformName: PlatformName, topolo
     const stageTurns = stages ? (await deployment.close(), turnsOf([...stages.stop(), ...visible], false).filter((turn) => perChat.get(turn.sessionKey) === 1)) : undefined;
     return {
       platform: platformName, topology, rate, offered: total, answered: answeredAt.size, waits: split.all, split,
-      processes: deployment.labels.map((label, index) => ({ label, loopDelayP99: reports[index]!.p99, peakRss: peakRss[index]!, endRss: endRss[index]!, ...(reports[index]!.peak ? { peakMemory: reports[index]!.peak } : {}) })),
+      processes: deployment.labels.map((label, index) => ({ label, loopDelayP99: reports[index]!.p99, peakRss: peakRss[index]!, endRss: endRss[index]!, ...(reports[index]!.peak ? { peakMemory: reports[index]!.peak } : {}), ...(reports[index]!.cpuMs !== undefined ? { cpuMs: reports[index]!.cpuMs } : {}) })),
       redisUsedBefore, redisUsedAfter: await redisUsedMemory(redisUrl),
       redisCommandsPerTurn: redisCommands / Math.max(1, answeredAt.size),
       requests: platform.requests(started, ended),
@@ -576,7 +582,7 @@ export function report(plan: LoadPlan, results: readonly RunResult[]): string {
     const peak = process.peakMemory!;
     return `${process.label} RSS ${(peak.rss / MB).toFixed(0)} = heap ${(peak.heapUsed / MB).toFixed(0)} used of ${(peak.heapTotal / MB).toFixed(0)}, external ${(peak.external / MB).toFixed(0)} (array buffers ${(peak.arrayBuffers / MB).toFixed(0)}), the rest code, stacks and the allocator's`;
   }).join("; ");
-  const detail = results.map((result) => `- ${result.platform}, ${result.topology}, ${result.rate}/s: requests by method ${JSON.stringify(result.requests.byMethod)}; model calls ${JSON.stringify(result.llm)} (cumulative over the bench); memory at each process's highest RSS (MB): ${memory(result)}`);
+  const detail = results.map((result) => `- ${result.platform}, ${result.topology}, ${result.rate}/s: requests by method ${JSON.stringify(result.requests.byMethod)}; model calls ${JSON.stringify(result.llm)} (cumulative over the bench); memory at each process's highest RSS (MB): ${memory(result)}; CPU ms per answered message: ${result.processes.map((process) => `${process.label} ${((process.cpuMs ?? Number.NaN) / Math.max(1, result.answered)).toFixed(1)}`).join(", ")}`);
   const stages = results.flatMap((result) => (result.stages ? ["", result.stages] : []));
   return [
     `Open loop, ${plan.seconds} s per run, ${plan.users} users; model: first token ${plan.ttftMs} ms, ${plan.tokensPerSecond} tokens/s, ${plan.answerTokens}-token answers (${(modelTimeMs(plan, 0) / 1_000).toFixed(1)} s), ${Math.round(plan.toolShare * 100)}% with 1–2 tool steps (+1 s each), ${Math.round(plan.longShare * 100)}% from ${LONG_USERS} long sessions (12K window: they compact); ${plan.patient ? "patient users (none writes again before their last message was answered)" : "users drawn at random, so a user may write again before their last answer (a follow-up)"}; answers awaited ${plan.drainSeconds} s after the last message. Own wait: the wait above the model less the time a follow-up spent behind its chat's earlier answer (the session's order and the platform's per-chat limit, the chat's own) — what longhaul's queues, the send budget and the machine added.`,

@@ -47,6 +47,7 @@ const ROOMS: Record<string, string> = {
   "src/cli": "command-line entry points (doctor, pairing, admin, eval, setup): thin, they call the rooms above",
   "src/embedded-redis.ts": "a private redis-server for `npm start` when none listens",
   "src/process-io.ts": "the console's wiring of stdin/stdout to the gateway",
+  "src/heap.ts": "V8's heap sizing for a longhaul process (the old generation's growth after a full collection)",
   "src/main.ts": "the entry point: role all, gateway or worker; the only place config is loaded",
   "workers": "the worker role: turn, idle-compaction and schedule workers; process-turn.ts is the pipeline on one screen",
 };

@@ -9,8 +9,11 @@ import { StartupRefusedError } from "./doctor/check.js";
 import { assertModelConfigured } from "./doctor/settings.js";
 import type { Gateway } from "./gateway/gateway.js";
 import type { RouteHandler } from "./gateway/http-server.js";
+import { tuneHeap } from "./heap.js";
 
 async function main(): Promise<void> {
+  // Before the first large allocations (the token encoder, the adapters' caches).
+  tuneHeap();
   let config: Config;
   try {
     config = loadConfig(withSecretsFile(process.env));
