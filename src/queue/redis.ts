@@ -148,7 +148,67 @@ function createCluster(address: ClusterAddress, options: RedisOptions): Redis {
     slotsRefreshInterval: 5_000,
     slotsRefreshTimeout: 2_000,
   };
-  return new Cluster(address.nodes.map(({ host, port }) => ({ host, port })), clusterOptions) as unknown as Redis;
+  return connectSettles(new Cluster(address.nodes.map(({ host, port }) => ({ host, port })), clusterOptions)) as unknown as Redis;
+}
+
+/**
+ * ioredis' `Cluster#connect()` never settles when its ready check fails — CLUSTER INFO answering
+ * `cluster_state:fail`, as it does mid-failover: the client disconnects and connects again on its
+ * own timer with a new `connect()`, and the first promise is dropped (ioredis issue 709). BullMQ
+ * awaits that promise when its watchdog resets a worker's blocking connection (a BZPOPMIN that
+ * outlived its timeout, as one sent to a failing master does): the worker's fetch loop then
+ * waited forever, so it took no job again and `Worker.close()` never resolved (the cluster
+ * failover test's cleanup, past 60 and 180 s). Here `connect()` also settles when the client
+ * itself gets there: resolved once it is ready, rejected once it ended (closed for good). The
+ * same for its duplicates, which BullMQ's blocking connections are.
+ */
+function connectSettles(cluster: Cluster): Cluster {
+  const connect = cluster.connect.bind(cluster);
+  const duplicate = cluster.duplicate.bind(cluster);
+  cluster.connect = () => new Promise<void>((resolve, reject) => {
+    // Events are emitted a tick after the status changes: one left over from before this call
+    // (the `end` of the disconnect that preceded it) is told apart by the status now.
+    const onReady = () => {
+      if (cluster.status !== "ready") return;
+      stop();
+      resolve();
+    };
+    const onEnd = () => {
+      if (cluster.status !== "end") return;
+      stop();
+      reject(new Error("Connection is closed."));
+    };
+    const stop = () => {
+      cluster.off("ready", onReady);
+      cluster.off("end", onEnd);
+    };
+    cluster.on("ready", onReady);
+    cluster.on("end", onEnd);
+    connect().then(() => {
+      stop();
+      resolve();
+    }, (error: unknown) => {
+      stop();
+      reject(error instanceof Error ? error : new Error(String(error)));
+    });
+  });
+  // Closed between two attempts of such a reconnect (no node connection left), a Cluster stays
+  // `disconnecting` for good and never emits `end`: what BullMQ's close waits for, and what
+  // rejects the commands still queued. ioredis ends a client it closes before its first connect
+  // this way; the same for one with nothing left to close.
+  const disconnect = cluster.disconnect.bind(cluster);
+  const internals = cluster as unknown as { setStatus?: (status: string) => void; handleCloseEvent?: () => void };
+  cluster.disconnect = (reconnect = false) => {
+    // With node connections, their `end`s end the client; a client never connected ioredis ends.
+    const nothingToClose = cluster.nodes().length === 0 && cluster.status !== "wait";
+    disconnect(reconnect);
+    if (reconnect || !nothingToClose || cluster.status !== "disconnecting") return;
+    if (typeof internals.setStatus !== "function" || typeof internals.handleCloseEvent !== "function") return;
+    internals.setStatus("close");
+    internals.handleCloseEvent();
+  };
+  cluster.duplicate = (...args: Parameters<Cluster["duplicate"]>) => connectSettles(duplicate(...args));
+  return cluster;
 }
 
 /** Whether a connection is a Cluster client (ioredis sets `isCluster` on both kinds). */
