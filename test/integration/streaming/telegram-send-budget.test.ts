@@ -1,13 +1,14 @@
 /**
  * One send budget per bot (issue 30 item 3) through the real grammY client and the fake Bot API,
- * which enforces Telegram's flood limits (1 message/s per chat after a burst, 30/s overall) and
- * gives a chat that keeps sending through its retry_after a 120 s penalty. Many chats stream
- * answers at once: every final arrives alone (no status left beside it), none is refused, the
- * previews give way; and a chat under a long penalty holds up nobody else's final.
+ * which enforces Telegram's flood limits (1 message/s per chat after a burst, 20 a minute per
+ * group, 30/s overall) and gives a chat that keeps sending through its retry_after a 120 s
+ * penalty. Many private chats, or many groups, stream answers at once: every final arrives
+ * alone (no status left beside it), none is refused, the previews give way; and a chat under a
+ * long penalty holds up nobody else's final.
  */
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { lastUserText } from "../../fakes/fake-llm.js";
-import { closeChecked, sleep, startTelegramE2e, waitUntil, warmUpTokenizer, type TelegramE2e } from "../../helpers/telegram-pipeline.js";
+import { closeChecked, FAKE_BOT, mentionOf, sleep, startTelegramE2e, waitUntil, warmUpTokenizer, type TelegramE2e } from "../../helpers/telegram-pipeline.js";
 import { metricValue, testRedisAddress } from "../../helpers/pipeline.js";
 import { TEST_TELEGRAM_TOKEN } from "../../helpers/config.js";
 import { RedisSendBudget } from "../../../src/gateway/send-budget.js";
@@ -23,6 +24,7 @@ afterEach(async () => {
 
 const CHATS = 50;
 const userIds = Array.from({ length: CHATS }, (_, index) => 810_000_000 + index);
+const groupIds = Array.from({ length: CHATS }, (_, index) => -1_001_700_000_000 - index);
 const answerFor = (question: string) => `${question}: ${Array.from({ length: 30 }, (_, index) => `w${index}`).join(" ")}`;
 const isFinal = (payload: Record<string, unknown>) => payload.parse_mode === "HTML";
 
@@ -50,6 +52,35 @@ describe("telegram: one send budget per bot", () => {
     expect(telegram.rateLimited().filter((call) => isFinal(call.payload))).toEqual([]);
     expect(telegram.penalties).toEqual([]);
     // The previews gave way: the budget skipped some (counted), so fewer were shown than streamed.
+    expect(adapter.budgetRefusals.preview).toBeGreaterThan(0);
+    expect(adapter.budgetRefusals.final).toBe(0);
+  }, 240_000);
+
+  it(`${CHATS} busy groups streaming at once through one bot (20 a minute per group, 30/s overall): every final delivered alone, none refused, no penalty, previews degrade`, async () => {
+    e2e = await startTelegramE2e({
+      env: { ALLOWED_TELEGRAM_CHATS: groupIds.join(","), STREAMING: "partial", WORKER_CONCURRENCY: String(CHATS), TYPING_DELAY_MS: "0" },
+    });
+    const { telegram, llm, adapter } = e2e;
+    expect(telegram.limits).toMatchObject({ groupPerMinute: 20, globalPerSecond: 30 });
+    llm.setHandler((request) => ({ text: answerFor(/\bg\d+\b/.exec(lastUserText(request))?.[0] ?? "unknown"), tokensPerSecond: 15 }));
+    groupIds.forEach((id, index) => {
+      const text = `@${FAKE_BOT.username} g${index}`;
+      telegram.pushMessage({ chat: { id, type: "supergroup", title: `Busy ${index}` }, from: { id: 820_000_000 + index, is_bot: false, first_name: "M" }, text, entities: mentionOf(text) });
+    });
+
+    const finalsIn = (id: number) => telegram.delivered(id).filter((call) => isFinal(call.payload));
+    await waitUntil(() => groupIds.every((id) => finalsIn(id).length === 1), `every group's final (so far ${groupIds.filter((id) => finalsIn(id).length > 0).length})`, 150_000);
+    await waitUntil(() => groupIds.every((id) => telegram.chatView(id).length === 1), `every group down to its final (statuses left in ${groupIds.filter((id) => telegram.chatView(id).length > 1).length})`, 70_000);
+    await sleep(1_000);
+    groupIds.forEach((id, index) => {
+      expect(telegram.chatView(id).map((message) => message.text)).toEqual([answerFor(`g${index}`)]);
+      expect(telegram.notifications(id).map((call) => call.visible?.text)).toEqual([answerFor(`g${index}`)]);
+      // Within the group's 20 a minute (every counted call: status, edits, the final).
+      const counted = telegram.calls.filter((call) => String(call.payload.chat_id) === String(id) && /^(send|edit)/.test(call.method) && call.method !== "sendChatAction" && call.retryAfter === undefined);
+      expect(counted.length).toBeLessThanOrEqual(20);
+    });
+    expect(telegram.rateLimited().filter((call) => isFinal(call.payload))).toEqual([]);
+    expect(telegram.penalties).toEqual([]);
     expect(adapter.budgetRefusals.preview).toBeGreaterThan(0);
     expect(adapter.budgetRefusals.final).toBe(0);
   }, 240_000);
