@@ -30,6 +30,9 @@ describe("the sweeper", () => {
     const config = testConfig({ LLM_BASE_URL: llm.url });
     pipeline = await startPipeline(config, [adapter]);
     const redis = createRedis(config.REDIS_URL!);
+    // The sweeper itself, every 100 ms, beside the worker's own (every 5 s: that one finds a
+    // lost approval timeout in faults/approval-timeout-lost.test.ts); waiting out 5 s proved nothing more.
+    const sweeper = startSweeper(new SessionStore(redis, config.REDIS_PREFIX), createProducers(redis, config.REDIS_PREFIX), pipeline.logs.logger, 100);
     try {
       // Stored, never enqueued (the gateway died in between).
       await new SessionStore(redis, config.REDIS_PREFIX).appendInbox(inbound({ text: "stranded", messageId: "sw1" }), Date.now());
@@ -41,6 +44,7 @@ describe("the sweeper", () => {
       expect(adapter.sent.map((entry) => entry.reply.text).sort()).toEqual(["echo: from the old gateway", "echo: stranded"]);
       expect(pipeline.logs.lines.join("")).toContain("legacy-session-migrated");
     } finally {
+      sweeper.stop();
       redis.disconnect();
     }
   });
