@@ -133,7 +133,7 @@ describe("reminders on the console (the app as a process)", () => {
     llm.setHandler(schedulingModel(remindMePlan));
     app = spawnApp(testEnv({ LLM_BASE_URL: llm.url, CONSOLE: "auto" }));
     app.child.stdin.write("remind me in 2s to stretch your legs\n");
-    const [confirmation] = await app.waitForStdoutLines(1);
+    const [confirmation] = await app.waitForStdoutLines(1, 60_000);
     expect(confirmation).toMatch(/^Done\. Scheduled r1, a reminder: “stretch your legs” — .* UTC\.$/);
     const lines = await app.waitForStdoutLines(2);
     expect(lines[1]).toBe("⏰ Reminder: stretch your legs");
@@ -142,5 +142,5 @@ describe("reminders on the console (the app as a process)", () => {
     app.child.stdin.end();
     expect(await app.exited()).toBe(0);
     expect(llm.requests).toHaveLength(2);
-  });
+  }, 90_000); // a spawned app: its start and first answer took close to 30 s on a loaded machine
 });
