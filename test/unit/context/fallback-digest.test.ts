@@ -42,6 +42,21 @@ describe("fallbackDigest", () => {
     expect(fallbackDigest(dropped.slice(0, 2), { toolNames: new Map(), maxTokens: 200, counter })).toBe(`${FALLBACK_DIGEST_HEADER}\n- [m1] user: question number 1 about the ledger\n- [m2] user: question number 2 about the ledger`);
   });
 
+  it("uses its room: of 200 dropped turns it keeps at least three quarters of the newest lines that would fit", () => {
+    const dropped: ChatMessage[] = Array.from({ length: 200 }, (_, index) => ({ id: `m${index + 1}`, role: "user" as const, content: `question number ${index + 1} about the ledger` }));
+    const maxTokens = 600;
+    const text = fallbackDigest(dropped, { toolNames: new Map(), maxTokens, counter });
+    expect(counter.countText(text)).toBeLessThanOrEqual(maxTokens);
+    const kept = text.split("\n").filter((line) => line.startsWith("- [")).length;
+    // The most lines that fit: the header, the range line and the newest `fit` lines.
+    let fit = 0;
+    const render = (count: number) => [FALLBACK_DIGEST_HEADER, `- (${200 - count} older turns, [m1] onwards: recall by id or search)`, ...dropped.slice(200 - count).map((message) => `- [${message.id}] user: ${message.content}`)].join("\n");
+    while (fit < 200 && counter.countText(render(fit + 1)) <= maxTokens) fit += 1;
+    expect(fit).toBeGreaterThan(20);
+    expect(kept).toBeLessThanOrEqual(fit);
+    expect(kept).toBeGreaterThanOrEqual(Math.floor((fit * 3) / 4));
+  });
+
   it("shows a first line of exactly 160 characters whole", () => {
     const line = "y".repeat(160);
     const text = fallbackDigest([{ id: "m1", role: "user", content: `${line}\nsecond` }], { toolNames: new Map(), maxTokens: 10_000, counter });
