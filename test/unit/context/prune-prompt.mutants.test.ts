@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { ChatMessage, ToolCall } from "../../../src/core/messages.js";
-import { clipMiddle, cutGroupToFit, pruneToolResults, shortenArguments, sliceSafely } from "../../../src/context/prune.js";
+import { clipMiddle, cutGroupToFit, cutTextToTokens, pruneToolResults, shortenArguments, sliceSafely } from "../../../src/context/prune.js";
 import { buildSummaryMessages, serializeMessage, summaryBudget } from "../../../src/context/summary-prompt.js";
 import { createTokenCounter } from "../../../src/context/tokens.js";
 
@@ -40,6 +40,32 @@ describe("cutting the newest group to fit", () => {
     const [first, second] = [result.messages[1]!, result.messages[3]!].map((message) => (message.content ?? "").length);
     expect(Math.abs(first! - second!)).toBeLessThan(20);
     expect(total).toBeGreaterThan(3_500);
+  });
+});
+
+describe("cutting the newest group to fit, at the edges of a share", () => {
+  it("a result exactly as big as its share stays whole (the same message), only the bigger one is cut", () => {
+    const S = 500;
+    const messages: ChatMessage[] = [
+      { id: "a", role: "assistant", content: null, tool_calls: [call("c1"), call("c2")] },
+      { id: "r1", role: "tool", tool_call_id: "c1", content: "s".repeat(S) },
+      { id: "r2", role: "tool", tool_call_id: "c2", content: "b".repeat(10 * S) },
+    ];
+    const overhead = messages.reduce((sum, message) => sum + counter.countMessage(message), 0) - 11 * S;
+    // What the results may share: 2S + 1, so the smaller one's share is exactly S.
+    const result = cutGroupToFit(messages, overhead + 2 * S + 1, counter);
+    expect(result.cutMessages).toBe(1);
+    expect(result.messages[1]).toBe(messages[1]);
+    expect(result.messages[2]).toMatchObject({ id: "r2", kind: "truncated" });
+    expect(counter.countText(result.messages[2]!.content!)).toBeLessThanOrEqual(S + 1);
+  });
+
+  it("a text exactly at its token limit is returned whole; one token over is cut with its note", () => {
+    const note = (shown: number) => `[${shown} shown]`;
+    expect(cutTextToTokens("t".repeat(300), 300, counter, note)).toBe("t".repeat(300));
+    const cut = cutTextToTokens("t".repeat(301), 300, counter, note);
+    expect(cut).toMatch(/\[\d+ shown\]/);
+    expect(counter.countText(cut)).toBeLessThanOrEqual(300);
   });
 });
 
