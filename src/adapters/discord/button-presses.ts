@@ -5,7 +5,8 @@
  * "This interaction failed" and the button is still there to press again. A store slower than
  * Discord's 3 s costs the same message for a press that was taken (logged). A reply through the
  * interaction waits for its acknowledgement. A press the ingress refused (someone else's
- * approval request) is answered at once with an ephemeral message, to the presser alone.
+ * approval request) or turned away (not allowed, rate-limited) is answered at once with an
+ * ephemeral message, to the presser alone.
  */
 import { MessageFlags, type ButtonInteraction } from "discord.js";
 import { errorMessage } from "../../errors.js";
@@ -24,10 +25,11 @@ export function takeButtonPress(interaction: ButtonInteraction, { intake, intera
     void intake.submitInOrder(inbound).then(async (result) => {
       logger.debug({ messageId: inbound.messageId, channelId: inbound.chatId, status: result?.status }, "button press submitted");
       if (result === undefined) return acknowledge(Promise.resolve());
-      if (result.status === "refused") {
-        // Nothing was stored: nothing else will answer this press.
+      const notice = result.status === "refused" || result.status === "denied" || result.status === "rate-limited" ? result.notice : undefined;
+      if (notice !== undefined) {
+        // Nothing was stored: nothing else will answer this press. Its notice is the presser's alone.
         interactions.forget(interaction.id);
-        const done = interaction.reply({ content: result.notice, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } }).catch((error: unknown) =>
+        const done = interaction.reply({ content: notice, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } }).catch((error: unknown) =>
           logger.warn({ interactionId: interaction.id, channelId: inbound.chatId, error: errorMessage(error) }, "refusal of a press not shown"));
         acknowledge(done);
         return void (await done);

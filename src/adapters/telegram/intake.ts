@@ -124,8 +124,13 @@ export class UpdateIntake {
     if (result?.status === "accepted" && this.options.holdPress) this.options.holdPress(message.messageId, query.id);
     // Someone else's approval request: told at once, as an alert only the presser sees.
     else if (result?.status === "refused") await answerPress(api, query, { alert: result.notice }, logger);
-    else await answerPress(api, query, result?.status === "accepted" || result?.status === "duplicate", logger);
-    if ((result?.status === "denied" || result?.status === "rate-limited") && result.notice) this.options.notify(target, result.notice, result.status);
+    else if ((result?.status === "denied" || result?.status === "rate-limited") && result.notice) {
+      // Meant for the presser alone: in a group an alert; a private chat takes it whole as a message.
+      if (query.message?.chat.type === "private") {
+        await answerPress(api, query, true, logger);
+        this.options.notify(target, result.notice, result.status);
+      } else await answerPress(api, query, { alert: result.notice }, logger);
+    } else await answerPress(api, query, result?.status === "accepted" || result?.status === "duplicate", logger);
   }
 
   private afterSubmit(result: SubmitResult, intake: Extract<Intake, { kind: "message" }>, message: Message | undefined): void {

@@ -51,6 +51,19 @@ describe("Discord: private replies stay private", () => {
     onlyTheRequest();
   });
 
+  for (const turnedAway of [{ status: "denied", notice: "You are not on this bot's list; ask its admin." }, { status: "rate-limited", notice: "Slow down: try again in a minute." }] as const) {
+    it(`a press turned away (${turnedAway.status}) is answered at once with its notice, ephemeral, to the presser alone`, async () => {
+      const adapter = await h.startAdapter();
+      const requestId = await approvalRequest(adapter);
+      h.ingress.script.push(turnedAway);
+      const pressId = h.fake.dispatchButtonPress(IDS.textChannel, requestId, "approve:1", OTHER_USER);
+      await eventually(() => expect(h.fake.interactionCallbacks).toEqual([{ id: pressId, type: 4, flags: 64, late: false }]));
+      expect(h.fake.interactionResponses).toMatchObject([{ interactionId: pressId, ephemeral: true, userId: OTHER_USER.id, content: turnedAway.notice }]);
+      await sleep(200);
+      onlyTheRequest();
+    });
+  }
+
   it("the gateway restarted between the press and the refusal: dropped, not posted to the channel", async () => {
     const pressId = await wrongPress(await h.startAdapter());
     const restarted = await h.startAdapter();

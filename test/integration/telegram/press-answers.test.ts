@@ -56,3 +56,42 @@ describe("telegram: a private answer to a press that is no longer held", () => {
     expect(parts).toEqual([0]);
   });
 });
+
+describe("telegram: a press the ingress turns away", () => {
+  class TurningAwayIngress implements IngressPort {
+    constructor(private readonly result: SubmitResult) {}
+    async submit(): Promise<SubmitResult> {
+      return this.result;
+    }
+  }
+
+  async function press(result: SubmitResult, chat: { id: number; type: "supergroup" | "private" }): Promise<FakeTelegram> {
+    const telegram = (fake = await FakeTelegram.start());
+    adapter = new TelegramAdapter({ token: FAKE_TOKEN, apiRoot: telegram.apiRoot, maxMessageChars: 16_000, logger: silentLogger, botInfo: FAKE_BOT, pollingTimeoutSeconds: 1 });
+    await adapter.start(new TurningAwayIngress(result));
+    const to = { platform: "telegram" as const, chatId: String(chat.id) };
+    await adapter.send(reply("Allow files__write_file?", { target: to, actions: [{ id: "approve", label: "Approve" }] }), { fromPart: 0, onPartSent: async () => undefined });
+    const messageId = [...telegram.botMessages.values()].find((message) => message.chat.id === chat.id)?.message_id ?? 0;
+    const keyboard = telegram.callsOf("sendMessage")[0]?.payload.reply_markup as { inline_keyboard: Array<Array<{ callback_data: string }>> };
+    telegram.pushCallbackQuery(GRACE, chat.id, messageId, keyboard.inline_keyboard[0]?.[0]?.callback_data ?? "");
+    await waitUntil(() => telegram.callsOf("answerCallbackQuery").length === 1);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    return telegram;
+  }
+
+  for (const result of [{ status: "denied", notice: "You are not on this bot's list; ask its admin." }, { status: "rate-limited", notice: "Slow down: try again in a minute." }] as const) {
+    it(`${result.status} in a group: the notice is an alert to the presser alone, never a group message`, async () => {
+      const telegram = await press(result, GROUP);
+      expect(telegram.callsOf("answerCallbackQuery")[0]?.payload).toMatchObject({ text: result.notice, show_alert: true });
+      expect(telegram.callsOf("sendMessage")).toHaveLength(1);
+    });
+  }
+
+  it("denied in a private chat: the notice (pairing instructions can be long) comes as a message there", async () => {
+    const notice = `To use this bot, send /start and give the admin this code: ${"X".repeat(220)}`;
+    const telegram = await press({ status: "denied", notice }, { id: GRACE.id, type: "private" });
+    const sent = telegram.callsOf("sendMessage").map((call) => String(call.payload.text));
+    expect(sent).toHaveLength(2);
+    expect(sent[1]).toContain("give the admin this code");
+  });
+});
