@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import { runIdleCompaction, type IdleCompactionDeps, type IdleCompactionOutcome } from "../src/agent/idle-compaction.js";
 import type { Logger } from "../src/logger.js";
-import { IDLE_QUEUE, PAYLOAD_VERSION, createRedis, queuePrefixOf, type IdleJobData, type RedisAddress } from "../src/queue/index.js";
+import { IDLE_QUEUE, PAYLOAD_VERSION, createRedis, logWorkerError, queuePrefixOf, type IdleJobData, type RedisAddress } from "../src/queue/index.js";
 import { attemptToken } from "../src/session/lease.js";
 
 export interface IdleWorkerOptions {
@@ -63,7 +63,7 @@ export function startIdleWorker(options: IdleWorkerOptions): { close(): Promise<
       maxStalledCount: 3,
     },
   );
-  worker.on("error", (error) => log.error({ err: error }, "idle-worker-error"));
+  worker.on("error", (error) => logWorkerError(log, "idle-worker-error", error));
   worker.on("failed", (job, error) => log.warn({ jobId: job?.id, err: error }, "idle-compaction-job-failed"));
   worker.on("stalled", (jobId) => log.warn({ jobId }, "idle-compaction-job-stalled"));
 

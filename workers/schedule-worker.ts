@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { UnrecoverableError, Worker, type Job } from "bullmq";
 import type { Logger } from "../src/logger.js";
-import { PAYLOAD_VERSION, SCHEDULE_QUEUE, createRedis, queuePrefixOf, type FiringJobData, type RedisAddress } from "../src/queue/index.js";
+import { PAYLOAD_VERSION, SCHEDULE_QUEUE, createRedis, logWorkerError, queuePrefixOf, type FiringJobData, type RedisAddress } from "../src/queue/index.js";
 import { fireOccurrence, type FiringDeps, type FiringOutcome, type ScheduleService } from "../src/schedule/index.js";
 
 export interface ScheduleWorkerOptions {
@@ -41,7 +41,7 @@ export function startScheduleWorker(options: ScheduleWorkerOptions): { close(): 
       maxStalledCount: 3,
     },
   );
-  worker.on("error", (error) => log.error({ err: error }, "schedule-worker-error"));
+  worker.on("error", (error) => logWorkerError(log, "schedule-worker-error", error));
   worker.on("failed", (job, error) => log.warn({ jobId: job?.id, attemptsMade: job?.attemptsMade, err: error }, "schedule-firing-failed"));
   worker.on("stalled", (jobId) => log.warn({ jobId }, "schedule-firing-stalled"));
 

@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import type { Logger } from "../src/logger.js";
-import { PAYLOAD_VERSION, TURN_QUEUE, createRedis, queuePrefixOf, type Producers, type TurnJobData, type RedisAddress } from "../src/queue/index.js";
+import { PAYLOAD_VERSION, TURN_QUEUE, createRedis, logWorkerError, queuePrefixOf, type Producers, type TurnJobData, type RedisAddress } from "../src/queue/index.js";
 import { attemptToken } from "../src/session/lease.js";
 import { hasLegacyWork, migrateSession } from "../src/session/migrate.js";
 import type { SessionStore } from "../src/session/store.js";
@@ -76,7 +76,7 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
       maxStalledCount: 3,
     },
   );
-  worker.on("error", (error) => log.error({ err: error }, "worker-error"));
+  worker.on("error", (error) => logWorkerError(log, "worker-error", error));
   worker.on("failed", (job, error) => log.warn({ jobId: job?.id, attemptsMade: job?.attemptsMade, err: error }, "turn-job-failed"));
   worker.on("stalled", (jobId) => log.warn({ jobId }, "turn-job-stalled"));
 

@@ -4,7 +4,7 @@ import type { ChannelAdapter, SendOptions } from "../adapters/channel-adapter.js
 import type { OutboundReply, Platform } from "../core/channel.js";
 import { errorMessage, PermanentError, RetryableError } from "../errors.js";
 import type { Logger } from "../logger.js";
-import { PAYLOAD_VERSION, createRedis, deliveryQueueName, queuePrefixOf, replicaCounter, type DeliveryJobData, type Producers, type RedisAddress } from "../queue/index.js";
+import { PAYLOAD_VERSION, createRedis, deliveryQueueName, logWorkerError, queuePrefixOf, replicaCounter, type DeliveryJobData, type Producers, type RedisAddress } from "../queue/index.js";
 import { attemptToken, LeaseKeeper } from "../session/lease.js";
 import { DeliveryFencedError, Outbox, type DeliveryStep } from "../session/outbox.js";
 import { PreviewRecords } from "../session/previews.js";
@@ -381,7 +381,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     const worker = new Worker<DeliveryJobData>(deliveryQueueName(platform), deliver, {
       connection, prefix: queuePrefixOf(connection, options.prefix, deliveryQueueName(platform)), concurrency: options.concurrency, lockDuration: options.lockMs, stalledInterval: options.lockMs,
     });
-    worker.on("error", (error) => log.error({ err: error }, "delivery-worker-error"));
+    worker.on("error", (error) => logWorkerError(log, "delivery-worker-error", error));
     worker.on("failed", (job, error) => log.warn({ jobId: job?.id, sessionKey: job?.data.sessionKey, err: error }, "delivery-failed"));
     return worker;
   });
