@@ -105,6 +105,15 @@ describe("sanitizeToolPairs", () => {
   });
 });
 
+describe("a context without a system prompt", () => {
+  it("gets no compaction note: the opening user message stays exactly as the user wrote it", () => {
+    const opening = user("m1");
+    const output = assemble({ head: [opening], summary: { id: "m9", text: "## Goal\nx" }, kept: [user("m3")], addNote: true });
+    expect(output[0]).toBe(opening);
+    expect(output.map((message) => message.id)).toEqual(["m1", "m9", "m3"]);
+  });
+});
+
 describe("fixSummaryRoles", () => {
   it("gives a summary left after the system prompt the user role, and leaves valid ones as they are", () => {
     const summary: ChatMessage = { id: "s1", role: "assistant", kind: "summary", content: summaryMessageContent("the gist"), at: 5 };
@@ -124,6 +133,11 @@ describe("fixSummaryRoles", () => {
     // Without a date or a count, none is invented.
     const bare: ChatMessage = { id: "s2", role: "user", kind: "summary", content: "x" };
     expect(fixSummaryRoles([system, user("m2"), bare])[2]).toEqual({ id: "s2", role: "assistant", kind: "summary", content: "x" });
+  });
+
+  it("keeps a summary between a user message and an assistant message in the user's voice (neither role alternates)", () => {
+    const summary: ChatMessage = { id: "s1", role: "assistant", kind: "summary", content: "x" };
+    expect(fixSummaryRoles([system, user("m2"), summary, reply("m4")])[2]).toEqual({ id: "s1", role: "user", kind: "summary", content: "x" });
   });
 
   it("never changes the role of a message that is not a summary", () => {
