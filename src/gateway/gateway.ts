@@ -21,6 +21,17 @@ import type { RouteHandler } from "./http-server.js";
 import { Ingress } from "./ingress.js";
 import { WaitingTyping } from "./waiting-typing.js";
 
+/**
+ * Replies this gateway delivers at once. A delivery holds its slot while the send budget holds
+ * its final (a borrowed slot, up to 10 s) and for its round trips, so the slots needed are the
+ * replies a second times that hold: at 25 a second through Telegram (its budget refilled at
+ * about the rate of the finals) a delivery held its slot 1.15 s at the median, 1.6 s at p90
+ * (bench/load.ts --stages, load average 15), and 32 slots left committed replies waiting 4 s
+ * (p50) for one (commit → delivery-picked). 64 carry the platforms' rates (Telegram ~30,
+ * Discord ~45 a second) with holds up to 1.5–2 s; a waiting delivery costs a few KB.
+ */
+export const DELIVERY_CONCURRENCY = 64;
+
 export interface GatewayOptions {
   config: Config;
   redisAddress: RedisAddress;
@@ -104,7 +115,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   });
   const delivery = startDeliveryWorker({
     redisAddress: options.redisAddress, prefix, store, producers, adapters,
-    concurrency: 32, lockMs: config.JOB_LOCK_MS, leaseMs: leaseTtlMs(config.JOB_LOCK_MS), maxAttempts: config.DELIVERY_MAX_ATTEMPTS, stepWarnMs: config.DELIVERY_STEP_WARN_MS, logger: log,
+    concurrency: DELIVERY_CONCURRENCY, lockMs: config.JOB_LOCK_MS, leaseMs: leaseTtlMs(config.JOB_LOCK_MS), maxAttempts: config.DELIVERY_MAX_ATTEMPTS, stepWarnMs: config.DELIVERY_STEP_WARN_MS, logger: log,
     onDelivered: (platform, sessionKey) => {
       metrics.repliesDelivered.inc({ platform });
       waitingTyping.heard(sessionKey);

@@ -40,7 +40,10 @@ export const BUDGET_REFUSAL = "(longhaul send budget)";
  * on the way cannot arrive too close behind the next.
  */
 export function telegramBuckets(chatId: string, method: string, limits: TelegramSendLimits): SendBucket[] {
-  const burst = Math.max(1, Math.round(limits.perSecond / 10));
+  // Two at once, the rest refilled (26 a second for the default 28): at 25 answers a second, 3
+  // at once left 25 refilled, the finals' own rate, and they queued (issue 32). One at once (27)
+  // left too little room for requests bunched on the way (84437ac, reverted).
+  const burst = Math.min(2, Math.max(1, Math.round(limits.perSecond / 10)));
   const refill = Math.max(0.1, limits.perSecond - burst);
   // Previews and typing keep the bot under PREVIEW_HEADROOM of its rate: the rest is the finals'.
   const global: SendBucket = { name: "global", capacity: burst, perSecond: refill, headroomPerSecond: PREVIEW_HEADROOM * refill };
