@@ -7,7 +7,7 @@
  * when the fallback is the summarizer itself).
  */
 import { describe, expect, it } from "vitest";
-import { compact, DROP_TARGET_RATIO, FALLBACK_DIGEST_SHARE, type CompactInput } from "../../../src/context/compact.js";
+import { compact, DROP_TARGET_RATIO, FALLBACK_DIGEST_SHARE, foldsMessages, type CompactInput } from "../../../src/context/compact.js";
 import { FALLBACK_DIGEST_HEADER } from "../../../src/context/fallback-digest.js";
 import { thresholdTokens } from "../../../src/context/decisions.js";
 import type { ChatMessage, ToolCall, ToolDefinition } from "../../../src/core/messages.js";
@@ -191,5 +191,17 @@ describe("what the summarizer is given", () => {
     expect(result.status).toBe("failed");
     expect(summarizer.requests).toHaveLength(retry.attempts);
     expect(result.record.summarizerCalls).toBe(retry.attempts);
+  });
+});
+
+describe("whether a compaction would fold anything (the memory flush is paid only then)", () => {
+  it("yes for turns older than the tail; no when the middle holds only the previous summary, or nothing", () => {
+    const long = session(8, 3_000);
+    expect(foldsMessages({ messages: long.messages, settings, counter })).toBe(true);
+    expect(foldsMessages({ messages: session(8, 3_000, { summary: "## Goal\nearlier work" }).messages, settings, counter })).toBe(true);
+    const folded = session(0, 0, { summary: "## Goal\nearlier work" });
+    folded.messages.push({ id: "m90", role: "user", content: "next question" });
+    expect(foldsMessages({ messages: folded.messages, settings, counter })).toBe(false);
+    expect(foldsMessages({ messages: session(1, 10).messages, settings, counter })).toBe(false);
   });
 });
