@@ -205,3 +205,14 @@ describe("whether a compaction would fold anything (the memory flush is paid onl
     expect(foldsMessages({ messages: session(1, 10).messages, settings, counter })).toBe(false);
   });
 });
+
+describe("the last resort when nothing needs dropping", () => {
+  it("over a low hard limit but already under the drop target: 'dropped' with nothing dropped, every message kept once, no digest", async () => {
+    const { messages, newId } = session(8, 100);
+    const result = await compact(input({ messages, newId, summarizer: dead(), settings: { ...settings, hardLimitTokens: 1_000 } }));
+    expect(result.status).toBe("dropped");
+    expect(result.record.droppedMessages).toBe(0);
+    expect(result.messages.map((message) => message.id)).toEqual(messages.map((message) => message.id));
+    expect(result.messages.some((message) => (message.content ?? "").includes(FALLBACK_DIGEST_HEADER))).toBe(false);
+  });
+});
