@@ -102,8 +102,10 @@ export interface ChaosReport {
   approvalsAskedTwice: number;
   /** Shown, and at the end still waiting in its session: neither answered nor timed out. */
   approvalsPending: number;
-  /** A reminder delivered more than once. */
+  /** A reminder delivered more than once: fired twice, or its post sent twice without the floor's excuse. */
   duplicateReminders: number;
+  /** A reminder whose one post was repeated by the delivery floor (a part sent again after its gateway died). */
+  duplicateRemindersAtGatewayKill: number;
   /** A reminder whose confirmation reached the chat but which never fired. */
   missingReminders: number;
   /** Chats whose session still had inbox, pending or outbox entries, or a held lease, at the end. */
@@ -477,7 +479,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const reminderParts = parts.flatMap((part) => (part.text.startsWith("⏰") ? part.text.match(REMINDER_PATTERN) ?? [] : []));
   const reminderCounts = new Map<string, number>();
   for (const tag of reminderParts) reminderCounts.set(tag, (reminderCounts.get(tag) ?? 0) + 1);
-  const duplicateReminders = [...reminderCounts.entries()].filter(([, count]) => count > 1).map(([tag]) => tag);
+  const repeatedReminders = [...reminderCounts.entries()].filter(([, count]) => count > 1).map(([tag]) => tag);
   // Asked, confirmed in an answer, never fired.
   const missingReminders = remindersAsked.filter((id) => answered().has(id) && !reminderCounts.has(reminderTag(id)));
   const silentStatuses = new Set(telegram.delivered().filter((call) => call.payload.disable_notification === true).map((call) => `${String(call.payload.chat_id)}\n${String(call.payload.text ?? "")}`));
@@ -535,6 +537,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const laterInChat = parts.some((part) => part.chatId === copy.chatId && part.at > copy.at && lifeAt(part.at) === life);
       return gatewayLives[life]?.killed === true && lifeAt(next.at) > life && !laterInChat;
     });
+  });
+  // A reminder delivered twice is the floor's when its posts are one part repeated at a gateway's
+  // death (one firing, one reply, its part sent again); two different posts, or a repeat the
+  // floor does not explain, are two firings.
+  const floorKeys = new Set(atGatewayKill);
+  const duplicateReminders = repeatedReminders.filter((tag) => {
+    const keys = parts.filter((part) => part.text.startsWith("⏰") && namesTag(part.text, tag)).map((part) => `${part.chatId}\n${part.text}`);
+    return new Set(keys).size > 1 || !floorKeys.has(keys[0]!);
   });
   // Of those, the ones whose gateway ran out of shutdown time (SIGTERM): it records the part on
   // the wire before exiting, so only a record Redis did not take in time leaves one.
@@ -612,6 +622,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     approvalsAskedTwice: approvalsAskedTwice.length,
     approvalsPending: approvalsPendingShown.length,
     duplicateReminders: duplicateReminders.length,
+    duplicateRemindersAtGatewayKill: repeatedReminders.length - duplicateReminders.length,
     missingReminders: missingReminders.length,
     stuckChats,
     leftoverStatuses: leftoverStatuses.length,
@@ -638,6 +649,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       duplicatePartsAtGatewayKill: atGatewayKill.map((key) => key.slice(0, 80)),
       unreceived: [...unreceived],
       duplicateReminders,
+      duplicateRemindersAtGatewayKill: repeatedReminders.filter((tag) => !duplicateReminders.includes(tag)),
       missingReminders,
       approvalsUnshown: approvalsUnshown.filter((id) => !unshownAtUnconfirmed.includes(id)),
       approvalsUnshownAtUnconfirmedPart: unshownAtUnconfirmed,
