@@ -7,7 +7,7 @@
  * when the fallback is the summarizer itself).
  */
 import { describe, expect, it } from "vitest";
-import { compact, DROP_TARGET_RATIO, FALLBACK_DIGEST_SHARE, foldsMessages, type CompactInput } from "../../../src/context/compact.js";
+import { compact, DROP_TARGET_RATIO, FALLBACK_DIGEST_SHARE, foldsMessages, tailBudgetTokens, type CompactInput } from "../../../src/context/compact.js";
 import { FALLBACK_DIGEST_HEADER } from "../../../src/context/fallback-digest.js";
 import { thresholdTokens } from "../../../src/context/decisions.js";
 import type { ChatMessage, ToolCall, ToolDefinition } from "../../../src/core/messages.js";
@@ -214,5 +214,15 @@ describe("the last resort when nothing needs dropping", () => {
     expect(result.record.droppedMessages).toBe(0);
     expect(result.messages.map((message) => message.id)).toEqual(messages.map((message) => message.id));
     expect(result.messages.some((message) => (message.content ?? "").includes(FALLBACK_DIGEST_HEADER))).toBe(false);
+  });
+});
+
+describe("the tail budget after fixed overhead (issue #31)", () => {
+  it("is the target share of what tools and the system block leave under the threshold, never under a quarter of the usual budget", () => {
+    // 10K of tools and system in a 16K threshold: 20% of the 6K left.
+    expect(tailBudgetTokens(16_000, 0.2, 10_000)).toBe(1_200);
+    expect(tailBudgetTokens(16_000, 0.2, 0)).toBe(3_200);
+    // 15K of 16K fixed: the floor, a quarter of the threshold's 20%.
+    expect(tailBudgetTokens(16_000, 0.2, 15_000)).toBe(800);
   });
 });
