@@ -14,6 +14,11 @@ export async function runActionSegment(run: TurnRun<ChatPorts>, entry: InboxEntr
   const pressed = entry.action ? parseApprovalAction(entry.action.id) : undefined;
   const pending = run.state.pendingApproval;
   const sourceMessageId = entry.action?.sourceMessageId;
+  if (pressed && pending?.id !== pressed.approvalId && run.state.answeredApprovals?.includes(pressed.approvalId)) {
+    // Answered by a press already, its message replaced by the outcome: that stays; only the presser hears.
+    addReply(run, "This request was already answered.", "notice", answering(run, [entry]), { private: true });
+    return;
+  }
   if (!pressed || !pending || pending.id !== pressed.approvalId) {
     // Answered already, expired, or superseded: the buttons go, nothing runs.
     addReply(run, "This request is no longer waiting for an answer.", "notice", answering(run, [entry]), sourceMessageId ? { replaces: sourceMessageId } : {});

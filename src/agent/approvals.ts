@@ -19,6 +19,9 @@ import { runCalls } from "./run-turn.js";
 import { finishLoop, runLoop, toolPlumbing } from "./session-loop.js";
 import type { TurnRun } from "./turn-types.js";
 
+/** How many answered approvals a session remembers (SessionState.answeredApprovals). */
+const ANSWERED_APPROVALS_KEPT = 20;
+
 /** Denies a pending approval whose time is up (its timeout job fired, or a later turn found it late). */
 export async function expireApproval(run: TurnRun<ChatPorts>): Promise<void> {
   const pending = run.state.pendingApproval;
@@ -67,6 +70,7 @@ export async function resolveApproval(run: TurnRun<ChatPorts>, outcome: Approval
   run.transcript.push(...step);
   input.log.info({ approvalId: pending.id, outcome, by: options.by }, "tool-approval-resolved");
 
+  if (options.sourceMessageId) run.state.answeredApprovals = [...(run.state.answeredApprovals ?? []), pending.id].slice(-ANSWERED_APPROVALS_KEPT);
   const answers = { target: pending.target, inReplyTo: pending.inReplyTo };
   if (outcome !== "superseded" && outcome !== "stopped") {
     const outcomeAnswers = options.pressId ? { ...answers, inReplyTo: [...answers.inReplyTo, options.pressId] } : answers;

@@ -63,6 +63,12 @@ export interface SessionState {
   lastTarget?: ReplyTarget;
   /** A tool step waiting for a person's approval; its call is outside `live` until resolved. */
   pendingApproval?: PendingApproval;
+  /**
+   * The latest approvals answered by a button press (ids, newest last, at most
+   * ANSWERED_APPROVALS_KEPT): a later press on one of them (a double tap, a client that has not
+   * seen the outcome yet) is told privately, and the request message keeps its outcome.
+   */
+  answeredApprovals?: string[];
   /** Whose long-term memory this conversation reads, its snapshot and pins (src/memory). */
   memory?: SessionMemory;
   chat?: ChatSettings;

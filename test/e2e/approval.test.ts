@@ -137,10 +137,11 @@ describe("tool approval", () => {
     expect(replies[1]?.text).toBe("✅ Approved by Root: ran `files__write_file`.");
     expect(existsSync(join(root, "group.txt"))).toBe(true);
 
-    // A second press on the answered request changes nothing.
+    // A second press on the answered request changes nothing: the presser alone hears, the outcome stays.
     await press(GROUP, ADA, request.actions![1]!.id, "901");
     replies = await waitReplies(GROUP, 4);
-    expect(replies[3]).toMatchObject({ text: "This request is no longer waiting for an answer.", replaces: "901" });
+    expect(replies[3]).toMatchObject({ text: "This request was already answered.", private: true });
+    expect(replies[3]?.replaces).toBeUndefined();
   });
 
   it("times out after APPROVAL_TIMEOUT_S: denied, and the model answers with that", async () => {
