@@ -202,10 +202,16 @@ function connectSettles(cluster: Cluster): Cluster {
     // With node connections, their `end`s end the client; a client never connected ioredis ends.
     const nothingToClose = cluster.nodes().length === 0 && cluster.status !== "wait";
     disconnect(reconnect);
-    if (reconnect || !nothingToClose || cluster.status !== "disconnecting") return;
-    if (typeof internals.setStatus !== "function" || typeof internals.handleCloseEvent !== "function") return;
-    internals.setStatus("close");
-    internals.handleCloseEvent();
+    if (reconnect || !nothingToClose) return;
+    // A turn later, and only if nobody connected it again meanwhile: BullMQ's cluster recovery
+    // calls disconnect() and connect() back to back, and a `close` emitted under that new
+    // connect() would end it.
+    setImmediate(() => {
+      if (cluster.status !== "disconnecting" || cluster.nodes().length > 0) return;
+      if (typeof internals.setStatus !== "function" || typeof internals.handleCloseEvent !== "function") return;
+      internals.setStatus("close");
+      internals.handleCloseEvent();
+    });
   };
   cluster.duplicate = (...args: Parameters<Cluster["duplicate"]>) => connectSettles(duplicate(...args));
   return cluster;
