@@ -26,6 +26,9 @@ import { PREVIEW_HEADROOM, type SendBucket, type SendBudget, type SendPriority, 
 import { RetryableError } from "../../errors.js";
 import { currentSendPriority } from "../send-priority.js";
 import { RequestNotSent, sendTraced, waitToSend } from "./request-outcome.js";
+import { SecondWindows } from "../second-windows.js";
+
+export { SecondWindows };
 
 type MakeRequest = typeof DefaultRestOptions.makeRequest;
 
@@ -65,30 +68,6 @@ export interface DiscordBudgetHook {
   makeRequest?: MakeRequest;
   /** @defaultValue Date.now */
   now?: () => number;
-}
-
-/**
- * At most `perSecond` requests in any one second, however the second is placed: `take` → 0 (go,
- * counted) or the ms until the oldest of the last second's is a second old. Fixed windows (how
- * discord.js counts) let up to twice as many through across a window's edge: when the budget
- * let everything through (its Redis slow on a starved machine), 75 requests reached the fake in
- * one second and it answered 229 global 429s, then a 120 s penalty (issue 32).
- */
-export class SecondWindows {
-  /** When the requests of the last second went, oldest first. */
-  readonly #sentAt: number[] = [];
-
-  constructor(private readonly perSecond: number, private readonly now: () => number = Date.now) {}
-
-  take(): number {
-    const now = this.now();
-    while (this.#sentAt.length > 0 && now - this.#sentAt[0]! >= 1_000) this.#sentAt.shift();
-    if (this.#sentAt.length < this.perSecond) {
-      this.#sentAt.push(now);
-      return 0;
-    }
-    return this.#sentAt[0]! + 1_000 - now;
-  }
 }
 
 /** The client's REST options: this hook, and no global limit of discord.js's own (the hook keeps it). */
