@@ -86,6 +86,14 @@ describe("clipping text", () => {
 describe("what the summarizer reads", () => {
   const tools = new Map([["c1", "read_file"]]);
 
+  it("a call's arguments over 1,000 characters are clipped head and tail with a visible mark where they were cut", () => {
+    const args = JSON.stringify({ text: `${"h".repeat(800)}${"t".repeat(800)}` });
+    const line = serializeMessage({ id: "m2", role: "assistant", content: null, tool_calls: [call("c1", args)] }, new Map()).split("\n").slice(1).join("\n");
+    expect(line).toContain('→ calls read_file {"text":"hhh');
+    expect(line.endsWith('ttt"}')).toBe(true);
+    expect(line).toMatch(/h\n…\nt/);
+  });
+
   it("every role labelled, a tool call with its arguments, a result with its tool's name or 'unknown tool'", () => {
     expect(serializeMessage({ id: "m1", role: "system", content: "be brief" }, tools)).toBe("[m1] system: be brief");
     expect(serializeMessage({ id: "m2", role: "assistant", content: "checking", tool_calls: [call("c1", '{"path":"a.ts"}')] }, tools)).toBe('[m2] assistant: checking\n  → calls read_file {"path":"a.ts"}');
