@@ -130,7 +130,11 @@ export class UpdateIntake {
         await answerPress(api, query, true, logger);
         this.options.notify(target, result.notice, result.status);
       } else await answerPress(api, query, { alert: result.notice }, logger);
-    } else await answerPress(api, query, result?.status === "accepted" || result?.status === "duplicate", logger);
+    } else {
+      // "Please try again" only when the press could not be stored: a user turned away (told
+      // once already) or rate-limited is not invited to press again.
+      await answerPress(api, query, result !== undefined, logger);
+    }
   }
 
   private afterSubmit(result: SubmitResult, intake: Extract<Intake, { kind: "message" }>, message: Message | undefined): void {

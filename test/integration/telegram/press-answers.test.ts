@@ -87,6 +87,14 @@ describe("telegram: a press the ingress turns away", () => {
     });
   }
 
+  for (const result of [{ status: "denied" }, { status: "rate-limited" }] as const) {
+    it(`${result.status} without a notice (told once already): the press is answered plainly, never "please try again"`, async () => {
+      const telegram = await press(result, GROUP);
+      expect(telegram.callsOf("answerCallbackQuery")[0]?.payload.text).toBeUndefined();
+      expect(telegram.callsOf("sendMessage")).toHaveLength(1);
+    });
+  }
+
   it("denied in a private chat: the notice (pairing instructions can be long) comes as a message there", async () => {
     const notice = `To use this bot, send /start and give the admin this code: ${"X".repeat(220)}`;
     const telegram = await press({ status: "denied", notice }, { id: GRACE.id, type: "private" });
