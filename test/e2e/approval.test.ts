@@ -107,12 +107,14 @@ describe("tool approval", () => {
     expect(replies[2]?.kind).toBe("answer");
     expect(replies[2]?.text).toMatch(/^tool said: /);
     expect(readFileSync(join(root, "approved.txt"), "utf8")).toBe("written by approved.txt");
-    // The resumed step carries both results, in the call's order; the current_time one ran before the pause.
+    // The current_time call ran beside the waiting one and joined the context at once, as a step of
+    // its own (bac6c61); the approved call's step follows it with its result.
     const resumed = llm.requests[waitingRequests]!;
     const results = toolResults(resumed);
     expect(results).toHaveLength(2);
-    expect(results[0]).toMatch(/Successfully wrote/);
-    expect(results[1]).toMatch(/^UTC: /);
+    expect(results[0]).toMatch(/^UTC: /);
+    expect(results[1]).toMatch(/Successfully wrote/);
+    expect(resumed.body.messages.slice(-4).map((message) => message.role)).toEqual(["assistant", "tool", "assistant", "tool"]);
     expect(replies[2]?.target.replyToMessageId).toBe(request.target.replyToMessageId);
   });
 
@@ -162,9 +164,10 @@ describe("tool approval", () => {
     const replies = await waitReplies(chat, 2);
     expect(replies[1]?.text).toContain("Error: not run — the user sent a new message instead of answering the approval request.");
     expect(replies[1]?.text).toMatch(/never mind$/);
-    // The step joined the context before the new message: call, both results, then the user.
-    const roles = llm.requests[before]!.body.messages.slice(-4).map((message) => message.role);
-    expect(roles).toEqual(["assistant", "tool", "tool", "user"]);
+    // Both steps joined the context before the new message: the call that ran beside the waiting
+    // one with its result, then the waiting call with its "not run", then the user.
+    const roles = llm.requests[before]!.body.messages.slice(-5).map((message) => message.role);
+    expect(roles).toEqual(["assistant", "tool", "assistant", "tool", "user"]);
     await press(chat, ADA, request.actions![0]!.id, "902");
     expect((await waitReplies(chat, 3))[2]?.text).toBe("This request is no longer waiting for an answer.");
     expect(existsSync(join(root, "superseded.txt"))).toBe(false);
