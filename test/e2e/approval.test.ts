@@ -17,6 +17,8 @@ import { RecordingAdapter, inbound } from "../helpers/recording-adapter.js";
 import { warmUpTokenizer } from "../helpers/telegram-pipeline.js";
 
 const GROUP = "-100555";
+/** A second group, for the stale-press test: its replies are counted apart from GROUP's. */
+const OTHER_GROUP = "-100556";
 const ADA = "42";
 const BOB = "43";
 const ADMIN = "44";
@@ -48,7 +50,7 @@ describe("tool approval", () => {
     pipeline = await startPipeline(testConfig({
       LLM_BASE_URL: llm.url,
       LONGHAUL_CONFIG_FILE: file,
-      ALLOWED_TELEGRAM_CHATS: GROUP,
+      ALLOWED_TELEGRAM_CHATS: `${GROUP},${OTHER_GROUP}`,
       ALLOWED_TELEGRAM_USERS: ADA,
       ADMIN_TELEGRAM_USERS: ADMIN,
       APPROVAL_TIMEOUT_S: "2",
@@ -171,5 +173,31 @@ describe("tool approval", () => {
     await press(chat, ADA, request.actions![0]!.id, "902");
     expect((await waitReplies(chat, 3))[2]?.text).toBe("This request is no longer waiting for an answer.");
     expect(existsSync(join(root, "superseded.txt"))).toBe(false);
+  });
+
+  it("the asker presses Approve twice (a double tap): the approval message keeps its outcome", async () => {
+    const chat = String(1000 + ++chatCounter);
+    const request = await requestApproval(chat, ADA, "twice.txt");
+    // Both presses on the same approval message (id 777), the second before the first's edit took the buttons away.
+    await press(chat, ADA, request.actions![0]!.id, "777");
+    await press(chat, ADA, request.actions![0]!.id, "777");
+    const replies = await waitReplies(chat, 4);
+    const edits = replies.filter((reply) => reply.replaces === "777").map((reply) => reply.text);
+    expect(edits[0]).toBe("✅ Approved by Ada: ran `files__write_file`.");
+    // The last edit of message 777 is what the chat shows: it must still say who approved.
+    expect(edits.at(-1)).toBe("✅ Approved by Ada: ran `files__write_file`.");
+    expect(replies.at(-1)).toMatchObject({ text: "This request was already answered.", private: true });
+  });
+
+  it("a stranger's stale press on an answered approval is not shown to the group", async () => {
+    const request = await requestApproval(OTHER_GROUP, ADA, "stale.txt");
+    await press(OTHER_GROUP, ADA, request.actions![0]!.id, "778");
+    await waitReplies(OTHER_GROUP, 3);
+    await press(OTHER_GROUP, BOB, request.actions![1]!.id, "778");
+    const replies = await waitReplies(OTHER_GROUP, 4);
+    const last = replies.at(-1)!;
+    // Bob's press is for Bob alone, and the group's message keeps the outcome.
+    expect(last).toMatchObject({ text: "This request was already answered.", private: true });
+    expect(last.replaces).toBeUndefined();
   });
 });
