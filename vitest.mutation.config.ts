@@ -7,12 +7,18 @@ import { defineConfig } from "vitest/config";
  * Stryker's dry run on the shared machine and cover nothing in src/context).
  * test/unit/session-context/session-context.test.ts also reaches src/context, through the session,
  * but its simulations take ~10 s per mutant.
+ * MUTATION_UNIT_ONLY=1 leaves the property tests (*.property.test.ts) out: a per-file run on the
+ * shared machine is several times shorter, and its score a lower bound.
+ * MUTATION_RUN tells tokens.test.ts's CPU-time checks that the code under test is instrumented
+ * (every statement counted for coverage): their 50 ms bound becomes 200 ms.
  */
 export default defineConfig({
   test: {
     include: ["test/unit/context/**/*.test.ts"],
+    exclude: process.env.MUTATION_UNIT_ONLY === "1" ? ["test/unit/context/**/*.property.test.ts"] : [],
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    env: { MUTATION_RUN: "1" },
     pool: "forks",
     maxWorkers: 1,
   },

@@ -9,6 +9,7 @@
 import { describe, expect, it } from "vitest";
 import { compact, DROP_TARGET_RATIO, FALLBACK_DIGEST_SHARE, foldsMessages, tailBudgetTokens, type CompactInput } from "../../../src/context/compact.js";
 import { FALLBACK_DIGEST_HEADER } from "../../../src/context/fallback-digest.js";
+import { findBoundaries } from "../../../src/context/boundaries.js";
 import { thresholdTokens } from "../../../src/context/decisions.js";
 import type { ChatMessage, ToolCall, ToolDefinition } from "../../../src/core/messages.js";
 import type { Summarizer, SummaryRequest, SummaryResponse } from "../../../src/context/summarizer.js";
@@ -224,5 +225,62 @@ describe("the tail budget after fixed overhead (issue #31)", () => {
     expect(tailBudgetTokens(16_000, 0.2, 0)).toBe(3_200);
     // 15K of 16K fixed: the floor, a quarter of the threshold's 20%.
     expect(tailBudgetTokens(16_000, 0.2, 15_000)).toBe(800);
+  });
+});
+
+describe("the tail budget in the counter's units with a provider ratio and fixed overhead", () => {
+  it("scales the fixed overhead up to the provider's tokens before taking it from the threshold", async () => {
+    // 3.1K of tools counted at 2 provider tokens per counter token: 6.2K of the 10K threshold
+    // are fixed, so the tail is 20% of the 3.8K left, 379 counter tokens after the ratio.
+    const tools: ToolDefinition[] = [{ type: "function", function: { name: "read_file", description: "d".repeat(3_000), parameters: { type: "object" } } }];
+    const tokenRatio = 2;
+    const { messages, newId } = session(10, 50);
+    const threshold = thresholdTokens(settings.contextWindow, settings.compactionThreshold);
+    const boundariesAt = (fixed: number) =>
+      findBoundaries(messages, { counter, tailBudgetTokens: Math.floor(tailBudgetTokens(threshold, settings.targetRatio, fixed) / tokenRatio), protectLastN: settings.protectLastN });
+    const { keptStart } = boundariesAt(Math.ceil(counter.countTools(tools) * tokenRatio));
+    // The overhead scaled the wrong way (divided by the ratio) would keep a longer tail here.
+    expect(boundariesAt(counter.countTools(tools) / tokenRatio).keptStart).toBeLessThan(keptStart);
+
+    const result = await compact(input({ messages, newId, tools, settings: { ...settings, tokenRatio } }));
+    expect(result.status).toBe("compacted");
+    const summaryAt = result.messages.findIndex((message) => message.kind === "summary");
+    expect(result.messages.slice(summaryAt + 1).map((message) => message.id)).toEqual(messages.slice(keptStart).map((message) => message.id));
+  });
+});
+
+describe("the last resort's target, exactly", () => {
+  it("a context exactly at the drop target is not under it: one more turn goes", async () => {
+    // Results under PRUNE_MIN_CHARS: nothing is pruned, every count below is the context's.
+    const { messages, newId } = session(8, 50, { summary: "## Goal\nthe earlier summary" });
+    const threshold = thresholdTokens(settings.contextWindow, settings.compactionThreshold);
+    const target = Math.floor(threshold * DROP_TARGET_RATIO) - Math.floor(threshold * FALLBACK_DIGEST_SHARE);
+    // Extra tokens chosen so that dropping the two oldest turns lands exactly on the target.
+    const twoTurns = messages.slice(2, 10);
+    const extraTokens = target - (counter.countMessages(messages) - twoTurns.reduce((sum, message) => sum + counter.countMessage(message), 0));
+    expect(extraTokens).toBeGreaterThan(0);
+    const result = await compact(input({ messages, newId, extraTokens, summarizer: dead(), settings: { ...settings, hardLimitTokens: 1_000 } }));
+    expect(result.status).toBe("dropped");
+    expect(result.record.prunedMessages).toBe(0);
+    const kept = new Set(result.messages.map((message) => message.id));
+    const droppedIds = messages.filter((message) => !kept.has(message.id) && message.kind !== "summary").map((message) => message.id);
+    expect(droppedIds).toEqual(messages.slice(2, 14).map((message) => message.id));
+    expect(result.record.droppedMessages).toBe(12);
+  });
+});
+
+describe("the user-text cut in a compaction", () => {
+  it("leaves a paste inside the folded middle to the summary: the summarizer reads it whole, and nothing is counted as cut", async () => {
+    // Results under PRUNE_MIN_CHARS: nothing is pruned.
+    const { messages, newId } = session(8, 50);
+    // A paste over the cap (25% of the 20K window) in the third turn, which is folded.
+    const paste = `paste ${"p".repeat(6_000)}`;
+    messages[9] = { id: messages[9]!.id, role: "user", content: paste };
+    const summarizer = working();
+    const result = await compact(input({ messages, newId, summarizer }));
+    expect(result.status).toBe("compacted");
+    expect(result.messages.some((message) => message.id === messages[9]!.id)).toBe(false);
+    expect(promptOf(summarizer.requests[0]!)).toContain(paste);
+    expect(result.record).toMatchObject({ prunedMessages: 0, prunedTokens: 0 });
   });
 });

@@ -282,6 +282,10 @@ describe("no input can stall the counter (issue #10)", () => {
     expect(splitForCounting("")).toEqual([]);
   });
 
+  // Under mutation testing (vitest.mutation.config.ts) the counter is instrumented, every
+  // statement counted: the bound is 4 × wider there, still far under an unbounded encoder's seconds.
+  const cpuBoundMs = process.env.MUTATION_RUN === "1" ? 200 : 50;
+
   it.each(PATHOLOGICAL)("%s costs at most 50 ms of CPU with a warm encoder (median of 5)", (_name, text) => {
     const counter = getTokenCounter("gpt-4o-mini");
     counter.countText("warm up");
@@ -294,7 +298,7 @@ describe("no input can stall the counter (issue #10)", () => {
       cpuMs.push((used.user + used.system) / 1000);
     }
     cpuMs.sort((a, b) => a - b);
-    expect(cpuMs[2]).toBeLessThan(50);
+    expect(cpuMs[2]).toBeLessThan(cpuBoundMs);
   });
 
   it("counts within 1% of the plain encoder on ordinary prose and code, exactly for almost every message", async () => {
