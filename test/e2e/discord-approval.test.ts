@@ -28,6 +28,16 @@ describe("Discord: tool approval with buttons", E2E_TIMEOUT, () => {
   });
   afterEach(() => e2e.close());
 
+  /** Ada's message `messageId` asks for a write; returns what was sent, its buttons and the message, still waiting for a press. */
+  async function waitingRequest(messageId: string) {
+    e2e.llm.setHandler(() => ({ toolCalls: [{ name: "files__write_file", arguments: { path: join(root, "no.txt"), content: "x" } }] }));
+    e2e.fake.dispatchMessage(mention(IDS.textChannel, messageId, "save a note"));
+    const [request] = await e2e.waitForSent(1, IDS.textChannel);
+    const buttons = ((request?.components as Payload[])[0]!.components as Payload[]);
+    const created = e2e.fake.botMessages(IDS.textChannel)[0]!;
+    return { request, buttons, created };
+  }
+
   it("asks with buttons, acknowledges the press in time, edits the request to the outcome, and answers", async () => {
     e2e.llm.setHandler((request) => request.body.messages.at(-1)?.role === "tool"
       ? { text: `result: ${textOf(request.body.messages.at(-1)?.content)}` }
@@ -56,11 +66,7 @@ describe("Discord: tool approval with buttons", E2E_TIMEOUT, () => {
   });
 
   it("answers the wrong presser privately (an ephemeral follow-up), not in the channel; the request keeps waiting", async () => {
-    e2e.llm.setHandler(() => ({ toolCalls: [{ name: "files__write_file", arguments: { path: join(root, "no.txt"), content: "x" } }] }));
-    e2e.fake.dispatchMessage(mention(IDS.textChannel, "600000000000000711", "save a note"));
-    const [request] = await e2e.waitForSent(1, IDS.textChannel);
-    const buttons = ((request?.components as Payload[])[0]!.components as Payload[]);
-    const created = e2e.fake.botMessages(IDS.textChannel)[0]!;
+    const { buttons, created } = await waitingRequest("600000000000000711");
 
     const pressId = e2e.fake.dispatchButtonPress(IDS.textChannel, String(created.id), String(buttons[0]!.custom_id), OTHER_USER);
     const [answer] = await until(() => {
@@ -75,11 +81,7 @@ describe("Discord: tool approval with buttons", E2E_TIMEOUT, () => {
   });
 
   it("the wrong presser is answered privately even when the gateway restarts before any worker sees the press", async () => {
-    e2e.llm.setHandler(() => ({ toolCalls: [{ name: "files__write_file", arguments: { path: join(root, "no.txt"), content: "x" } }] }));
-    e2e.fake.dispatchMessage(mention(IDS.textChannel, "600000000000000721", "save a note"));
-    const [request] = await e2e.waitForSent(1, IDS.textChannel);
-    const buttons = ((request?.components as Payload[])[0]!.components as Payload[]);
-    const created = e2e.fake.botMessages(IDS.textChannel)[0]!;
+    const { request, buttons, created } = await waitingRequest("600000000000000721");
     await e2e.pipelines[0]!.close();
 
     // A gateway without a worker takes the press, then restarts; the worker comes back after.

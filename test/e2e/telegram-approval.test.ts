@@ -22,6 +22,24 @@ afterEach(async () => {
   for (const secret of SECRETS) expect(logs).not.toContain(secret);
 });
 
+/**
+ * Ada (Grace allowed too) asks in GROUP for a write that waits for approval; returns the fake
+ * Telegram, the running app, the request's keyboard and the request message, still waiting for a press.
+ */
+async function groupRequest(adapter?: { pressAnswerHoldMs: number }) {
+  const root = mkdtempSync(join(tmpdir(), "lh-tg-approval-"));
+  const file = writeConfigFile({ mcp: { servers: { files: { command: process.execPath, args: [FILESYSTEM, root], approval: "always" } } } });
+  e2e = await startTelegramE2e({ env: { LONGHAUL_CONFIG_FILE: file, ALLOWED_TELEGRAM_USERS: `${ADA.id},${GRACE.id}`, ALLOWED_TELEGRAM_CHATS: String(GROUP.id) }, adapter });
+  const { telegram, llm } = e2e;
+  llm.setHandler(() => ({ toolCalls: [{ name: "files__write_file", arguments: { path: join(root, "no.txt"), content: "x" } }] }));
+  const text = "@longhaul_test_bot save a note";
+  telegram.pushMessage({ chat: GROUP, from: ADA, text, entities: mentionOf(text) });
+  const [request] = await e2e.waitForSent(GROUP.id, 1);
+  const keyboard = (request?.payload.reply_markup as { inline_keyboard: Array<Array<{ callback_data: string }>> }).inline_keyboard;
+  const [sent] = [...telegram.botMessages.values()].filter((message) => message.chat.id === GROUP.id);
+  return { app: e2e, telegram, keyboard, sent: sent! };
+}
+
 describe("telegram: tool approval with buttons", () => {
   it("asks with an inline keyboard, takes the press, edits the request to the outcome, and answers", async () => {
     const root = mkdtempSync(join(tmpdir(), "lh-tg-approval-"));
@@ -56,45 +74,27 @@ describe("telegram: tool approval with buttons", () => {
   });
 
   it("answers the wrong presser with an alert on their press, not a message to the group; the request keeps waiting", async () => {
-    const root = mkdtempSync(join(tmpdir(), "lh-tg-approval-"));
-    const file = writeConfigFile({ mcp: { servers: { files: { command: process.execPath, args: [FILESYSTEM, root], approval: "always" } } } });
-    e2e = await startTelegramE2e({ env: { LONGHAUL_CONFIG_FILE: file, ALLOWED_TELEGRAM_USERS: `${ADA.id},${GRACE.id}`, ALLOWED_TELEGRAM_CHATS: String(GROUP.id) } });
-    const { telegram, llm } = e2e;
-    llm.setHandler(() => ({ toolCalls: [{ name: "files__write_file", arguments: { path: join(root, "no.txt"), content: "x" } }] }));
-    const text = "@longhaul_test_bot save a note";
-    telegram.pushMessage({ chat: GROUP, from: ADA, text, entities: mentionOf(text) });
-    const [request] = await e2e.waitForSent(GROUP.id, 1);
-    const keyboard = (request?.payload.reply_markup as { inline_keyboard: Array<Array<{ callback_data: string }>> }).inline_keyboard;
-    const [sent] = [...telegram.botMessages.values()].filter((message) => message.chat.id === GROUP.id);
+    const { app, telegram, keyboard, sent } = await groupRequest();
 
-    telegram.pushCallbackQuery(GRACE, GROUP.id, sent!.message_id, keyboard[0]![0]!.callback_data);
+    telegram.pushCallbackQuery(GRACE, GROUP.id, sent.message_id, keyboard[0]![0]!.callback_data);
     await waitUntil(() => telegram.callsOf("answerCallbackQuery").length === 1, "the press to be answered");
     expect(telegram.callsOf("answerCallbackQuery")[0]?.payload).toMatchObject({ show_alert: true, text: "Only Ada Lovelace, who asked, or an admin can answer this request." });
     await sleep(300);
     // Nothing public: the group got only the request, which still has its buttons.
-    expect(e2e.sentTo(GROUP.id)).toHaveLength(1);
+    expect(app.sentTo(GROUP.id)).toHaveLength(1);
     expect(telegram.callsOf("editMessageText")).toHaveLength(0);
   });
 
   it("answers the wrong presser with an alert at once, even when no turn could answer within the press's hold", async () => {
-    const root = mkdtempSync(join(tmpdir(), "lh-tg-approval-"));
-    const file = writeConfigFile({ mcp: { servers: { files: { command: process.execPath, args: [FILESYSTEM, root], approval: "always" } } } });
     // A hold of 1 ms: a busy worker's answer always comes after the press was answered plainly.
-    e2e = await startTelegramE2e({ env: { LONGHAUL_CONFIG_FILE: file, ALLOWED_TELEGRAM_USERS: `${ADA.id},${GRACE.id}`, ALLOWED_TELEGRAM_CHATS: String(GROUP.id) }, adapter: { pressAnswerHoldMs: 1 } });
-    const { telegram, llm } = e2e;
-    llm.setHandler(() => ({ toolCalls: [{ name: "files__write_file", arguments: { path: join(root, "no.txt"), content: "x" } }] }));
-    const text = "@longhaul_test_bot save a note";
-    telegram.pushMessage({ chat: GROUP, from: ADA, text, entities: mentionOf(text) });
-    const [request] = await e2e.waitForSent(GROUP.id, 1);
-    const keyboard = (request?.payload.reply_markup as { inline_keyboard: Array<Array<{ callback_data: string }>> }).inline_keyboard;
-    const [sent] = [...telegram.botMessages.values()].filter((message) => message.chat.id === GROUP.id);
+    const { app, telegram, keyboard, sent } = await groupRequest({ pressAnswerHoldMs: 1 });
 
-    telegram.pushCallbackQuery(GRACE, GROUP.id, sent!.message_id, keyboard[0]![1]!.callback_data);
+    telegram.pushCallbackQuery(GRACE, GROUP.id, sent.message_id, keyboard[0]![1]!.callback_data);
     await waitUntil(() => telegram.callsOf("answerCallbackQuery").length === 1, "the press to be answered");
     expect(telegram.callsOf("answerCallbackQuery")[0]?.payload).toMatchObject({ show_alert: true, text: "Only Ada Lovelace, who asked, or an admin can answer this request." });
     await sleep(500);
     expect(telegram.callsOf("answerCallbackQuery")).toHaveLength(1);
-    expect(e2e.sentTo(GROUP.id)).toHaveLength(1);
+    expect(app.sentTo(GROUP.id)).toHaveLength(1);
     expect(telegram.callsOf("editMessageText")).toHaveLength(0);
   });
 });
