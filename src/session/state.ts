@@ -95,10 +95,17 @@ export function newSessionState(now: number, version = 0): SessionState {
 /**
  * The fresh session that replaces `previous` (`/new`, idle reset): a new id and history, but
  * the same version line (commits stay checked) and message counter (ids stay unique within
- * the key's transcripts).
+ * the key's transcripts). The approvals answered by a press stay known: their request messages
+ * still show the outcome in the chat, and a late press on one (a client that still shows the
+ * buttons) must leave that outcome and be told privately, as before the reset (issue 28).
  */
 export function freshSessionAfter(previous: SessionState, now: number): SessionState {
-  return { ...newSessionState(now, previous.version), nextSeq: previous.nextSeq, ...(previous.chat ? { chat: previous.chat } : {}) };
+  return {
+    ...newSessionState(now, previous.version),
+    nextSeq: previous.nextSeq,
+    ...(previous.chat ? { chat: previous.chat } : {}),
+    ...(previous.answeredApprovals?.length ? { answeredApprovals: [...previous.answeredApprovals] } : {}),
+  };
 }
 
 /** Hands out message ids for one turn; the state's counter moves with it. */

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { textOf } from "../fakes/fake-llm.js";
 import type { Payload } from "../fakes/fake-discord.js";
-import { OTHER_USER } from "../fakes/fake-discord.js";
+import { HUMAN_USER, OTHER_USER } from "../fakes/fake-discord.js";
 import { DiscordE2E, E2E_TIMEOUT, IDS, mention, sleep, until } from "../helpers/discord-pipeline.js";
 import { FILESYSTEM, assertCallsAnswered, writeConfigFile } from "../helpers/mcp.js";
 import { createRedis } from "../../src/queue/index.js";
@@ -63,6 +63,48 @@ describe("Discord: tool approval with buttons", E2E_TIMEOUT, () => {
     expect(edits[0]?.status).toBe(200);
     expect(edits[0]?.body).toMatchObject({ content: "✅ Approved by Ada L.: ran `files__write_file`.", components: [] });
     for (const llmRequest of e2e.llm.requests) assertCallsAnswered(llmRequest);
+  });
+
+  it("a press on a request answered before /new keeps its outcome: the presser alone is told, the new conversation never sees it", async () => {
+    e2e.llm.setHandler((request) => request.body.messages.at(-1)?.role === "tool"
+      ? { text: "wrote it" }
+      : { toolCalls: [{ name: "files__write_file", arguments: { path: join(root, "old.txt"), content: "before /new" } }] });
+    e2e.fake.dispatchMessage(mention(IDS.textChannel, "600000000000000731", "save a note"));
+    const [request] = await e2e.waitForSent(1, IDS.textChannel);
+    const approve = String(((request?.components as Payload[])[0]!.components as Payload[])[0]!.custom_id);
+    const created = e2e.fake.botMessages(IDS.textChannel)[0]!;
+    const shownBefore = structuredClone(created);
+    const editsOfRequest = () => e2e.fake.requestsTo("PATCH", new RegExp(`^/channels/${IDS.textChannel}/messages/${String(created.id)}$`));
+    e2e.fake.dispatchButtonPress(IDS.textChannel, String(created.id), approve);
+    await e2e.waitForSent(2, IDS.textChannel);
+    await until(() => expect(editsOfRequest()).toHaveLength(1));
+    const outcome = "✅ Approved by Ada L.: ran `files__write_file`.";
+    expect(editsOfRequest()[0]?.body).toMatchObject({ content: outcome, components: [] });
+
+    e2e.fake.dispatchMessage(mention(IDS.textChannel, "600000000000000732", "/new"));
+    const afterNew = await e2e.waitForSent(3, IDS.textChannel);
+    expect(afterNew[2]?.content).toBe("Started a new conversation. The previous one is archived.");
+    const llmRequests = e2e.llm.requests.length;
+
+    // A press on the old request (a client that still shows its buttons).
+    const pressId = e2e.fake.dispatchButtonPress(IDS.textChannel, String(created.id), approve, HUMAN_USER, shownBefore);
+    const [answer] = await until(() => {
+      const found = e2e.fake.interactionResponses.filter((response) => response.interactionId === pressId);
+      if (found.length === 0) throw new Error("no answer yet");
+      return found;
+    });
+    expect(answer).toMatchObject({ ephemeral: true, userId: IDS.user, content: "This request was already answered." });
+    await sleep(300);
+    // The request still shows who approved it; nothing else went to the channel; no model ran.
+    expect(editsOfRequest()).toHaveLength(1);
+    expect(e2e.fake.botMessages(IDS.textChannel).find((message) => message.id === created.id)?.content).toBe(outcome);
+    expect(e2e.sent(IDS.textChannel)).toHaveLength(3);
+    expect(e2e.llm.requests).toHaveLength(llmRequests);
+
+    e2e.llm.setHandler(() => ({ text: "fresh" }));
+    e2e.fake.dispatchMessage(mention(IDS.textChannel, "600000000000000733", "hello again"));
+    await e2e.waitForSent(4, IDS.textChannel);
+    expect(JSON.stringify(e2e.llm.requests.at(-1)?.body.messages)).not.toContain("write_file");
   });
 
   it("answers the wrong presser privately (an ephemeral follow-up), not in the channel; the request keeps waiting", async () => {

@@ -73,6 +73,50 @@ describe("telegram: tool approval with buttons", () => {
     for (const sentRequest of llm.requests) assertCallsAnswered(sentRequest);
   });
 
+  it("a press on a request answered before /new keeps its outcome: the presser alone is told, the new conversation never sees it", async () => {
+    const root = mkdtempSync(join(tmpdir(), "lh-tg-approval-"));
+    const file = writeConfigFile({ mcp: { servers: { files: { command: process.execPath, args: [FILESYSTEM, root], approval: "always" } } } });
+    // The private answer rides on the press's answer: held long enough for a loaded machine's worker.
+    e2e = await startTelegramE2e({ env: { LONGHAUL_CONFIG_FILE: file }, adapter: { pressAnswerHoldMs: 12_000 } });
+    const { telegram, llm } = e2e;
+    llm.setHandler((request) => request.body.messages.at(-1)?.role === "tool"
+      ? { text: "wrote it" }
+      : { toolCalls: [{ name: "files__write_file", arguments: { path: join(root, "old.txt"), content: "before /new" } }] });
+    telegram.pushMessage({ chat: DM, from: ADA, text: "save a note" });
+    const [request] = await e2e.waitForSent(DM.id, 1);
+    const approve = (request?.payload.reply_markup as { inline_keyboard: Array<Array<{ callback_data: string }>> }).inline_keyboard[0]![0]!.callback_data;
+    const [sent] = [...telegram.botMessages.values()].filter((message) => message.chat.id === DM.id);
+    telegram.pushCallbackQuery(ADA, DM.id, sent!.message_id, approve);
+    await e2e.waitForSent(DM.id, 2);
+    await waitUntil(() => telegram.callsOf("editMessageText").length === 1, "the request to show its outcome");
+    const outcome = "✅ Approved by Ada Lovelace: ran files__write_file.";
+    expect(telegram.botMessages.get(`${DM.id}:${sent!.message_id}`)?.text).toBe(outcome);
+
+    telegram.pushMessage({ chat: DM, from: ADA, text: "/new" });
+    const afterNew = await e2e.waitForSent(DM.id, 3);
+    expect(textOf(afterNew[2])).toBe("Started a new conversation. The previous one is archived.");
+    const llmRequests = llm.requests.length;
+
+    // A press on the old request (a client that still shows its buttons, a stale notification).
+    telegram.pushCallbackQuery(ADA, DM.id, sent!.message_id, approve);
+    await waitUntil(() => telegram.callsOf("answerCallbackQuery").length === 2, "the stale press to be answered");
+    expect(telegram.callsOf("answerCallbackQuery")[1]?.payload).toMatchObject({ show_alert: true, text: "This request was already answered." });
+    await sleep(300);
+    // The request still shows who approved it, nothing went to the chat, no model ran.
+    expect(telegram.callsOf("editMessageText")).toHaveLength(1);
+    expect(telegram.botMessages.get(`${DM.id}:${sent!.message_id}`)?.text).toBe(outcome);
+    expect(e2e.sentTo(DM.id)).toHaveLength(3);
+    expect(llm.requests).toHaveLength(llmRequests);
+
+    // The new conversation knows nothing of the press (nor of the old one).
+    llm.setHandler(() => ({ text: "fresh" }));
+    telegram.pushMessage({ chat: DM, from: ADA, text: "hello again" });
+    await e2e.waitForSent(DM.id, 4);
+    const fresh = JSON.stringify(llm.requests.at(-1)?.body.messages);
+    expect(fresh).not.toContain("write_file");
+    expect(fresh).not.toContain("button");
+  });
+
   it("answers the wrong presser with an alert on their press, not a message to the group; the request keeps waiting", async () => {
     const { app, telegram, keyboard, sent } = await groupRequest();
 

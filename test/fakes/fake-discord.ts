@@ -317,10 +317,11 @@ export class FakeDiscord {
   /**
    * A user pressing a button of a bot message, as Discord dispatches it (INTERACTION_CREATE,
    * type 3). It must be acknowledged within 3 s, once (POST /interactions/:id/:token/callback).
-   * Returns the interaction id.
+   * Returns the interaction id. `clientShows`: the message as a stale client still shows it (its
+   * buttons since removed by an edit the client has not seen yet).
    */
-  dispatchButtonPress(channelId: string, messageId: string, customId: string, user: Payload = HUMAN_USER): string {
-    const message = this.world.message(channelId, messageId);
+  dispatchButtonPress(channelId: string, messageId: string, customId: string, user: Payload = HUMAN_USER, clientShows?: Payload): string {
+    const message = clientShows ?? this.world.message(channelId, messageId);
     if (!message || (message.author as Payload).id !== IDS.bot) throw new Error(`fake discord: no bot message ${messageId} in ${channelId}`);
     const channel = this.world.channels.get(channelId);
     if (!channel) throw new Error(`fake discord: no channel ${channelId}`);
