@@ -9,6 +9,7 @@ import { GrammyError, InputFile, type Api } from "grammy";
 import type { PartSent, ReplyDocument, ReplyTarget } from "../channel-adapter.js";
 import type { Logger } from "../../logger.js";
 import { chatRefuses } from "./fallback.js";
+import { carryingPart } from "./on-wire.js";
 import { outcomeUnknown, toApiSignal, toTelegramError } from "./send-reply.js";
 
 export interface SendDocumentsOptions {
@@ -19,6 +20,8 @@ export interface SendDocumentsOptions {
   onPartSent(partIndex: number, sent: PartSent): Promise<void>;
   signal?: AbortSignal;
   logger: Logger;
+  /** Told when the upload of part `partIndex` is on the wire (SendOptions.onPartRequest), as a text part. */
+  onPartRequest?: (partIndex: number, onWire: boolean) => void;
 }
 
 export async function sendDocuments(api: Api, target: ReplyTarget, documents: readonly ReplyDocument[], options: SendDocumentsOptions): Promise<void> {
@@ -28,9 +31,11 @@ export async function sendDocuments(api: Api, target: ReplyTarget, documents: re
     if (part < options.fromPart) continue;
     let unconfirmed = false;
     try {
-      await api.sendDocument(target.chatId, new InputFile(Buffer.from(document.base64, "base64"), document.filename), {
-        ...(threadId === undefined || Number.isNaN(threadId) ? {} : { message_thread_id: threadId }),
-      }, toApiSignal(options.signal));
+      const onRequest = options.onPartRequest;
+      await carryingPart(onRequest && ((onWire) => onRequest(part, onWire)), () =>
+        api.sendDocument(target.chatId, new InputFile(Buffer.from(document.base64, "base64"), document.filename), {
+          ...(threadId === undefined || Number.isNaN(threadId) ? {} : { message_thread_id: threadId }),
+        }, toApiSignal(options.signal)));
     } catch (error) {
       if (error instanceof GrammyError && (error.error_code === 400 || error.error_code === 413) && error.parameters.migrate_to_chat_id === undefined && !chatRefuses(error.description)) {
         options.logger.error({ chatId: target.chatId, part, file: document.filename, description: error.description }, "telegram refused a file of the reply; the file is given up, the reply goes on");

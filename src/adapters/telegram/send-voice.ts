@@ -11,6 +11,7 @@ import { GrammyError, InputFile, type Api } from "grammy";
 import type { OutboundReply, PartSent, ReplyVoice } from "../channel-adapter.js";
 import type { Logger } from "../../logger.js";
 import { chatRefuses } from "./fallback.js";
+import { carryingPart } from "./on-wire.js";
 import { describeError, migratedTo, outcomeUnknown, replyParts, toApiSignal, toTelegramError } from "./send-reply.js";
 
 /** Telegram's caption limit, in UTF-16 units after entity parsing. */
@@ -23,6 +24,8 @@ export interface SendVoiceOptions {
   onPartSent: OnPartSent;
   logger: Logger;
   signal?: AbortSignal;
+  /** Told when the voice note (part 0) is on the wire (SendOptions.onPartRequest), as a text part. */
+  onPartRequest?: (partIndex: number, onWire: boolean) => void;
   /** Sends the reply's text from its part `fromPart` on (the adapter's own text path, with chat moves and buttons). */
   sendText(fromPart: number, onPartSent: OnPartSent): Promise<void>;
 }
@@ -57,8 +60,9 @@ async function sendVoiceNote(api: Api, reply: OutboundReply & { voice: ReplyVoic
     ...(threadId === undefined || Number.isNaN(threadId) ? {} : { message_thread_id: threadId }),
     ...(replyTo === undefined || Number.isNaN(replyTo) ? {} : { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }),
   };
-  const send = (withCaption: Record<string, unknown>) =>
-    api.sendVoice(target.chatId, new InputFile(Buffer.from(reply.voice.base64, "base64"), "voice.ogg"), { ...common, ...withCaption }, toApiSignal(options.signal));
+  const onRequest = options.onPartRequest;
+  const send = (withCaption: Record<string, unknown>) => carryingPart(onRequest && ((onWire) => onRequest(0, onWire)), () =>
+    api.sendVoice(target.chatId, new InputFile(Buffer.from(reply.voice.base64, "base64"), "voice.ogg"), { ...common, ...withCaption }, toApiSignal(options.signal)));
   try {
     await send(caption === undefined ? {} : { caption, parse_mode: "HTML" });
     return "sent";

@@ -227,7 +227,7 @@ export class TelegramAdapter implements ChannelAdapter {
     if (reply.voice) {
       const { voice, ...text } = reply;
       await sendVoiceReply(this.bot.api, { ...reply, voice }, {
-        fromPart: options.fromPart, onPartSent: options.onPartSent, logger: this.logger,
+        fromPart: options.fromPart, onPartSent: options.onPartSent, logger: this.logger, ...wire,
         sendText: (fromPart, onPartSent) => this.send(text, { fromPart, onPartSent, ...wire }),
       });
       if (reply.kind === "answer") this.typing.stop(reply.sessionKey);
@@ -253,7 +253,7 @@ export class TelegramAdapter implements ChannelAdapter {
       ...(reply.actions?.length ? { lastPart: { reply_markup: inlineKeyboard(reply.actions) } } : {}),
       ...wire,
     });
-    if (reply.documents && documents > 0) await sendDocuments(this.bot.api, reply.target, reply.documents, { firstPart: parts, fromPart: options.fromPart, onPartSent: options.onPartSent, logger: this.logger });
+    if (reply.documents && documents > 0) await sendDocuments(this.bot.api, reply.target, reply.documents, { firstPart: parts, fromPart: options.fromPart, onPartSent: options.onPartSent, logger: this.logger, ...wire });
     // The answer is out: Telegram clears "typing…" when our message arrives; keep it cleared.
     if (reply.kind === "answer" && parts > 0) this.typing.stop(reply.sessionKey);
   }

@@ -9,6 +9,7 @@
  * that was on its way.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import type { AppProcess } from "../../helpers/app-process.js";
 import { startTelegramApps, type TelegramApps } from "../../helpers/telegram-apps.js";
 import { ADA, DM, sleep, textOf, waitUntil } from "../../helpers/telegram-pipeline.js";
 
@@ -23,6 +24,22 @@ afterEach(async () => {
 const WORDS = ["alpha", "bravo", "delta", "hotel", "oscar", "romeo", "tango", "vodka"];
 const ANSWER = WORDS.map((word) => `${word} `.repeat(650).trim()).join("\n\n");
 const partOf = (text: string) => WORDS.findIndex((word) => text.startsWith(word));
+
+/** A gateway and a worker of `run`, ready: the gateway polling, the worker taking turns. */
+async function startGatewayAndWorker(run: TelegramApps): Promise<AppProcess> {
+  const gateway = run.start("gateway");
+  const worker = run.start("worker");
+  await gateway.waitForStderr(/telegram long polling started/, 90_000);
+  await worker.waitForStderr(/longhaul-ready/, 90_000);
+  return gateway;
+}
+
+/** SIGTERMs `gateway` with a part on the wire past its shutdown time, then starts the next gateway. */
+async function stopPastShutdownTime(run: TelegramApps, gateway: AppProcess): Promise<void> {
+  await gateway.kill("SIGTERM");
+  expect(gateway.stderr()).toContain("shutdown-timed-out");
+  await run.start("gateway").waitForStderr(/telegram long polling started/, 90_000);
+}
 
 describe("a gateway stopped with SIGTERM mid-reply", () => {
   it("starts no new part after the SIGTERM: exits in time, and the next gateway sends the rest, each part once", { timeout: 240_000 }, async () => {
@@ -75,5 +92,43 @@ describe("a gateway stopped with SIGTERM mid-reply", () => {
     expect(telegram.delivered(DM.id).map((call) => partOf(textOf(call)))).toEqual(WORDS.map((_, index) => index));
     // Counted as a part whose outcome is unknown (longhaul_reply_parts_unconfirmed_total).
     expect(first.stderr()).toMatch(/"part":2,.*"msg":"reply-part-unconfirmed"/);
+  });
+
+  it("records a file on its way (/export's Markdown upload, its answer never coming): the next gateway sends the next file, not that one again", { timeout: 240_000 }, async () => {
+    run = await startTelegramApps({ SHUTDOWN_TIMEOUT_MS: "3000" });
+    const { telegram } = run;
+    const isMarkdown = (name: string | undefined) => name?.endsWith(".md") === true;
+    // The reply: its text (part 0), the Markdown file (part 1), the JSON file (part 2).
+    telegram.loseAnswer("sendDocument", { applied: true, hang: true, predicate: (call) => isMarkdown(call.files?.[0]?.filename) });
+    const first = await startGatewayAndWorker(run);
+    telegram.pushMessage({ chat: DM, from: ADA, text: "/export", entities: [{ type: "bot_command", offset: 0, length: 7 }] });
+    await waitUntil(() => telegram.documents(DM.id).length === 1, "the Markdown file in the chat", 90_000);
+    await stopPastShutdownTime(run, first);
+
+    await waitUntil(() => telegram.documents(DM.id).length >= 2, "the JSON file", 90_000);
+    await sleep(1_500);
+    expect(telegram.documents(DM.id).map((document) => document.fileName.replace(/.*\./, ""))).toEqual(["md", "json"]);
+    expect(telegram.delivered(DM.id).map(textOf).filter((text) => text.startsWith("Your export"))).toHaveLength(1);
+    expect(first.stderr()).toMatch(/"part":1,.*"msg":"reply-part-unconfirmed"/);
+  });
+
+  it("records a voice note on its way (its answer never coming): the next gateway sends the text after it, not the voice again", { timeout: 240_000 }, async () => {
+    run = await startTelegramApps({ SHUTDOWN_TIMEOUT_MS: "3000" });
+    const { telegram, llm } = run;
+    const first = await startGatewayAndWorker(run);
+    telegram.pushMessage({ chat: DM, from: ADA, text: "/voice on" });
+    await waitUntil(() => telegram.delivered(DM.id).length === 1, "the /voice answer", 90_000);
+    // Spoken, and shown after the voice note (too long for its caption): part 0 the voice, parts 1–8 the text.
+    llm.enqueue({ text: ANSWER });
+    telegram.loseAnswer("sendVoice", { applied: true, hang: true });
+    telegram.pushMessage({ chat: DM, from: ADA, text: "eight parts, spoken" });
+    await waitUntil(() => telegram.voices(DM.id).length === 1, "the voice note in the chat", 90_000);
+    await stopPastShutdownTime(run, first);
+
+    await waitUntil(() => telegram.delivered(DM.id).some((call) => partOf(textOf(call)) === WORDS.length - 1), "the last part", 90_000);
+    await sleep(1_500);
+    expect(telegram.voices(DM.id)).toHaveLength(1);
+    expect(telegram.delivered(DM.id).slice(1).map((call) => partOf(textOf(call)))).toEqual(WORDS.map((_, index) => index));
+    expect(first.stderr()).toMatch(/"part":0,.*"msg":"reply-part-unconfirmed"/);
   });
 });
