@@ -1,10 +1,11 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { OutboundReply, SendOptions } from "../../src/adapters/channel-adapter.js";
 import { PermanentError, RetryableError } from "../../src/errors.js";
-import { startFakeLlm, type FakeLlm } from "../fakes/fake-llm.js";
+import { startFakeLlm } from "../fakes/fake-llm.js";
 import { testConfig } from "../helpers/config.js";
-import { captureLogs, startPipeline, type Pipeline } from "../helpers/pipeline.js";
+import { captureLogs, startPipeline } from "../helpers/pipeline.js";
 import { inbound, RecordingAdapter } from "../helpers/recording-adapter.js";
+import { closeAfterTest } from "../helpers/close-after-test.js";
 
 /** A platform that refuses the first `failures.length` sends with the given errors. */
 class FlakyAdapter extends RecordingAdapter {
@@ -21,17 +22,10 @@ class FlakyAdapter extends RecordingAdapter {
 }
 
 describe("reply delivery", () => {
-  let llm: FakeLlm | undefined;
-  let pipeline: Pipeline | undefined;
-  afterEach(async () => {
-    await pipeline?.close();
-    await llm?.close();
-  });
-
   it("waits out a platform's retry-after without losing or doubling the reply", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     const adapter = new FlakyAdapter([new RetryableError("429", { retryAfterMs: 1_500 })]);
-    pipeline = await startPipeline(testConfig({ LLM_BASE_URL: llm.url }), [adapter]);
+    const pipeline = closeAfterTest(await startPipeline(testConfig({ LLM_BASE_URL: llm.url }), [adapter]));
     await adapter.submit(inbound({ text: "slowly", messageId: "d1" }));
     await adapter.waitFor((sent) => sent.length === 1);
     expect(adapter.attempts).toHaveLength(2);
@@ -41,7 +35,7 @@ describe("reply delivery", () => {
   });
 
   it("logs a send that does not answer with its chat, reply and part while it hangs (issue 28 item 9), then delivers it once", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     let thaw = (): void => {};
     const frozen = new Promise<void>((resolve) => { thaw = resolve; });
     class FrozenAdapter extends RecordingAdapter {
@@ -52,7 +46,7 @@ describe("reply delivery", () => {
     }
     const adapter = new FrozenAdapter("console");
     const logs = captureLogs("warn");
-    pipeline = await startPipeline(testConfig({ LLM_BASE_URL: llm.url, DELIVERY_STEP_WARN_MS: "100" }), [adapter], { logs });
+    const pipeline = closeAfterTest(await startPipeline(testConfig({ LLM_BASE_URL: llm.url, DELIVERY_STEP_WARN_MS: "100" }), [adapter], { logs }));
     await adapter.submit(inbound({ text: "anyone there?", messageId: "f1" }));
     const overdue = () => logs.lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.msg === "delivery-step-overdue");
     await adapter.waitFor(() => overdue().length >= 2);
@@ -67,9 +61,9 @@ describe("reply delivery", () => {
   });
 
   it("drops a reply the platform refuses for good and delivers the next one", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     const adapter = new FlakyAdapter([new PermanentError("403 bot was blocked by the user")]);
-    pipeline = await startPipeline(testConfig({ LLM_BASE_URL: llm.url }), [adapter]);
+    const pipeline = closeAfterTest(await startPipeline(testConfig({ LLM_BASE_URL: llm.url }), [adapter]));
     await adapter.submit(inbound({ text: "first", messageId: "p1" }));
     await new Promise((resolve) => setTimeout(resolve, 300));
     await adapter.waitFor(() => adapter.attempts.length === 1);
@@ -79,13 +73,13 @@ describe("reply delivery", () => {
   });
 
   it("leaves a reply to a gateway that has its platform: none is tried (and retried) by one that lacks it", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     const config = testConfig({ LLM_BASE_URL: llm.url, ALLOWED_TELEGRAM_USERS: "user-1" });
     const consoleSide = new RecordingAdapter("console");
     const telegramSide = new RecordingAdapter("telegram");
     const consoleLogs = captureLogs("info");
     const telegramLogs = captureLogs("info");
-    pipeline = await startPipeline(config, [consoleSide], { logs: consoleLogs });
+    const pipeline = closeAfterTest(await startPipeline(config, [consoleSide], { logs: consoleLogs }));
     const other = await startPipeline(config, [telegramSide], { worker: false, logs: telegramLogs });
     try {
       for (let round = 0; round < 3; round++) {

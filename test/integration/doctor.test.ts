@@ -3,7 +3,7 @@
  * servers and the fake LLM and Bot API: each problem is one line with its fix, and the exit code
  * names the group that failed.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRedis } from "../../src/queue/index.js";
 import { EXIT_CODES, exitCodeOf } from "../../src/doctor/check.js";
 import { runDoctor } from "../../src/doctor/doctor.js";
@@ -12,6 +12,7 @@ import { FakeTelegram } from "../fakes/fake-telegram.js";
 import { spawnApp } from "../helpers/app-process.js";
 import { TEST_API_KEY, TEST_TELEGRAM_TOKEN, testConfig, testEnv } from "../helpers/config.js";
 import { freePort, startRedisServer, type RedisServerHandle } from "../helpers/redis-server.js";
+import { closeAfterTest } from "../helpers/close-after-test.js";
 
 async function doctor(env: Record<string, string>): Promise<{ code: number | null; lines: string[]; output: string }> {
   const cli = spawnApp(env, { entry: "src/cli/doctor.ts" });
@@ -24,7 +25,6 @@ const failures = (lines: string[]) => lines.filter((line) => line.startsWith("FA
 const warnings = (lines: string[]) => lines.filter((line) => line.startsWith("WARN"));
 
 describe("npm run doctor", () => {
-  let llm: FakeLlm;
   let durable: RedisServerHandle;
 
   beforeAll(async () => {
@@ -33,12 +33,9 @@ describe("npm run doctor", () => {
   afterAll(async () => {
     await durable.dispose();
   });
-  afterEach(async () => {
-    await llm?.close();
-  });
 
   it("passes everything, exit 0, against a durable Redis and a working model", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     const { code, lines } = await doctor(testEnv({ REDIS_URL: durable.url, LLM_BASE_URL: llm.url }));
     expect(failures(lines)).toEqual([]);
     expect(warnings(lines)).toEqual([]);
@@ -52,7 +49,7 @@ describe("npm run doctor", () => {
   });
 
   it("no Redis: one FAIL line with the fix, exit 3", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     const port = await freePort();
     const { code, lines } = await doctor(testEnv({ REDIS_URL: `redis://127.0.0.1:${port}`, LLM_BASE_URL: llm.url }));
     expect(failures(lines)).toEqual([
@@ -62,7 +59,7 @@ describe("npm run doctor", () => {
   });
 
   it("a Redis without AOF: a warning that acknowledged messages can be lost, with the fix, exit 1", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     // The suite's shared Redis runs without AOF and without snapshots.
     const { code, lines } = await doctor(testEnv({ LLM_BASE_URL: llm.url }));
     expect(failures(lines)).toEqual([]);
@@ -72,7 +69,7 @@ describe("npm run doctor", () => {
   });
 
   it("a Redis that evicts keys or leaves fsync to the OS: one warning each", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     const redis = await startRedisServer({ appendOnly: true });
     const admin = createRedis(redis.url, { maxRetriesPerRequest: 1 });
     try {
@@ -92,7 +89,7 @@ describe("npm run doctor", () => {
   });
 
   it("a wrong LLM key (the server answers 401): one FAIL line naming the setting, never the key, exit 4", async () => {
-    llm = await startFakeLlm({ apiKey: "sk-the-right-key-000000" });
+    const llm = closeAfterTest(await startFakeLlm({ apiKey: "sk-the-right-key-000000" }));
     const { code, lines, output } = await doctor(testEnv({ REDIS_URL: durable.url, LLM_BASE_URL: llm.url }));
     expect(failures(lines)).toEqual([
       expect.stringMatching(/^FAIL  llm       main model: 127\.0\.0\.1:\d+ rejected the key \(401: Incorrect API key provided.*\) → fix: set LLM_API_KEY to a valid key for 127\.0\.0\.1:\d+$/),
@@ -102,7 +99,7 @@ describe("npm run doctor", () => {
   });
 
   it("an unreachable LLM: one FAIL line with the fix, exit 4", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     const port = await freePort();
     const { code, lines } = await doctor(testEnv({ REDIS_URL: durable.url, LLM_BASE_URL: `http://127.0.0.1:${port}/v1` }));
     expect(failures(lines)).toEqual([
@@ -112,7 +109,7 @@ describe("npm run doctor", () => {
   });
 
   it("checks a summarizer with its own endpoint the same way", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     const port = await freePort();
     const { code, lines } = await doctor(testEnv({ REDIS_URL: durable.url, LLM_BASE_URL: llm.url, SUMMARY_BASE_URL: `http://127.0.0.1:${port}/v1` }));
     expect(failures(lines)).toEqual([expect.stringMatching(/^FAIL  llm       summarizer: cannot reach .* set SUMMARY_BASE_URL to a reachable/)]);
@@ -120,7 +117,7 @@ describe("npm run doctor", () => {
   });
 
   it("a bad Telegram token (the Bot API answers 401): one FAIL line, never the token, exit 5", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     const telegram = await FakeTelegram.start(); // accepts only its own token
     try {
       const { code, lines, output } = await doctor(testEnv({
@@ -137,7 +134,7 @@ describe("npm run doctor", () => {
   });
 
   it("a good Telegram token in polling mode with a webhook still set: the bot is named and the conflict warned", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     const telegram = await FakeTelegram.start({ token: TEST_TELEGRAM_TOKEN });
     telegram.setWebhookElsewhere("https://elsewhere.example/hook/secret-path");
     try {

@@ -4,31 +4,24 @@
  * loud (warn) when it cannot run.
  */
 import { Redis } from "ioredis";
-import { afterEach, describe, expect, it } from "vitest";
-import { startFakeLlm, type FakeLlm } from "../fakes/fake-llm.js";
+import { describe, expect, it } from "vitest";
+import { startFakeLlm } from "../fakes/fake-llm.js";
 import { createProducers, createRedis } from "../../src/queue/index.js";
 import { SessionStore } from "../../src/session/store.js";
 import { startSweeper } from "../../workers/turn-worker.js";
 import { testConfig } from "../helpers/config.js";
-import { captureLogs, startPipeline, type Pipeline } from "../helpers/pipeline.js";
+import { captureLogs, startPipeline } from "../helpers/pipeline.js";
 import { inbound, RecordingAdapter } from "../helpers/recording-adapter.js";
 import { freePort } from "../helpers/redis-server.js";
 import { sleep } from "../helpers/stall-run.js";
+import { closeAfterTest } from "../helpers/close-after-test.js";
 
 describe("the sweeper", () => {
-  let llm: FakeLlm | undefined;
-  let pipeline: Pipeline | undefined;
-  afterEach(async () => {
-    await pipeline?.close();
-    await llm?.close();
-    pipeline = llm = undefined;
-  });
-
   it("answers a stored message that has no job, and one a wave-1 process left in the old keys", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     const adapter = new RecordingAdapter("console");
     const config = testConfig({ LLM_BASE_URL: llm.url });
-    pipeline = await startPipeline(config, [adapter]);
+    const pipeline = closeAfterTest(await startPipeline(config, [adapter]));
     const redis = createRedis(config.REDIS_URL!);
     // The sweeper itself, every 100 ms, beside the worker's own (every 5 s: that one finds a
     // lost approval timeout in faults/approval-timeout-lost.test.ts); waiting out 5 s proved nothing more.

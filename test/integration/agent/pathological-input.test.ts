@@ -7,11 +7,12 @@
  * machine (load 10–25 on 2 cores) the process is descheduled for 100 ms and more at random,
  * which showed as event-loop delay and failed the test without any slowness of ours.
  */
-import { afterEach, describe, expect, it } from "vitest";
-import { lastUserText, startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
+import { describe, expect, it } from "vitest";
+import { lastUserText, startFakeLlm } from "../../fakes/fake-llm.js";
 import { testConfig } from "../../helpers/config.js";
-import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
+import { startPipeline } from "../../helpers/pipeline.js";
 import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
+import { closeAfterTest } from "../../helpers/close-after-test.js";
 
 /** Prose of about `length` characters, different every round. */
 const ordinaryText = (length: number, round: number): string => {
@@ -30,19 +31,12 @@ const PATHOLOGICAL = [
 ];
 
 describe("pathological messages (issue #10)", () => {
-  let llm: FakeLlm | undefined;
-  let pipeline: Pipeline | undefined;
-
-  afterEach(async () => {
-    await pipeline?.close();
-    await llm?.close();
-  });
 
   it("do not delay another session's turn in the same worker by more than 100 ms", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     llm.setHandler((request) => ({ text: `got ${lastUserText(request).length} chars` }));
     const adapter = new RecordingAdapter("console");
-    pipeline = await startPipeline(testConfig({ LLM_BASE_URL: llm.url }), [adapter]);
+    const pipeline = closeAfterTest(await startPipeline(testConfig({ LLM_BASE_URL: llm.url }), [adapter]));
     const answered = (chatId: string, count: number) =>
       adapter.waitFor((sent) => sent.filter((reply) => reply.reply.sessionKey === `console:${chatId}`).length >= count, 60_000);
 

@@ -5,13 +5,14 @@
  * commit, and the sweeper adds the job of any that is due.
  */
 import { Queue } from "bullmq";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createRedis, TURN_QUEUE } from "../../../src/queue/index.js";
 import type { Tool } from "../../../src/tools/index.js";
-import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
+import { startFakeLlm } from "../../fakes/fake-llm.js";
 import { testConfig } from "../../helpers/config.js";
-import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
+import { startPipeline } from "../../helpers/pipeline.js";
 import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
+import { closeAfterTest } from "../../helpers/close-after-test.js";
 
 const dangerous: Tool = {
   definition: { type: "function", function: { name: "launch", description: "Launches it", parameters: { type: "object", properties: {} } } },
@@ -20,15 +21,8 @@ const dangerous: Tool = {
 };
 
 describe("approval timeouts", () => {
-  let llm: FakeLlm | undefined;
-  let pipeline: Pipeline | undefined;
-  afterEach(async () => {
-    await pipeline?.close();
-    await llm?.close();
-  });
-
   it("an approval whose timeout job was lost after the commit is denied when due, and the model hears it", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     llm.setHandler((request) => {
       const last = request.body.messages.at(-1);
       if (last?.role === "tool") return { text: `after approval: ${String(last.content)}` };
@@ -36,7 +30,7 @@ describe("approval timeouts", () => {
     });
     const config = testConfig({ LLM_BASE_URL: llm.url, APPROVAL_TIMEOUT_S: "2" });
     const adapter = new RecordingAdapter("console");
-    pipeline = await startPipeline(config, [adapter], { tools: [dangerous] });
+    const pipeline = closeAfterTest(await startPipeline(config, [adapter], { tools: [dangerous] }));
     const connection = createRedis(config.REDIS_URL!);
     const queue = new Queue(TURN_QUEUE, { connection, prefix: config.REDIS_PREFIX });
     try {

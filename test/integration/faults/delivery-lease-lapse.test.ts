@@ -7,29 +7,22 @@
  * the event loop past the lock, and keeps the lease away from the first run's heartbeat (as a
  * lapse that the second run's BEGIN reaches first would).
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createRedis } from "../../../src/queue/index.js";
 import { sessionKeys } from "../../../src/session/keys.js";
-import { lastUserText, startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
+import { lastUserText, startFakeLlm } from "../../fakes/fake-llm.js";
 import { testConfig } from "../../helpers/config.js";
-import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
+import { startPipeline } from "../../helpers/pipeline.js";
 import { inbound } from "../../helpers/recording-adapter.js";
 import { PartsPlatform } from "../../helpers/parts-platform.js";
 import { sleep } from "../../helpers/stall-run.js";
+import { closeAfterTest } from "../../helpers/close-after-test.js";
 
 const LOCK_MS = 1_000;
 
-let llm: FakeLlm | undefined;
-let pipeline: Pipeline | undefined;
-afterEach(async () => {
-  await pipeline?.close();
-  await llm?.close();
-  pipeline = llm = undefined;
-});
-
 describe("a gateway frozen past its delivery lock and lease while a part is in flight", () => {
   it("sends that part once: BullMQ's re-run of the stalled job waits for the first run", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     llm.setHandler((request) => {
       const ask = lastUserText(request);
       return { text: ask === "long" ? ["long:part0", "long:part1", "long:part2"].join("\n\n") : `${ask}:part0` };
@@ -43,7 +36,7 @@ describe("a gateway frozen past its delivery lock and lease while a part is in f
         if (part === "long:part0") await released;
       },
     });
-    pipeline = await startPipeline(config, [platform]);
+    const pipeline = closeAfterTest(await startPipeline(config, [platform]));
     const redis = createRedis(config.REDIS_URL!);
     const keys = sessionKeys(config.REDIS_PREFIX, inbound({ text: "" }).sessionKey);
     try {

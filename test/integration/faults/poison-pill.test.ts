@@ -5,15 +5,16 @@
  * waited behind it. Text is made well-formed where it enters, and whatever still cannot be
  * delivered is moved aside after bounded attempts, with one notice to the chat.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import type { OutboundReply, SendOptions } from "../../../src/adapters/channel-adapter.js";
-import { startFakeLlm, lastUserText, type FakeLlm } from "../../fakes/fake-llm.js";
+import { startFakeLlm, lastUserText } from "../../fakes/fake-llm.js";
 import { testConfig } from "../../helpers/config.js";
-import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
+import { startPipeline } from "../../helpers/pipeline.js";
 import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
 import { listDeadLetters } from "../../../src/session/dead-letters.js";
 import { runAdmin } from "../../../src/cli/admin-commands.js";
+import { closeAfterTest } from "../../helpers/close-after-test.js";
 
 /** A platform adapter whose sends of some replies throw an error that is neither temporary nor permanent. */
 class BrokenAdapter extends RecordingAdapter {
@@ -32,19 +33,12 @@ class BrokenAdapter extends RecordingAdapter {
 }
 
 describe("no poison pill", () => {
-  let llm: FakeLlm | undefined;
-  let pipeline: Pipeline | undefined;
-  afterEach(async () => {
-    await pipeline?.close();
-    await llm?.close();
-  });
-
   it("delivers an answer cut in the middle of an emoji, and the session's later answers after it", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     // The model's answer ends in a high surrogate without its low half (a stream cut mid-emoji).
     llm.setHandler((request) => ({ text: `said: ${lastUserText(request)} \ud83d` }));
     const adapter = new RecordingAdapter("console");
-    pipeline = await startPipeline(testConfig({ LLM_BASE_URL: llm.url }), [adapter]);
+    const pipeline = closeAfterTest(await startPipeline(testConfig({ LLM_BASE_URL: llm.url }), [adapter]));
     // The user's own text carries a lone low surrogate too (a client that cut a paste badly).
     await adapter.submit(inbound({ text: "half \ude00 emoji", messageId: "pp1" }));
     await adapter.waitFor((sent) => sent.length === 1);
@@ -59,10 +53,10 @@ describe("no poison pill", () => {
   });
 
   it("moves a reply that keeps failing aside after bounded attempts, tells the chat once, and delivers what is behind it", async () => {
-    llm = await startFakeLlm();
+    const llm = closeAfterTest(await startFakeLlm());
     const adapter = new BrokenAdapter((reply) => reply.text.includes("doomed"));
     const config = testConfig({ LLM_BASE_URL: llm.url, DELIVERY_MAX_ATTEMPTS: "3" });
-    pipeline = await startPipeline(config, [adapter]);
+    const pipeline = closeAfterTest(await startPipeline(config, [adapter]));
     await adapter.submit(inbound({ text: "doomed", messageId: "dl1" }));
     await adapter.waitFor(() => adapter.attempts >= 1);
     await adapter.submit(inbound({ text: "fine", messageId: "dl2" }));

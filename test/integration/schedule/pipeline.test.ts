@@ -3,7 +3,7 @@
  * BullMQ on the private redis-server, a worker, the fake LLM): the agent sets them with the
  * `schedule` tool, they fire through the session inbox, and the conversation remembers them.
  */
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { Config } from "../../../config/index.js";
 import { RedisChannelCursors } from "../../../src/gateway/cursors.js";
 import { createRedis } from "../../../src/queue/index.js";
@@ -15,6 +15,7 @@ import { testConfig } from "../../helpers/config.js";
 import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
 import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
 import { remindMePlan, schedulingModel } from "../../helpers/schedule.js";
+import { closeAfterTest } from "../../helpers/close-after-test.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -27,19 +28,12 @@ interface Run {
   withStores<T>(use: (sessions: SessionStore, schedule: ScheduleStore, cursors: RedisChannelCursors) => Promise<T>): Promise<T>;
 }
 
-let run: Run | undefined;
-afterEach(async () => {
-  await run?.pipeline.close();
-  await run?.llm.close();
-  run = undefined;
-});
-
 async function start(env: Record<string, string> = {}): Promise<Run> {
-  const llm = await startFakeLlm();
+  const llm = closeAfterTest(await startFakeLlm());
   const config = testConfig({ LLM_BASE_URL: llm.url, ...env });
   const adapter = new RecordingAdapter("console");
-  const pipeline = await startPipeline(config, [adapter]);
-  run = {
+  const pipeline = closeAfterTest(await startPipeline(config, [adapter]));
+  return {
     config, llm, adapter, pipeline,
     texts: () => adapter.sent.map((entry) => entry.reply.text),
     async withStores(use) {
@@ -51,7 +45,6 @@ async function start(env: Record<string, string> = {}): Promise<Run> {
       }
     },
   };
-  return run;
 }
 
 describe("scheduled items in the pipeline", () => {
