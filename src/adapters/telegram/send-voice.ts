@@ -14,20 +14,40 @@ import { chatRefuses } from "./fallback.js";
 import { carryingPart } from "./on-wire.js";
 import { describeError, migratedTo, outcomeUnknown, replyParts, toApiSignal, toTelegramError } from "./send-reply.js";
 
+/** The reply's part of the text's first part when the text follows the voice note (part 0). */
+const TEXT_OFFSET = 1;
+
 /** Telegram's caption limit, in UTF-16 units after entity parsing. */
 export const CAPTION_LIMIT = 1024;
 
-type OnPartSent = (partIndex: number, sent: PartSent) => Promise<void>;
+/** How a part's progress is reported (SendOptions): sent, and on the wire. */
+export interface PartReports {
+  onPartSent(partIndex: number, sent: PartSent): Promise<void>;
+  onPartRequest?: ((partIndex: number, onWire: boolean) => void) | undefined;
+}
 
-export interface SendVoiceOptions {
+export interface SendVoiceOptions extends PartReports {
   fromPart: number;
-  onPartSent: OnPartSent;
   logger: Logger;
   signal?: AbortSignal;
-  /** Told when the voice note (part 0) is on the wire (SendOptions.onPartRequest), as a text part. */
-  onPartRequest?: (partIndex: number, onWire: boolean) => void;
-  /** Sends the reply's text from its part `fromPart` on (the adapter's own text path, with chat moves and buttons). */
-  sendText(fromPart: number, onPartSent: OnPartSent): Promise<void>;
+  /**
+   * Sends the reply's text from its text part `fromPart` on (the adapter's own text path, with
+   * chat moves and buttons), reporting each text part to `reports` by its index in the text.
+   */
+  sendText(fromPart: number, reports: PartReports): Promise<void>;
+}
+
+/**
+ * The text's part `index` as the reply's part `index + offset`, for both reports: what is
+ * recorded as sent and what is recorded as on the wire at a shutdown must name the same part,
+ * or a shutdown records the part before the one on the wire and the next gateway sends it again.
+ */
+function shifted(reports: PartReports, offset: number): PartReports {
+  const { onPartRequest } = reports;
+  return {
+    onPartSent: (index, sent) => reports.onPartSent(index + offset, sent),
+    ...(onPartRequest ? { onPartRequest: (index: number, onWire: boolean) => onPartRequest(index + offset, onWire) } : {}),
+  };
 }
 
 /** The caption that carries the whole text (HTML), when the text is shown and fits one. */
@@ -43,12 +63,19 @@ export async function sendVoiceReply(api: Api, reply: OutboundReply & { voice: R
   if (options.fromPart === 0) {
     const outcome = await sendVoiceNote(api, reply, caption, options);
     if (outcome === "refused") {
-      // Nothing of the voice reached the chat: the text takes its place when it would not follow anyway.
-      if (!textAfter) await options.sendText(0, () => Promise.resolve());
+      // Nothing of the voice reached the chat: the text takes its place when it would not follow
+      // anyway — all of it part 0, recorded once it is out, and on the wire as part 0.
+      const { onPartRequest } = options;
+      if (!textAfter) {
+        await options.sendText(0, {
+          onPartSent: () => Promise.resolve(),
+          ...(onPartRequest ? { onPartRequest: (_index: number, onWire: boolean) => onPartRequest(0, onWire) } : {}),
+        });
+      }
     }
     await options.onPartSent(0, { last: !textAfter, ...(outcome === "unconfirmed" ? { unconfirmed: true as const } : {}) });
   }
-  if (textAfter) await options.sendText(Math.max(0, options.fromPart - 1), (index, sent) => options.onPartSent(index + 1, sent));
+  if (textAfter) await options.sendText(Math.max(0, options.fromPart - TEXT_OFFSET), shifted(options, TEXT_OFFSET));
 }
 
 async function sendVoiceNote(api: Api, reply: OutboundReply & { voice: ReplyVoice }, caption: string | undefined, options: SendVoiceOptions): Promise<"sent" | "unconfirmed" | "refused"> {

@@ -228,7 +228,8 @@ export class TelegramAdapter implements ChannelAdapter {
       const { voice, ...text } = reply;
       await sendVoiceReply(this.bot.api, { ...reply, voice }, {
         fromPart: options.fromPart, onPartSent: options.onPartSent, logger: this.logger, ...wire,
-        sendText: (fromPart, onPartSent) => this.send(text, { fromPart, onPartSent, ...wire }),
+        // The text's parts are reported by send-voice.ts under the reply's indices, both reports alike.
+        sendText: (fromPart, reports) => this.send(text, { fromPart, ...reports }),
       });
       if (reply.kind === "answer") this.typing.stop(reply.sessionKey);
       return;

@@ -114,21 +114,47 @@ describe("a gateway stopped with SIGTERM mid-reply", () => {
 
   it("records a voice note on its way (its answer never coming): the next gateway sends the text after it, not the voice again", { timeout: 240_000 }, async () => {
     run = await startTelegramApps({ SHUTDOWN_TIMEOUT_MS: "3000" });
-    const { telegram, llm } = run;
-    const first = await startGatewayAndWorker(run);
-    telegram.pushMessage({ chat: DM, from: ADA, text: "/voice on" });
-    await waitUntil(() => telegram.delivered(DM.id).length === 1, "the /voice answer", 90_000);
-    // Spoken, and shown after the voice note (too long for its caption): part 0 the voice, parts 1–8 the text.
-    llm.enqueue({ text: ANSWER });
-    telegram.loseAnswer("sendVoice", { applied: true, hang: true });
-    telegram.pushMessage({ chat: DM, from: ADA, text: "eight parts, spoken" });
+    const { telegram } = run;
+    const first = await startVoiceReply(run, () => telegram.loseAnswer("sendVoice", { applied: true, hang: true }));
     await waitUntil(() => telegram.voices(DM.id).length === 1, "the voice note in the chat", 90_000);
     await stopPastShutdownTime(run, first);
 
-    await waitUntil(() => telegram.delivered(DM.id).some((call) => partOf(textOf(call)) === WORDS.length - 1), "the last part", 90_000);
-    await sleep(1_500);
-    expect(telegram.voices(DM.id)).toHaveLength(1);
-    expect(telegram.delivered(DM.id).slice(1).map((call) => partOf(textOf(call)))).toEqual(WORDS.map((_, index) => index));
+    await expectVoiceReplyOnce(run);
     expect(first.stderr()).toMatch(/"part":0,.*"msg":"reply-part-unconfirmed"/);
   });
+
+  it("records the text part after a voice note on its way under the reply's own index: the next gateway does not send it again", { timeout: 240_000 }, async () => {
+    run = await startTelegramApps({ SHUTDOWN_TIMEOUT_MS: "3000" });
+    const { telegram } = run;
+    // The text's part 3 is the reply's part 3 (the voice is part 0): on the wire, its answer never coming.
+    const first = await startVoiceReply(run, () => telegram.loseAnswer("sendMessage", { applied: true, hang: true, predicate: (call) => partOf(textOf(call)) === 2 }));
+    await waitUntil(() => telegram.delivered(DM.id).some((call) => partOf(textOf(call)) === 2), "the text's part 3 in the chat", 90_000);
+    await stopPastShutdownTime(run, first);
+
+    await expectVoiceReplyOnce(run);
+    expect(first.stderr()).toMatch(/"part":3,.*"msg":"reply-part-unconfirmed"/);
+  });
 });
+
+/**
+ * Starts a gateway and a worker, turns voice replies on, sets `trap`, and asks for ANSWER: spoken,
+ * and shown after the voice note (too long for its caption) — part 0 the voice, parts 1–8 the text.
+ */
+async function startVoiceReply(run: TelegramApps, trap: () => void): Promise<AppProcess> {
+  const { telegram, llm } = run;
+  const gateway = await startGatewayAndWorker(run);
+  telegram.pushMessage({ chat: DM, from: ADA, text: "/voice on" });
+  await waitUntil(() => telegram.delivered(DM.id).length === 1, "the /voice answer", 90_000);
+  llm.enqueue({ text: ANSWER });
+  trap();
+  telegram.pushMessage({ chat: DM, from: ADA, text: "eight parts, spoken" });
+  return gateway;
+}
+
+/** The voice reply reached the chat whole, each part once: one voice note, the text's eight parts after the /voice answer. */
+async function expectVoiceReplyOnce({ telegram }: TelegramApps): Promise<void> {
+  await waitUntil(() => telegram.delivered(DM.id).some((call) => partOf(textOf(call)) === WORDS.length - 1), "the last part", 90_000);
+  await sleep(1_500);
+  expect(telegram.voices(DM.id)).toHaveLength(1);
+  expect(telegram.delivered(DM.id).slice(1).map((call) => partOf(textOf(call)))).toEqual(WORDS.map((_, index) => index));
+}
