@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { StepPreview } from "./preview.js";
 import { wellFormedDeep } from "../core/text.js";
 import type { AssistantMessage, ChatMessage, ToolCall, ToolMessage } from "../core/messages.js";
@@ -38,6 +39,8 @@ export interface RunTurnInput {
   keepToolImages?: (toolCallId: string, images: readonly ToolImage[]) => void;
   /** After each step, with the context that request sent (for usage and calibration). */
   onStepFinished?: (result: ChatResult, step: number, sent: readonly ChatMessage[]) => void;
+  /** Tool-call ids outside `context` that will join it later (a step waiting for approval): never reused. */
+  reservedCallIds?: Iterable<string>;
 }
 
 /** A step that waits for a person: calls that need approval, and the results of those that did not. */
@@ -120,6 +123,7 @@ export async function runTurn(input: RunTurnInput): Promise<RunTurnResult> {
     overflowRetries = 0;
     // The model's text is well-formed from here on (a stream cut mid-emoji, a server's byte soup).
     result = wellFormedDeep(result);
+    result = { ...result, toolCalls: uniqueCallIds(result.toolCalls, context, input.reservedCallIds) };
     input.onStepFinished?.(result, step, context);
 
     // A call on the last step (tool_choice "none", which some servers ignore) is not run: only
@@ -166,6 +170,27 @@ export async function runTurn(input: RunTurnInput): Promise<RunTurnResult> {
     context.push(assistant, ...results);
     transcript.push(assistant, ...results);
   }
+}
+
+/**
+ * The step's calls with ids unique in the conversation: an id repeated within the step, or one a
+ * message of `context` (or `reserved`) already uses, is replaced. Some models repeat ids (Gemini's
+ * OpenAI dialect, local servers that number calls from call_0 on every step); results are paired
+ * with calls by id — in the request, and when a step paused for approval is split and resolved —
+ * so a repeated id attached a result to the wrong call, dropped one, or ran a call twice (issue 28).
+ */
+export function uniqueCallIds(calls: readonly ToolCall[], context: readonly ChatMessage[], reserved: Iterable<string> = []): ToolCall[] {
+  if (calls.length === 0) return [];
+  const taken = new Set(reserved);
+  for (const message of context) {
+    if (message.role === "assistant") for (const call of message.tool_calls ?? []) taken.add(call.id);
+    else if (message.role === "tool") taken.add(message.tool_call_id);
+  }
+  return calls.map((call) => {
+    const id = call.id !== "" && !taken.has(call.id) ? call.id : `call_${randomUUID()}`;
+    taken.add(id);
+    return id === call.id ? call : { ...call, id };
+  });
 }
 
 /** Runs calls in parallel; their results keep the calls' order. */

@@ -62,6 +62,8 @@ export function runLoop(run: TurnRun<ChatPorts>, context: ChatMessage[], tools: 
     signal: input.signal,
     budget: run.budget,
     stepsTaken,
+    // A step waiting for approval joins the context when answered: a turn meanwhile (a fired task) must not reuse its ids.
+    ...(state.pendingApproval ? { reservedCallIds: (state.pendingApproval.assistant.tool_calls ?? []).map((call) => call.id) } : {}),
     ...(input.preview?.current !== undefined ? { preview: input.preview } : {}),
     prepareRequest: async (current) => {
       const prepared = engine.context.prepareRequest(state, current);
