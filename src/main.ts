@@ -51,10 +51,11 @@ async function main(): Promise<void> {
       logger.info({ reason }, "shutdown-started");
       // Below a container's usual 30 s grace period, so we exit on our own terms. A reply part
       // still waiting for the platform's answer is recorded as sent first (at most 1 s more):
-      // its outcome is unknown, and such a part is never sent again (docs/architecture.md, "Shutdown").
+      // its outcome is unknown, and such a part is never sent again (docs/architecture.md,
+      // "Shutdown"); so is a part answered whose record has not been stored yet.
       setTimeout(() => {
         logger.error("shutdown-timed-out");
-        const recorded = gateway?.recordPartsOnWire() ?? Promise.resolve();
+        const recorded = gateway?.recordPartsInFlight() ?? Promise.resolve();
         void Promise.race([recorded, new Promise((resolve) => setTimeout(resolve, 1_000))]).finally(() => {
           logger.flush();
           process.exit(1);

@@ -82,11 +82,12 @@ export interface DeliveryWorker {
    */
   close(): Promise<void>;
   /**
-   * The process must exit now (its shutdown time ran out): each part still on the wire — sent
-   * to a platform without an idempotency key and not answered — is recorded as sent, so the
-   * next gateway does not send it again (its outcome is unknown: the rule of docs/architecture.md).
+   * The process must exit now (its shutdown time ran out): each part in flight is recorded as
+   * sent, so the next gateway does not send it again — a part still on the wire (sent to a
+   * platform without an idempotency key and not answered: its outcome is unknown, the rule of
+   * docs/architecture.md) and a part answered whose own record has not been stored yet.
    */
-  recordPartsOnWire(): Promise<void>;
+  recordPartsInFlight(): Promise<void>;
 }
 
 export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
@@ -185,8 +186,14 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   const delivering = new Set<string>();
   /** Set by `close`: no delivery starts another part. */
   let stopping = false;
-  /** The part each session has on the wire now (SendOptions.onPartRequest), for `recordPartsOnWire`. */
-  const onWire = new Map<string, { token: string; reply: OutboundReply; part: number }>();
+  /**
+   * The part each session has in flight now, for `recordPartsInFlight`: on the wire
+   * (SendOptions.onPartRequest), or answered (`sent`) and its record — its own, or the reply's
+   * finish for the last part — not stored yet. A record can wait behind a lease heartbeat on a
+   * stalled connection (LeaseKeeper.paused): a part answered then was neither on the wire nor
+   * recorded at the exit, and the next gateway sent it again.
+   */
+  const inFlight = new Map<string, { token: string; reply: OutboundReply; part: number; sent: boolean }>();
 
   const deliver = async (job: Job<DeliveryJobData>, jobToken?: string) => {
     if (job.data.v !== PAYLOAD_VERSION) throw new UnrecoverableError(`unknown delivery payload version ${String(job.data.v)}`);
@@ -298,6 +305,10 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
               // The last part is recorded by the finish that follows at once (fenced by the same
               // lease; a crash before either re-sends that part alike): one round trip less.
               onPartSent: async (partIndex, { last, unconfirmed }) => {
+                // In flight until its record is stored. Set in the same tick as its answer cleared
+                // it (onPartRequest false): no exit timer runs between the two.
+                const sentPart = { token, reply, part: partIndex, sent: true };
+                inFlight.set(sessionKey, sentPart);
                 if (unconfirmed) {
                   // Counted as sent, never sent again (docs/architecture.md, "Nothing answered twice").
                   log.warn({ sessionKey, replyId: reply.replyId, chatId: reply.target.chatId, part: partIndex }, "reply-part-unconfirmed");
@@ -306,12 +317,13 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
                 part = partIndex + 1;
                 if (last) return;
                 await recorded(() => outbox.recordPart(sessionKey, token, reply.replyId, partIndex, leaseMs), () => false);
+                if (inFlight.get(sessionKey) === sentPart) inFlight.delete(sessionKey);
                 // Stopping: this part is recorded, no other starts (docs/architecture.md, "Shutdown").
                 if (stopping) throw new DeliveryHandedBackError(`${sessionKey}: the gateway is stopping after part ${partIndex + 1} of ${reply.replyId}`);
               },
               onPartRequest: (partIndex, wire) => {
-                if (wire) onWire.set(sessionKey, { token, reply, part: partIndex });
-                else onWire.delete(sessionKey);
+                if (wire) inFlight.set(sessionKey, { token, reply, part: partIndex, sent: false });
+                else inFlight.delete(sessionKey);
               },
               ...(preview ? { preview } : {}),
             }), "send", () => ({ ...where, part }));
@@ -346,6 +358,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
             }
             if (failed.status === "retry") throw error;
             log.error({ sessionKey, replyId: reply.replyId, attempts: limit, err: error }, "reply-dead-lettered");
+            inFlight.delete(sessionKey);
             step = failed.next;
             continue;
           }
@@ -366,11 +379,13 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
         } else {
           step = await finish();
         }
+        // The reply is finished (or moved aside): its last part is recorded with it.
+        inFlight.delete(sessionKey);
       }
       if (step.status === "lost") log.warn({ sessionKey }, "delivery-superseded");
       else if (step.status === "empty" && !settled) await options.store.settle(sessionKey);
     } finally {
-      onWire.delete(sessionKey);
+      inFlight.delete(sessionKey);
       // An empty outbox released the lease in FINISH_REPLY (and a lost one is not ours): no second round trip.
       const gone = step.status === "empty" || step.status === "lost";
       await (gone ? lease.stop() : lease.release()).catch((error: unknown) => log.warn({ err: error }, "delivery-lease-release-failed"));
@@ -392,10 +407,14 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       closing ??= Promise.all(workers.map((worker) => worker.close())).then(() => connection.disconnect());
       return closing;
     },
-    async recordPartsOnWire() {
-      await Promise.all([...onWire].map(async ([sessionKey, { token, reply, part }]) => {
-        log.warn({ sessionKey, replyId: reply.replyId, chatId: reply.target.chatId, part, reason: "shutdown-timed-out" }, "reply-part-unconfirmed");
-        options.onPartUnconfirmed?.(reply.target.platform);
+    async recordPartsInFlight() {
+      await Promise.all([...inFlight].map(async ([sessionKey, { token, reply, part, sent }]) => {
+        const where = { sessionKey, replyId: reply.replyId, chatId: reply.target.chatId, part, reason: "shutdown-timed-out" };
+        if (sent) log.info(where, "reply-part-recorded-before-exit");
+        else {
+          log.warn(where, "reply-part-unconfirmed");
+          options.onPartUnconfirmed?.(reply.target.platform);
+        }
         // The reply's last part too: a delivery resumed past the last part sends nothing and finishes the reply.
         await outbox.recordPart(sessionKey, token, reply.replyId, part, options.leaseMs)
           .catch((error: unknown) => log.warn({ sessionKey, replyId: reply.replyId, part, err: error }, "reply-part-not-recorded-before-exit"));

@@ -56,8 +56,8 @@ export interface Gateway {
   stopIntake(): Promise<void>;
   /** Stops intake, then delivery (after the workers handed back: main.ts), then closes Redis; safe to call twice. */
   close(): Promise<void>;
-  /** The process exits now, its shutdown time out: parts still on the wire are recorded as sent (DeliveryWorker.recordPartsOnWire). */
-  recordPartsOnWire(): Promise<void>;
+  /** The process exits now, its shutdown time out: parts still in flight are recorded as sent (DeliveryWorker.recordPartsInFlight). */
+  recordPartsInFlight(): Promise<void>;
 }
 
 /**
@@ -204,7 +204,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     chatClosed,
     refreshQueueDepth,
     stopIntake,
-    recordPartsOnWire: () => delivery.recordPartsOnWire(),
+    recordPartsInFlight: () => delivery.recordPartsInFlight(),
     close() {
       closing ??= (async () => {
         await stopIntake();

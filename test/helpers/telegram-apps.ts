@@ -12,8 +12,8 @@ import { ADA } from "./telegram-pipeline.js";
 export interface TelegramApps {
   telegram: FakeTelegram;
   llm: FakeLlm;
-  /** Starts one process of `role` (Ada is allowed; logs at info, for the tests' waits). */
-  start(role: "gateway" | "worker"): AppProcess;
+  /** Starts one process of `role` (Ada is allowed; logs at info, for the tests' waits); `env` overrides (a REDIS_URL through a proxy). */
+  start(role: "gateway" | "worker", env?: Record<string, string>): AppProcess;
   close(): Promise<void>;
 }
 
@@ -32,8 +32,8 @@ export async function startTelegramApps(env: Record<string, string> = {}): Promi
   return {
     telegram,
     llm,
-    start(role) {
-      const app = spawnApp({ ...appEnv, LONGHAUL_ROLE: role });
+    start(role, env = {}) {
+      const app = spawnApp({ ...appEnv, ...env, LONGHAUL_ROLE: role });
       apps.push(app);
       return app;
     },

@@ -8,16 +8,20 @@
  * until its hard exit timer killed it mid-send, and the restarted gateway sent again the part
  * that was on its way.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, inject, it } from "vitest";
 import type { AppProcess } from "../../helpers/app-process.js";
+import { startTcpProxy, type TcpProxy } from "../../helpers/tcp-proxy.js";
 import { startTelegramApps, type TelegramApps } from "../../helpers/telegram-apps.js";
 import { ADA, DM, sleep, textOf, waitUntil } from "../../helpers/telegram-pipeline.js";
 
 let run: TelegramApps | undefined;
+let proxy: TcpProxy | undefined;
 
 afterEach(async () => {
   await run?.close();
   run = undefined;
+  await proxy?.close();
+  proxy = undefined;
 });
 
 /** Eight paragraphs of 3,899 characters: eight messages under Telegram's 4,096; each names its part in its first word. */
@@ -133,6 +137,34 @@ describe("a gateway stopped with SIGTERM mid-reply", () => {
 
     await expectVoiceReplyOnce(run);
     expect(first.stderr()).toMatch(/"part":3,.*"msg":"reply-part-unconfirmed"/);
+  });
+
+  it("records a part Telegram answered whose record had not gone out when the shutdown time ran out: the next gateway does not send it again", { timeout: 240_000 }, async () => {
+    run = await startTelegramApps({ SHUTDOWN_TIMEOUT_MS: "3000" });
+    const { telegram, llm } = run;
+    // The gateway's Redis answers held from the moment the part is in the chat (a stalled
+    // connection: what it sends still lands): the reply's finish waits behind a lease heartbeat
+    // that is never answered, and is not sent. The part's own answer comes 1.5 s later.
+    proxy = await startTcpProxy(inject("redisUrl"));
+    llm.enqueue({ text: "the only part" });
+    telegram.holdAnswer("sendMessage", 1_500, (call) => textOf(call) === "the only part");
+    const first = run.start("gateway", { REDIS_URL: proxy.url });
+    const worker = run.start("worker");
+    await first.waitForStderr(/telegram long polling started/, 90_000);
+    await worker.waitForStderr(/longhaul-ready/, 90_000);
+
+    telegram.pushMessage({ chat: DM, from: ADA, text: "one part, please" });
+    await waitUntil(() => telegram.delivered(DM.id).length === 1, "the part in the chat", 90_000);
+    proxy.pause();
+    await stopPastShutdownTime(run, first);
+
+    // The next reply goes out behind it: by then the next gateway has taken the session over.
+    llm.enqueue({ text: "the next answer" });
+    telegram.pushMessage({ chat: DM, from: ADA, text: "and then?" });
+    await waitUntil(() => telegram.delivered(DM.id).some((call) => textOf(call) === "the next answer"), "the next answer", 90_000);
+    await sleep(1_500);
+    expect(telegram.delivered(DM.id).map(textOf)).toEqual(["the only part", "the next answer"]);
+    expect(first.stderr()).toMatch(/"part":0,.*"msg":"reply-part-recorded-before-exit"/);
   });
 });
 
