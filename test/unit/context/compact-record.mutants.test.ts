@@ -9,7 +9,9 @@
 import { describe, expect, it } from "vitest";
 import { compact, DROP_TARGET_RATIO, FALLBACK_DIGEST_SHARE, foldsMessages, tailBudgetTokens, type CompactInput } from "../../../src/context/compact.js";
 import { FALLBACK_DIGEST_HEADER } from "../../../src/context/fallback-digest.js";
+import { COMPACTION_NOTE } from "../../../src/context/assemble.js";
 import { findBoundaries } from "../../../src/context/boundaries.js";
+import { formatStamp } from "../../../src/core/time-stamp.js";
 import { thresholdTokens } from "../../../src/context/decisions.js";
 import type { ChatMessage, ToolCall, ToolDefinition } from "../../../src/core/messages.js";
 import type { Summarizer, SummaryRequest, SummaryResponse } from "../../../src/context/summarizer.js";
@@ -282,5 +284,54 @@ describe("the user-text cut in a compaction", () => {
     expect(result.messages.some((message) => message.id === messages[9]!.id)).toBe(false);
     expect(promptOf(summarizer.requests[0]!)).toContain(paste);
     expect(result.record).toMatchObject({ prunedMessages: 0, prunedTokens: 0 });
+  });
+});
+
+describe("the record, the budget and the digest on every path", () => {
+  it("counts an oversized user message in the kept turn among the pruned, with the tokens its cut freed", async () => {
+    // Results under PRUNE_MIN_CHARS: the user message is the only thing cut.
+    const { messages, newId } = session(8, 50);
+    const pasteAt = messages.length - 4;
+    messages[pasteAt] = { id: messages[pasteAt]!.id, role: "user", content: `paste ${"p".repeat(8_000)}` };
+    const result = await compact(input({ messages, newId }));
+    expect(result.status).toBe("compacted");
+    const cut = result.messages.find((message) => message.id === messages[pasteAt]!.id)!;
+    expect(cut.kind).toBe("truncated");
+    expect(result.record.prunedMessages).toBe(1);
+    expect(result.record.prunedTokens).toBe(counter.countMessage(messages[pasteAt]!) - counter.countMessage(cut));
+    expect(result.record.prunedTokens).toBeGreaterThan(0);
+  });
+
+  it("passes who pays on to the summarizer", async () => {
+    const { messages, newId } = session(8, 3_000);
+    const budget = { pay: <T>(_estimate: unknown, call: () => Promise<T>) => call() };
+    const summarizer = working();
+    await compact(input({ messages, newId, summarizer, budget }));
+    expect(summarizer.requests.length).toBeGreaterThan(0);
+    for (const request of summarizer.requests) expect(request.budget).toBe(budget);
+  });
+
+  it("dates the fallback digest in the chat's time zone", async () => {
+    const { messages, newId } = session(12, 1_500);
+    // 20:00 UTC on 1 January is 05:00 on 2 January in Tokyo.
+    const at = Date.UTC(2026, 0, 1, 20, 0);
+    for (const message of messages) if (message.role === "user") message.at = at;
+    const result = await compact(input({ messages, newId, timeZone: "Asia/Tokyo", summarizer: dead(), settings: { ...settings, hardLimitTokens: 1_000 } }));
+    expect(result.status).toBe("dropped");
+    const digest = result.messages.find((message) => message.kind === "summary")!.content ?? "";
+    expect(digest).toContain(FALLBACK_DIGEST_HEADER);
+    expect(digest).toContain(formatStamp(at, "Asia/Tokyo"));
+    expect(digest).not.toContain(formatStamp(at, "UTC"));
+  });
+
+  it("notes in the system prompt that turns were compacted, whether turns were dropped or not", async () => {
+    const over = await compact(input({ ...session(12, 1_500), summarizer: dead(), settings: { ...settings, hardLimitTokens: 1_000 } }));
+    expect(over.record.droppedMessages).toBeGreaterThan(0);
+    const under = await compact(input({ ...session(8, 100), summarizer: dead(), settings: { ...settings, hardLimitTokens: 1_000 } }));
+    expect(under).toMatchObject({ status: "dropped", record: { droppedMessages: 0 } });
+    for (const result of [over, under]) {
+      expect(result.messages[0]).toMatchObject({ role: "system" });
+      expect(result.messages[0]!.content).toContain(COMPACTION_NOTE);
+    }
   });
 });
