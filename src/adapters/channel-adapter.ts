@@ -61,9 +61,10 @@ export interface SendOptions {
   preview?: { messageId: string; only: boolean; onRefused(): Promise<void> };
   /**
    * Told when the request carrying part `partIndex` goes out (`true`) and when it is answered or
-   * fails (`false`); never during a wait before it (a rate limit's). Reported only by a platform
-   * without an idempotency key (Telegram): a part on the wire when the process must exit is
-   * recorded as sent, so the next gateway does not send it again (docs/architecture.md, "Shutdown").
+   * fails (`false`); never during a wait before it (a rate limit's). Reported only for requests
+   * without an idempotency key — Telegram's, and a Discord interaction's webhook (the edit of a
+   * deferred reply, a follow-up): a part on the wire when the process must exit is recorded as
+   * sent, so the next gateway does not send it again (docs/architecture.md, "Shutdown").
    */
   onPartRequest?(partIndex: number, onWire: boolean): void;
 }

@@ -51,7 +51,7 @@ export class ReplySender {
     const carrier = options.preview ? undefined : interactions.carrier(reply);
     if (carrier) {
       // The answer to a slash command (or a private one to a button press) goes through its interaction.
-      const next = await interactions.deliver(carrier, reply, parts, options.fromPart, options.onPartSent);
+      const next = await interactions.deliver(carrier, reply, parts, options.fromPart, options.onPartSent, options.onPartRequest);
       if (next >= parts.length + (reply.documents?.length ?? 0)) {
         typing.stop(reply.sessionKey);
         return;

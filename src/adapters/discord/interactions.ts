@@ -10,8 +10,9 @@
  * one is never shown to the channel (deliver-reply.ts drops it, with one log line).
  */
 import { MessageFlags, Routes, type REST, type RawFile } from "discord.js";
-import type { OutboundReply, PartSent } from "../channel-adapter.js";
+import type { OutboundReply, PartSent, SendOptions } from "../channel-adapter.js";
 import type { Logger } from "../../logger.js";
+import { traceSends } from "./request-outcome.js";
 import { toSendError } from "./send-reply.js";
 
 /** Raw API form (these calls bypass discord.js' option mapping): nobody is pinged. */
@@ -81,8 +82,18 @@ export class InteractionReplies {
    * reply edits the deferred message; a private reply to a public deferral deletes it and goes
    * out as an ephemeral follow-up instead. → the first part not delivered (the rest goes to the
    * channel, or for a private reply nowhere) when Discord no longer takes the token.
+   * `onPartRequest` hears when the request carrying a part is on the wire: an interaction's
+   * webhook takes no nonce, and only this process knows the interaction, so the next gateway
+   * would post a part whose answer was still out at exit again, to the channel (issue 28).
    */
-  async deliver(entry: OpenInteraction, reply: Pick<OutboundReply, "private" | "documents" | "replyId">, parts: readonly string[], fromPart: number, onPartSent: (partIndex: number, sent: PartSent) => Promise<void>): Promise<number> {
+  async deliver(
+    entry: OpenInteraction,
+    reply: Pick<OutboundReply, "private" | "documents" | "replyId">,
+    parts: readonly string[],
+    fromPart: number,
+    onPartSent: (partIndex: number, sent: PartSent) => Promise<void>,
+    onPartRequest?: SendOptions["onPartRequest"],
+  ): Promise<number> {
     const { rest } = this.options;
     await entry.acknowledged;
     const ephemeral = entry.ephemeral || reply.private === true;
@@ -94,15 +105,17 @@ export class InteractionReplies {
       const document = content === undefined ? documents[index - parts.length] : undefined;
       const body = { ...(content !== undefined ? { content } : {}), allowed_mentions: NO_MENTIONS, flags };
       const files: RawFile[] = document ? [{ name: document.filename, data: Buffer.from(document.base64, "base64"), contentType: document.mime }] : [];
+      const part = index;
+      const carrying = <T>(request: () => Promise<T>): Promise<T> => (onPartRequest ? traceSends({ sent: false, onWire: (wire) => onPartRequest(part, wire) }, request) : request());
       try {
         if (index === 0 && entry.kind === "command" && entry.ephemeral === ephemeral) {
-          await rest.patch(Routes.webhookMessage(entry.applicationId, entry.token, "@original"), { body: { content, allowed_mentions: NO_MENTIONS }, auth: false });
+          await carrying(() => rest.patch(Routes.webhookMessage(entry.applicationId, entry.token, "@original"), { body: { content, allowed_mentions: NO_MENTIONS }, auth: false }));
         } else {
           if (index === 0 && entry.kind === "command") {
             // "thinking…" was public and the answer is not: it goes, the answer comes privately.
             await rest.delete(Routes.webhookMessage(entry.applicationId, entry.token, "@original"), { auth: false });
           }
-          await rest.post(Routes.webhook(entry.applicationId, entry.token), { body, files, auth: false, query: new URLSearchParams({ wait: "true" }) });
+          await carrying(() => rest.post(Routes.webhook(entry.applicationId, entry.token), { body, files, auth: false, query: new URLSearchParams({ wait: "true" }) }));
         }
       } catch (error) {
         const failure = toSendError(error, `interaction ${entry.id} reply part ${index + 1}/${total}`);

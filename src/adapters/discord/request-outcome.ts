@@ -26,6 +26,8 @@ export interface SendTrace {
   sent: boolean;
   /** Requests handed to the network that never got an answer (aborted on the way, reset): their outcome is unknown. */
   unanswered?: number;
+  /** Told when a request goes out (`true`) and when it is answered or fails (`false`): after every wait. */
+  onWire?(onWire: boolean): void;
 }
 
 const traces = new AsyncLocalStorage<SendTrace>();
@@ -41,9 +43,14 @@ export async function sendTraced<T>(send: () => Promise<T>): Promise<T> {
   if (!trace) return send();
   trace.sent = true;
   trace.unanswered = (trace.unanswered ?? 0) + 1;
-  const answer = await send();
-  trace.unanswered--;
-  return answer;
+  trace.onWire?.(true);
+  try {
+    const answer = await send();
+    trace.unanswered--;
+    return answer;
+  } finally {
+    trace.onWire?.(false);
+  }
 }
 
 /** Waits `ms` before sending; a caller that gives up meanwhile gets `RequestNotSent`. */

@@ -1,0 +1,85 @@
+/**
+ * A Discord gateway told to stop (a real SIGTERM to a real process) while the answer to a slash
+ * command goes out through its interaction: the deferred reply edited with part 1, part 2 as a
+ * follow-up. An interaction's webhook carries no nonce, and the interaction lives only in the
+ * gateway that took it: the next gateway sends the rest of the reply to the channel. So a part on
+ * the wire when the shutdown time runs out is recorded as sent before the exit, as a Telegram
+ * part is (docs/architecture.md, "Shutdown"); before, the next gateway posted it again.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { COMMAND_MENU } from "../../../src/core/commands.js";
+import { createRedis } from "../../../src/queue/index.js";
+import { SessionStore } from "../../../src/session/store.js";
+import type { Payload, RecordedRequest } from "../../fakes/fake-discord.js";
+import { spawnApp, type AppProcess } from "../../helpers/app-process.js";
+import { writeConfigFile } from "../../helpers/config-file.js";
+import { DiscordE2E, IDS, sleep, until } from "../../helpers/discord-pipeline.js";
+
+/** A persona long enough that showing it (`/persona`) takes two messages. */
+const LONG = `${"alpha ".repeat(300)}${"omega ".repeat(300)}`.trim();
+const LAST_LINE = "Set one with /persona";
+
+let e2e: DiscordE2E | undefined;
+const apps: AppProcess[] = [];
+
+afterEach(async () => {
+  for (const app of apps.splice(0)) await app.kill("SIGKILL");
+  await e2e?.close();
+  e2e = undefined;
+});
+
+function start(role: "gateway" | "worker"): AppProcess {
+  const app = spawnApp({ ...e2e!.env, LONGHAUL_ROLE: role });
+  apps.push(app);
+  return app;
+}
+
+async function startGateway(): Promise<AppProcess> {
+  const gateway = start("gateway");
+  await gateway.waitForStderr(/discord connected/, 90_000);
+  return gateway;
+}
+
+/** The answer of one slash command, as the chat shows it: its non-empty interaction responses, in order. */
+const shown = (interactionId: string) => e2e!.fake.interactionResponses.filter((response) => response.interactionId === interactionId && response.content !== "" && !response.deleted);
+
+describe("a Discord gateway stopped with SIGTERM while a slash command's answer goes out", () => {
+  it.each([
+    ["the follow-up (part 2)", (request: RecordedRequest) => request.method === "POST" && request.path.startsWith("/webhooks/") && String((request.body as Payload | undefined)?.content ?? "").includes(LAST_LINE)],
+    ["the deferred reply's edit (part 1)", (request: RecordedRequest) => request.method === "PATCH" && decodeURIComponent(request.path).endsWith("/messages/@original") && String((request.body as Payload | undefined)?.content ?? "").startsWith("Current persona")],
+  ])("%s on the wire past the shutdown time is recorded: the next gateway does not post it again", { timeout: 240_000 }, async (_name, held) => {
+    e2e = await DiscordE2E.start({ SHUTDOWN_TIMEOUT_MS: "3000", LOG_LEVEL: "info", CONSOLE: "off", LONGHAUL_CONFIG_FILE: writeConfigFile(`personas:\n  long: "${LONG}"\n`) });
+    const { fake } = e2e;
+    const worker = start("worker");
+    const first = await startGateway();
+    await worker.waitForStderr(/longhaul-ready/, 90_000);
+    await until(() => expect(fake.applicationCommands.size).toBe(COMMAND_MENU.length), 90_000);
+
+    const chosen = fake.dispatchSlashCommand(IDS.dmChannel, "persona", "long");
+    await until(() => expect(shown(chosen).map((response) => response.content)).toEqual(["Persona set: long."]), 90_000);
+
+    // The request carrying the part reaches Discord, which acts on it; its answer never comes back.
+    fake.holdAnswer(held, 120_000);
+    const asked = fake.dispatchSlashCommand(IDS.dmChannel, "persona");
+    await until(() => expect(fake.requests.some(held)).toBe(true), 90_000);
+    await first.kill("SIGTERM");
+    expect(first.stderr()).toContain("shutdown-timed-out");
+
+    await startGateway();
+    // The next gateway takes the delivery once the killed one's lease is out, and empties the outbox.
+    const redis = createRedis(e2e.config.REDIS_URL ?? "");
+    try {
+      const store = new SessionStore(redis, e2e.config.REDIS_PREFIX);
+      await until(async () => expect(await store.sessionWork(`dc:dm:${IDS.user}`)).toMatchObject({ outbox: 0, deliveryRunning: false }), 90_000);
+    } finally {
+      redis.disconnect();
+    }
+    await sleep(1_500);
+    const channel = fake.botMessages(IDS.dmChannel).map((message) => String(message.content));
+    expect(shown(asked)[0]?.content).toMatch(/^Current persona: long — alpha/);
+    expect(channel.filter((content) => content.startsWith("Current persona"))).toHaveLength(1);
+    expect(channel.filter((content) => content.includes(LAST_LINE))).toHaveLength(1);
+    // Counted as a part whose outcome is unknown (longhaul_reply_parts_unconfirmed_total).
+    expect(first.stderr()).toMatch(/"reason":"shutdown-timed-out","msg":"reply-part-unconfirmed"/);
+  });
+});
