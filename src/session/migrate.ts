@@ -105,9 +105,15 @@ export async function migrateSession(redis: Redis, prefix: string, sessionKey: s
   return { messages, replies };
 }
 
-/** Whether wave-1 keys with waiting work exist for a session (written by an old process still running). */
+/**
+ * Whether wave-1 keys with waiting work exist for a session (written by an old process still
+ * running). One EXISTS per key: the wave-1 keys have no hash tag, so on a Cluster they lie in
+ * three slots and one EXISTS over them is refused (CROSSSLOT) — which failed every sweep that met
+ * a listed session with nothing left (issue 33).
+ */
 export async function hasLegacyWork(redis: Redis, prefix: string, sessionKey: string): Promise<boolean> {
-  return (await redis.exists(...["inbox", "pending", "outbox"].map((suffix) => legacyKeys.session(prefix, sessionKey, suffix)))) > 0;
+  const found = await Promise.all(["inbox", "pending", "outbox"].map((suffix) => redis.exists(legacyKeys.session(prefix, sessionKey, suffix))));
+  return found.some((count) => count > 0);
 }
 
 async function* scan(redis: Redis, pattern: string): AsyncGenerator<string> {

@@ -4,17 +4,20 @@
  * whose keys span two slots fails there (CROSSSLOT), and a command sent to the wrong node is
  * answered MOVED: a chat that runs clean here — compactions included — runs on any Cluster.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { formatResult } from "../../../src/doctor/check.js";
 import { redisResults } from "../../../src/doctor/doctor.js";
 import { runAdmin } from "../../../src/cli/admin-commands.js";
 import { AccessControl } from "../../../src/gateway/access.js";
-import { createRedis, type Redis } from "../../../src/queue/index.js";
+import { createProducers, createRedis, type Redis } from "../../../src/queue/index.js";
+import { globalKeys } from "../../../src/session/keys.js";
+import { SessionStore } from "../../../src/session/store.js";
+import { startSweeper } from "../../../workers/turn-worker.js";
 import { IDLE_QUEUE, SCHEDULE_QUEUE, TURN_QUEUE, deliveryQueueName } from "../../../src/queue/index.js";
 import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
 import { isSummarizerRequest } from "../../helpers/agent-fixtures.js";
 import { testConfig } from "../../helpers/config.js";
-import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
+import { captureLogs, startPipeline, type Pipeline } from "../../helpers/pipeline.js";
 import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
 import { startRedisCluster, type RedisClusterHandle } from "../../helpers/redis-cluster.js";
 import { readTurnHistory, readUsageLedger } from "../../../src/session/turn-history.js";
@@ -63,6 +66,33 @@ describe("Redis Cluster: the pipeline on three masters", () => {
       reader.disconnect();
     }
   }, 180_000);
+
+  it("the sweeper: a listed session with nothing left is settled, and a stored message with no job is answered", async () => {
+    const { REDIS_PREFIX: prefix } = onCluster();
+    const redis = createRedis({ kind: "cluster", nodes: cluster.nodes.map((node) => ({ host: "127.0.0.1", port: node.port })) });
+    const store = new SessionStore(redis, prefix);
+    const producers = createProducers(redis, prefix);
+    const logs = captureLogs("warn");
+    // Every 100 ms, beside the worker's own (every 5 s).
+    const sweeper = startSweeper(store, producers, logs.logger, 100);
+    const workSet = globalKeys(prefix).workSet;
+    // Listed with nothing left (a settle that a failed master acknowledged and lost leaves them
+    // so): the sweeper looks for wave-1 keys of each, three keys in three slots. One EXISTS over
+    // them was refused (CROSSSLOT), which failed every sweep — the one below included.
+    const idle = ["console:idle-1", "console:idle-2", "console:idle-3"];
+    try {
+      await redis.sadd(workSet, ...idle);
+      // Stored, never enqueued (the gateway died in between).
+      await store.appendInbox(inbound({ chatId: "stranded", userId: "user-2", text: "anyone there?", messageId: "sweep-1" }), Date.now());
+      await adapter.waitFor(() => adapter.answeredIds().includes("sweep-1"), 30_000);
+      await vi.waitFor(async () => expect(await redis.smismember(workSet, ...idle)).toEqual([0, 0, 0]));
+      expect(logs.lines.filter((line) => line.includes("sweep-failed"))).toEqual([]);
+    } finally {
+      sweeper.stop();
+      await producers.close();
+      redis.disconnect();
+    }
+  }, 60_000);
 
   it("a long session compacts on the cluster (summarizer called, the turn answered)", async () => {
     const summaries = llm.requests.filter(isSummarizerRequest).length;
