@@ -110,20 +110,29 @@ export function startTurnWorker(options: TurnWorkerOptions): TurnWorker {
  */
 export function startSweeper(store: SessionStore, producers: Producers, log: Logger, intervalMs: number): { stop(): void } {
   let running = false;
+  const sweepSession = async (sessionKey: string) => {
+    let work = await store.sessionWork(sessionKey);
+    if (work.inbox === 0 && work.pending === 0 && work.outbox === 0 && (await hasLegacyWork(store.redis, store.prefix, sessionKey))) {
+      log.warn({ sessionKey }, "legacy-session-migrated");
+      await migrateSession(store.redis, store.prefix, sessionKey);
+      work = await store.sessionWork(sessionKey);
+    }
+    if ((work.inbox > 0 || work.pending > 0) && !work.turnRunning) await producers.enqueueTurn(sessionKey);
+    if (work.outbox > 0 && work.outboxPlatform && !work.deliveryRunning) await producers.enqueueDelivery(sessionKey, work.outboxPlatform);
+    if (work.inbox === 0 && work.pending === 0 && work.outbox === 0) await store.settle(sessionKey);
+  };
   const sweep = async () => {
     if (running) return;
     running = true;
     try {
       for (const sessionKey of await store.sessionsWithWork()) {
-        let work = await store.sessionWork(sessionKey);
-        if (work.inbox === 0 && work.pending === 0 && work.outbox === 0 && (await hasLegacyWork(store.redis, store.prefix, sessionKey))) {
-          log.warn({ sessionKey }, "legacy-session-migrated");
-          await migrateSession(store.redis, store.prefix, sessionKey);
-          work = await store.sessionWork(sessionKey);
+        // One session that cannot be looked at (its node failing over, a refused command) is
+        // left to the next sweep; the sessions after it are still looked at.
+        try {
+          await sweepSession(sessionKey);
+        } catch (error) {
+          log.warn({ sessionKey, err: error }, "sweep-session-failed");
         }
-        if ((work.inbox > 0 || work.pending > 0) && !work.turnRunning) await producers.enqueueTurn(sessionKey);
-        if (work.outbox > 0 && work.outboxPlatform && !work.deliveryRunning) await producers.enqueueDelivery(sessionKey, work.outboxPlatform);
-        if (work.inbox === 0 && work.pending === 0 && work.outbox === 0) await store.settle(sessionKey);
       }
       // An approval past its time whose timeout job was lost (a crash between the commit and the
       // add): added again, now (idempotent by job id; stale when answered meanwhile: a no-op turn).

@@ -4,7 +4,7 @@
  * loud (warn) when it cannot run.
  */
 import { Redis } from "ioredis";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { startFakeLlm } from "../fakes/fake-llm.js";
 import { createProducers, createRedis } from "../../src/queue/index.js";
 import { SessionStore } from "../../src/session/store.js";
@@ -38,6 +38,36 @@ describe("the sweeper", () => {
       expect(pipeline.logs.lines.join("")).toContain("legacy-session-migrated");
     } finally {
       sweeper.stop();
+      redis.disconnect();
+    }
+  });
+
+  it("a session it cannot look at is skipped: the sessions listed after it are still swept", async () => {
+    const config = testConfig({});
+    const redis = createRedis(config.REDIS_URL!);
+    // The first listed session fails every look (its Cluster node failing over, a refused command).
+    class OneBroken extends SessionStore {
+      override async sessionsWithWork(): Promise<string[]> {
+        return ["console:broken", ...(await super.sessionsWithWork())];
+      }
+      override async sessionWork(sessionKey: string) {
+        if (sessionKey === "console:broken") throw new Error("CLUSTERDOWN The cluster is down");
+        return super.sessionWork(sessionKey);
+      }
+    }
+    const logs = captureLogs("warn");
+    // No worker: the turn job the sweeper adds stays in the queue to be seen.
+    const producers = createProducers(redis, config.REDIS_PREFIX);
+    const sweeper = startSweeper(new OneBroken(redis, config.REDIS_PREFIX), producers, logs.logger, 100);
+    try {
+      const message = inbound({ chatId: "behind", text: "behind a broken one", messageId: "sw3" });
+      await new SessionStore(redis, config.REDIS_PREFIX).appendInbox(message, Date.now());
+      await vi.waitFor(async () => expect((await producers.turnQueue.getWaiting()).map((job) => job.data.sessionKey)).toContain(message.sessionKey));
+      const warned = logs.lines.map((raw) => JSON.parse(raw) as { msg: string; sessionKey?: string }).filter((entry) => entry.msg === "sweep-session-failed");
+      expect(warned[0]?.sessionKey).toBe("console:broken");
+    } finally {
+      sweeper.stop();
+      await producers.close();
       redis.disconnect();
     }
   });
