@@ -11,6 +11,7 @@ import { PreviewRecords } from "../session/previews.js";
 import { PREVIEW_REQUEST_MS } from "./preview-renderer.js";
 import type { SessionStore } from "../session/store.js";
 import { markStage } from "../core/stages.js";
+import { DeliveryHandedBackError, DeliveryShutdown } from "./delivery-shutdown.js";
 import { watched } from "../core/deadline.js";
 
 export interface DeliveryWorkerOptions {
@@ -48,11 +49,6 @@ export interface DeliveryWorkerOptions {
   minReplicasAck?: number;
   /** How long that WAIT may take. @defaultValue 3000 */
   replicaAckTimeoutMs?: number;
-}
-
-/** The gateway is stopping: the part just sent is recorded, the rest of the reply is left to the next gateway. */
-class DeliveryHandedBackError extends Error {
-  override readonly name = "DeliveryHandedBackError";
 }
 
 /** The session's node did not get the delivery lease onto enough replicas: nothing is sent, the job is retried. */
@@ -184,16 +180,8 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
    * of docs/architecture.md). faults/delivery-lease-lapse.test.ts.
    */
   const delivering = new Set<string>();
-  /** Set by `close`: no delivery starts another part. */
-  let stopping = false;
-  /**
-   * The part each session has in flight now, for `recordPartsInFlight`: on the wire
-   * (SendOptions.onPartRequest), or answered (`sent`) and its record — its own, or the reply's
-   * finish for the last part — not stored yet. A record can wait behind a lease heartbeat on a
-   * stalled connection (LeaseKeeper.paused): a part answered then was neither on the wire nor
-   * recorded at the exit, and the next gateway sent it again.
-   */
-  const inFlight = new Map<string, { token: string; reply: OutboundReply; part: number; sent: boolean }>();
+  /** Stopping (`close`) and the parts in flight at the exit (`recordPartsInFlight`): delivery-shutdown.ts. */
+  const shutdown = new DeliveryShutdown({ outbox, leaseMs: options.leaseMs, log, onPartUnconfirmed: options.onPartUnconfirmed });
 
   const deliver = async (job: Job<DeliveryJobData>, jobToken?: string) => {
     if (job.data.v !== PAYLOAD_VERSION) throw new UnrecoverableError(`unknown delivery payload version ${String(job.data.v)}`);
@@ -278,7 +266,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     try {
       while (step.status === "head") {
         const { reply, fromPart, previewRecorded } = step;
-        if (stopping) await handBack(reply.replyId, fromPart);
+        if (shutdown.stopping) await handBack(reply.replyId, fromPart);
         try {
           await replicated();
         } catch (error) {
@@ -305,10 +293,8 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
               // The last part is recorded by the finish that follows at once (fenced by the same
               // lease; a crash before either re-sends that part alike): one round trip less.
               onPartSent: async (partIndex, { last, unconfirmed }) => {
-                // In flight until its record is stored. Set in the same tick as its answer cleared
-                // it (onPartRequest false): no exit timer runs between the two.
-                const sentPart = { token, reply, part: partIndex, sent: true };
-                inFlight.set(sessionKey, sentPart);
+                // In flight until its record is stored, for an exit before that.
+                const inFlight = shutdown.sent(sessionKey, token, reply, partIndex);
                 if (unconfirmed) {
                   // Counted as sent, never sent again (docs/architecture.md, "Nothing answered twice").
                   log.warn({ sessionKey, replyId: reply.replyId, chatId: reply.target.chatId, part: partIndex }, "reply-part-unconfirmed");
@@ -317,14 +303,10 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
                 part = partIndex + 1;
                 if (last) return;
                 await recorded(() => outbox.recordPart(sessionKey, token, reply.replyId, partIndex, leaseMs), () => false);
-                if (inFlight.get(sessionKey) === sentPart) inFlight.delete(sessionKey);
-                // Stopping: this part is recorded, no other starts (docs/architecture.md, "Shutdown").
-                if (stopping) throw new DeliveryHandedBackError(`${sessionKey}: the gateway is stopping after part ${partIndex + 1} of ${reply.replyId}`);
+                // Stopping: this part is recorded, no other starts (DeliveryHandedBackError).
+                shutdown.recorded(sessionKey, inFlight);
               },
-              onPartRequest: (partIndex, wire) => {
-                if (wire) inFlight.set(sessionKey, { token, reply, part: partIndex, sent: false });
-                else inFlight.delete(sessionKey);
-              },
+              onPartRequest: (partIndex, wire) => shutdown.requested(sessionKey, token, reply, partIndex, wire),
               ...(preview ? { preview } : {}),
             }), "send", () => ({ ...where, part }));
             if (preview) await watch(settlePreview(reply, adapter, preview), "settle-preview", () => where);
@@ -358,7 +340,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
             }
             if (failed.status === "retry") throw error;
             log.error({ sessionKey, replyId: reply.replyId, attempts: limit, err: error }, "reply-dead-lettered");
-            inFlight.delete(sessionKey);
+            shutdown.settled(sessionKey);
             step = failed.next;
             continue;
           }
@@ -379,13 +361,13 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
         } else {
           step = await finish();
         }
-        // The reply is finished (or moved aside): its last part is recorded with it.
-        inFlight.delete(sessionKey);
+        // The reply is finished: its last part is recorded with it.
+        shutdown.settled(sessionKey);
       }
       if (step.status === "lost") log.warn({ sessionKey }, "delivery-superseded");
       else if (step.status === "empty" && !settled) await options.store.settle(sessionKey);
     } finally {
-      inFlight.delete(sessionKey);
+      shutdown.settled(sessionKey);
       // An empty outbox released the lease in FINISH_REPLY (and a lost one is not ours): no second round trip.
       const gone = step.status === "empty" || step.status === "lost";
       await (gone ? lease.stop() : lease.release()).catch((error: unknown) => log.warn({ err: error }, "delivery-lease-release-failed"));
@@ -403,22 +385,10 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   let closing: Promise<void> | undefined;
   return {
     close() {
-      stopping = true;
+      shutdown.stop();
       closing ??= Promise.all(workers.map((worker) => worker.close())).then(() => connection.disconnect());
       return closing;
     },
-    async recordPartsInFlight() {
-      await Promise.all([...inFlight].map(async ([sessionKey, { token, reply, part, sent }]) => {
-        const where = { sessionKey, replyId: reply.replyId, chatId: reply.target.chatId, part, reason: "shutdown-timed-out" };
-        if (sent) log.info(where, "reply-part-recorded-before-exit");
-        else {
-          log.warn(where, "reply-part-unconfirmed");
-          options.onPartUnconfirmed?.(reply.target.platform);
-        }
-        // The reply's last part too: a delivery resumed past the last part sends nothing and finishes the reply.
-        await outbox.recordPart(sessionKey, token, reply.replyId, part, options.leaseMs)
-          .catch((error: unknown) => log.warn({ sessionKey, replyId: reply.replyId, part, err: error }, "reply-part-not-recorded-before-exit"));
-      }));
-    },
+    recordPartsInFlight: () => shutdown.recordPartsInFlight(),
   };
 }

@@ -1,0 +1,97 @@
+/**
+ * How deliveries stop when their gateway does (docs/architecture.md, "Shutdown"), apart from the
+ * claim-send-record loop in delivery.ts. From `stop()` on, no delivery starts another part: the
+ * part in flight finishes, is recorded, and the rest of its reply is handed back to the next
+ * gateway. When the process must exit before that (its shutdown time ran out), each part still in
+ * flight is recorded as sent first, so the next gateway never sends it again.
+ */
+import type { OutboundReply, Platform } from "../core/channel.js";
+import type { Logger } from "../logger.js";
+import type { Outbox } from "../session/outbox.js";
+
+/** The gateway is stopping: the part just sent is recorded, the rest of the reply is left to the next gateway. */
+export class DeliveryHandedBackError extends Error {
+  override readonly name = "DeliveryHandedBackError";
+}
+
+/** A session's part in flight: on the wire (`sent` false), or answered and not yet recorded. */
+export interface PartInFlight {
+  token: string;
+  reply: OutboundReply;
+  part: number;
+  sent: boolean;
+}
+
+export interface DeliveryShutdownOptions {
+  outbox: Pick<Outbox, "recordPart">;
+  leaseMs: number;
+  log: Logger;
+  /** A part on the wire at the exit was counted as sent (its outcome unknown). */
+  onPartUnconfirmed?: ((platform: Platform) => void) | undefined;
+}
+
+export class DeliveryShutdown {
+  #stopping = false;
+  /**
+   * The part each session has in flight now: on the wire (SendOptions.onPartRequest), or
+   * answered and its record — its own, or the reply's finish for the last part — not stored yet.
+   * A record can wait behind a lease heartbeat on a stalled connection (LeaseKeeper.paused): a
+   * part answered then was neither on the wire nor recorded at the exit, and the next gateway
+   * sent it again (faults/delivery-sigterm.test.ts).
+   */
+  readonly #inFlight = new Map<string, PartInFlight>();
+
+  constructor(private readonly options: DeliveryShutdownOptions) {}
+
+  /** Set by `stop`: no delivery starts another part. */
+  get stopping(): boolean {
+    return this.#stopping;
+  }
+
+  stop(): void {
+    this.#stopping = true;
+  }
+
+  /** SendOptions.onPartRequest of one session's delivery: the request carrying `part` went out, or was answered or failed. */
+  requested(sessionKey: string, token: string, reply: OutboundReply, part: number, onWire: boolean): void {
+    if (onWire) this.#inFlight.set(sessionKey, { token, reply, part, sent: false });
+    else this.#inFlight.delete(sessionKey);
+  }
+
+  /**
+   * `part` went out (or counts as sent): in flight until `recorded`. Called in the same tick as
+   * its answer cleared it (`requested` false): no exit timer runs between the two.
+   */
+  sent(sessionKey: string, token: string, reply: OutboundReply, part: number): PartInFlight {
+    const entry = { token, reply, part, sent: true };
+    this.#inFlight.set(sessionKey, entry);
+    return entry;
+  }
+
+  /** `entry`'s record is stored. Stopping: the delivery ends here (DeliveryHandedBackError), its part recorded. */
+  recorded(sessionKey: string, entry: PartInFlight): void {
+    if (this.#inFlight.get(sessionKey) === entry) this.#inFlight.delete(sessionKey);
+    if (this.#stopping) throw new DeliveryHandedBackError(`${sessionKey}: the gateway is stopping after part ${entry.part + 1} of ${entry.reply.replyId}`);
+  }
+
+  /** Nothing of the session's delivery is in flight any more: its reply finished (its last part recorded with it), moved aside, or the delivery ended. */
+  settled(sessionKey: string): void {
+    this.#inFlight.delete(sessionKey);
+  }
+
+  /** DeliveryWorker.recordPartsInFlight: the process exits now. */
+  async recordPartsInFlight(): Promise<void> {
+    const { outbox, leaseMs, log } = this.options;
+    await Promise.all([...this.#inFlight].map(async ([sessionKey, { token, reply, part, sent }]) => {
+      const where = { sessionKey, replyId: reply.replyId, chatId: reply.target.chatId, part, reason: "shutdown-timed-out" };
+      if (sent) log.info(where, "reply-part-recorded-before-exit");
+      else {
+        log.warn(where, "reply-part-unconfirmed");
+        this.options.onPartUnconfirmed?.(reply.target.platform);
+      }
+      // The reply's last part too: a delivery resumed past the last part sends nothing and finishes the reply.
+      await outbox.recordPart(sessionKey, token, reply.replyId, part, leaseMs)
+        .catch((error: unknown) => log.warn({ sessionKey, replyId: reply.replyId, part, err: error }, "reply-part-not-recorded-before-exit"));
+    }));
+  }
+}
