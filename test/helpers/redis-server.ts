@@ -73,8 +73,12 @@ function portIsFree(port: number): Promise<boolean> {
 export class ServerExitedError extends Error {}
 
 /**
- * Waits until `port` accepts connections. With `child`, gives up at once when the process exits
- * (a port taken between freePort() and the spawn) instead of waiting out the timeout.
+ * Waits until a Redis server on `port` answers a PING (any reply: +PONG, -NOAUTH, -LOADING). With
+ * `child`, gives up at once when the process exits (a port taken between freePort() and the
+ * spawn) instead of waiting out the timeout. An accepted connection alone is not enough: a
+ * cluster node binds its port before its bus port, and exits when that one is taken, so for a
+ * moment it accepts connections it will never serve (seen at load 20: the wait took a dying node
+ * for a listening one).
  */
 export async function waitForPort(port: number, timeoutMs: number, child?: ChildProcess): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -82,18 +86,27 @@ export async function waitForPort(port: number, timeoutMs: number, child?: Child
     if (child && (child.exitCode !== null || child.signalCode !== null)) {
       throw new ServerExitedError(`redis-server on ${port} exited (${child.exitCode ?? child.signalCode}) before it listened`);
     }
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, "127.0.0.1");
-      socket.once("connect", () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.once("error", () => resolve(false));
-    });
-    if (open) return;
+    if (await answersPing(port)) return;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   throw new Error(`redis-server did not listen on ${port} within ${timeoutMs} ms`);
+}
+
+function answersPing(port: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    const done = (answered: boolean) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(answered);
+    };
+    // A server that accepted but never answers is dying (or not Redis): ask again after a while.
+    const timer = setTimeout(() => done(false), 1_000);
+    socket.once("connect", () => socket.write("PING\r\n"));
+    socket.once("data", (chunk: Buffer) => done(chunk.length > 0 && (chunk[0] === 0x2b || chunk[0] === 0x2d)));
+    socket.once("error", () => done(false));
+    socket.once("close", () => done(false));
+  });
 }
 
 export async function startRedisServer(options: { appendOnly?: boolean } = {}): Promise<RedisServerHandle> {

@@ -49,7 +49,9 @@ describe("worker crash and shutdown", () => {
   });
 
   it("on SIGTERM hands a hanging turn back; another worker answers it once", { timeout: 180_000 }, async () => {
-    const { adapter, startWorker, llm } = await setup({ SHUTDOWN_TIMEOUT_MS: "8000" });
+    // The held call must still hang when SIGTERM comes, after the second worker's start (up to
+    // 20 s on a loaded box): testEnv's 5 s LLM timeout would fail the turn first (CI at load 20).
+    const { adapter, startWorker, llm } = await setup({ SHUTDOWN_TIMEOUT_MS: "8000", LLM_TIMEOUT_MS: "150000" });
     const first = startWorker();
     await first.waitForStderr(/longhaul-ready/, START_MS);
     const gate = llm.hold();
