@@ -3,7 +3,7 @@
  * LLM clients, the tools, the context engine binding, and the BullMQ turn worker.
  */
 import type { Config } from "../config/index.js";
-import { mainApiKey, streamingModeFor } from "../config/index.js";
+import { mainApiKey, minReplicasAckOf, streamingModeFor } from "../config/index.js";
 import type { TurnEngine } from "../src/agent/index.js";
 import { createMemoryHooks, createMemoryTool, exportUserData, MemoryService, MemoryStore } from "../src/memory/index.js";
 import { createModelRouter } from "../src/models/router.js";
@@ -17,7 +17,7 @@ import type { Logger } from "../src/logger.js";
 import type { Metrics } from "../src/metrics.js";
 import { AccessControl, accessListsFrom } from "../src/gateway/access.js";
 import { approvePairing } from "../src/operator/index.js";
-import { CONNECTION_NAMES, createFiringQueue, createIdleQueue, createProducers, createRedis, pingWithin, type RedisAddress } from "../src/queue/index.js";
+import { CONNECTION_NAMES, createFiringQueue, createIdleQueue, createProducers, createRedis, pingWithin, readConfirmer, type RedisAddress } from "../src/queue/index.js";
 import { createScheduleTool, scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../src/schedule/index.js";
 import { globalKeys } from "../src/session/keys.js";
 import { leaseTtlMs } from "../src/session/lease.js";
@@ -57,7 +57,12 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   const prefix = config.REDIS_PREFIX;
   const redis = createRedis(options.redisAddress, { connectionName: CONNECTION_NAMES.worker });
   redis.on("error", (error) => logger.warn({ err: error }, "redis-error"));
-  const store = new SessionStore(redis, prefix, { archiveRetentionMs: config.ARCHIVE_RETENTION_DAYS * 86_400_000 });
+  // With replicas, a session is un-listed only on a read a replica confirms (WorkList.settle).
+  const minReplicasAck = minReplicasAckOf(config);
+  const store = new SessionStore(redis, prefix, {
+    archiveRetentionMs: config.ARCHIVE_RETENTION_DAYS * 86_400_000,
+    ...(minReplicasAck > 0 ? { confirmRead: readConfirmer(redis, minReplicasAck) } : {}),
+  });
   const producers = createProducers(redis, prefix);
   const { activityChannel, previewChannel } = globalKeys(prefix);
 

@@ -4,7 +4,7 @@ import type { InboundMessage, IngressPort, Platform, PreviewUpdate, TurnActivity
 import { minReplicasAckOf, type Config } from "../../config/index.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import { CONNECTION_NAMES, createFiringQueue, createProducers, createRedis, pingWithin, type RedisAddress } from "../queue/index.js";
+import { CONNECTION_NAMES, createFiringQueue, createProducers, createRedis, pingWithin, readConfirmer, type RedisAddress } from "../queue/index.js";
 import { scheduleSettingsFrom, ScheduleService, ScheduleStore } from "../schedule/index.js";
 import { globalKeys } from "../session/keys.js";
 import { leaseTtlMs } from "../session/lease.js";
@@ -74,7 +74,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   redis.on("error", (error) => log.warn({ err: error }, "redis-error"));
   subscriber.on("error", (error) => log.warn({ err: error }, "redis-subscriber-error"));
 
-  const store = new SessionStore(redis, prefix);
+  // With replicas, a session is un-listed only on a read a replica confirms (WorkList.settle).
+  const store = new SessionStore(redis, prefix, minReplicasAckOf(config) > 0 ? { confirmRead: readConfirmer(redis, minReplicasAckOf(config)) } : {});
   const producers = createProducers(redis, prefix);
   const migration = await migrateLayout(redis, prefix);
   if (!migration.current) log.warn({ migration }, "key-layout-migrated");

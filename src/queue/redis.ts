@@ -272,6 +272,18 @@ export async function replicaCounter(redis: Redis, keys: readonly string[]): Pro
 }
 
 /**
+ * A read's confirmation (session/work-list.ts, ReadConfirmer): true when `wanted` replicas follow
+ * the master that answered the read, asked with WAIT on the read's own socket afterwards. A
+ * stale master (frozen past its failover, then woken) has none, and a demoted one refuses WAIT.
+ */
+export function readConfirmer(redis: Redis, wanted: number, timeoutMs = 3_000): (key: string) => Promise<() => Promise<boolean>> {
+  return async (key) => {
+    const counter = await replicaCounter(redis, [key]);
+    return async () => (await counter.count(wanted, timeoutMs)) >= wanted;
+  };
+}
+
+/**
  * ioredis gives up a sentinel connection for good ("Connection is closed.", status `end`) when
  * its failover detector fires while the connection is already re-resolving the master — what a
  * master killed mid-traffic produces, often on a loaded machine (seen on the failover test). A

@@ -11,9 +11,10 @@ import { APPEND_INBOX, BEGIN_TURN, END_TURN, REQUEST_ABORT } from "./scripts.js"
 import type { SessionState } from "./state.js";
 import { searchTranscript, type TranscriptSearch } from "./transcript-search.js";
 import { platformOf, type BeginTurnResult, type CommitInput, type EndTurnResult, type InboxEntry, type SessionWork, type TurnClaim } from "./turn-types.js";
-import { WorkList } from "./work-list.js";
+import { WorkList, type ReadConfirmer } from "./work-list.js";
 
 export type { BeginTurnResult, CommitInput, EndTurnResult, InboxEntry, SessionWork, TurnClaim, WorkLeft } from "./turn-types.js";
+export type { ReadConfirmer } from "./work-list.js";
 export { liveChange } from "./live-context.js";
 
 /** How long a platform message id is remembered for deduplication (Telegram redelivers for ~24 h). */
@@ -33,13 +34,17 @@ export class SessionStore {
   /** While wave-1 dedupe keys may be alive, a message is a duplicate if either key knows it. */
   #legacySeenUntil = 0;
 
-  /** `archiveRetentionMs`: how long an archived conversation (`/new`) is kept; 0 forever. */
-  constructor(redis: Redis, prefix: string, options: { archiveRetentionMs?: number } = {}) {
+  /**
+   * `archiveRetentionMs`: how long an archived conversation (`/new`) is kept; 0 forever.
+   * `confirmRead`: with replicas (REDIS_MIN_REPLICAS_ACK), a session is un-listed only on a
+   * confirmed read (WorkList.settle).
+   */
+  constructor(redis: Redis, prefix: string, options: { archiveRetentionMs?: number; confirmRead?: ReadConfirmer } = {}) {
     this.#redis = redis;
     this.#prefix = prefix;
     this.#archiveRetentionMs = options.archiveRetentionMs ?? 0;
     const global = globalKeys(prefix);
-    this.#work = new WorkList(redis, prefix, global.workSet);
+    this.#work = new WorkList(redis, prefix, global.workSet, options.confirmRead);
     this.#approvals = new DueApprovals(redis, global.approvalsDue);
   }
 

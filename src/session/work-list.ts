@@ -5,13 +5,22 @@ import { SESSION_WORK } from "./scripts.js";
 import { platformOf, type SessionWork } from "./turn-types.js";
 
 /**
+ * Confirms a read on a session's node (REDIS_MIN_REPLICAS_ACK): called before the read with the
+ * key it reads, it returns the check to make after it — true only when enough replicas follow
+ * the master that answered, over the very socket the read went out on. A master frozen past its
+ * failover and woken answers from its own copy for a moment, with no replica left: what it says
+ * the session holds is not what the new master holds.
+ */
+export type ReadConfirmer = (key: string) => Promise<() => Promise<boolean>>;
+
+/**
  * The deployment-wide work list: the sessions that had work, which the sweeper walks. It spans
  * every session (every Cluster slot), so it is kept outside the per-session scripts, with an
  * order of writes that never strands a session: a writer lists the session after its own write,
  * on the same connection (so Redis runs them in that order); `settle` un-lists first, then looks.
  */
 export class WorkList {
-  constructor(private readonly redis: Redis, private readonly prefix: string, private readonly key: string) {}
+  constructor(private readonly redis: Redis, private readonly prefix: string, private readonly key: string, private readonly confirmRead?: ReadConfirmer) {}
 
   /** Lists a session; sent after the write that gave it work, never before. */
   list(sessionKey: string): Promise<number> {
@@ -38,9 +47,13 @@ export class WorkList {
    * work ends up listed. → true when the session was idle and is no longer listed.
    */
   async settle(sessionKey: string): Promise<boolean> {
+    const confirmed = this.confirmRead ? await this.confirmRead(sessionKeys(this.prefix, sessionKey).inbox) : undefined;
     // Both sent at once: the connection runs them in this order, in one round trip.
     const [, work] = await Promise.all([this.redis.srem(this.key, sessionKey), this.work(sessionKey)]);
-    if (work.inbox === 0 && work.pending === 0 && work.outbox === 0) return true;
+    // "Nothing left" from a master no replica follows (a stale master woken after its failover,
+    // whose commit the new master never got) is not believed: the session stays listed, and the
+    // sweeper looks again once the new master answers.
+    if (work.inbox === 0 && work.pending === 0 && work.outbox === 0 && (!confirmed || (await confirmed()))) return true;
     await this.list(sessionKey);
     return false;
   }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inject } from "vitest";
 import type { OutboundReply } from "../../../src/adapters/channel-adapter.js";
-import { createRedis, type Redis } from "../../../src/queue/index.js";
+import { createRedis, readConfirmer, type Redis } from "../../../src/queue/index.js";
 import { newSessionState } from "../../../src/session/state.js";
 import { SessionStore } from "../../../src/session/store.js";
 import { uniquePrefix } from "../../helpers/config.js";
@@ -41,6 +41,19 @@ describe("session store on Redis", () => {
     expect(await store.beginTurn("console:s", "attempt-3", LEASE)).toEqual({ status: "idle", outbox: 0, outboxPlatform: undefined });
     expect(await store.settle("console:s")).toBe(true);
     expect(await store.sessionsWithWork()).toEqual([]);
+  });
+
+  it("with replicas asked for, a session is un-listed only when a replica confirms it has nothing left", async () => {
+    const prefix = uniquePrefix();
+    // This Redis has no replica, as a master frozen past its failover and woken has none: WAIT 1
+    // counts 0. Its "nothing left" may be a commit the new master never got (issue 33).
+    const fenced = new SessionStore(redis, prefix, { confirmRead: readConfirmer(redis, 1, 100) });
+    await redis.sadd(`${prefix}:work`, "console:idle");
+    expect(await fenced.settle("console:idle")).toBe(false);
+    expect(await fenced.sessionsWithWork()).toEqual(["console:idle"]);
+    // With none asked for (REDIS_MIN_REPLICAS_ACK=0), the master's word suffices.
+    expect(await new SessionStore(redis, prefix).settle("console:idle")).toBe(true);
+    expect(await fenced.sessionsWithWork()).toEqual([]);
   });
 
   it("takes one message per turn in queue mode", async () => {
