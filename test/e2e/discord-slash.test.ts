@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { COMMAND_MENU } from "../../src/core/commands.js";
-import { OTHER_USER } from "../fakes/fake-discord.js";
-import { DiscordE2E, E2E_TIMEOUT, IDS, fixture, mention, until } from "../helpers/discord-pipeline.js";
+import { OTHER_USER, type Payload, type RecordedRequest } from "../fakes/fake-discord.js";
+import { writeConfigFile } from "../helpers/config-file.js";
+import { DiscordE2E, E2E_TIMEOUT, IDS, fixture, mention, sleep, until } from "../helpers/discord-pipeline.js";
 
 /**
  * Slash commands through the whole pipeline: the adapter registers the registry, a command
@@ -89,5 +90,41 @@ describe("Discord: the bot admins' /budget and /pair as slash commands", E2E_TIM
     expect(await answerTo(refused)).toMatchObject({ ephemeral: true, userId: IDS.user, content: "Only an admin can see or change budgets; /usage shows yours." });
     expect(e2e.fake.interactionCallbacks.map((callback) => [callback.type, callback.flags, callback.late])).toEqual([[5, 64, false], [5, 64, false], [5, 64, false]]);
     expect(e2e.sent(IDS.textChannel)).toEqual([]);
+  });
+});
+
+describe("Discord: a slash command's follow-up whose answer is lost", E2E_TIMEOUT, () => {
+  let e2e: DiscordE2E;
+  afterEach(() => e2e.close());
+
+  /** A persona long enough that showing it (`/persona`) takes two messages: the deferred reply, then a follow-up. */
+  const LONG = `${"alpha ".repeat(300)}${"omega ".repeat(300)}`.trim();
+  const LAST_LINE = "Set one with /persona";
+
+  it.each([
+    ["its answer never came (discord.js's 15 s timeout, then its retry)", 20_000, undefined],
+    ["a 502 came after it acted (discord.js retries a 5xx)", 0, 502],
+  ])("is not posted again when Discord acted and %s; the chat goes on", { timeout: 120_000 }, async (_name, holdMs, answeredWith) => {
+    e2e = await DiscordE2E.start({ LONGHAUL_CONFIG_FILE: writeConfigFile(`personas:\n  long: "${LONG}"\n`) });
+    await e2e.startPipeline();
+    await until(() => expect(e2e.fake.applicationCommands.size).toBe(COMMAND_MENU.length));
+    const shown = (id: string) => e2e.fake.interactionResponses.filter((response) => response.interactionId === id && response.content !== "");
+    const chosen = e2e.fake.dispatchSlashCommand(IDS.dmChannel, "persona", "long");
+    await until(() => expect(shown(chosen).map((response) => response.content)).toEqual(["Persona set: long."]));
+
+    // The follow-up reaches Discord, which posts it; the answer is lost or a 5xx.
+    const followUp = (request: RecordedRequest) => request.method === "POST" && request.path.startsWith("/webhooks/") && String((request.body as Payload | undefined)?.content ?? "").includes(LAST_LINE);
+    e2e.fake.holdAnswer(followUp, holdMs, answeredWith);
+    const asked = e2e.fake.dispatchSlashCommand(IDS.dmChannel, "persona");
+    await until(() => expect(e2e.fake.requests.some(followUp)).toBe(true));
+    // The session's next answer comes after it.
+    const status = e2e.fake.dispatchSlashCommand(IDS.dmChannel, "status");
+    await until(() => expect(shown(status)).toHaveLength(1), 90_000);
+    expect(shown(status)[0]?.content).toMatch(/^Model: /);
+    await sleep(1_000);
+    expect(shown(asked).map((response) => response.content.includes(LAST_LINE))).toEqual([false, true]);
+    expect(e2e.fake.botMessages(IDS.dmChannel).filter((message) => String(message.content).includes(LAST_LINE))).toHaveLength(1);
+    // Counted as a part whose outcome is unknown (longhaul_reply_parts_unconfirmed_total).
+    expect(e2e.pipelines[0]!.logs.lines.join("")).toMatch(/"part":1,.*"msg":"reply-part-unconfirmed"/);
   });
 });

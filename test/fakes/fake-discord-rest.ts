@@ -74,7 +74,7 @@ export class FakeRest {
   private readonly blocks = new Map<string, Block>();
   readonly faults: SendFault[] = [];
   /** Requests performed at once but answered `ms` late (each hold springs once), as Discord under load. */
-  readonly holds: Array<{ match: (request: RecordedRequest) => boolean; ms: number }> = [];
+  readonly holds: Array<{ match: (request: RecordedRequest) => boolean; ms: number; status?: number }> = [];
   /** Requests whose answer was held, with when it was written. */
   readonly lateAnswers: Array<{ request: RecordedRequest; at: number }> = [];
   /** Application commands, interaction callbacks and their webhooks (fake-discord-interactions.ts). */
@@ -132,9 +132,10 @@ export class FakeRest {
     const reply: Reply = (status, payload, headers = {}) => {
       record.status = status;
       if (hold) {
+        const answered = hold.status === undefined ? { status, payload, headers } : { status: hold.status, payload: { message: "Fake failure after acting", code: 0 }, headers: {} };
         setTimeout(() => {
           this.lateAnswers.push({ request: record, at: Date.now() });
-          if (!response.destroyed) response.writeHead(status, { "content-type": "application/json", ...headers }).end(payload === undefined ? undefined : JSON.stringify(payload));
+          if (!response.destroyed) response.writeHead(answered.status, { "content-type": "application/json", ...answered.headers }).end(answered.payload === undefined ? undefined : JSON.stringify(answered.payload));
         }, hold.ms);
         return;
       }

@@ -236,9 +236,12 @@ export class FakeDiscord {
     return this.requests.filter((request) => request.status === 429);
   }
 
-  /** The next request `match` accepts is performed at once and answered `ms` later (past a client's deadline). */
-  holdAnswer(match: (request: RecordedRequest) => boolean, ms: number): void {
-    this.rest.holds.push({ match, ms });
+  /**
+   * The next request `match` accepts is performed at once and answered `ms` later (past a client's
+   * deadline); with `status`, answered that instead (a 5xx after acting, as behind a failing proxy).
+   */
+  holdAnswer(match: (request: RecordedRequest) => boolean, ms: number, status?: number): void {
+    this.rest.holds.push({ match, ms, ...(status === undefined ? {} : { status }) });
   }
 
   /** Requests whose answer was held (holdAnswer), with when it was written. */

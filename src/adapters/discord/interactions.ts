@@ -12,7 +12,7 @@
 import { MessageFlags, Routes, type REST, type RawFile } from "discord.js";
 import type { OutboundReply, PartSent, SendOptions } from "../channel-adapter.js";
 import type { Logger } from "../../logger.js";
-import { traceSends } from "./request-outcome.js";
+import { OutcomeUnknown, traceSends, type SendTrace } from "./request-outcome.js";
 import { toSendError } from "./send-reply.js";
 
 /** Raw API form (these calls bypass discord.js' option mapping): nobody is pinged. */
@@ -106,18 +106,26 @@ export class InteractionReplies {
       const body = { ...(content !== undefined ? { content } : {}), allowed_mentions: NO_MENTIONS, flags };
       const files: RawFile[] = document ? [{ name: document.filename, data: Buffer.from(document.base64, "base64"), contentType: document.mime }] : [];
       const part = index;
-      const carrying = <T>(request: () => Promise<T>): Promise<T> => (onPartRequest ? traceSends({ sent: false, onWire: (wire) => onPartRequest(part, wire) }, request) : request());
+      const wire: Pick<SendTrace, "onWire"> = onPartRequest ? { onWire: (onWire) => onPartRequest(part, onWire) } : {};
+      // An edit of the deferred reply may be repeated (the same text again); a follow-up may not.
+      const carrying = <T>(request: () => Promise<T>, once: boolean): Promise<T> => (onPartRequest || once ? traceSends({ sent: false, sendOnce: once, ...wire }, request) : request());
       try {
         if (index === 0 && entry.kind === "command" && entry.ephemeral === ephemeral) {
-          await carrying(() => rest.patch(Routes.webhookMessage(entry.applicationId, entry.token, "@original"), { body: { content, allowed_mentions: NO_MENTIONS }, auth: false }));
+          await carrying(() => rest.patch(Routes.webhookMessage(entry.applicationId, entry.token, "@original"), { body: { content, allowed_mentions: NO_MENTIONS }, auth: false }), false);
         } else {
           if (index === 0 && entry.kind === "command") {
             // "thinking…" was public and the answer is not: it goes, the answer comes privately.
             await rest.delete(Routes.webhookMessage(entry.applicationId, entry.token, "@original"), { auth: false });
           }
-          await carrying(() => rest.post(Routes.webhook(entry.applicationId, entry.token), { body, files, auth: false, query: new URLSearchParams({ wait: "true" }) }));
+          await carrying(() => rest.post(Routes.webhook(entry.applicationId, entry.token), { body, files, auth: false, query: new URLSearchParams({ wait: "true" }) }), true);
         }
       } catch (error) {
+        if (error instanceof OutcomeUnknown) {
+          // Posted, perhaps, its answer lost: counted as sent (reply-part-unconfirmed), never posted twice — Telegram's rule.
+          this.options.logger.warn({ interactionId: entry.id, replyId: reply.replyId, part: index }, "discord follow-up's outcome unknown (posted, perhaps, answer lost); not sent again");
+          await onPartSent(index, { last: index === total - 1, unconfirmed: true });
+          continue;
+        }
         const failure = toSendError(error, `interaction ${entry.id} reply part ${index + 1}/${total}`);
         const status = (error as { status?: unknown }).status;
         if (status === 401 || status === 404) {

@@ -28,6 +28,22 @@ export interface SendTrace {
   unanswered?: number;
   /** Told when a request goes out (`true`) and when it is answered or fails (`false`): after every wait. */
   onWire?(onWire: boolean): void;
+  /**
+   * The call has no idempotency key (an interaction's follow-up): once an attempt may have acted
+   * unseen — no answer came (a timeout, a reset) or a 5xx did — it is not sent again, and the call
+   * fails with `OutcomeUnknown`. discord.js re-sends a request after each of those (issue 28).
+   */
+  sendOnce?: boolean;
+  /** Set by an attempt whose outcome is unknown. */
+  outcomeUnknown?: boolean;
+}
+
+/**
+ * A `sendOnce` call was not sent again: an earlier attempt may have acted (its answer lost, or a
+ * 5xx). Not an AbortError, and its message names no reset: discord.js does not retry it.
+ */
+export class OutcomeUnknown extends Error {
+  override readonly name = "OutcomeUnknown";
 }
 
 const traces = new AsyncLocalStorage<SendTrace>();
@@ -41,13 +57,18 @@ export function traceSends<T>(trace: SendTrace, call: () => T): T {
 export async function sendTraced<T>(send: () => Promise<T>): Promise<T> {
   const trace = traces.getStore();
   if (!trace) return send();
+  if (trace.sendOnce && trace.outcomeUnknown) throw new OutcomeUnknown("an earlier attempt of this request may have acted (no answer, or a server error); not sent again");
   trace.sent = true;
   trace.unanswered = (trace.unanswered ?? 0) + 1;
   trace.onWire?.(true);
   try {
     const answer = await send();
     trace.unanswered--;
+    if (((answer as { status?: number } | undefined)?.status ?? 0) >= 500) trace.outcomeUnknown = true;
     return answer;
+  } catch (error) {
+    trace.outcomeUnknown = true;
+    throw error;
   } finally {
     trace.onWire?.(false);
   }
