@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { ChatMessage, ToolCall } from "../../../src/core/messages.js";
-import { clipMiddle, cutGroupToFit, cutTextToTokens, pruneToolResults, shortenArguments, sliceSafely } from "../../../src/context/prune.js";
+import { clipMiddle, cutGroupToFit, cutTextToTokens, FOLD_TOOL_MAX_CHARS, PRUNE_MIN_CHARS, pruneToolResults, shortenArguments, sliceSafely } from "../../../src/context/prune.js";
 import { buildSummaryMessages, serializeMessage, summaryBudget } from "../../../src/context/summary-prompt.js";
 import { createTokenCounter } from "../../../src/context/tokens.js";
 
@@ -165,5 +165,40 @@ describe("what pruning reports and what a cut keeps", () => {
     expect(quarters.countText(cut)).toBeLessThanOrEqual(64);
     expect(cut.startsWith("HEAD-OF-OUTPUT")).toBe(true);
     expect(cut).toContain('recall("r1")');
+  });
+});
+
+describe("a pruned result, pruned again, and what a cut shows", () => {
+  it("a placeholder longer than PRUNE_MIN_CHARS (a long tool name) is left alone the next time: its fold text still reads the original", () => {
+    const name = `mcp__warehouse__${"inventory_".repeat(10)}`;
+    const longCall: ToolCall = { id: "c1", type: "function", function: { name, arguments: JSON.stringify({ query: "q".repeat(300), region: "r".repeat(300) }) } };
+    const original = `ORIGINAL-HEAD ${"o".repeat(9_000)}`;
+    const messages: ChatMessage[] = [{ id: "a", role: "assistant", content: null, tool_calls: [longCall] }, { id: "r1", role: "tool", tool_call_id: "c1", content: original }];
+    const once = pruneToolResults(messages, { from: 0, to: 2 }, counter);
+    expect(once.messages[1]!.content!.length).toBeGreaterThan(PRUNE_MIN_CHARS);
+    expect(once.messages[1]!.foldText).toContain("ORIGINAL-HEAD");
+    const twice = pruneToolResults(once.messages, { from: 0, to: 2 }, counter);
+    expect(twice).toMatchObject({ prunedMessages: 0, prunedTokens: 0 });
+    expect(twice.messages[1]).toBe(once.messages[1]);
+  });
+
+  it("the summarizer's copy of a pruned result is its head and tail, with how much was left out and the recall id", () => {
+    const messages: ChatMessage[] = [{ id: "a", role: "assistant", content: null, tool_calls: [call("c1")] }, { id: "r1", role: "tool", tool_call_id: "c1", content: "z".repeat(10_000) }];
+    const foldText = pruneToolResults(messages, { from: 0, to: 2 }, counter).messages[1]!.foldText!;
+    expect(foldText).toContain(`\n[… ${10_000 - FOLD_TOOL_MAX_CHARS} chars omitted; recall("r1") for all …]\n`);
+    expect(foldText.replace(/\n\[…[^\]]*\]\n/, "")).toBe("z".repeat(FOLD_TOOL_MAX_CHARS));
+  });
+
+  it("a cut uses its room: it shrinks in small steps until it fits, not to nothing", () => {
+    const cut = cutTextToTokens("t".repeat(20_000), 1_000, counter, (shown) => `[… ${shown} shown …]`);
+    expect(counter.countText(cut)).toBeLessThanOrEqual(1_000);
+    expect(counter.countText(cut)).toBeGreaterThanOrEqual(800);
+  });
+
+  it("a cut result's note offers the full output; a cut user message's, the whole message", () => {
+    const tool = cutGroupToFit([{ id: "a", role: "assistant", content: null, tool_calls: [call("c1")] }, { id: "r1", role: "tool", tool_call_id: "c1", content: "x".repeat(5_000) }], 1_000, counter);
+    expect(tool.messages[1]!.content).toContain('recall("r1") for the full output …]');
+    const user = cutGroupToFit([{ id: "u1", role: "user", content: "y".repeat(5_000) }], 1_000, counter, new Set(["user"]));
+    expect(user.messages[0]!.content).toContain('recall("u1") for the whole message …]');
   });
 });
