@@ -124,33 +124,27 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       options.onPreviewTaken?.(previewId);
       return { skip: reply.previewOnly === true };
     }
-    for (;;) {
-      const taken = await previews.take(reply.sessionKey, previewId);
-      if (taken.status === "busy") {
-        await new Promise((resolve) => setTimeout(resolve, Math.min(taken.retryInMs, 1_000)));
-        continue;
-      }
-      options.onPreviewTaken?.(previewId);
-      let messageId = taken.status === "edit" ? taken.messageId : undefined;
-      if (taken.status === "lost") {
-        // A preview create lost its answer: the platform may show a status message nobody
-        // knows. Where the platform can find it again (Discord's nonce), the final takes it
-        // over like any preview (and so deletes it); elsewhere (Telegram) the renderer deletes
-        // it if its answer still comes, late; one never answered stays (docs/streaming.md).
-        const recover = adapter.previews.recover;
-        if (recover) {
-          messageId = await recover.call(adapter.previews, reply.target, previewId, AbortSignal.timeout(PREVIEW_REQUEST_MS)).catch((error: unknown) => {
-            log.warn({ sessionKey: reply.sessionKey, chatId: reply.target.chatId, previewId, err: error }, "preview-orphan-not-recovered");
-            return undefined;
-          });
-        } else log.info({ sessionKey: reply.sessionKey, chatId: reply.target.chatId, previewId }, "preview-orphan-unrecoverable");
-      }
-      if (messageId === undefined) return { skip: reply.previewOnly === true };
-      return {
-        skip: false,
-        preview: { messageId, only: reply.previewOnly === true, onRefused: () => previews.refused(reply.sessionKey, previewId) },
-      };
+    const taken = await previews.takeWhenFree(reply.sessionKey, previewId);
+    options.onPreviewTaken?.(previewId);
+    let messageId = taken.status === "edit" ? taken.messageId : undefined;
+    if (taken.status === "lost") {
+      // A preview create lost its answer: the platform may show a status message nobody
+      // knows. Where the platform can find it again (Discord's nonce), the final takes it
+      // over like any preview (and so deletes it); elsewhere (Telegram) the renderer deletes
+      // it if its answer still comes, late; one never answered stays (docs/streaming.md).
+      const recover = adapter.previews.recover;
+      if (recover) {
+        messageId = await recover.call(adapter.previews, reply.target, previewId, AbortSignal.timeout(PREVIEW_REQUEST_MS)).catch((error: unknown) => {
+          log.warn({ sessionKey: reply.sessionKey, chatId: reply.target.chatId, previewId, err: error }, "preview-orphan-not-recovered");
+          return undefined;
+        });
+      } else log.info({ sessionKey: reply.sessionKey, chatId: reply.target.chatId, previewId }, "preview-orphan-unrecoverable");
     }
+    if (messageId === undefined) return { skip: reply.previewOnly === true };
+    return {
+      skip: false,
+      preview: { messageId, only: reply.previewOnly === true, onRefused: () => previews.refused(reply.sessionKey, previewId) },
+    };
   };
 
   /**

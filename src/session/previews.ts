@@ -5,7 +5,7 @@
  * - the final answer always takes over the preview (edits it) instead of sending a second
  *   message, on whichever gateway delivers it, also after a crash mid-final;
  * - no interim edit can land over the final: the final waits while an edit is in flight, and no
- *   edit starts once the final took the preview;
+ *   edit starts once the final took the preview, or began waiting for it;
  * - no preview appears after its final: a preview the final found missing is closed for good.
  *
  * States: `creating` (a gateway is sending the preview message; `lost` when its answer was
@@ -90,6 +90,8 @@ if not rec then
   save({s = 'creating', o = ARGV[2], u = now + hold, k = now + hold})
   return {'create'}
 end
+-- A final waits for the write in flight (TAKE found it busy): no other write starts before it.
+if rec.w then return {'closed'} end
 if rec.s == 'creating' or rec.s == 'lost' then
   if rec.s == 'lost' or rec.o == ARGV[2] or rec.u < now then
     rec.s = 'creating'; rec.o = ARGV[2]; rec.u = now + hold; rec.k = now + hold
@@ -119,7 +121,8 @@ const RELEASE = `${COMMON}
 local rec = load()
 if not rec or rec.o ~= ARGV[2] then return 0 end
 if rec.s == 'creating' then
-  redis.call('HDEL', KEYS[1], ARGV[1])
+  -- A final waits for this create: none may start after it (the final sends itself).
+  if rec.w then save({s = 'closed'}) else redis.call('HDEL', KEYS[1], ARGV[1]) end
   return 1
 end
 if rec.s == 'open' then
@@ -210,7 +213,15 @@ if rec.s == 'lost' then
   return {'lost'}
 end
 if rec.s == 'creating' or rec.s == 'open' then
-  if rec.u > now then return {'busy', rec.u - now} end
+  if rec.u > now then
+    -- The write in flight is the last: CLAIM refuses the next one (the renderer's latest
+    -- update, due at the chat's interval), so the final takes the preview as soon as it ends.
+    if not rec.w then
+      rec.w = 1
+      save(rec)
+    end
+    return {'busy', rec.u - now}
+  end
   if rec.s == 'creating' then
     -- A create past its hold: its gateway died or stalled mid-call, and the message may exist.
     -- Treated as lost (the final asks the platform for it); a late 'opened' finds the record
@@ -237,6 +248,13 @@ save(rec)
 return 1`;
 
 export type PreviewClaim = { status: "create" } | { status: "edit"; messageId: string } | { status: "busy" } | { status: "closed" };
+/** The final's first wait for a preview write in flight (PreviewRecords.takeWhenFree). */
+export const PREVIEW_POLL_FIRST_MS = 20;
+/** The longest it waits before asking again. */
+export const PREVIEW_POLL_MAX_MS = 250;
+
+const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
 export type PreviewTake = { status: "edit"; messageId: string } | { status: "none" } | { status: "busy"; retryInMs: number } | { status: "lost" };
 export type PreviewEdited = { status: "ok" } | { status: "late" } | { status: "reassert"; shown: string };
 
@@ -301,6 +319,20 @@ export class PreviewRecords {
     if (reply[0] === "busy") return { status: "busy", retryInMs: Math.max(10, Number(reply[1])) };
     if (reply[0] === "lost") return { status: "lost" };
     return { status: "none" };
+  }
+
+  /**
+   * The final takes the preview, waiting while a write is in flight: asked again after
+   * PREVIEW_POLL_FIRST_MS, then twice as long each time up to PREVIEW_POLL_MAX_MS (never past the
+   * write's hold). A write takes tens of milliseconds; its hold, the longest it may take, seconds:
+   * a second's wait each time (the poll before) was the final's p99 at 25 answers a second (issue 32).
+   */
+  async takeWhenFree(sessionKey: string, previewId: string, sleep: (ms: number) => Promise<void> = defaultSleep): Promise<Exclude<PreviewTake, { status: "busy" }>> {
+    for (let waitMs = PREVIEW_POLL_FIRST_MS; ; waitMs = Math.min(PREVIEW_POLL_MAX_MS, waitMs * 2)) {
+      const taken = await this.take(sessionKey, previewId);
+      if (taken.status !== "busy") return taken;
+      await sleep(Math.min(taken.retryInMs, waitMs));
+    }
   }
 
   /** The platform refused to edit the preview for good (deleted, too old): the final goes out as a new message, once. */

@@ -13,7 +13,7 @@ import { RetryableError } from "../../../src/errors.js";
 import { PreviewRenderer } from "../../../src/gateway/preview-renderer.js";
 import { silentLogger } from "../../../src/logger.js";
 import { createRedis, type Redis } from "../../../src/queue/index.js";
-import { PreviewRecords, type PreviewClaim } from "../../../src/session/previews.js";
+import { PREVIEW_POLL_FIRST_MS, PREVIEW_POLL_MAX_MS, PreviewRecords, type PreviewClaim } from "../../../src/session/previews.js";
 import { uniquePrefix } from "../../helpers/config.js";
 import { sleep } from "../../helpers/stall-run.js";
 
@@ -33,6 +33,8 @@ function gate(): { wait: Promise<void>; open(): void } {
 /** The chat as the platform shows it, and a port whose next edit or create can be held or lose its answer. */
 class ScriptedPort implements PreviewPort {
   readonly messages = new Map<string, string>();
+  /** Every write the platform saw, in order: `create <text>`, `edit <text>`. */
+  readonly writes: string[] = [];
   readonly byPreview = new Map<string, string>();
   holdNextEdit: Promise<void> | undefined;
   loseNextCreate = false;
@@ -49,6 +51,7 @@ class ScriptedPort implements PreviewPort {
     const made = previewId === undefined || !this.nonce ? undefined : this.byPreview.get(previewId);
     if (made !== undefined && this.messages.has(made)) return made;
     const id = String(this.#next++);
+    this.writes.push(`create ${text}`);
     this.messages.set(id, text);
     if (previewId) this.byPreview.set(previewId, id);
     if (this.loseNextCreate) {
@@ -71,6 +74,7 @@ class ScriptedPort implements PreviewPort {
     this.holdNextEdit = undefined;
     // A gateway stalled inside the call: the edit reaches the platform late.
     if (held) await held;
+    this.writes.push(`edit ${text}`);
     if (this.messages.has(messageId)) this.messages.set(messageId, text);
   }
   async remove(_target: ReplyTarget, messageId: string): Promise<void> {
@@ -240,5 +244,65 @@ describe("previews fenced like deliveries", () => {
     expect(port.messages.size).toBe(1);
     expect(await records.take(SESSION, PREVIEW)).toEqual({ status: "edit", messageId: second });
     renderer.close();
+  });
+});
+
+describe("a final that finds a preview write in flight (issue 32)", () => {
+  let redis: Redis;
+  beforeAll(() => {
+    redis = createRedis(inject("redisUrl"));
+  });
+  afterAll(() => redis.disconnect());
+
+  it("takes the preview when that write ends, asking again soon, and no interim write starts meanwhile: the platform sees the held edit, then only the final", async () => {
+    const records = new PreviewRecords(redis, uniquePrefix());
+    const port = new ScriptedPort();
+    // Writes as often as updates come: the latest update is due at once after each write.
+    port.intervalMs = 0;
+    const renderer = new PreviewRenderer({ records, ports: new Map([["telegram", port]]), logger: silentLogger, requestMs: 5_000 });
+    renderer.accept(update("💭 Thinking…"));
+    await vi.waitFor(() => expect(port.writes).toEqual(["create 💭 Thinking…"]));
+    const messageId = [...port.messages.keys()][0]!;
+    const held = gate();
+    port.holdNextEdit = held.wait;
+    renderer.accept(update("✍️ Writing the answer…"));
+    await vi.waitFor(() => expect(port.holdNextEdit).toBeUndefined());
+    // The final comes while that edit is on the wire; the turn's last update arrives behind it.
+    const waits: number[] = [];
+    const final = records.takeWhenFree(SESSION, PREVIEW, async (ms) => {
+      waits.push(ms);
+      await sleep(ms);
+    });
+    await vi.waitFor(() => expect(waits.length).toBeGreaterThan(0));
+    renderer.accept(update("✍️ Writing the answer… (more)"));
+    held.open();
+    expect(await final).toEqual({ status: "edit", messageId });
+    // Nothing more is written after the final took the preview.
+    await sleep(100);
+    expect(port.writes).toEqual(["create 💭 Thinking…", "edit ✍️ Writing the answer…"]);
+    // Asked again within a fraction of the write's 5 s hold, however long it has left.
+    expect(waits[0]).toBe(PREVIEW_POLL_FIRST_MS);
+    expect(Math.max(...waits)).toBeLessThanOrEqual(PREVIEW_POLL_MAX_MS);
+    renderer.close();
+  });
+
+  it("once a final waits, the renderer's next claim is refused: after an edit in flight, and after a create the platform refused", async () => {
+    const records = new PreviewRecords(redis, uniquePrefix());
+    // An edit in flight: the final waits; when the edit is over, no other starts.
+    expect(await records.claim(SESSION, PREVIEW, "gw-a", 5_000)).toEqual({ status: "create" });
+    expect(await records.opened(SESSION, PREVIEW, "gw-a", "m1")).toBe(true);
+    expect(await records.claim(SESSION, PREVIEW, "gw-a", 5_000)).toEqual({ status: "edit", messageId: "m1" });
+    expect((await records.take(SESSION, PREVIEW)).status).toBe("busy");
+    expect(await records.edited(SESSION, PREVIEW, "gw-a")).toEqual({ status: "ok" });
+    expect(await records.claim(SESSION, PREVIEW, "gw-a", 5_000)).toEqual({ status: "closed" });
+    expect(await records.take(SESSION, PREVIEW)).toEqual({ status: "edit", messageId: "m1" });
+
+    // A create in flight the platform then refused: no second create starts; the final sends itself.
+    const other = "tg:42#8#1";
+    expect(await records.claim(SESSION, other, "gw-a", 5_000)).toEqual({ status: "create" });
+    expect((await records.take(SESSION, other)).status).toBe("busy");
+    await records.release(SESSION, other, "gw-a");
+    expect(await records.claim(SESSION, other, "gw-a", 5_000)).toEqual({ status: "closed" });
+    expect(await records.take(SESSION, other)).toEqual({ status: "none" });
   });
 });
