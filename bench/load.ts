@@ -166,6 +166,8 @@ export interface RequestCounts {
   busiestChatSecond: number;
   refused: number;
   byMethod: Record<string, number>;
+  /** Of those, the ones answered 429, by method. */
+  refusedByMethod: Record<string, number>;
 }
 
 function countRequests(calls: ReadonlyArray<{ at: number; chat: string; method: string; refused: boolean; limited: boolean }>, from: number, to: number): RequestCounts {
@@ -174,6 +176,7 @@ function countRequests(calls: ReadonlyArray<{ at: number; chat: string; method: 
   const limitedPerSecond = new Array<number>(seconds).fill(0);
   const perChat = new Map<string, number>();
   const byMethod: Record<string, number> = {};
+  const refusedByMethod: Record<string, number> = {};
   let refused = 0;
   for (const call of calls) {
     if (call.at < from || call.at >= to) continue;
@@ -183,9 +186,12 @@ function countRequests(calls: ReadonlyArray<{ at: number; chat: string; method: 
     const key = `${call.chat}@${second}`;
     perChat.set(key, (perChat.get(key) ?? 0) + 1);
     byMethod[call.method] = (byMethod[call.method] ?? 0) + 1;
-    if (call.refused) refused++;
+    if (call.refused) {
+      refused++;
+      refusedByMethod[call.method] = (refusedByMethod[call.method] ?? 0) + 1;
+    }
   }
-  return { perSecond, busiestLimitedSecond: Math.max(0, ...limitedPerSecond), busiestChatSecond: Math.max(0, ...perChat.values()), refused, byMethod };
+  return { perSecond, busiestLimitedSecond: Math.max(0, ...limitedPerSecond), busiestChatSecond: Math.max(0, ...perChat.values()), refused, byMethod, refusedByMethod };
 }
 
 export async function telegramDriver(users: number): Promise<PlatformDriver> {
@@ -582,7 +588,7 @@ export function report(plan: LoadPlan, results: readonly RunResult[]): string {
     const peak = process.peakMemory!;
     return `${process.label} RSS ${(peak.rss / MB).toFixed(0)} = heap ${(peak.heapUsed / MB).toFixed(0)} used of ${(peak.heapTotal / MB).toFixed(0)}, external ${(peak.external / MB).toFixed(0)} (array buffers ${(peak.arrayBuffers / MB).toFixed(0)}), the rest code, stacks and the allocator's`;
   }).join("; ");
-  const detail = results.map((result) => `- ${result.platform}, ${result.topology}, ${result.rate}/s: requests by method ${JSON.stringify(result.requests.byMethod)}; model calls ${JSON.stringify(result.llm)} (cumulative over the bench); memory at each process's highest RSS (MB): ${memory(result)}; CPU ms per answered message: ${result.processes.map((process) => `${process.label} ${((process.cpuMs ?? Number.NaN) / Math.max(1, result.answered)).toFixed(1)}`).join(", ")}`);
+  const detail = results.map((result) => `- ${result.platform}, ${result.topology}, ${result.rate}/s: requests by method ${JSON.stringify(result.requests.byMethod)}${result.requests.refused > 0 ? `, answered 429 ${JSON.stringify(result.requests.refusedByMethod)}` : ""}; model calls ${JSON.stringify(result.llm)} (cumulative over the bench); memory at each process's highest RSS (MB): ${memory(result)}; CPU ms per answered message: ${result.processes.map((process) => `${process.label} ${((process.cpuMs ?? Number.NaN) / Math.max(1, result.answered)).toFixed(1)}`).join(", ")}`);
   const stages = results.flatMap((result) => (result.stages ? ["", result.stages] : []));
   return [
     `Open loop, ${plan.seconds} s per run, ${plan.users} users; model: first token ${plan.ttftMs} ms, ${plan.tokensPerSecond} tokens/s, ${plan.answerTokens}-token answers (${(modelTimeMs(plan, 0) / 1_000).toFixed(1)} s), ${Math.round(plan.toolShare * 100)}% with 1–2 tool steps (+1 s each), ${Math.round(plan.longShare * 100)}% from ${LONG_USERS} long sessions (12K window: they compact); ${plan.patient ? "patient users (none writes again before their last message was answered)" : "users drawn at random, so a user may write again before their last answer (a follow-up)"}; answers awaited ${plan.drainSeconds} s after the last message. Own wait: the wait above the model less the time a follow-up spent behind its chat's earlier answer (the session's order and the platform's per-chat limit, the chat's own) — what longhaul's queues, the send budget and the machine added.`,

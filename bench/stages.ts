@@ -114,11 +114,11 @@ export function stageTable(title: string, all: readonly TurnMarks[], percentiles
   const rows: Array<Array<string | number>> = [];
   const row = (label: string, from: BenchStage, to: BenchStage) => {
     const spans = turns.map((turn) => turn.at.get(to)! - turn.at.get(from)!).sort((a, b) => a - b);
-    rows.push([label, ...percentiles.map((p) => percentile(spans, p)), spans.reduce((sum, span) => sum + span, 0) / spans.length]);
+    rows.push([label, ...percentiles.map((p) => percentile(spans, p)), spans.reduce((sum, span) => sum + span, 0) / spans.length, spans.at(-1) ?? 0, spans.filter((span) => span >= 1_000).length]);
   };
   for (let index = 1; index < path.length; index++) row(`${path[index - 1]} → ${path[index]}`, path[index - 1]!, path[index]!);
   if (path.length > 1) row(`whole path: ${path[0]} → ${path[path.length - 1]}`, path[0]!, path[path.length - 1]!);
-  return `${title} (${turns.length} of ${all.length} messages answered)\n\n${table(["stage", ...percentiles.map((p) => `p${p} ms`), "mean ms"], rows)}`;
+  return `${title} (${turns.length} of ${all.length} messages answered)\n\n${table(["stage", ...percentiles.map((p) => `p${p} ms`), "mean ms", "max ms", "n ≥ 1 s"], rows)}`;
 }
 
 /**
