@@ -5,7 +5,7 @@
  * reply's own text parts after the voice. Part 0 is the voice; the text's parts are 1…n.
  * A user whose privacy settings forbid voice notes (400 VOICE_MESSAGES_FORBIDDEN), a group
  * upgraded meanwhile, or a caption Telegram will not take: the text goes in the voice's place,
- * never lost. A send whose outcome is unknown counts as sent, as for text (send-reply.ts).
+ * never lost — after the voice as usual when it was to follow it, else as parts 2…n+1. A send whose outcome is unknown counts as sent, as for text (send-reply.ts).
  */
 import { GrammyError, InputFile, type Api } from "grammy";
 import type { OutboundReply, PartSent, ReplyVoice } from "../channel-adapter.js";
@@ -16,6 +16,13 @@ import { describeError, migratedTo, outcomeUnknown, replyParts, toApiSignal, toT
 
 /** The reply's part of the text's first part when the text follows the voice note (part 0). */
 const TEXT_OFFSET = 1;
+
+/**
+ * The reply's part of the text's first part when the text goes in a refused voice note's place
+ * (a reply whose text would not follow the voice). Not 1: a delivery resumed at part 1 follows a
+ * voice note recorded as sent (its answer lost at a shutdown, say), after which nothing is left.
+ */
+const IN_PLACE_OFFSET = 2;
 
 /** Telegram's caption limit, in UTF-16 units after entity parsing. */
 export const CAPTION_LIMIT = 1024;
@@ -60,18 +67,19 @@ export function voiceCaption(reply: OutboundReply): string | undefined {
 export async function sendVoiceReply(api: Api, reply: OutboundReply & { voice: ReplyVoice }, options: SendVoiceOptions): Promise<void> {
   const caption = voiceCaption(reply);
   const textAfter = reply.voice.withText && caption === undefined;
+  if (!textAfter && options.fromPart >= IN_PLACE_OFFSET) {
+    // A delivery resumed inside the text that took a refused voice note's place.
+    await options.sendText(options.fromPart - IN_PLACE_OFFSET, shifted(options, IN_PLACE_OFFSET));
+    return;
+  }
   if (options.fromPart === 0) {
     const outcome = await sendVoiceNote(api, reply, caption, options);
-    if (outcome === "refused") {
-      // Nothing of the voice reached the chat: the text takes its place when it would not follow
-      // anyway — all of it part 0, recorded once it is out, and on the wire as part 0.
-      const { onPartRequest } = options;
-      if (!textAfter) {
-        await options.sendText(0, {
-          onPartSent: () => Promise.resolve(),
-          ...(onPartRequest ? { onPartRequest: (_index: number, onWire: boolean) => onPartRequest(0, onWire) } : {}),
-        });
-      }
+    if (outcome === "refused" && !textAfter) {
+      // Nothing of the voice reached the chat: the text takes its place (it would not follow
+      // anyway), each part reported and recorded under its own index, so that a gateway stopped
+      // between two parts hands the rest back instead of leaving the whole reply to be sent again.
+      await options.sendText(0, shifted(options, IN_PLACE_OFFSET));
+      return;
     }
     await options.onPartSent(0, { last: !textAfter, ...(outcome === "unconfirmed" ? { unconfirmed: true as const } : {}) });
   }

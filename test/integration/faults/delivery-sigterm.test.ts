@@ -12,6 +12,7 @@ import { afterEach, describe, expect, inject, it } from "vitest";
 import type { AppProcess } from "../../helpers/app-process.js";
 import { startTcpProxy, type TcpProxy } from "../../helpers/tcp-proxy.js";
 import { startTelegramApps, type TelegramApps } from "../../helpers/telegram-apps.js";
+import { replyParts } from "../../../src/adapters/telegram/send-reply.js";
 import { ADA, DM, sleep, textOf, waitUntil } from "../../helpers/telegram-pipeline.js";
 
 let run: TelegramApps | undefined;
@@ -169,15 +170,67 @@ describe("a gateway stopped with SIGTERM mid-reply", () => {
 });
 
 /**
+ * A voice reply whose text is not shown beside the voice (short when spoken: four words), and
+ * whose text is still several Telegram parts: each `---` renders as a ten-character rule. The
+ * user forbids voice notes (VOICE_MESSAGES_FORBIDDEN): the text goes in the voice's place, part
+ * by part. Before each of its parts was recorded, a gateway stopped between two of them left
+ * nothing recorded (the next one attempted the voice again and sent every part again), and one
+ * stopped with a part on the wire recorded it as the voice (the next one sent nothing more).
+ */
+const RULED = ["alpha", "bravo", "delta", "hotel", "oscar", "romeo", "tango", "vodka"].map((word) => `${word}\n\n${"---\n\n".repeat(340)}`).join("").trim();
+const RULED_PARTS = replyParts(RULED);
+/** Spoken in full (no cut) and never shown beside the voice: the text exists only in the voice's place. */
+const NO_TEXT_BESIDE = { TTS_MAX_CHARS: "4096", VOICE_SHOW_TEXT_CHARS: "100000" };
+
+describe("a gateway stopped with SIGTERM while the text goes in a refused voice note's place", () => {
+  it("starts no new part after the SIGTERM: the next gateway sends the rest of the text, each part once, without trying the voice again", { timeout: 240_000 }, async () => {
+    run = await startTelegramApps({ SHUTDOWN_TIMEOUT_MS: "4000", ...NO_TEXT_BESIDE });
+    const { telegram } = run;
+    telegram.voiceForbidden.add(String(DM.id));
+    const first = await startVoiceReply(run, () => undefined, RULED);
+    await waitUntil(() => telegram.delivered(DM.id).length >= 3, "the text's part 2 in the chat", 90_000);
+    const code = await first.kill("SIGTERM");
+    expect(first.stderr()).not.toContain("shutdown-timed-out");
+    expect(code).toBe(0);
+
+    await run.start("gateway").waitForStderr(/telegram long polling started/, 90_000);
+    await expectRuledOnce(run);
+  });
+
+  it("records the text part on the wire when the time runs out under its own index: the next gateway sends the parts after it", { timeout: 240_000 }, async () => {
+    run = await startTelegramApps({ SHUTDOWN_TIMEOUT_MS: "3000", ...NO_TEXT_BESIDE });
+    const { telegram } = run;
+    telegram.voiceForbidden.add(String(DM.id));
+    const held = (call: Parameters<typeof textOf>[0]) => textOf(call) === RULED_PARTS[2];
+    const first = await startVoiceReply(run, () => telegram.loseAnswer("sendMessage", { applied: true, hang: true, predicate: held }), RULED);
+    await waitUntil(() => telegram.delivered(DM.id).some(held), "the text's part 3 in the chat", 90_000);
+    await stopPastShutdownTime(run, first);
+
+    await expectRuledOnce(run);
+    expect(first.stderr()).toMatch(/"msg":"reply-part-unconfirmed"/);
+  });
+});
+
+/** The refused voice reply's text reached the chat whole, each part once and in order, after one voice attempt. */
+async function expectRuledOnce({ telegram }: TelegramApps): Promise<void> {
+  expect(RULED_PARTS.length).toBeGreaterThan(4);
+  await waitUntil(() => telegram.delivered(DM.id).some((call) => textOf(call) === RULED_PARTS.at(-1)), "the text's last part", 90_000);
+  await sleep(1_500);
+  expect(telegram.delivered(DM.id).slice(1).map(textOf)).toEqual(RULED_PARTS);
+  expect(telegram.callsOf("sendVoice")).toHaveLength(1);
+  expect(telegram.voices(DM.id)).toHaveLength(0);
+}
+
+/**
  * Starts a gateway and a worker, turns voice replies on, sets `trap`, and asks for ANSWER: spoken,
  * and shown after the voice note (too long for its caption) — part 0 the voice, parts 1–8 the text.
  */
-async function startVoiceReply(run: TelegramApps, trap: () => void): Promise<AppProcess> {
+async function startVoiceReply(run: TelegramApps, trap: () => void, answer = ANSWER): Promise<AppProcess> {
   const { telegram, llm } = run;
   const gateway = await startGatewayAndWorker(run);
   telegram.pushMessage({ chat: DM, from: ADA, text: "/voice on" });
   await waitUntil(() => telegram.delivered(DM.id).length === 1, "the /voice answer", 90_000);
-  llm.enqueue({ text: ANSWER });
+  llm.enqueue({ text: answer });
   trap();
   telegram.pushMessage({ chat: DM, from: ADA, text: "eight parts, spoken" });
   return gateway;
