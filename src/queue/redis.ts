@@ -275,8 +275,10 @@ export async function replicaCounter(redis: Redis, keys: readonly string[]): Pro
  * A read's confirmation (session/work-list.ts, ReadConfirmer): true when `wanted` replicas follow
  * the master that answered the read, asked with WAIT on the read's own socket afterwards. A
  * stale master (frozen past its failover, then woken) has none, and a demoted one refuses WAIT.
+ * A short wait: an unconfirmed read only keeps a session listed for the next sweep, and the
+ * sweeper settles one session after another (a replica down must not slow it 3 s a session).
  */
-export function readConfirmer(redis: Redis, wanted: number, timeoutMs = 3_000): (key: string) => Promise<() => Promise<boolean>> {
+export function readConfirmer(redis: Redis, wanted: number, timeoutMs = 500): (key: string) => Promise<() => Promise<boolean>> {
   return async (key) => {
     const counter = await replicaCounter(redis, [key]);
     return async () => (await counter.count(wanted, timeoutMs)) >= wanted;
