@@ -3,7 +3,7 @@
  * if the presser may answer it; a stale press only takes the buttons away.
  */
 import type { InboxEntry } from "../session/store.js";
-import { mayAnswer, notYoursText, parseApprovalAction } from "../tools/index.js";
+import { ALREADY_ANSWERED_TEXT, mayAnswer, notYoursText, parseApprovalAction } from "../tools/index.js";
 import { resolveApproval } from "./approvals.js";
 import type { ChatPorts } from "./ports.js";
 import { addReply, answering } from "./replies.js";
@@ -16,7 +16,7 @@ export async function runActionSegment(run: TurnRun<ChatPorts>, entry: InboxEntr
   const sourceMessageId = entry.action?.sourceMessageId;
   if (pressed && pending?.id !== pressed.approvalId && run.state.answeredApprovals?.includes(pressed.approvalId)) {
     // Answered by a press already, its message replaced by the outcome: that stays; only the presser hears.
-    addReply(run, "This request was already answered.", "notice", answering(run, [entry]), { private: true });
+    addReply(run, ALREADY_ANSWERED_TEXT, "notice", answering(run, [entry]), { private: true });
     return;
   }
   if (!pressed || !pending || pending.id !== pressed.approvalId) {

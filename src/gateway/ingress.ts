@@ -7,8 +7,8 @@ import { queuePrefixOf, replicaCounter, TURN_QUEUE, type Producers } from "../qu
 type ReplicaCounter = Awaited<ReturnType<typeof replicaCounter>>;
 import { globalKeys } from "../session/keys.js";
 import { moveSession } from "../session/move-session.js";
-import { readPendingApproval } from "../session/pending-approval.js";
-import { mayAnswer, notYoursText, parseApprovalAction } from "../tools/approval.js";
+import { readApprovals, type ApprovalsOfSession } from "../session/pending-approval.js";
+import { ALREADY_ANSWERED_TEXT, mayAnswer, notYoursText, parseApprovalAction } from "../tools/approval.js";
 import type { SessionStore } from "../session/store.js";
 import type { AccessControl } from "./access.js";
 import { markStage } from "../core/stages.js";
@@ -160,17 +160,23 @@ export class Ingress implements IngressPort {
    * A press on someone else's approval request is refused before it is stored, so the adapter
    * answers the presser privately while the press is live (issue 30): the turn's own refusal
    * could only come later, when a Discord interaction may be forgotten (a gateway restart, an
-   * expired token) and a Telegram press can no longer take an alert. Anything unclear (no such
-   * approval pending, the state unreadable) goes on to the turn, which decides again.
+   * expired token) and a Telegram press can no longer take an alert. So is a press on a request a
+   * press already answered — a double tap, or an old request after /new (issue 28): it is never
+   * stored, so it can never reach the conversation, and the request keeps its outcome. Anything
+   * unclear (no such approval pending, the state unreadable) goes on to the turn, which decides again.
    */
   async #pressRefusal(message: InboundMessage): Promise<SubmitResult | undefined> {
     const pressed = parseApprovalAction(message.action?.id ?? "");
     if (!pressed) return undefined;
     const { store, logger } = this.#options;
-    const pending = await readPendingApproval(store.redis, store.prefix, message.sessionKey).catch((error: unknown) => {
+    const { pending, answered } = await readApprovals(store.redis, store.prefix, message.sessionKey).catch((error: unknown): ApprovalsOfSession => {
       logger.warn({ sessionKey: message.sessionKey, err: error }, "pending approval unreadable; the turn checks the press");
-      return undefined;
+      return { answered: [] };
     });
+    if (pending?.id !== pressed.approvalId && answered.includes(pressed.approvalId)) {
+      logger.info({ sessionKey: message.sessionKey, approvalId: pressed.approvalId, userId: message.userId }, "tool-approval-press-already-answered");
+      return { status: "refused", notice: ALREADY_ANSWERED_TEXT };
+    }
     if (!pending || pending.id !== pressed.approvalId || mayAnswer(pending, message, this.#options.approvalAdmins ?? {})) return undefined;
     logger.info({ sessionKey: message.sessionKey, approvalId: pending.id, userId: message.userId }, "tool-approval-refused-not-the-requester");
     return { status: "refused", notice: notYoursText(pending) };

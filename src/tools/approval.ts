@@ -117,6 +117,9 @@ export function outcomeText(pending: PendingApproval, outcome: ApprovalOutcome, 
 }
 
 /** What the wrong presser reads, privately (the gateway at the press, or the turn). */
+/** The private answer to a press on a request a press already answered (its message shows the outcome). */
+export const ALREADY_ANSWERED_TEXT = "This request was already answered.";
+
 export function notYoursText(pending: Pick<PendingApproval, "requestedBy">): string {
   return `Only ${pending.requestedBy.userName}, who asked, or an admin can answer this request.`;
 }

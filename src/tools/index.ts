@@ -15,6 +15,6 @@ export { allowedServers, allowedOptionalTools, platformPrefix, type ToolScope } 
 export { ToolCatalog, describeTools, type TurnTools, type ToolCatalogOptions } from "./catalog.js";
 export { McpManager } from "./mcp/index.js";
 export {
-  approvalActions, parseApprovalAction, approvalRequestText, notRunResult, outcomeText, mayAnswer, notYoursText, summariseArguments,
+  approvalActions, parseApprovalAction, approvalRequestText, notRunResult, outcomeText, mayAnswer, notYoursText, ALREADY_ANSWERED_TEXT, summariseArguments,
   type ApprovalOutcome,
 } from "./approval.js";

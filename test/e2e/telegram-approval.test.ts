@@ -76,8 +76,8 @@ describe("telegram: tool approval with buttons", () => {
   it("a press on a request answered before /new keeps its outcome: the presser alone is told, the new conversation never sees it", async () => {
     const root = mkdtempSync(join(tmpdir(), "lh-tg-approval-"));
     const file = writeConfigFile({ mcp: { servers: { files: { command: process.execPath, args: [FILESYSTEM, root], approval: "always" } } } });
-    // The private answer rides on the press's answer: held long enough for a loaded machine's worker.
-    e2e = await startTelegramE2e({ env: { LONGHAUL_CONFIG_FILE: file }, adapter: { pressAnswerHoldMs: 12_000 } });
+    // A hold of 1 ms: the stale press must be refused at the gateway, at once, not by a turn after it.
+    e2e = await startTelegramE2e({ env: { LONGHAUL_CONFIG_FILE: file }, adapter: { pressAnswerHoldMs: 1 } });
     const { telegram, llm } = e2e;
     llm.setHandler((request) => request.body.messages.at(-1)?.role === "tool"
       ? { text: "wrote it" }
