@@ -166,6 +166,13 @@ describe("message counts", () => {
     expect(calls).toEqual([json]);
   });
 
+  it("count an assistant message with an empty list of calls like one without calls (nothing is sent for it)", () => {
+    const { counter, calls } = spyCounter();
+    const message: ChatMessage = { id: "m3", role: "assistant", content: "done", tool_calls: [] };
+    expect(counter.countMessage(message)).toBe(MESSAGE_OVERHEAD_TOKENS + 1);
+    expect(calls).toEqual(["done"]);
+  });
+
   it("count tool definitions", () => {
     const { counter } = spyCounter();
     const tools: ToolDefinition[] = [
@@ -263,7 +270,9 @@ describe("no input can stall the counter (issue #10)", () => {
   });
 
   it("never splits a surrogate pair", () => {
-    for (const text of [`a${"😀".repeat(500)}`, "😀".repeat(500), `${"x".repeat(127)}${"😀".repeat(300)}`]) {
+    // U+10000 and U+10FFFF: the lowest and the highest high surrogate (\uD800, \uDBFF), after 3
+    // bytes that would put a byte cut between the halves of a pair taken for two characters.
+    for (const text of [`a${"😀".repeat(500)}`, "😀".repeat(500), `${"x".repeat(127)}${"😀".repeat(300)}`, `abc${"\u{10000}".repeat(300)}`, `abc${"\u{10FFFF}".repeat(300)}`]) {
       for (const piece of splitForCounting(text)) {
         expect(piece).not.toMatch(/^[\uDC00-\uDFFF]|[\uD800-\uDBFF]$/);
       }
