@@ -195,6 +195,11 @@ describe("a pruned result, pruned again, and what a cut shows", () => {
     expect(counter.countText(cut)).toBeGreaterThanOrEqual(800);
   });
 
+  it("a limit smaller than the note itself still ends: the note alone comes back, naming what was cut", () => {
+    const cut = cutTextToTokens("t".repeat(5_000), 5, counter, (shown) => `[… ${shown} of 5,000 chars shown …]`);
+    expect(cut).toBe("\n[… 0 of 5,000 chars shown …]\n");
+  });
+
   it("a cut result's note offers the full output; a cut user message's, the whole message", () => {
     const tool = cutGroupToFit([{ id: "a", role: "assistant", content: null, tool_calls: [call("c1")] }, { id: "r1", role: "tool", tool_call_id: "c1", content: "x".repeat(5_000) }], 1_000, counter);
     expect(tool.messages[1]!.content).toContain('recall("r1") for the full output …]');
