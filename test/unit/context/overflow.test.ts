@@ -106,6 +106,8 @@ const overflows: Array<[string, ProviderErrorShape, number | undefined]> = [
     undefined,
   ],
   ["a 413 from a proxy", { status: 413, message: "Request too large: the prompt is too long for this model" }, undefined],
+  ["a server that writes \"prompt too long\"", { status: 400, message: "Error: prompt too long" }, undefined],
+  ["a server that writes \"input too long\"", { status: 400, message: "Input too long for requested model" }, undefined],
 ];
 
 describe("detectContextOverflow", () => {
