@@ -65,8 +65,11 @@ export interface SendOptions {
    * without an idempotency key — Telegram's, and a Discord interaction's webhook (the edit of a
    * deferred reply, a follow-up): a part on the wire when the process must exit is recorded as
    * sent, so the next gateway does not send it again (docs/architecture.md, "Shutdown").
+   * `answered` (with `false`, where the adapter can tell): the platform answered with success —
+   * the part is out, and stays in flight until its record is stored, whatever runs before the
+   * report of it (onPartSent).
    */
-  onPartRequest?(partIndex: number, onWire: boolean): void;
+  onPartRequest?(partIndex: number, onWire: boolean, answered?: boolean): void;
 }
 
 export interface PartSent {

@@ -52,15 +52,21 @@ export class DeliveryShutdown {
     this.#stopping = true;
   }
 
-  /** SendOptions.onPartRequest of one session's delivery: the request carrying `part` went out, or was answered or failed. */
-  requested(sessionKey: string, token: string, reply: OutboundReply, part: number, onWire: boolean): void {
-    if (onWire) this.#inFlight.set(sessionKey, { token, reply, part, sent: false });
+  /**
+   * SendOptions.onPartRequest of one session's delivery: the request carrying `part` went out,
+   * or was answered with success (`answered`: the part is out, in flight until its record is
+   * stored — whatever runs between the answer and the report, `sent`, an exit timer included),
+   * or failed (not sent: nothing in flight).
+   */
+  requested(sessionKey: string, token: string, reply: OutboundReply, part: number, onWire: boolean, answered = false): void {
+    if (onWire || answered) this.#inFlight.set(sessionKey, { token, reply, part, sent: !onWire });
     else this.#inFlight.delete(sessionKey);
   }
 
   /**
-   * `part` went out (or counts as sent): in flight until `recorded`. Called in the same tick as
-   * its answer cleared it (`requested` false): no exit timer runs between the two.
+   * `part` went out (or counts as sent): in flight until `recorded`. An adapter that cannot tell
+   * a success from a failure in `requested` (a Discord interaction's) leaves nothing in flight
+   * between the answer and this report: there it relies on no exit timer running between the two.
    */
   sent(sessionKey: string, token: string, reply: OutboundReply, part: number): PartInFlight {
     const entry = { token, reply, part, sent: true };

@@ -9,8 +9,11 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { Transformer } from "grammy";
 
-/** Hears `true` when a request carrying the part goes out, `false` when it is answered or fails. */
-export type WireListener = (onWire: boolean) => void;
+/**
+ * Hears `true` when a request carrying the part goes out, `false` when it is answered or fails —
+ * then `answered`: Telegram answered it with success (the part is in the chat).
+ */
+export type WireListener = (onWire: boolean, answered?: boolean) => void;
 
 const carried = new AsyncLocalStorage<WireListener>();
 
@@ -24,9 +27,12 @@ export const wireTransformer: Transformer = async (previous, method, payload, si
   const listener = carried.getStore();
   if (!listener) return previous(method, payload, signal);
   listener(true);
+  let answered = false;
   try {
-    return await previous(method, payload, signal);
+    const response = await previous(method, payload, signal);
+    answered = response.ok;
+    return response;
   } finally {
-    listener(false);
+    listener(false, answered);
   }
 };

@@ -21,7 +21,7 @@ export interface SendDocumentsOptions {
   signal?: AbortSignal;
   logger: Logger;
   /** Told when the upload of part `partIndex` is on the wire (SendOptions.onPartRequest), as a text part. */
-  onPartRequest?: (partIndex: number, onWire: boolean) => void;
+  onPartRequest?: (partIndex: number, onWire: boolean, answered?: boolean) => void;
 }
 
 export async function sendDocuments(api: Api, target: ReplyTarget, documents: readonly ReplyDocument[], options: SendDocumentsOptions): Promise<void> {
@@ -32,7 +32,7 @@ export async function sendDocuments(api: Api, target: ReplyTarget, documents: re
     let unconfirmed = false;
     try {
       const onRequest = options.onPartRequest;
-      await carryingPart(onRequest && ((onWire) => onRequest(part, onWire)), () =>
+      await carryingPart(onRequest && ((onWire, answered) => onRequest(part, onWire, answered)), () =>
         api.sendDocument(target.chatId, new InputFile(Buffer.from(document.base64, "base64"), document.filename), {
           ...(threadId === undefined || Number.isNaN(threadId) ? {} : { message_thread_id: threadId }),
         }, toApiSignal(options.signal)));

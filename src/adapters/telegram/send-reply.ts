@@ -36,8 +36,8 @@ export interface SendReplyOptions {
   logger: Logger;
   /** Extra options of the last part (an inline keyboard). */
   lastPart?: Record<string, unknown>;
-  /** Told when a request carrying part `partIndex` is on the wire (SendOptions.onPartRequest). */
-  onPartRequest?: (partIndex: number, onWire: boolean) => void;
+  /** Told when a request carrying part `partIndex` is on the wire, and when it is answered (SendOptions.onPartRequest). */
+  onPartRequest?: (partIndex: number, onWire: boolean, answered?: boolean) => void;
 }
 
 export class ChatMovedError extends RetryableError {
@@ -69,7 +69,7 @@ export async function sendReply(api: Api, target: ReplyTarget, markdown: string,
       };
       let unconfirmed = false;
       const onRequest = options.onPartRequest;
-      const wire: WireListener | undefined = onRequest && ((onWire) => onRequest(index, onWire));
+      const wire: WireListener | undefined = onRequest && ((onWire, answered) => onRequest(index, onWire, answered));
       try {
         try {
           await carryingPart(wire, () => api.sendMessage(chatId, html, { ...common, parse_mode: "HTML" }, toApiSignal(options.signal)));

@@ -30,7 +30,7 @@ export const CAPTION_LIMIT = 1024;
 /** How a part's progress is reported (SendOptions): sent, and on the wire. */
 export interface PartReports {
   onPartSent(partIndex: number, sent: PartSent): Promise<void>;
-  onPartRequest?: ((partIndex: number, onWire: boolean) => void) | undefined;
+  onPartRequest?: ((partIndex: number, onWire: boolean, answered?: boolean) => void) | undefined;
 }
 
 export interface SendVoiceOptions extends PartReports {
@@ -53,7 +53,7 @@ function shifted(reports: PartReports, offset: number): PartReports {
   const { onPartRequest } = reports;
   return {
     onPartSent: (index, sent) => reports.onPartSent(index + offset, sent),
-    ...(onPartRequest ? { onPartRequest: (index: number, onWire: boolean) => onPartRequest(index + offset, onWire) } : {}),
+    ...(onPartRequest ? { onPartRequest: (index: number, onWire: boolean, answered?: boolean) => onPartRequest(index + offset, onWire, answered) } : {}),
   };
 }
 
@@ -96,7 +96,7 @@ async function sendVoiceNote(api: Api, reply: OutboundReply & { voice: ReplyVoic
     ...(replyTo === undefined || Number.isNaN(replyTo) ? {} : { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }),
   };
   const onRequest = options.onPartRequest;
-  const send = (withCaption: Record<string, unknown>) => carryingPart(onRequest && ((onWire) => onRequest(0, onWire)), () =>
+  const send = (withCaption: Record<string, unknown>) => carryingPart(onRequest && ((onWire, answered) => onRequest(0, onWire, answered)), () =>
     api.sendVoice(target.chatId, new InputFile(Buffer.from(reply.voice.base64, "base64"), "voice.ogg"), { ...common, ...withCaption }, toApiSignal(options.signal)));
   try {
     await send(caption === undefined ? {} : { caption, parse_mode: "HTML" });

@@ -3,7 +3,11 @@
  * in flight — on the wire, or answered and its record not stored yet — and nothing else. The
  * whole path with real processes: test/integration/faults/delivery-sigterm.test.ts.
  */
+import { setTimeout as sleep } from "node:timers/promises";
+import { Api } from "grammy";
 import { describe, expect, it } from "vitest";
+import { wireTransformer } from "../../../src/adapters/telegram/on-wire.js";
+import { sendReply } from "../../../src/adapters/telegram/send-reply.js";
 import type { OutboundReply } from "../../../src/core/channel.js";
 import { DeliveryHandedBackError, DeliveryShutdown } from "../../../src/gateway/delivery-shutdown.js";
 import { silentLogger } from "../../../src/logger.js";
@@ -60,5 +64,48 @@ describe("DeliveryShutdown.recordPartsInFlight", () => {
     const entry = shutdown.sent("tg:1", "token", reply, 1);
     shutdown.stop();
     expect(() => shutdown.recorded("tg:1", entry)).toThrow(DeliveryHandedBackError);
+  });
+
+  /**
+   * A Bot API client as bot.ts builds it (the wire transformer innermost), answering `answer`
+   * itself; outside the wire transformer, one await (a timer: an exit timer could run there)
+   * between Telegram's answer and what follows it, in which the process exits.
+   */
+  function apiExitingAfterAnswer(answer: { ok: true; result: unknown } | { ok: false; error_code: number; description: string }, exit: () => Promise<void>): Api {
+    const api = new Api("1:test");
+    api.config.use(() => Promise.resolve(answer as never));
+    api.config.use(wireTransformer);
+    api.config.use(async (previous, method, payload, signal) => {
+      const response = await previous(method, payload, signal);
+      await sleep(5);
+      await exit();
+      return response;
+    });
+    return api;
+  }
+
+  it("records a part Telegram answered when the exit comes between the answer and its report, not in the same tick", async () => {
+    const { shutdown, records, unconfirmed } = shutdownRecording();
+    const message = { message_id: 7, date: 0, chat: { id: 1, type: "private", first_name: "Ada" }, text: "hi" };
+    const api = apiExitingAfterAnswer({ ok: true, result: message }, () => shutdown.recordPartsInFlight());
+    let reported = false;
+    await sendReply(api, reply.target, "hi", {
+      logger: silentLogger,
+      onPartRequest: (part, onWire, answered) => shutdown.requested("tg:1", "token", reply, part, onWire, answered),
+      onPartSent: () => Promise.resolve(void (reported = true)),
+    });
+    expect(reported).toBe(true);
+    expect(records).toEqual([{ sessionKey: "tg:1", replyId: "r1", part: 0 }]);
+    expect(unconfirmed).toEqual([]);
+  });
+
+  it("records nothing for a part Telegram refused when the exit comes between the refusal and its error", async () => {
+    const { shutdown, records } = shutdownRecording();
+    const api = apiExitingAfterAnswer({ ok: false, error_code: 429, description: "Too Many Requests: retry after 1" }, () => shutdown.recordPartsInFlight());
+    await expect(sendReply(api, reply.target, "hi", {
+      logger: silentLogger,
+      onPartRequest: (part, onWire, answered) => shutdown.requested("tg:1", "token", reply, part, onWire, answered),
+    })).rejects.toThrow(/429/);
+    expect(records).toEqual([]);
   });
 });
