@@ -1,4 +1,4 @@
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 // Options every project shares. The projects list them instead of `extends: true`, because an
 // inherited `globalSetup` would run once per project (each its own Redis and child-process build)
@@ -10,6 +10,13 @@ const shared = {
   hookTimeout: 60_000,
   pool: "forks",
 } as const;
+
+// Integration directories whose files run without per-file isolation, like test/unit: one
+// module graph per worker instead of one per file. Each file spent ~2-6 s importing (discord.js,
+// grammY, BullMQ, the tokenizer...) before its first test. Nothing in test/integration mocks a
+// module, fakes timers or writes process.env, so a file sees no other file's state. Listed as
+// each directory passed this way (`--no-isolate`); the rest, and test/e2e, stay isolated.
+const SHARED_MODULE_GRAPH = ["agent", "discord", "eval", "gateway", "media", "memory", "operator", "queue", "schedule", "session", "telegram", "tools", "web"].map((dir) => `test/integration/${dir}/**/*.test.ts`);
 
 export default defineConfig({
   test: {
@@ -33,6 +40,15 @@ export default defineConfig({
           ...shared,
           name: "integration",
           include: ["test/integration/**/*.test.ts", "test/e2e/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, ...SHARED_MODULE_GRAPH],
+        },
+      },
+      {
+        test: {
+          ...shared,
+          name: "integration-shared",
+          include: SHARED_MODULE_GRAPH,
+          isolate: false,
         },
       },
     ],
