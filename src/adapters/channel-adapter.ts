@@ -80,6 +80,12 @@ export interface PartSent {
    * is not sent again: it counts as sent, at most once (Telegram, which has no idempotency key).
    */
   unconfirmed?: true;
+  /**
+   * Only this process can send the rest of the reply the same way (a Discord interaction it alone
+   * knows; the next gateway would post a public reply's rest to the channel and drop a private
+   * one's): a stopping gateway goes on with it instead of handing it back, within its shutdown time.
+   */
+  boundHere?: true;
 }
 
 /**

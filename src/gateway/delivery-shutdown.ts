@@ -74,10 +74,13 @@ export class DeliveryShutdown {
     return entry;
   }
 
-  /** `entry`'s record is stored. Stopping: the delivery ends here (DeliveryHandedBackError), its part recorded. */
-  recorded(sessionKey: string, entry: PartInFlight): void {
+  /**
+   * `entry`'s record is stored. Stopping: the delivery ends here (DeliveryHandedBackError), its
+   * part recorded — unless the rest can be sent by this process alone (PartSent.boundHere).
+   */
+  recorded(sessionKey: string, entry: PartInFlight, boundHere = false): void {
     if (this.#inFlight.get(sessionKey) === entry) this.#inFlight.delete(sessionKey);
-    if (this.#stopping) throw new DeliveryHandedBackError(`${sessionKey}: the gateway is stopping after part ${entry.part + 1} of ${entry.reply.replyId}`);
+    if (this.#stopping && !boundHere) throw new DeliveryHandedBackError(`${sessionKey}: the gateway is stopping after part ${entry.part + 1} of ${entry.reply.replyId}`);
   }
 
   /** Nothing of the session's delivery is in flight any more: its reply finished (its last part recorded with it), moved aside, or the delivery ended. */

@@ -286,7 +286,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
               fromPart,
               // The last part is recorded by the finish that follows at once (fenced by the same
               // lease; a crash before either re-sends that part alike): one round trip less.
-              onPartSent: async (partIndex, { last, unconfirmed }) => {
+              onPartSent: async (partIndex, { last, unconfirmed, boundHere }) => {
                 // In flight until its record is stored, for an exit before that.
                 const inFlight = shutdown.sent(sessionKey, token, reply, partIndex);
                 if (unconfirmed) {
@@ -298,7 +298,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
                 if (last) return;
                 await recorded(() => outbox.recordPart(sessionKey, token, reply.replyId, partIndex, leaseMs), () => false);
                 // Stopping: this part is recorded, no other starts (DeliveryHandedBackError).
-                shutdown.recorded(sessionKey, inFlight);
+                shutdown.recorded(sessionKey, inFlight, boundHere);
               },
               onPartRequest: (partIndex, wire, answered) => shutdown.requested(sessionKey, token, reply, partIndex, wire, answered === true),
               ...(preview ? { preview } : {}),

@@ -123,7 +123,7 @@ export class InteractionReplies {
         if (error instanceof OutcomeUnknown) {
           // Posted, perhaps, its answer lost: counted as sent (reply-part-unconfirmed), never posted twice — Telegram's rule.
           this.options.logger.warn({ interactionId: entry.id, replyId: reply.replyId, part: index }, "discord follow-up's outcome unknown (posted, perhaps, answer lost); not sent again");
-          await onPartSent(index, { last: index === total - 1, unconfirmed: true });
+          await onPartSent(index, { last: index === total - 1, unconfirmed: true, boundHere: true });
           continue;
         }
         const failure = toSendError(error, `interaction ${entry.id} reply part ${index + 1}/${total}`);
@@ -136,7 +136,8 @@ export class InteractionReplies {
         }
         throw failure;
       }
-      await onPartSent(index, { last: index === total - 1 });
+      // Only this process knows the interaction: stopping, it sends the rest too (PartSent.boundHere).
+      await onPartSent(index, { last: index === total - 1, boundHere: true });
     }
     return total;
   }

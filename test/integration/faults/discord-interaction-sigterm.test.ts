@@ -82,4 +82,33 @@ describe("a Discord gateway stopped with SIGTERM while a slash command's answer 
     // Counted as a part whose outcome is unknown (longhaul_reply_parts_unconfirmed_total).
     expect(first.stderr()).toMatch(/"reason":"shutdown-timed-out","msg":"reply-part-unconfirmed"/);
   });
+
+  it("a private answer going out (/export's files as ephemeral follow-ups) is finished by the stopping gateway, not left to one that would drop it", { timeout: 240_000 }, async () => {
+    e2e = await DiscordE2E.start({ SHUTDOWN_TIMEOUT_MS: "8000", LOG_LEVEL: "info", CONSOLE: "off" });
+    const { fake } = e2e;
+    const worker = start("worker");
+    const first = await startGateway();
+    await worker.waitForStderr(/longhaul-ready/, 90_000);
+    await until(() => expect(fake.applicationCommands.size).toBe(COMMAND_MENU.length), 90_000);
+
+    // The first file's follow-up is answered 2 s late: the SIGTERM comes while it is on its way.
+    const fileFollowUp = (request: RecordedRequest) => request.method === "POST" && request.path.startsWith("/webhooks/") && (request.body as Payload | undefined)?.content === undefined;
+    fake.holdAnswer(fileFollowUp, 2_000);
+    const asked = fake.dispatchSlashCommand(IDS.dmChannel, "export");
+    await until(() => expect(fake.requests.some(fileFollowUp)).toBe(true), 90_000);
+    expect(await first.kill("SIGTERM")).toBe(0);
+
+    await startGateway();
+    const redis = createRedis(e2e.config.REDIS_URL ?? "");
+    try {
+      const store = new SessionStore(redis, e2e.config.REDIS_PREFIX);
+      await until(async () => expect(await store.sessionWork(`dc:dm:${IDS.user}`)).toMatchObject({ outbox: 0, deliveryRunning: false }), 90_000);
+    } finally {
+      redis.disconnect();
+    }
+    await sleep(1_500);
+    const answer = fake.interactionResponses.filter((response) => response.interactionId === asked && !response.deleted);
+    expect(answer.every((response) => response.ephemeral)).toBe(true);
+    expect(answer.flatMap((response) => response.files).map((name) => name.replace(/.*\./, ""))).toEqual(["md", "json"]);
+  });
 });
