@@ -9,6 +9,12 @@ export const DISCORD_UPLOAD_LIMIT = 10 * 1024 * 1024;
 import { BOT_USER, ChannelBuckets, FAKE_TOKEN, IDS, KNOWN_USERS, compareSnowflakes, discordLength, parseMentions, type Payload } from "./fake-discord-world.js";
 
 /**
+ * How long Discord remembers a message's nonce for enforce_nonce: "the past few minutes" (the API
+ * docs); 2 minutes here, the short end of "a few".
+ */
+export const NONCE_WINDOW_MS = 120_000;
+
+/**
  * The fake Discord's REST side: the routes discord.js uses, under /api/v10, and the CDN that
  * serves attachments. Refuses what Discord refuses; records every call with its headers.
  */
@@ -73,6 +79,8 @@ export class FakeRest {
   private readonly globalSentAt: number[] = [];
   private readonly blocks = new Map<string, Block>();
   readonly faults: SendFault[] = [];
+  /** How far the nonce check's clock is ahead of the real one (FakeDiscord.ageNonces). */
+  nonceClockMs = 0;
   /** Requests performed at once but answered `ms` late (each hold springs once), as Discord under load. */
   readonly holds: Array<{ match: (request: RecordedRequest) => boolean; ms: number; status?: number }> = [];
   /** Requests whose answer was held, with when it was written. */
@@ -344,9 +352,11 @@ export class FakeRest {
     if (!Number.isInteger(flags) || (flags & ~(SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | IS_VOICE_MESSAGE)) !== 0) return reply(400, invalidForm("flags", "MESSAGE_FLAGS_INVALID", "Invalid flags"), limits);
     const voiceRefusal = (flags & IS_VOICE_MESSAGE) !== 0 ? voiceMessageRefusal(body, files, this.voiceMessagesRefused.has(channelId)) : undefined;
     if (voiceRefusal) return reply(400, voiceRefusal, limits);
-    // enforce_nonce: the message already created with this nonce comes back, no new one.
+    // enforce_nonce: the message already created with this nonce "in the past few minutes" comes
+    // back, no new one (Discord's docs); an older one does not stop a new message.
     if (body.enforce_nonce === true && body.nonce !== undefined) {
-      const existing = this.world.botMessages(channelId).find((message) => message.nonce === body.nonce);
+      const now = Date.now() + this.nonceClockMs;
+      const existing = this.world.botMessages(channelId).find((message) => message.nonce === body.nonce && now - Date.parse(String(message.timestamp)) < NONCE_WINDOW_MS);
       if (existing) return reply(200, existing, limits);
     }
     const requested = body.message_reference as Payload | undefined;

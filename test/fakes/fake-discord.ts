@@ -236,6 +236,11 @@ export class FakeDiscord {
     return this.requests.filter((request) => request.status === 429);
   }
 
+  /** Moves enforce_nonce's clock `ms` ahead: nonces older than the window (NONCE_WINDOW_MS) no longer stop a new message. */
+  ageNonces(ms: number): void {
+    this.rest.nonceClockMs += ms;
+  }
+
   /**
    * The next request `match` accepts is performed at once and answered `ms` later (past a client's
    * deadline); with `status`, answered that instead (a 5xx after acting, as behind a failing proxy).

@@ -13,7 +13,7 @@ import { SessionStore } from "../../../src/session/store.js";
 import type { Payload, RecordedRequest } from "../../fakes/fake-discord.js";
 import { spawnApp, type AppProcess } from "../../helpers/app-process.js";
 import { writeConfigFile } from "../../helpers/config-file.js";
-import { DiscordE2E, IDS, sleep, until } from "../../helpers/discord-pipeline.js";
+import { DiscordE2E, fixture, IDS, MESSAGES_PATH, sleep, until } from "../../helpers/discord-pipeline.js";
 
 /** A persona long enough that showing it (`/persona`) takes two messages. */
 const LONG = `${"alpha ".repeat(300)}${"omega ".repeat(300)}`.trim();
@@ -112,3 +112,33 @@ describe("a Discord gateway stopped with SIGTERM while a slash command's answer 
     expect(answer.flatMap((response) => response.files).map((name) => name.replace(/.*\./, ""))).toEqual(["md", "json"]);
   });
 });
+
+/** Three paragraphs of ~1,900 characters: three Discord messages, each naming its part first. */
+const THREE = ["alpha", "bravo", "delta"].map((word) => `${word} `.repeat(300).trim()).join("\n\n");
+
+describe("a Discord gateway stopped with SIGTERM while a channel reply's part is on the wire", () => {
+  it.each([
+    ["within Discord's nonce window", 0],
+  ])("the next gateway, %s, does not post that part again", { timeout: 240_000 }, async (_name, later) => {
+    e2e = await DiscordE2E.start({ SHUTDOWN_TIMEOUT_MS: "3000", LOG_LEVEL: "info", CONSOLE: "off" });
+    const { fake, llm } = e2e;
+    const worker = start("worker");
+    const first = await startGateway();
+    await worker.waitForStderr(/longhaul-ready/, 90_000);
+    llm.enqueue({ text: THREE });
+    // Part 2 reaches Discord, which posts it; its answer never comes back.
+    const held = (request: RecordedRequest) => request.method === "POST" && MESSAGES_PATH.test(request.path) && String((request.body as Payload | undefined)?.content ?? "").startsWith("bravo");
+    fake.holdAnswer(held, 120_000);
+    fake.dispatchMessage(fixture("dm", { content: "three parts, please" }));
+    await until(() => expect(fake.requests.some(held)).toBe(true), 90_000);
+    await first.kill("SIGTERM");
+    expect(first.stderr()).toContain("shutdown-timed-out");
+
+    fake.ageNonces(later);
+    await startGateway();
+    await until(() => expect(fake.botMessages(IDS.dmChannel).some((message) => String(message.content).startsWith("delta"))).toBe(true), 90_000);
+    await sleep(1_500);
+    expect(fake.botMessages(IDS.dmChannel).map((message) => String(message.content).split(" ")[0])).toEqual(["alpha", "bravo", "delta"]);
+  });
+});
+

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FAKE_TOKEN, FakeDiscord, IDS, type Payload } from "../../fakes/fake-discord.js";
+import { NONCE_WINDOW_MS } from "../../fakes/fake-discord-rest.js";
 
 /**
  * The fake Discord is only worth its tests if it refuses what Discord refuses. These talk to
@@ -94,6 +95,10 @@ describe("fake Discord: what it refuses", () => {
     const first = (await (await send(IDS.alwaysOnChannel, { content: "once", nonce: "n1", enforce_nonce: true })).json()) as Payload;
     const again = (await (await send(IDS.alwaysOnChannel, { content: "once", nonce: "n1", enforce_nonce: true })).json()) as Payload;
     expect(again.id).toBe(first.id);
+    // Only "in the past few minutes": past the window the same nonce posts a new message.
+    fake.ageNonces(NONCE_WINDOW_MS);
+    const later = (await (await send(IDS.alwaysOnChannel, { content: "once", nonce: "n1", enforce_nonce: true })).json()) as Payload;
+    expect(later.id).not.toBe(first.id);
   });
 });
 
