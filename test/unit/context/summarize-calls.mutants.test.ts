@@ -6,7 +6,16 @@
  */
 import { describe, expect, it, vi } from "vitest";
 import type { ChatMessage } from "../../../src/core/messages.js";
-import { SummarizerFailedError, summarizeWithFallback, type SummarizeInput, type SummarizeStats } from "../../../src/context/summarize.js";
+import {
+  SummarizerFailedError,
+  SummarizerTimeoutError,
+  SummarizerWindowError,
+  summarizeWithFallback,
+  SummaryTooLongError,
+  SummaryTruncatedError,
+  type SummarizeInput,
+  type SummarizeStats,
+} from "../../../src/context/summarize.js";
 import type { Summarizer, SummaryRequest, SummaryResponse } from "../../../src/context/summarizer.js";
 import { createTokenCounter } from "../../../src/context/tokens.js";
 
@@ -138,5 +147,18 @@ describe("the shorter ask in a fold of several chunks", () => {
     for (const expected of [`<turns part="2 of ${outcome.chunks}">`, "<previous-summary>\n## Goal\nafter call 1\n</previous-summary>", 'focus the summary on "the ledger"', "Your previous answer ran past its length limit"]) {
       expect(userOf(shorter!), expected).toContain(expected);
     }
+  });
+});
+
+describe("what a logged summarizer error says it is", () => {
+  it.each([
+    ["SummarizerTimeoutError", new SummarizerTimeoutError("aux", 1_000)],
+    ["SummaryTruncatedError", new SummaryTruncatedError("aux", 800)],
+    ["SummaryTooLongError", new SummaryTooLongError("aux", 500)],
+    ["SummarizerWindowError", new SummarizerWindowError("the window of aux leaves 10 tokens per chunk")],
+    ["SummarizerFailedError", new SummarizerFailedError([{ model: "aux", error: new Error("502") }])],
+  ])("%s: its stack (what the logs print) and its text start with its name", (name, error) => {
+    expect(error.stack!.split("\n")[0]).toBe(`${name}: ${error.message}`);
+    expect(String(error)).toBe(`${name}: ${error.message}`);
   });
 });
