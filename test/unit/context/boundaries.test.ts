@@ -24,6 +24,10 @@ describe("head", () => {
   it("is the system prompt and the first exchange before the first compaction", () => {
     expect(headEndOf([system("m1"), user("m2"), reply("m3"), user("m4")], true)).toBe(3);
   });
+  it("is the system prompt and the first request when nothing has answered it yet (a first message too big for the window)", () => {
+    expect(headEndOf([system("m1"), user("m2")], true)).toBe(2);
+    expect(findBoundaries([system("m1"), user("m2", 50_000)], options(100))).toMatchObject({ headEnd: 2, keptStart: 2 });
+  });
   it("leaves a first reply that starts a tool loop to the middle", () => {
     expect(headEndOf([system("m1"), user("m2"), calls("m3", "c1"), result("m4", "c1")], true)).toBe(2);
   });
