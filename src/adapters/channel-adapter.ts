@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { IngressPort, OutboundReply, Platform, ReplyTarget, TurnActivity } from "../core/channel.js";
+import type { IngressPort, OutboundReply, Platform, ReplyTarget, RequestOutcome, TurnActivity } from "../core/channel.js";
 import type { SendBudget, SendRefusalListener } from "../core/send-budget.js";
 
-export type { AccessSubject, ChannelCursors, ChatMove, ChatMoveResult, InboundMessage, IngressPort, OutboundReply, Platform, PreviewUpdate, ReplyAction, ReplyDocument, ReplyTarget, ReplyVoice, StreamingMode, SubmitResult, TurnActivity } from "../core/channel.js";
+export type { AccessSubject, ChannelCursors, ChatMove, ChatMoveResult, InboundMessage, IngressPort, OutboundReply, Platform, PreviewUpdate, ReplyAction, ReplyDocument, ReplyTarget, ReplyVoice, RequestOutcome, StreamingMode, SubmitResult, TurnActivity } from "../core/channel.js";
 export { REPLY_CONTEXT_MAX_CHARS } from "../core/channel.js";
 
 /**
@@ -65,11 +65,10 @@ export interface SendOptions {
    * without an idempotency key — Telegram's, and a Discord interaction's webhook (the edit of a
    * deferred reply, a follow-up): a part on the wire when the process must exit is recorded as
    * sent, so the next gateway does not send it again (docs/architecture.md, "Shutdown").
-   * `answered` (with `false`, where the adapter can tell): the platform answered with success —
-   * the part is out, and stays in flight until its record is stored, whatever runs before the
-   * report of it (onPartSent).
+   * `outcome` (with `false`, where the adapter can tell): answered with success, or unknown — the
+   * part stays in flight until its report (onPartSent) is recorded, whatever runs between.
    */
-  onPartRequest?(partIndex: number, onWire: boolean, answered?: boolean): void;
+  onPartRequest?(partIndex: number, onWire: boolean, outcome?: RequestOutcome): void;
 }
 
 export interface PartSent {

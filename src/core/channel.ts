@@ -8,6 +8,13 @@ import type { Attachment } from "./attachments.js";
 
 export type Platform = "telegram" | "discord" | "console";
 
+/**
+ * How a platform request carrying a reply part ended (SendOptions.onPartRequest): answered with
+ * success (the part is out), its outcome unknown (no answer, or a 5xx: it may have acted), or
+ * failed before acting (a refusal, a connection never made).
+ */
+export type RequestOutcome = "answered" | "unknown" | "failed";
+
 /** The short name of a platform in ids that cross platforms (`tg:42`, budget and access keys). */
 export const platformPrefix = (platform: Platform): string => (platform === "telegram" ? "tg" : platform === "discord" ? "dc" : "console");
 

@@ -5,7 +5,7 @@
  * gateway. When the process must exit before that (its shutdown time ran out), each part still in
  * flight is recorded as sent first, so the next gateway never sends it again.
  */
-import type { OutboundReply, Platform } from "../core/channel.js";
+import type { OutboundReply, Platform, RequestOutcome } from "../core/channel.js";
 import type { Logger } from "../logger.js";
 import type { Outbox } from "../session/outbox.js";
 
@@ -53,13 +53,14 @@ export class DeliveryShutdown {
   }
 
   /**
-   * SendOptions.onPartRequest of one session's delivery: the request carrying `part` went out,
-   * or was answered with success (`answered`: the part is out, in flight until its record is
-   * stored — whatever runs between the answer and the report, `sent`, an exit timer included),
-   * or failed (not sent: nothing in flight).
+   * SendOptions.onPartRequest of one session's delivery: the request carrying `part` went out;
+   * or it ended — answered with success (the part is out) or with its outcome unknown (it may
+   * be out): in flight until its report is recorded, whatever runs between the answer and the
+   * report (`sent`), an exit timer included; or failed before acting: nothing in flight.
    */
-  requested(sessionKey: string, token: string, reply: OutboundReply, part: number, onWire: boolean, answered = false): void {
-    if (onWire || answered) this.#inFlight.set(sessionKey, { token, reply, part, sent: !onWire });
+  requested(sessionKey: string, token: string, reply: OutboundReply, part: number, onWire: boolean, outcome?: RequestOutcome): void {
+    if (onWire || outcome === "unknown") this.#inFlight.set(sessionKey, { token, reply, part, sent: false });
+    else if (outcome === "answered") this.#inFlight.set(sessionKey, { token, reply, part, sent: true });
     else this.#inFlight.delete(sessionKey);
   }
 

@@ -300,7 +300,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
                 // Stopping: this part is recorded, no other starts (DeliveryHandedBackError).
                 shutdown.recorded(sessionKey, inFlight, boundHere);
               },
-              onPartRequest: (partIndex, wire, answered) => shutdown.requested(sessionKey, token, reply, partIndex, wire, answered === true),
+              onPartRequest: (partIndex, wire, outcome) => shutdown.requested(sessionKey, token, reply, partIndex, wire, outcome),
               ...(preview ? { preview } : {}),
             }), "send", () => ({ ...where, part }));
             if (preview) await watch(settlePreview(reply, adapter, preview), "settle-preview", () => where);

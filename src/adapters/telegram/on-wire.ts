@@ -7,13 +7,14 @@
  * outside it, and a part waiting there was not sent.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { Transformer } from "grammy";
+import { GrammyError, HttpError, type Transformer } from "grammy";
+import type { RequestOutcome } from "../channel-adapter.js";
 
 /**
- * Hears `true` when a request carrying the part goes out, `false` when it is answered or fails —
- * then `answered`: Telegram answered it with success (the part is in the chat).
+ * Hears `true` when a request carrying the part goes out, `false` when it ended — with how:
+ * answered with success (the part is in the chat), its outcome unknown, or failed before acting.
  */
-export type WireListener = (onWire: boolean, answered?: boolean) => void;
+export type WireListener = (onWire: boolean, outcome?: RequestOutcome) => void;
 
 const carried = new AsyncLocalStorage<WireListener>();
 
@@ -27,12 +28,37 @@ export const wireTransformer: Transformer = async (previous, method, payload, si
   const listener = carried.getStore();
   if (!listener) return previous(method, payload, signal);
   listener(true);
-  let answered = false;
+  let outcome: RequestOutcome = "unknown";
   try {
     const response = await previous(method, payload, signal);
-    answered = response.ok;
+    outcome = response.ok ? "answered" : response.error_code >= 500 ? "unknown" : "failed";
     return response;
+  } catch (error) {
+    outcome = outcomeUnknown(error) ? "unknown" : "failed";
+    throw error;
   } finally {
-    listener(false, answered);
+    listener(false, outcome);
   }
 };
+
+/**
+ * Errors that say the request never reached Telegram: nothing can have been sent, so sending
+ * again is safe. Any other network failure (a reset or timeout while waiting for the answer)
+ * may come after Telegram acted.
+ */
+const NOT_SENT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ENETUNREACH", "EHOSTUNREACH"]);
+
+/**
+ * A send whose outcome is unknown: Telegram may have acted and only its answer was lost (a
+ * connection reset or timed out after the request went out, or a 5xx, which Telegram can
+ * answer after sending). The Bot API has no idempotency key and no way for a bot to read the
+ * chat back, so such a part is never sent again (docs/architecture.md, "Nothing answered
+ * twice"). 429 and other 4xx answers mean Telegram did not act.
+ */
+export function outcomeUnknown(error: unknown): boolean {
+  if (error instanceof GrammyError) return typeof error.error_code === "number" && error.error_code >= 500;
+  if (!(error instanceof HttpError)) return false;
+  const cause = error.error as { code?: unknown; errno?: unknown } | undefined;
+  const code = typeof cause?.code === "string" ? cause.code : typeof cause?.errno === "string" ? cause.errno : undefined;
+  return code === undefined || !NOT_SENT_CODES.has(code);
+}

@@ -6,7 +6,7 @@
  * and the reply goes on with its next file: only a chat that refuses ends a reply (fallback.ts).
  */
 import { GrammyError, InputFile, type Api } from "grammy";
-import type { PartSent, ReplyDocument, ReplyTarget } from "../channel-adapter.js";
+import type { PartSent, ReplyDocument, ReplyTarget, RequestOutcome } from "../channel-adapter.js";
 import type { Logger } from "../../logger.js";
 import { chatRefuses } from "./fallback.js";
 import { carryingPart } from "./on-wire.js";
@@ -21,7 +21,7 @@ export interface SendDocumentsOptions {
   signal?: AbortSignal;
   logger: Logger;
   /** Told when the upload of part `partIndex` is on the wire (SendOptions.onPartRequest), as a text part. */
-  onPartRequest?: (partIndex: number, onWire: boolean, answered?: boolean) => void;
+  onPartRequest?: (partIndex: number, onWire: boolean, outcome?: RequestOutcome) => void;
 }
 
 export async function sendDocuments(api: Api, target: ReplyTarget, documents: readonly ReplyDocument[], options: SendDocumentsOptions): Promise<void> {
@@ -32,7 +32,7 @@ export async function sendDocuments(api: Api, target: ReplyTarget, documents: re
     let unconfirmed = false;
     try {
       const onRequest = options.onPartRequest;
-      await carryingPart(onRequest && ((onWire, answered) => onRequest(part, onWire, answered)), () =>
+      await carryingPart(onRequest && ((onWire, outcome) => onRequest(part, onWire, outcome)), () =>
         api.sendDocument(target.chatId, new InputFile(Buffer.from(document.base64, "base64"), document.filename), {
           ...(threadId === undefined || Number.isNaN(threadId) ? {} : { message_thread_id: threadId }),
         }, toApiSignal(options.signal)));

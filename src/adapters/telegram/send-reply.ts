@@ -4,12 +4,14 @@
  * that call) holds up only that chat's reply.
  */
 import { GrammyError, HttpError, type Api } from "grammy";
-import type { PartSent, ReplyTarget } from "../channel-adapter.js";
+import type { PartSent, ReplyTarget, RequestOutcome } from "../channel-adapter.js";
 import { PermanentError, RetryableError } from "../../errors.js";
 import type { Logger } from "../../logger.js";
 import { htmlToPlainText, renderMarkdown } from "./render.js";
 import { chatRefuses, simplerForms } from "./fallback.js";
-import { carryingPart, type WireListener } from "./on-wire.js";
+import { carryingPart, outcomeUnknown, type WireListener } from "./on-wire.js";
+
+export { outcomeUnknown };
 import { DEFAULT_PART_LENGTH, splitHtml } from "./split.js";
 
 /** grammY types its signal with the abort-controller polyfill; Node's own AbortSignal works at run time. */
@@ -37,7 +39,7 @@ export interface SendReplyOptions {
   /** Extra options of the last part (an inline keyboard). */
   lastPart?: Record<string, unknown>;
   /** Told when a request carrying part `partIndex` is on the wire, and when it is answered (SendOptions.onPartRequest). */
-  onPartRequest?: (partIndex: number, onWire: boolean, answered?: boolean) => void;
+  onPartRequest?: (partIndex: number, onWire: boolean, outcome?: RequestOutcome) => void;
 }
 
 export class ChatMovedError extends RetryableError {
@@ -69,7 +71,7 @@ export async function sendReply(api: Api, target: ReplyTarget, markdown: string,
       };
       let unconfirmed = false;
       const onRequest = options.onPartRequest;
-      const wire: WireListener | undefined = onRequest && ((onWire, answered) => onRequest(index, onWire, answered));
+      const wire: WireListener | undefined = onRequest && ((onWire, outcome) => onRequest(index, onWire, outcome));
       try {
         try {
           await carryingPart(wire, () => api.sendMessage(chatId, html, { ...common, parse_mode: "HTML" }, toApiSignal(options.signal)));
@@ -130,28 +132,6 @@ async function sendSimpler(api: Api, chatId: string, html: string, common: Recor
     }
   }
   return "sent";
-}
-
-/**
- * Errors that say the request never reached Telegram: nothing can have been sent, so sending
- * again is safe. Any other network failure (a reset or timeout while waiting for the answer)
- * may come after Telegram acted.
- */
-const NOT_SENT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ENETUNREACH", "EHOSTUNREACH"]);
-
-/**
- * A send whose outcome is unknown: Telegram may have acted and only its answer was lost (a
- * connection reset or timed out after the request went out, or a 5xx, which Telegram can
- * answer after sending). The Bot API has no idempotency key and no way for a bot to read the
- * chat back, so such a part is never sent again (docs/architecture.md, "Nothing answered
- * twice"). 429 and other 4xx answers mean Telegram did not act.
- */
-export function outcomeUnknown(error: unknown): boolean {
-  if (error instanceof GrammyError) return typeof error.error_code === "number" && error.error_code >= 500;
-  if (!(error instanceof HttpError)) return false;
-  const cause = error.error as { code?: unknown; errno?: unknown } | undefined;
-  const code = typeof cause?.code === "string" ? cause.code : typeof cause?.errno === "string" ? cause.errno : undefined;
-  return code === undefined || !NOT_SENT_CODES.has(code);
 }
 
 /** The new chat id when Telegram says the group became a supergroup. */

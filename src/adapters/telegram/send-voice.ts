@@ -8,7 +8,7 @@
  * never lost — after the voice as usual when it was to follow it, else as parts 2…n+1. A send whose outcome is unknown counts as sent, as for text (send-reply.ts).
  */
 import { GrammyError, InputFile, type Api } from "grammy";
-import type { OutboundReply, PartSent, ReplyVoice } from "../channel-adapter.js";
+import type { OutboundReply, PartSent, ReplyVoice, RequestOutcome } from "../channel-adapter.js";
 import type { Logger } from "../../logger.js";
 import { chatRefuses } from "./fallback.js";
 import { carryingPart } from "./on-wire.js";
@@ -30,7 +30,7 @@ export const CAPTION_LIMIT = 1024;
 /** How a part's progress is reported (SendOptions): sent, and on the wire. */
 export interface PartReports {
   onPartSent(partIndex: number, sent: PartSent): Promise<void>;
-  onPartRequest?: ((partIndex: number, onWire: boolean, answered?: boolean) => void) | undefined;
+  onPartRequest?: ((partIndex: number, onWire: boolean, outcome?: RequestOutcome) => void) | undefined;
 }
 
 export interface SendVoiceOptions extends PartReports {
@@ -53,7 +53,7 @@ function shifted(reports: PartReports, offset: number): PartReports {
   const { onPartRequest } = reports;
   return {
     onPartSent: (index, sent) => reports.onPartSent(index + offset, sent),
-    ...(onPartRequest ? { onPartRequest: (index: number, onWire: boolean, answered?: boolean) => onPartRequest(index + offset, onWire, answered) } : {}),
+    ...(onPartRequest ? { onPartRequest: (index: number, onWire: boolean, outcome?: RequestOutcome) => onPartRequest(index + offset, onWire, outcome) } : {}),
   };
 }
 
@@ -96,7 +96,7 @@ async function sendVoiceNote(api: Api, reply: OutboundReply & { voice: ReplyVoic
     ...(replyTo === undefined || Number.isNaN(replyTo) ? {} : { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }),
   };
   const onRequest = options.onPartRequest;
-  const send = (withCaption: Record<string, unknown>) => carryingPart(onRequest && ((onWire, answered) => onRequest(0, onWire, answered)), () =>
+  const send = (withCaption: Record<string, unknown>) => carryingPart(onRequest && ((onWire, outcome) => onRequest(0, onWire, outcome)), () =>
     api.sendVoice(target.chatId, new InputFile(Buffer.from(reply.voice.base64, "base64"), "voice.ogg"), { ...common, ...withCaption }, toApiSignal(options.signal)));
   try {
     await send(caption === undefined ? {} : { caption, parse_mode: "HTML" });

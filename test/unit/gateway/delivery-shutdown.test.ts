@@ -4,7 +4,7 @@
  * whole path with real processes: test/integration/faults/delivery-sigterm.test.ts.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { Api } from "grammy";
+import { Api, HttpError } from "grammy";
 import { describe, expect, it } from "vitest";
 import { wireTransformer } from "../../../src/adapters/telegram/on-wire.js";
 import { sendReply } from "../../../src/adapters/telegram/send-reply.js";
@@ -68,18 +68,20 @@ describe("DeliveryShutdown.recordPartsInFlight", () => {
 
   /**
    * A Bot API client as bot.ts builds it (the wire transformer innermost), answering `answer`
-   * itself; outside the wire transformer, one await (a timer: an exit timer could run there)
-   * between Telegram's answer and what follows it, in which the process exits.
+   * itself (or failing with it); outside the wire transformer, one await (a timer: an exit timer
+   * could run there) between Telegram's answer and what follows it, in which the process exits.
    */
-  function apiExitingAfterAnswer(answer: { ok: true; result: unknown } | { ok: false; error_code: number; description: string }, exit: () => Promise<void>): Api {
+  function apiExitingAfterAnswer(answer: { ok: true; result: unknown } | { ok: false; error_code: number; description: string } | Error, exit: () => Promise<void>): Api {
     const api = new Api("1:test");
-    api.config.use(() => Promise.resolve(answer as never));
+    api.config.use(() => (answer instanceof Error ? Promise.reject(answer) : Promise.resolve(answer as never)));
     api.config.use(wireTransformer);
     api.config.use(async (previous, method, payload, signal) => {
-      const response = await previous(method, payload, signal);
-      await sleep(5);
-      await exit();
-      return response;
+      try {
+        return await previous(method, payload, signal);
+      } finally {
+        await sleep(5);
+        await exit();
+      }
     });
     return api;
   }
@@ -91,7 +93,7 @@ describe("DeliveryShutdown.recordPartsInFlight", () => {
     let reported = false;
     await sendReply(api, reply.target, "hi", {
       logger: silentLogger,
-      onPartRequest: (part, onWire, answered) => shutdown.requested("tg:1", "token", reply, part, onWire, answered),
+      onPartRequest: (part, onWire, outcome) => shutdown.requested("tg:1", "token", reply, part, onWire, outcome),
       onPartSent: () => Promise.resolve(void (reported = true)),
     });
     expect(reported).toBe(true);
@@ -104,8 +106,33 @@ describe("DeliveryShutdown.recordPartsInFlight", () => {
     const api = apiExitingAfterAnswer({ ok: false, error_code: 429, description: "Too Many Requests: retry after 1" }, () => shutdown.recordPartsInFlight());
     await expect(sendReply(api, reply.target, "hi", {
       logger: silentLogger,
-      onPartRequest: (part, onWire, answered) => shutdown.requested("tg:1", "token", reply, part, onWire, answered),
+      onPartRequest: (part, onWire, outcome) => shutdown.requested("tg:1", "token", reply, part, onWire, outcome),
     })).rejects.toThrow(/429/);
+    expect(records).toEqual([]);
+  });
+
+  it("records a part whose outcome is unknown (a 502, a connection reset) when the exit comes between the failure and its report, counted as unconfirmed", async () => {
+    for (const failure of [{ ok: false as const, error_code: 502, description: "Bad Gateway" }, new HttpError("Network request for 'sendMessage' failed!", Object.assign(new Error("socket hang up"), { code: "ECONNRESET" }))]) {
+      const { shutdown, records, unconfirmed } = shutdownRecording();
+      const api = apiExitingAfterAnswer(failure, () => shutdown.recordPartsInFlight());
+      await sendReply(api, reply.target, "hi", {
+        logger: silentLogger,
+        onPartRequest: (part, onWire, outcome) => shutdown.requested("tg:1", "token", reply, part, onWire, outcome),
+        onPartSent: () => Promise.resolve(),
+      });
+      expect(records).toEqual([{ sessionKey: "tg:1", replyId: "r1", part: 0 }]);
+      expect(unconfirmed).toEqual(["telegram"]);
+    }
+  });
+
+  it("records nothing for a part whose request never reached Telegram (connection refused) when the exit comes before its error", async () => {
+    const { shutdown, records } = shutdownRecording();
+    const refused = new HttpError("Network request for 'sendMessage' failed!", Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }));
+    const api = apiExitingAfterAnswer(refused, () => shutdown.recordPartsInFlight());
+    await expect(sendReply(api, reply.target, "hi", {
+      logger: silentLogger,
+      onPartRequest: (part, onWire, outcome) => shutdown.requested("tg:1", "token", reply, part, onWire, outcome),
+    })).rejects.toThrow();
     expect(records).toEqual([]);
   });
 });
