@@ -2,6 +2,7 @@ import { createRequire } from "node:module";
 import { Tiktoken, type TiktokenBPE } from "js-tiktoken/lite";
 import { describe, expect, it, vi } from "vitest";
 import { buildCorpus } from "../../../bench/tokens.js";
+import { imageTokens } from "../../../src/context/image-tokens.js";
 import type { ChatMessage, ToolDefinition } from "../../../src/core/messages.js";
 import {
   APPROXIMATE_ENCODING,
@@ -164,6 +165,18 @@ describe("message counts", () => {
     const json = JSON.stringify(toolCalls);
     expect(counter.countMessage(message)).toBe(MESSAGE_OVERHEAD_TOKENS + Math.ceil(json.length / 4));
     expect(calls).toEqual([json]);
+  });
+
+  it("include an assistant's reasoning sent back with it (DeepSeek), and a user's inline pictures", () => {
+    const { counter, calls } = spyCounter();
+    const thinking: ChatMessage = { id: "m4", role: "assistant", content: "done", reasoning_content: "r".repeat(40) };
+    expect(counter.countMessage(thinking)).toBe(MESSAGE_OVERHEAD_TOKENS + 1 + 10);
+    expect(calls).toEqual(["done", "r".repeat(40)]);
+    const photo: ChatMessage = {
+      id: "m5", role: "user", content: "look",
+      attachments: [{ kind: "image", label: "photo", name: "p.jpg", source: { platform: "url", url: "http://x/p" }, inline: true, width: 512, height: 512 }],
+    };
+    expect(counter.countMessage(photo)).toBe(MESSAGE_OVERHEAD_TOKENS + 1 + imageTokens(512, 512));
   });
 
   it("count an assistant message with an empty list of calls like one without calls (nothing is sent for it)", () => {
