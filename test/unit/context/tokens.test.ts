@@ -194,6 +194,15 @@ describe("message counts", () => {
     expect(counter.countTools([])).toBe(0);
     expect(counter.countTools(tools)).toBe(Math.ceil(JSON.stringify(tools).length / 4));
   });
+
+  it("count a longer tool set afresh after a shorter one it starts with", () => {
+    const { counter } = spyCounter();
+    const recall: ToolDefinition = { type: "function", function: { name: "recall", description: "Fetch an original message by id", parameters: { type: "object" } } };
+    const memory: ToolDefinition = { type: "function", function: { name: "memory", description: "Read and write the user's notes", parameters: { type: "object" } } };
+    const one = counter.countTools([recall]);
+    expect(counter.countTools([recall, memory])).toBe(Math.ceil(JSON.stringify([recall, memory]).length / 4));
+    expect(counter.countTools([recall, memory])).toBeGreaterThan(one);
+  });
 });
 
 describe("calibration", () => {
@@ -280,6 +289,14 @@ describe("no input can stall the counter (issue #10)", () => {
     // Linear: about one piece per MAX_RUN_CHARS bytes of a run, never more; no run in a piece over MAX_RUN_CHARS bytes.
     expect(pieces.length).toBeLessThanOrEqual(Math.ceil(Buffer.byteLength(text) / (MAX_RUN_CHARS - 3)) + 2);
     for (const piece of pieces) expect(Math.max(0, ...(piece.match(/\S+|\s+/g) ?? []).map((run) => Buffer.byteLength(run)))).toBeLessThanOrEqual(MAX_RUN_CHARS);
+  });
+
+  it("cuts runs of the smallest two- and three-byte characters (U+0080, U+0800) within MAX_RUN_CHARS bytes", () => {
+    for (const text of ["\u0080".repeat(300), "\u0800".repeat(300)]) {
+      const pieces = splitForCounting(text);
+      expect(pieces.join("")).toBe(text);
+      for (const piece of pieces) expect(Buffer.byteLength(piece)).toBeLessThanOrEqual(MAX_RUN_CHARS);
+    }
   });
 
   it("never splits a surrogate pair", () => {
