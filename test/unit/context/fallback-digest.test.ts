@@ -68,4 +68,21 @@ describe("fallbackDigest", () => {
     const text = fallbackDigest(dropped, { toolNames: new Map(), maxTokens: 5, counter });
     expect(text).toBe(`${FALLBACK_DIGEST_HEADER}\n- (2 older turns, [m1] onwards: recall by id or search)`);
   });
+
+  it("lists answers left from before the first dropped request on one line, and an assistant's several calls, comma-separated", () => {
+    const dropped: ChatMessage[] = [
+      { id: "m1", role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "read_file", arguments: "{}" } }, { id: "c2", type: "function", function: { name: "search", arguments: "{}" } }] },
+      { id: "m2", role: "tool", tool_call_id: "c1", content: "rows" },
+      { id: "m3", role: "user", content: "next" },
+    ];
+    const text = fallbackDigest(dropped, { toolNames: new Map([["c1", "read_file"]]), maxTokens: 10_000, counter });
+    expect(text).toBe(`${FALLBACK_DIGEST_HEADER}\n- [m1] assistant calls read_file, search, [m2] read_file result\n- [m3] user: next`);
+  });
+
+  it("a digest exactly at its budget keeps every line", () => {
+    const dropped: ChatMessage[] = Array.from({ length: 6 }, (_, index) => ({ id: `m${index + 1}`, role: "user" as const, content: `question ${index + 1}` }));
+    const whole = fallbackDigest(dropped, { toolNames: new Map(), maxTokens: 10_000, counter });
+    expect(fallbackDigest(dropped, { toolNames: new Map(), maxTokens: counter.countText(whole), counter })).toBe(whole);
+    expect(fallbackDigest(dropped, { toolNames: new Map(), maxTokens: counter.countText(whole) - 1, counter })).not.toBe(whole);
+  });
 });
