@@ -13,6 +13,7 @@ import { SessionStore } from "../../../src/session/store.js";
 import type { Payload, RecordedRequest } from "../../fakes/fake-discord.js";
 import { spawnApp, type AppProcess } from "../../helpers/app-process.js";
 import { writeConfigFile } from "../../helpers/config-file.js";
+import { NONCE_WINDOW_MS } from "../../fakes/fake-discord-rest.js";
 import { DiscordE2E, fixture, IDS, MESSAGES_PATH, sleep, until } from "../../helpers/discord-pipeline.js";
 
 /** A persona long enough that showing it (`/persona`) takes two messages. */
@@ -119,6 +120,8 @@ const THREE = ["alpha", "bravo", "delta"].map((word) => `${word} `.repeat(300).t
 describe("a Discord gateway stopped with SIGTERM while a channel reply's part is on the wire", () => {
   it.each([
     ["within Discord's nonce window", 0],
+    // Fails: the part on the wire was not recorded, and its nonce no longer stops the repeat.
+    ["after Discord's nonce window (the next gateway minutes later)", NONCE_WINDOW_MS],
   ])("the next gateway, %s, does not post that part again", { timeout: 240_000 }, async (_name, later) => {
     e2e = await DiscordE2E.start({ SHUTDOWN_TIMEOUT_MS: "3000", LOG_LEVEL: "info", CONSOLE: "off" });
     const { fake, llm } = e2e;
