@@ -69,6 +69,14 @@ export interface SendOptions {
    * part stays in flight until its report (onPartSent) is recorded, whatever runs between.
    */
   onPartRequest?(partIndex: number, onWire: boolean, outcome?: RequestOutcome): void;
+  /**
+   * Told before the request carrying part `partIndex` goes out with a nonce Discord enforces (a
+   * channel message): until its report (onPartSent) it may be on the wire. Such a part is not
+   * recorded as sent at the exit: a mark says when it went out, and the next gateway resends it
+   * (the nonce returns the message already made) only while Discord still knows the nonce
+   * (docs/architecture.md, "Shutdown").
+   */
+  onNoncedPart?(partIndex: number): void;
 }
 
 export interface PartSent {

@@ -3,7 +3,9 @@
  * claim-send-record loop in delivery.ts. From `stop()` on, no delivery starts another part: the
  * part in flight finishes, is recorded, and the rest of its reply is handed back to the next
  * gateway. When the process must exit before that (its shutdown time ran out), each part still in
- * flight is recorded as sent first, so the next gateway never sends it again.
+ * flight is recorded as sent first, so the next gateway never sends it again — but a Discord
+ * channel part on the wire (its nonce returns the message already made) is marked instead, with
+ * when it went out: the next gateway resends it within NONCE_SAFE_MS, and counts it as sent after.
  */
 import type { OutboundReply, Platform, RequestOutcome } from "../core/channel.js";
 import type { Logger } from "../logger.js";
@@ -20,10 +22,12 @@ export interface PartInFlight {
   reply: OutboundReply;
   part: number;
   sent: boolean;
+  /** Its request carries a nonce Discord enforces (SendOptions.onNoncedPart). */
+  nonced?: true;
 }
 
 export interface DeliveryShutdownOptions {
-  outbox: Pick<Outbox, "recordPart">;
+  outbox: Pick<Outbox, "recordPart" | "markOnWire">;
   leaseMs: number;
   log: Logger;
   /** A part on the wire at the exit was counted as sent (its outcome unknown). */
@@ -64,6 +68,11 @@ export class DeliveryShutdown {
     else this.#inFlight.delete(sessionKey);
   }
 
+  /** SendOptions.onNoncedPart: `part` goes out with a nonce, on the wire until its report (`sent`). */
+  noncedOnWire(sessionKey: string, token: string, reply: OutboundReply, part: number): void {
+    this.#inFlight.set(sessionKey, { token, reply, part, sent: false, nonced: true });
+  }
+
   /**
    * `part` went out (or counts as sent): in flight until `recorded`. An adapter that cannot tell
    * a success from a failure in `requested` (a Discord interaction's) leaves nothing in flight
@@ -92,8 +101,15 @@ export class DeliveryShutdown {
   /** DeliveryWorker.recordPartsInFlight: the process exits now. */
   async recordPartsInFlight(): Promise<void> {
     const { outbox, leaseMs, log } = this.options;
-    await Promise.all([...this.#inFlight].map(async ([sessionKey, { token, reply, part, sent }]) => {
+    await Promise.all([...this.#inFlight].map(async ([sessionKey, { token, reply, part, sent, nonced }]) => {
       const where = { sessionKey, replyId: reply.replyId, chatId: reply.target.chatId, part, reason: "shutdown-timed-out" };
+      if (nonced === true && !sent) {
+        // Not recorded: the next gateway resends it while Discord knows its nonce (delivery.ts, NONCE_SAFE_MS).
+        log.info(where, "reply-part-marked-on-wire");
+        await outbox.markOnWire(sessionKey, reply.replyId, part, Date.now())
+          .catch((error: unknown) => log.warn({ sessionKey, replyId: reply.replyId, part, err: error }, "reply-part-not-marked-before-exit"));
+        return;
+      }
       if (sent) log.info(where, "reply-part-recorded-before-exit");
       else {
         log.warn(where, "reply-part-unconfirmed");

@@ -68,6 +68,14 @@ export class DeliveryReplicasBehindError extends Error {
 const TRANSIENT_FACTOR = 10;
 /** Writes of a record a replica does not confirm (REDIS_MIN_REPLICAS_ACK) before the job fails: about 30 s with the 3 s WAIT. */
 const RECORD_ATTEMPTS = 10;
+/**
+ * How long after a Discord channel part went on the wire (marked at its gateway's exit) the next
+ * gateway resends it with the same nonce: Discord keeps nonces "the past few minutes" (its docs;
+ * no figure), so well under that it returns the message it made, never a second one. Marked
+ * longer ago, the part is counted as sent (`reply-part-unconfirmed`): never posted twice, at
+ * worst lost if it never reached Discord (docs/architecture.md, "Shutdown").
+ */
+export const NONCE_SAFE_MS = 60_000;
 /** DELIVERY_MAX_ATTEMPTS' default (config/schema.ts). */
 const DEFAULT_MAX_ATTEMPTS = 3;
 
@@ -259,7 +267,8 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     };
     try {
       while (step.status === "head") {
-        const { reply, fromPart, previewRecorded } = step;
+        const { reply, previewRecorded } = step;
+        let { fromPart } = step;
         if (shutdown.stopping) await handBack(reply.replyId, fromPart);
         try {
           await replicated();
@@ -277,6 +286,16 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
           return;
         }
         const where = { sessionKey, chatId: reply.target.chatId, replyId: reply.replyId };
+        // A Discord part a gateway left on the wire at its exit (DeliveryShutdown): resent within
+        // NONCE_SAFE_MS (its nonce returns the message made), counted as sent after.
+        const markedAt = reply.target.platform === "discord" ? await watch(outbox.onWireSince(sessionKey, reply.replyId, fromPart), "parts-on-wire", () => where) : undefined;
+        if (markedAt !== undefined && Date.now() - markedAt >= NONCE_SAFE_MS) {
+          log.warn({ ...where, part: fromPart, onWireMs: Date.now() - markedAt }, "reply-part-unconfirmed");
+          options.onPartUnconfirmed?.(reply.target.platform);
+          // The reply's last part too: resumed past it, nothing is sent and the reply finishes.
+          await recorded(() => outbox.recordPart(sessionKey, token, reply.replyId, fromPart, leaseMs), () => false);
+          fromPart += 1;
+        }
         let part = fromPart;
         try {
           const { preview, skip } = await watch(previewFor(reply, fromPart, previewRecorded, adapter), "take-preview", () => where);
@@ -301,6 +320,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
                 shutdown.recorded(sessionKey, inFlight, boundHere);
               },
               onPartRequest: (partIndex, wire, outcome) => shutdown.requested(sessionKey, token, reply, partIndex, wire, outcome),
+              onNoncedPart: (partIndex) => shutdown.noncedOnWire(sessionKey, token, reply, partIndex),
               ...(preview ? { preview } : {}),
             }), "send", () => ({ ...where, part }));
             if (preview) await watch(settlePreview(reply, adapter, preview), "settle-preview", () => where);
@@ -357,6 +377,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
         }
         // The reply is finished: its last part is recorded with it.
         shutdown.settled(sessionKey);
+        if (markedAt !== undefined) await outbox.clearOnWire(sessionKey).catch((error: unknown) => log.warn({ ...where, err: error }, "parts-on-wire-not-cleared"));
       }
       if (step.status === "lost") log.warn({ sessionKey }, "delivery-superseded");
       else if (step.status === "empty" && !settled) await options.store.settle(sessionKey);

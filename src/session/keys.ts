@@ -22,6 +22,8 @@ export interface SessionKeys {
   outboxProgress: string;
   /** `<replyId>:<failed attempts>` of the outbox head (dead-letters.ts). */
   outboxFailures: string;
+  /** Hash: `<replyId>:<part>` → when that nonce-protected part went on the wire, marked at a gateway's exit (Outbox.markOnWire). */
+  partsOnWire: string;
   /** List: items moved aside after failing for good (dead-letters.ts), newest last. */
   deadLetters: string;
   /** The turn lease: the token of the attempt allowed to commit. */
@@ -65,6 +67,7 @@ export function sessionKeys(prefix: string, sessionKey: string): SessionKeys {
     outbox: `${base}:outbox`,
     outboxProgress: `${base}:outbox-progress`,
     outboxFailures: `${base}:outbox-failures`,
+    partsOnWire: `${base}:parts-on-wire`,
     deadLetters: `${base}:dead-letters`,
     lease: `${base}:lease`,
     lastCommit: `${base}:last-commit`,

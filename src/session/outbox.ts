@@ -23,6 +23,9 @@ export type DeliveryStep =
   /** Another delivery took the lease: stop, it carries on. */
   | { status: "lost" };
 
+/** How long a mark of a part on the wire (Outbox.markOnWire) is kept. */
+export const PARTS_ON_WIRE_TTL_MS = 24 * 60 * 60 * 1000;
+
 /** Why a delivery must stop sending: its lease was taken, or the reply is no longer the head. */
 export class DeliveryFencedError extends Error {
   override readonly name = "DeliveryFencedError";
@@ -60,6 +63,27 @@ export class Outbox {
     const result = await runScript(this.redis, RECORD_PART, 3, ...this.#keys(sessionKey), token, replyId, partIndex + 1, leaseMs);
     if (result === 0) throw new DeliveryFencedError(`another delivery holds ${sessionKey}`);
     if (result === -1) throw new DeliveryFencedError(`reply ${replyId} is no longer the head of ${sessionKey}'s outbox`);
+  }
+
+  /**
+   * Part `partIndex` of `replyId` was on the wire at `at` (ms), its request carrying a nonce, when
+   * its gateway had to exit: kept a day (PARTS_ON_WIRE_TTL_MS). The earliest mark of a part stays:
+   * Discord dates a nonce from the message it first made.
+   */
+  async markOnWire(sessionKey: string, replyId: string, partIndex: number, at: number): Promise<void> {
+    const key = sessionKeys(this.prefix, sessionKey).partsOnWire;
+    await this.redis.multi().hsetnx(key, `${replyId}:${partIndex}`, String(at)).pexpire(key, PARTS_ON_WIRE_TTL_MS).exec();
+  }
+
+  /** When part `partIndex` of `replyId` was marked on the wire (markOnWire), if it was. */
+  async onWireSince(sessionKey: string, replyId: string, partIndex: number): Promise<number | undefined> {
+    const at = await this.redis.hget(sessionKeys(this.prefix, sessionKey).partsOnWire, `${replyId}:${partIndex}`);
+    return at === null ? undefined : Number(at);
+  }
+
+  /** The session's marks are settled (the reply they name finished). */
+  async clearOnWire(sessionKey: string): Promise<void> {
+    await this.redis.del(sessionKeys(this.prefix, sessionKey).partsOnWire);
   }
 
   /**

@@ -116,9 +116,10 @@ export class ReplySender {
           return options.onPartSent(partIndex, { last });
         },
         nonceKey: reply.replyId,
+        onNoncedPart: options.onNoncedPart,
       });
       if (documents.length > 0) {
-        await sendDocuments(channel, documents, { firstPart: parts.length, fromPart: options.fromPart, onPartSent: options.onPartSent, nonceKey: reply.replyId });
+        await sendDocuments(channel, documents, { firstPart: parts.length, fromPart: options.fromPart, onPartSent: options.onPartSent, nonceKey: reply.replyId, onNoncedPart: options.onNoncedPart });
         typing.stop(reply.sessionKey);
       }
     } catch (error) {

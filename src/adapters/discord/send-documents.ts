@@ -15,12 +15,15 @@ export interface SendDocumentsOptions {
   onPartSent(partIndex: number, sent: PartSent): Promise<void>;
   /** Stable id of the reply: seeds each part's nonce. */
   nonceKey: string;
+  /** Told before the request carrying part `partIndex` (with its nonce) goes out (SendOptions.onNoncedPart). */
+  onNoncedPart?: ((partIndex: number) => void) | undefined;
 }
 
 export async function sendDocuments(channel: SendableChannels, documents: readonly ReplyDocument[], options: SendDocumentsOptions): Promise<void> {
   for (const [index, document] of documents.entries()) {
     const part = options.firstPart + index;
     if (part < options.fromPart) continue;
+    options.onNoncedPart?.(part);
     try {
       await channel.send({
         files: [{ attachment: Buffer.from(document.base64, "base64"), name: document.filename, contentType: document.mime }],

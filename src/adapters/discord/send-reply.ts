@@ -25,6 +25,8 @@ export interface SendPartsOptions {
   onPartSent?: ((partIndex: number, sent: PartSent) => Promise<void>) | undefined;
   /** Stable id of what is being sent (the reply id); seeds each part's nonce. */
   nonceKey: string;
+  /** Told before the request carrying part `partIndex` (with its nonce) goes out (SendOptions.onNoncedPart). */
+  onNoncedPart?: ((partIndex: number) => void) | undefined;
   /** Extra options of the last part (buttons). */
   lastPart?: Pick<MessageCreateOptions, "components"> | undefined;
 }
@@ -35,6 +37,7 @@ export async function sendParts(channel: SendableChannels, parts: readonly strin
     const replyTo = index === 0 ? options.replyToMessageId : undefined;
     const isReply = replyTo !== undefined;
     const reply = isReply ? { reply: { messageReference: replyTo, failIfNotExists: false } } : {};
+    options.onNoncedPart?.(index);
     try {
       await channel.send({
         content,

@@ -17,14 +17,20 @@ const reply = { replyId: "r1", sessionKey: "tg:1", target: { platform: "telegram
 function shutdownRecording() {
   const records: Array<{ sessionKey: string; replyId: string; part: number }> = [];
   const unconfirmed: string[] = [];
+  const marks: Array<{ sessionKey: string; replyId: string; part: number }> = [];
   const shutdown = new DeliveryShutdown({
-    outbox: { recordPart: async (sessionKey, _token, replyId, part) => void records.push({ sessionKey, replyId, part }) },
+    outbox: {
+      recordPart: async (sessionKey, _token, replyId, part) => void records.push({ sessionKey, replyId, part }),
+      markOnWire: async (sessionKey, replyId, part) => void marks.push({ sessionKey, replyId, part }),
+    },
     leaseMs: 6_000,
     log: silentLogger,
     onPartUnconfirmed: (platform) => unconfirmed.push(platform),
   });
-  return { shutdown, records, unconfirmed };
+  return { shutdown, records, unconfirmed, marks };
 }
+
+const discordReply = { replyId: "r2", sessionKey: "dc:5", target: { platform: "discord", chatId: "5" }, text: "hi" } as unknown as OutboundReply;
 
 describe("DeliveryShutdown.recordPartsInFlight", () => {
   it("records a part on the wire as sent, counted as unconfirmed", async () => {
@@ -46,6 +52,19 @@ describe("DeliveryShutdown.recordPartsInFlight", () => {
     shutdown.recorded("tg:1", entry);
     await shutdown.recordPartsInFlight();
     expect(records).toHaveLength(1);
+  });
+
+  it("marks a Discord channel part on the wire (nonce-protected) instead of recording it, not counted as unconfirmed; once answered, records it", async () => {
+    const { shutdown, records, unconfirmed, marks } = shutdownRecording();
+    shutdown.noncedOnWire("dc:5", "token", discordReply, 1);
+    await shutdown.recordPartsInFlight();
+    expect(marks).toEqual([{ sessionKey: "dc:5", replyId: "r2", part: 1 }]);
+    expect(records).toEqual([]);
+    expect(unconfirmed).toEqual([]);
+    shutdown.sent("dc:5", "token", discordReply, 1);
+    await shutdown.recordPartsInFlight();
+    expect(records).toEqual([{ sessionKey: "dc:5", replyId: "r2", part: 1 }]);
+    expect(marks).toHaveLength(1);
   });
 
   it("records nothing for a request answered with a failure (not sent), nor after the reply settled", async () => {
