@@ -56,7 +56,7 @@ export class ReplySender {
         typing.stop(reply.sessionKey);
         return;
       }
-      return this.send(reply, { fromPart: next, onPartSent: options.onPartSent });
+      return this.send(reply, { fromPart: next, onPartSent: options.onPartSent, ...(options.onNoncedPart ? { onNoncedPart: options.onNoncedPart } : {}) });
     }
     if (reply.private === true && !options.preview && reply.inReplyTo.length > 0 && reply.inReplyTo.every((id) => id.startsWith("ix:"))) {
       // For the asker alone (a refusal, /usage…), promised privately by their interaction, which
@@ -71,7 +71,7 @@ export class ReplySender {
       const { messageId } = options.preview;
       const components = reply.actions?.length && parts.length === 1 ? buttonRow(reply.actions) : undefined;
       const decided = await sendOverPreview(options.preview, options, {
-        send: (fromPart, onPartSent) => this.send(reply, { fromPart, onPartSent }),
+        send: (fromPart, onPartSent) => this.send(reply, { fromPart, onPartSent, ...(options.onNoncedPart ? { onNoncedPart: options.onNoncedPart } : {}) }),
         remove: () => removeReplaced(client, channel.id, messageId, logger),
         edit: () => editFinal(channel, reply, messageId, parts[0] ?? "", components ? { components } : {}),
         finished: () => typing.stop(reply.sessionKey),
@@ -84,7 +84,7 @@ export class ReplySender {
         await sendVoiceReply(channel, { ...reply, voice }, {
           fromPart: options.fromPart, onPartSent: options.onPartSent, logger,
           replyToMessageId: [reply.target.replyToMessageId, reply.inReplyTo.at(-1)].find((id) => id !== undefined && !id.startsWith("ix:")),
-          sendText: (fromPart, onPartSent) => this.send(text, { fromPart, onPartSent }),
+          sendText: (fromPart, onPartSent) => this.send(text, { fromPart, onPartSent, ...(options.onNoncedPart ? { onNoncedPart: (index: number) => options.onNoncedPart?.(index + 1) } : {}) }),
         });
       } finally {
         typing.stop(reply.sessionKey);

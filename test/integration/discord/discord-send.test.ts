@@ -187,4 +187,24 @@ describe("DiscordAdapter against the fake Discord: replies and typing", () => {
     await sleep(300);
     expect(typing()).toBe(afterSend);
   });
+
+  it("tells the delivery which parts carry a nonce on every path, a final over a preview's included (a part on the wire at a SIGTERM's exit is marked, not sent twice)", async () => {
+    const adapter = await h.startAdapter();
+    await adapter.send(reply("✍️ Writing the answer…", { replyId: "dc:status#0" }), { fromPart: 0, onPartSent: async () => {} });
+    const status = h.fake.botMessages(IDS.textChannel).at(-1);
+    expect(status).toBeDefined();
+    const nonced: number[] = [];
+    const sent: number[] = [];
+    const text = `${"First part of the answer. ".repeat(90)}\n\n${"Second part of the answer. ".repeat(60)}`;
+    await adapter.send(reply(text), {
+      fromPart: 0,
+      preview: { messageId: String(status!.id), only: false, onRefused: async () => {} },
+      onPartSent: async (index) => void sent.push(index),
+      onNoncedPart: (index) => void nonced.push(index),
+    });
+    expect(sent.length).toBeGreaterThanOrEqual(2);
+    expect(sent).toEqual(sent.map((_, index) => index));
+    // Before, a final over a preview (the usual final with streaming on) reported none.
+    expect(nonced).toEqual(sent);
+  });
 });
