@@ -8,7 +8,7 @@ import { PAYLOAD_VERSION, createRedis, deliveryQueueName, logWorkerError, queueP
 import { attemptToken, LeaseKeeper } from "../session/lease.js";
 import { DeliveryFencedError, Outbox, type DeliveryStep } from "../session/outbox.js";
 import { PreviewRecords } from "../session/previews.js";
-import { PREVIEW_REQUEST_MS } from "./preview-renderer.js";
+import { takePreview } from "./delivery-preview.js";
 import type { SessionStore } from "../session/store.js";
 import { markStage } from "../core/stages.js";
 import { DeliveryHandedBackError, DeliveryShutdown } from "./delivery-shutdown.js";
@@ -110,50 +110,8 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   const watch = <T>(promise: Promise<T>, step: string, where: () => Record<string, unknown>): Promise<T> =>
     watched(promise, stepWarnMs, (elapsedMs) => log.warn({ ...where(), step, elapsedMs }, "delivery-step-overdue"));
 
-  /**
-   * The preview a reply takes over, from the durable record: waits while a preview write is in
-   * flight (at most PREVIEW_REQUEST_MS), so no interim edit lands over the final. `skip`: a
-   * preview-only reply whose preview never appeared. No record (`previewRecorded` false: the
-   * outbox script closed it): nothing to ask.
-   */
-  const previewFor = async (reply: OutboundReply, fromPart: number, previewRecorded: boolean, adapter: ChannelAdapter): Promise<{ preview?: SendOptions["preview"]; skip: boolean }> => {
-    if (reply.preview === undefined || !adapter.previews) return { skip: reply.previewOnly === true };
-    const previewId = reply.preview;
-    if (fromPart === 1 && reply.previewOnly !== true) {
-      // Resumed after part 1: the status it replaced is deleted after part 1's record, so a
-      // crash between the two leaves it behind. The record still names it (the final took it):
-      // the adapter deletes it again. Only a resumed delivery pays this round trip.
-      const taken = await previews.take(reply.sessionKey, previewId);
-      if (taken.status !== "edit") return { skip: false };
-      return { skip: false, preview: { messageId: taken.messageId, only: false, onRefused: () => previews.refused(reply.sessionKey, previewId) } };
-    }
-    if (fromPart > 0) return { skip: reply.previewOnly === true };
-    if (!previewRecorded) {
-      options.onPreviewTaken?.(previewId);
-      return { skip: reply.previewOnly === true };
-    }
-    const taken = await previews.takeWhenFree(reply.sessionKey, previewId);
-    options.onPreviewTaken?.(previewId);
-    let messageId = taken.status === "edit" ? taken.messageId : undefined;
-    if (taken.status === "lost") {
-      // A preview create lost its answer: the platform may show a status message nobody
-      // knows. Where the platform can find it again (Discord's nonce), the final takes it
-      // over like any preview (and so deletes it); elsewhere (Telegram) the renderer deletes
-      // it if its answer still comes, late; one never answered stays (docs/streaming.md).
-      const recover = adapter.previews.recover;
-      if (recover) {
-        messageId = await recover.call(adapter.previews, reply.target, previewId, AbortSignal.timeout(PREVIEW_REQUEST_MS)).catch((error: unknown) => {
-          log.warn({ sessionKey: reply.sessionKey, chatId: reply.target.chatId, previewId, err: error }, "preview-orphan-not-recovered");
-          return undefined;
-        });
-      } else log.info({ sessionKey: reply.sessionKey, chatId: reply.target.chatId, previewId }, "preview-orphan-unrecoverable");
-    }
-    if (messageId === undefined) return { skip: reply.previewOnly === true };
-    return {
-      skip: false,
-      preview: { messageId, only: reply.previewOnly === true, onRefused: () => previews.refused(reply.sessionKey, previewId) },
-    };
-  };
+  const previewFor = (reply: OutboundReply, fromPart: number, previewRecorded: boolean, adapter: ChannelAdapter) =>
+    takePreview({ previews, log, onPreviewTaken: options.onPreviewTaken }, reply, fromPart, previewRecorded, adapter);
 
   /**
    * The final is in the chat: records what it left in the preview message (deleted it, or — a
