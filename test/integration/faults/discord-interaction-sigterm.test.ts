@@ -43,6 +43,17 @@ async function startGateway(): Promise<AppProcess> {
 }
 
 /** The answer of one slash command, as the chat shows it: its non-empty interaction responses, in order. */
+/** The next gateway took the delivery (once the stopped one's lease is out) and emptied the DM's outbox. */
+async function outboxDrained(): Promise<void> {
+  const redis = createRedis(e2e!.config.REDIS_URL ?? "");
+  try {
+    const store = new SessionStore(redis, e2e!.config.REDIS_PREFIX);
+    await until(async () => expect(await store.sessionWork(`dc:dm:${IDS.user}`)).toMatchObject({ outbox: 0, deliveryRunning: false }), 90_000);
+  } finally {
+    redis.disconnect();
+  }
+}
+
 const shown = (interactionId: string) => e2e!.fake.interactionResponses.filter((response) => response.interactionId === interactionId && response.content !== "" && !response.deleted);
 
 describe("a Discord gateway stopped with SIGTERM while a slash command's answer goes out", () => {
@@ -69,13 +80,7 @@ describe("a Discord gateway stopped with SIGTERM while a slash command's answer 
 
     await startGateway();
     // The next gateway takes the delivery once the killed one's lease is out, and empties the outbox.
-    const redis = createRedis(e2e.config.REDIS_URL ?? "");
-    try {
-      const store = new SessionStore(redis, e2e.config.REDIS_PREFIX);
-      await until(async () => expect(await store.sessionWork(`dc:dm:${IDS.user}`)).toMatchObject({ outbox: 0, deliveryRunning: false }), 90_000);
-    } finally {
-      redis.disconnect();
-    }
+    await outboxDrained();
     await sleep(1_500);
     const channel = fake.botMessages(IDS.dmChannel).map((message) => String(message.content));
     expect(shown(asked)[0]?.content).toMatch(/^Current persona: long — alpha/);
@@ -101,13 +106,7 @@ describe("a Discord gateway stopped with SIGTERM while a slash command's answer 
     expect(await first.kill("SIGTERM")).toBe(0);
 
     await startGateway();
-    const redis = createRedis(e2e.config.REDIS_URL ?? "");
-    try {
-      const store = new SessionStore(redis, e2e.config.REDIS_PREFIX);
-      await until(async () => expect(await store.sessionWork(`dc:dm:${IDS.user}`)).toMatchObject({ outbox: 0, deliveryRunning: false }), 90_000);
-    } finally {
-      redis.disconnect();
-    }
+    await outboxDrained();
     await sleep(1_500);
     const answer = fake.interactionResponses.filter((response) => response.interactionId === asked && !response.deleted);
     expect(answer.every((response) => response.ephemeral)).toBe(true);
