@@ -13,6 +13,10 @@ interface MaybeCluster {
  */
 export async function* scanBatches(redis: Redis, pattern: string, count = 500): AsyncGenerator<string[]> {
   const cluster = redis as unknown as MaybeCluster;
+  // A Cluster client learns its masters from the seeds' slot map once connected: before that,
+  // nodes() lists none (a CLI's new connection, whose first command this often is) and the walk
+  // found nothing. A command waits for that (the offline queue); PING is one without a key.
+  if (cluster.isCluster === true && redis.status !== "ready") await redis.ping();
   const nodes = cluster.isCluster === true && cluster.nodes ? cluster.nodes("master") : [redis];
   for (const node of nodes) {
     let cursor = "0";
