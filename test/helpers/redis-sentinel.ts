@@ -44,10 +44,10 @@ export interface SentinelSetup {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function waitUntilAnswers(port: number, timeoutMs: number): Promise<void> {
+async function waitUntilAnswers(port: number, timeoutMs: number, password?: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const client = new Redis({ port, host: "127.0.0.1", lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+    const client = new Redis({ port, host: "127.0.0.1", lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, enableOfflineQueue: false, ...(password ? { password } : {}) });
     client.on("error", () => undefined);
     try {
       await client.connect();
@@ -62,7 +62,7 @@ async function waitUntilAnswers(port: number, timeoutMs: number): Promise<void> 
   }
 }
 
-function node(port: number, args: () => string[]): RedisNode {
+function node(port: number, args: () => string[], password?: string): RedisNode {
   let child: ChildProcess | undefined;
   return {
     port,
@@ -71,7 +71,7 @@ function node(port: number, args: () => string[]): RedisNode {
     },
     async start() {
       child = spawn("redis-server", args(), { stdio: "ignore" });
-      await waitUntilAnswers(port, 15_000);
+      await waitUntilAnswers(port, 15_000, password);
     },
     async kill() {
       const running = child;
@@ -88,8 +88,8 @@ function node(port: number, args: () => string[]): RedisNode {
 }
 
 /** Asks one sentinel for a command's answer on a short-lived connection. */
-async function askSentinel<T>(port: number, ask: (client: Redis) => Promise<T>): Promise<T> {
-  const client = new Redis({ port, host: "127.0.0.1", retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 2_000, commandTimeout: 2_000 });
+async function askSentinel<T>(port: number, ask: (client: Redis) => Promise<T>, password?: string): Promise<T> {
+  const client = new Redis({ port, host: "127.0.0.1", retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 2_000, commandTimeout: 2_000, ...(password ? { password } : {}) });
   client.on("error", () => undefined);
   try {
     return await ask(client);
@@ -98,12 +98,17 @@ async function askSentinel<T>(port: number, ask: (client: Redis) => Promise<T>):
   }
 }
 
-async function reportedMasterPort(port: number): Promise<number | undefined> {
-  const reply = (await askSentinel(port, (client) => client.call("SENTINEL", "get-master-addr-by-name", SENTINEL_MASTER)).catch(() => null)) as [string, string] | null;
+async function reportedMasterPort(port: number, password?: string): Promise<number | undefined> {
+  const reply = (await askSentinel(port, (client) => client.call("SENTINEL", "get-master-addr-by-name", SENTINEL_MASTER), password).catch(() => null)) as [string, string] | null;
   return reply ? Number(reply[1]) : undefined;
 }
 
-export async function startSentinelSetup(options: { replicas?: number } = {}): Promise<SentinelSetup> {
+/**
+ * `password`: the data nodes' requirepass (replicas and sentinels given it as masterauth and
+ * auth-pass); `sentinelPassword`: the sentinels' own requirepass (each other's sentinel-pass).
+ */
+export async function startSentinelSetup(options: { replicas?: number; password?: string; sentinelPassword?: string } = {}): Promise<SentinelSetup> {
+  const { password, sentinelPassword } = options;
   assertRedisServerInstalled();
   const dir = mkdtempSync(join(tmpdir(), "longhaul-sentinel-"));
   const dataPorts = await Promise.all(Array.from({ length: 1 + (options.replicas ?? 2) }, () => freePort()));
@@ -117,8 +122,9 @@ export async function startSentinelSetup(options: { replicas?: number } = {}): P
     // A replica that rejoins syncs at once instead of waiting for more replicas to batch.
     "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
     ...(replicaOf === undefined ? [] : ["--replicaof", "127.0.0.1", String(replicaOf)]),
+    ...(password ? ["--requirepass", password, "--masterauth", password] : []),
   ];
-  const nodes = dataPorts.map((port, index) => node(port, dataArgs(port, index === 0 ? undefined : masterPort)));
+  const nodes = dataPorts.map((port, index) => node(port, dataArgs(port, index === 0 ? undefined : masterPort), password));
   const sentinelNodes = sentinelPorts.map((port) => {
     // Sentinels rewrite their file (known replicas, epochs): one writable file each.
     const file = join(dir, `sentinel-${port}.conf`);
@@ -128,9 +134,11 @@ export async function startSentinelSetup(options: { replicas?: number } = {}): P
       `sentinel down-after-milliseconds ${SENTINEL_MASTER} ${DOWN_AFTER_MS}`,
       `sentinel failover-timeout ${SENTINEL_MASTER} 5000`,
       `sentinel parallel-syncs ${SENTINEL_MASTER} 2`,
+      ...(password ? [`sentinel auth-pass ${SENTINEL_MASTER} ${password}`] : []),
+      ...(sentinelPassword ? [`requirepass ${sentinelPassword}`, `sentinel sentinel-pass ${sentinelPassword}`] : []),
       "",
     ].join("\n"));
-    return node(port, () => [file, "--sentinel"]);
+    return node(port, () => [file, "--sentinel"], sentinelPassword);
   });
 
   const all = [...nodes, ...sentinelNodes];
@@ -141,7 +149,7 @@ export async function startSentinelSetup(options: { replicas?: number } = {}): P
     sentinelNodes,
     async masterPort() {
       for (const port of sentinelPorts) {
-        const reported = await reportedMasterPort(port);
+        const reported = await reportedMasterPort(port, sentinelPassword);
         if (reported !== undefined) return reported;
       }
       throw new Error("no sentinel answered");
@@ -154,7 +162,7 @@ export async function startSentinelSetup(options: { replicas?: number } = {}): P
     async waitForFailover(formerPort, timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const reported = await Promise.all(sentinelPorts.map(reportedMasterPort));
+        const reported = await Promise.all(sentinelPorts.map((port) => reportedMasterPort(port, sentinelPassword)));
         const first = reported[0];
         if (first !== undefined && first !== formerPort && reported.every((port) => port === first)) return first;
         if (Date.now() > deadline) throw new Error(`no failover from ${formerPort} within ${timeoutMs} ms (sentinels report ${reported.join(", ")})`);
@@ -165,7 +173,7 @@ export async function startSentinelSetup(options: { replicas?: number } = {}): P
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const port = await setup.masterPort();
-        const info = await askSentinel(port, (client) => client.info("replication")).catch(() => "");
+        const info = await askSentinel(port, (client) => client.info("replication"), password).catch(() => "");
         const online = info.split(/\r?\n/).filter((line) => /^slave\d+:.*state=online/.test(line)).length;
         if (/role:master/.test(info) && online >= count) return;
         if (Date.now() > deadline) throw new Error(`the master on ${port} has ${online} of ${count} replicas online after ${timeoutMs} ms`);
@@ -186,7 +194,7 @@ export async function startSentinelSetup(options: { replicas?: number } = {}): P
     // Every sentinel has found the other two (they vote on failovers) and the replicas.
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const known = await Promise.all(sentinelPorts.map((port) => askSentinel(port, (client) => client.call("SENTINEL", "master", SENTINEL_MASTER)).catch(() => [])));
+      const known = await Promise.all(sentinelPorts.map((port) => askSentinel(port, (client) => client.call("SENTINEL", "master", SENTINEL_MASTER), sentinelPassword).catch(() => [])));
       const field = (reply: unknown, name: string) => {
         const list = reply as string[];
         const at = list.indexOf(name);
