@@ -36,7 +36,7 @@ function summarizer(calls: { count: number }): Summarizer {
   };
 }
 
-interface Outcome { turns: number; compactions: number; summarizerCalls: number; largest: number; lastAfterShare: number[] }
+interface Outcome { turns: number; compactions: number; summarizerCalls: number; largest: number; totalRequest: number; lastAfterShare: number[] }
 
 async function fixedOverhead(window: number, overheadTokens: number, turns: number): Promise<Outcome> {
   const tools: ToolDefinition[] = [];
@@ -52,7 +52,7 @@ async function fixedOverhead(window: number, overheadTokens: number, turns: numb
   const calls = { count: 0 };
   const settings = { contextWindow: window, compactionThreshold: 0.5, targetRatio: 0.2, protectLastN: 20 };
   const threshold = thresholdTokens(window, 0.5);
-  const outcome: Outcome = { turns, compactions: 0, summarizerCalls: 0, largest: 0, lastAfterShare: [] };
+  const outcome: Outcome = { turns, compactions: 0, summarizerCalls: 0, largest: 0, totalRequest: 0, lastAfterShare: [] };
   const size = () => counter.countMessages(live) + counter.countTools(tools);
   for (let turn = 0; turn < turns; turn++) {
     live = [...live, { id: newId(), at: turn * 60_000, role: "user", content: words(`question ${turn}`, 80) }];
@@ -67,6 +67,7 @@ async function fixedOverhead(window: number, overheadTokens: number, turns: numb
       outcome.lastAfterShare.push(Math.round((100 * result.record.tokensAfter) / threshold));
     }
     outcome.largest = Math.max(outcome.largest, size());
+    outcome.totalRequest += size();
     live = [...live, { id: newId(), at: turn * 60_000 + 5_000, role: "assistant", content: words(`answer ${turn}`, 150) }];
   }
   outcome.summarizerCalls = calls.count;
@@ -94,10 +95,10 @@ const withOverhead = await fixedOverhead(32_000, 10_000, TURNS);
 const without = await fixedOverhead(32_000, 0, TURNS);
 const per100 = (outcome: Outcome) => (100 * outcome.compactions) / outcome.turns;
 console.log("fixed-overhead (32K window, 230 tokens a turn, 300 turns)");
-console.log("| overhead | compactions / 100 turns | summarizer calls | largest request | result % of threshold (first 6) |");
-console.log("|---|---|---|---|---|");
+console.log("| overhead | compactions / 100 turns | summarizer calls | largest request | mean request | result % of threshold (first 6) |");
+console.log("|---|---|---|---|---|---|");
 for (const [label, outcome] of [["10K tools + system", withOverhead], ["none", without]] as const) {
-  console.log(`| ${label} | ${per100(outcome).toFixed(1)} | ${outcome.summarizerCalls} | ${outcome.largest} | ${outcome.lastAfterShare.slice(0, 6).join(", ")} |`);
+  console.log(`| ${label} | ${per100(outcome).toFixed(1)} | ${outcome.summarizerCalls} | ${outcome.largest} | ${Math.round(outcome.totalRequest / outcome.turns)} | ${outcome.lastAfterShare.slice(0, 6).join(", ")} |`);
 }
 console.log(`ratio of compaction rates: ${(per100(withOverhead) / per100(without)).toFixed(2)} (target ≤ 1.5); largest request under the window: ${withOverhead.largest < 32_000}`);
 const paste = await hugePaste(128_000);
