@@ -47,9 +47,12 @@ export type CompactionStatus = "compacted" | "failed" | "dropped" | "skipped";
 export interface CompactionSettings {
   /** The main model's window in tokens. */
   contextWindow: number;
-  /** COMPACTION_THRESHOLD (default 0.5): the result must land under this fraction of the window. */
+  /**
+   * COMPACTION_THRESHOLD (default 0.5): the result must land under the fixed overhead (system
+   * prompt, tools, `extraTokens`) plus this fraction of the window it leaves (`compactionThreshold`).
+   */
   compactionThreshold: number;
-  /** COMPACTION_TARGET_RATIO (default 0.2): tail budget = threshold tokens × this. */
+  /** COMPACTION_TARGET_RATIO (default 0.2): tail budget = (threshold tokens − fixed overhead) × this. */
   targetRatio: number;
   /** PROTECT_LAST_N (default 20): recent messages kept while within 1.5× the tail budget. */
   protectLastN: number;
@@ -76,6 +79,8 @@ export interface CompactionRecord {
   /** Messages + tool definitions + `extraTokens`, calibrated (× `tokenRatio`): the unit of every limit. */
   tokensBefore: number;
   tokensAfter: number;
+  /** The threshold this compaction worked against, after the fixed overhead: judge `tokensAfter` by it (anti-thrash). */
+  thresholdTokens: number;
   messagesBefore: number;
   messagesAfter: number;
   /** Tool results replaced by placeholders (phase 1) or cut to fit (tail). */
@@ -136,23 +141,45 @@ export interface CompactResult {
 
 type PlanInput = Pick<CompactInput, "messages" | "tools" | "extraTokens" | "settings" | "counter">;
 
+export interface OverheadInput extends Pick<CompactInput, "messages" | "tools" | "extraTokens" | "counter"> {
+  /** `CompactionSettings.tokenRatio`. @defaultValue 1 */
+  tokenRatio?: number;
+}
+
+/** Tool definitions and the system block (`extraTokens`), in the counter's units: with the messages, a request's size. */
+const beyondMessages = (input: Pick<CompactInput, "tools" | "extraTokens" | "counter">): number =>
+  input.counter.countTools(input.tools ?? []) + Math.max(0, input.extraTokens ?? 0);
+
+/**
+ * The part of every request that does not change with the conversation, in the provider's
+ * tokens: tool definitions, the system block and the system prompt. They open every request
+ * (the provider's cached prefix); the compaction threshold counts on what they leave of the
+ * window (`compactionThreshold`).
+ */
+export function fixedOverheadTokens(input: OverheadInput): number {
+  const first = input.messages[0];
+  const system = first?.role === "system" ? input.counter.countMessage(first) : 0;
+  return Math.ceil((beyondMessages(input) + system) * (input.tokenRatio ?? 1));
+}
+
 /** The units and the boundaries a compaction of `input` works with (phase 2). */
 function planOf(input: PlanInput) {
   const { messages, counter, settings } = input;
   const ratio = settings.tokenRatio ?? 1;
   // Everything a request carries besides the messages: tool definitions and the system block.
-  const fixedTokens = counter.countTools(input.tools ?? []) + Math.max(0, input.extraTokens ?? 0);
+  const fixedTokens = beyondMessages(input);
   // Limits are in the provider's tokens (calibrated); the counter's figures are scaled up to
   // them, and the per-message budgets (tail, cut) scaled down to the counter's.
   const toCounterUnits = (tokens: number) => Math.floor(tokens / ratio);
-  const threshold = thresholdTokens(settings.contextWindow, settings.compactionThreshold);
-  // The tail's share is of what the fixed overhead (tools, system block) leaves under the
-  // threshold: with 10K of tools in a 16K threshold, 20% of the threshold as tail plus the
-  // summary lands at 94% of it, and the session compacts again a few turns later (issue #31).
-  // At least a quarter of the usual budget, so a huge tool list still keeps the latest turns.
-  const tailBudget = toCounterUnits(tailBudgetTokens(threshold, settings.targetRatio, Math.ceil(fixedTokens * ratio)));
+  const hardLimit = settings.hardLimitTokens ?? defaultHardLimit(settings.contextWindow);
+  const overhead = fixedOverheadTokens({ ...input, tokenRatio: ratio });
+  const threshold = thresholdTokens(settings.contextWindow, settings.compactionThreshold, { fixedTokens: overhead, hardLimitTokens: hardLimit });
+  // The tail's share is of what the fixed overhead leaves under the threshold, as in a window
+  // without it. At least a quarter of the usual budget, so that when the hard limit caps the
+  // threshold (a huge tool list) the latest turns are still kept.
+  const tailBudget = toCounterUnits(tailBudgetTokens(threshold, settings.targetRatio, overhead));
   const boundaries = findBoundaries(messages, { counter, tailBudgetTokens: tailBudget, protectLastN: settings.protectLastN });
-  return { ratio, fixedTokens, toCounterUnits, threshold, tailBudget, boundaries };
+  return { ratio, fixedTokens, overhead, toCounterUnits, hardLimit, threshold, tailBudget, boundaries };
 }
 
 /**
@@ -170,10 +197,9 @@ export async function compact(input: CompactInput): Promise<CompactResult> {
   const startedAt = now();
   input.signal?.throwIfAborted();
   const { messages, counter, settings } = input;
-  const { ratio, fixedTokens, toCounterUnits, threshold, tailBudget, boundaries } = planOf(input);
+  const { ratio, fixedTokens, overhead, toCounterUnits, hardLimit, threshold, tailBudget, boundaries } = planOf(input);
   const measure = (list: readonly ChatMessage[]) => Math.ceil((counter.countMessages(list) + fixedTokens) * ratio);
   const tokensBefore = measure(messages);
-  const hardLimit = settings.hardLimitTokens ?? defaultHardLimit(settings.contextWindow);
 
   // Phase 1 + 2.
   const { headEnd, keptStart } = boundaries;
@@ -191,6 +217,7 @@ export async function compact(input: CompactInput): Promise<CompactResult> {
       status,
       tokensBefore,
       tokensAfter: measure(result),
+      thresholdTokens: threshold,
       messagesBefore: messages.length,
       messagesAfter: result.length,
       prunedMessages: status === "failed" || status === "skipped" ? 0 : prunedMessages,
@@ -230,7 +257,7 @@ export async function compact(input: CompactInput): Promise<CompactResult> {
     const outcome = await summarizeWithFallback(
       {
         middle: toFold,
-        budgetTokens: summaryBudget({ middleTokens, previousSummaryTokens, contextWindow: settings.contextWindow }),
+        budgetTokens: summaryBudget({ middleTokens, previousSummaryTokens, contextWindow: settings.contextWindow, fixedTokens: overhead }),
         counter,
         toolNames,
         retry: { ...DEFAULT_RETRY_POLICY, ...input.retry },

@@ -19,18 +19,43 @@ export interface HygieneCheck {
 export const needsHygiene = (check: HygieneCheck): boolean =>
   check.messageCount >= HYGIENE_MIN_MESSAGES && check.tokens >= check.threshold * check.contextWindow;
 
-export interface CompactionCheck {
-  tokens: number;
+export interface ThresholdBasis {
   contextWindow: number;
-  /** COMPACTION_THRESHOLD, default 0.5. */
+  /** COMPACTION_THRESHOLD, default 0.5: a share of the window the fixed overhead leaves. */
   threshold: number;
+  /**
+   * What every request carries whatever the conversation holds (the system prompt, tool
+   * definitions, the memory block), in the provider's tokens. @defaultValue 0
+   */
+  fixedTokens?: number;
+  /** Where the raise stops (the request plus the reply's room must fit). @defaultValue `defaultHardLimit(contextWindow)` */
+  hardLimitTokens?: number;
 }
 
-/** In-loop compaction between steps. */
-export const needsCompaction = (check: CompactionCheck): boolean => check.tokens >= check.threshold * check.contextWindow;
+export interface CompactionCheck extends ThresholdBasis {
+  tokens: number;
+}
 
-/** The token count a compaction must get under (and the in-loop trigger). */
-export const thresholdTokens = (contextWindow: number, threshold: number): number => Math.floor(contextWindow * threshold);
+/**
+ * The compaction threshold in tokens, unrounded: the fixed overhead plus COMPACTION_THRESHOLD of
+ * the window it leaves. The overhead is the request's first part (tools, then the system prompt),
+ * the provider's cached prefix, so letting it count less costs little; a session with 10K of
+ * tools in a 32K window then compacts like one without them in a 22K window, instead of every
+ * few turns (issue #31). The raise stops at the hard limit, and never lowers the threshold below
+ * `threshold × window`: with no overhead it is exactly that.
+ */
+export const compactionThreshold = (basis: ThresholdBasis): number => {
+  const fixed = basis.fixedTokens ?? 0;
+  const raised = fixed + basis.threshold * (basis.contextWindow - fixed);
+  return Math.max(basis.threshold * basis.contextWindow, Math.min(raised, basis.hardLimitTokens ?? defaultHardLimit(basis.contextWindow)));
+};
+
+/** In-loop compaction between steps. */
+export const needsCompaction = (check: CompactionCheck): boolean => check.tokens >= compactionThreshold(check);
+
+/** The token count a compaction must get under (and the in-loop trigger), after the fixed overhead when given. */
+export const thresholdTokens = (contextWindow: number, threshold: number, overhead: Pick<ThresholdBasis, "fixedTokens" | "hardLimitTokens"> = {}): number =>
+  Math.floor(compactionThreshold({ contextWindow, threshold, ...overhead }));
 
 /**
  * The hard limit when the caller does not give one: the window minus room for the reply
@@ -73,7 +98,7 @@ export function autoCompactionAllowed(state: AntiThrashState, tokens: number, co
 
 export interface CompactionOutcome {
   tokensAfter: number;
-  /** `thresholdTokens(contextWindow, COMPACTION_THRESHOLD)`. */
+  /** The threshold the compaction worked against (`CompactionRecord.thresholdTokens`, after the fixed overhead). */
   thresholdTokens: number;
   /** A /compress by the user lifts a suspension before this outcome is counted. */
   manual?: boolean;

@@ -15,8 +15,12 @@
  *
  * Decisions (decisions.ts)
  *   needsHygiene({ messageCount, tokens, contextWindow, threshold }): boolean      pre-turn, HYGIENE_THRESHOLD
- *   needsCompaction({ tokens, contextWindow, threshold }): boolean                 in-loop, COMPACTION_THRESHOLD
- *   thresholdTokens(contextWindow, threshold): number
+ *   needsCompaction({ tokens, contextWindow, threshold, fixedTokens?, hardLimitTokens? }): boolean
+ *                                                  in-loop, COMPACTION_THRESHOLD of the window the fixed overhead leaves
+ *   compactionThreshold({ contextWindow, threshold, fixedTokens?, hardLimitTokens? }): number
+ *                                                  fixed + threshold × (window − fixed), capped at the hard limit,
+ *                                                  never under threshold × window
+ *   thresholdTokens(contextWindow, threshold, { fixedTokens?, hardLimitTokens? }?): number   the same, floored
  *   defaultHardLimit(contextWindow): number
  *   initialAntiThrash(): AntiThrashState                                           { ineffective: 0 }
  *   autoCompactionAllowed(state, tokens, contextWindow): boolean
@@ -28,6 +32,8 @@
  *             counter, newId, retry?: { attempts?, baseDelayMs?, timeoutMs? }, signal?, now? })
  *     → Promise<{ status: "compacted" | "failed" | "dropped" | "skipped"; messages; record; error? }>
  *   foldsMessages({ messages, tools?, extraTokens?, settings, counter }): boolean   would it fold anything (flush first only then)
+ *   fixedOverheadTokens({ messages, tools?, extraTokens?, counter, tokenRatio? }): number
+ *     tools + system block + system prompt, in the provider's tokens: the `fixedTokens` of the threshold
  *   The input is never mutated (only token counts are cached on messages). New messages (the
  *   summary, stub tool results) carry ids from `newId`: store them in the transcript. Rejects
  *   with the signal's reason when aborted.
@@ -78,6 +84,7 @@ export {
 
 export {
   autoCompactionAllowed,
+  compactionThreshold,
   defaultHardLimit,
   initialAntiThrash,
   needsCompaction,
@@ -88,10 +95,12 @@ export {
   type CompactionCheck,
   type CompactionOutcome,
   type HygieneCheck,
+  type ThresholdBasis,
 } from "./decisions.js";
 
 export {
   compact,
+  fixedOverheadTokens,
   foldsMessages,
   type CompactInput,
   type CompactResult,
@@ -99,6 +108,7 @@ export {
   type CompactionRecord,
   type CompactionSettings,
   type CompactionStatus,
+  type OverheadInput,
 } from "./compact.js";
 export type { Summarizer, SummaryRequest, SummaryResponse } from "./summarizer.js";
 export { SummarizerFailedError, SummarizerTimeoutError, SummarizerWindowError, type RetryPolicy } from "./summarize.js";

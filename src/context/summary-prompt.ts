@@ -43,17 +43,25 @@ export interface SummaryBudgetInput {
   previousSummaryTokens?: number;
   /** The main model's window. */
   contextWindow: number;
+  /** The request's fixed overhead (system prompt, tools, memory block; `fixedOverheadTokens`). @defaultValue 0 */
+  fixedTokens?: number;
 }
+
+/** However large the fixed overhead, the summary's bounds are taken on at least this share of the window. */
+export const MIN_SUMMARY_ROOM_SHARE = 0.25;
 
 /**
  * clamp(0.20 × new middle + previous summary, lo, hi) with hi = min(12,000, 5% of the window, or
  * 10% under 64K) and lo = min(2,000, hi): when the bounds cross, the upper one wins (SPEC §3). The
  * previous summary counts whole: squeezing a 6,000-token summary plus new turns into 2,000 tokens
- * loses what it held.
+ * loses what it held. The share is of the window the fixed overhead leaves, as the compaction
+ * threshold is (decisions.ts): 10K of tools in a 32K window give the summary 10% of 22K; which
+ * share applies still depends on the model's own window.
  */
-export function summaryBudget({ middleTokens, previousSummaryTokens = 0, contextWindow }: SummaryBudgetInput): number {
+export function summaryBudget({ middleTokens, previousSummaryTokens = 0, contextWindow, fixedTokens = 0 }: SummaryBudgetInput): number {
   const share = contextWindow < 64_000 ? 0.1 : 0.05;
-  const high = Math.min(12_000, Math.floor(contextWindow * share));
+  const room = Math.max(contextWindow - fixedTokens, contextWindow * MIN_SUMMARY_ROOM_SHARE);
+  const high = Math.min(12_000, Math.floor(room * share));
   const low = Math.min(2_000, high);
   return Math.max(low, Math.min(high, Math.floor(middleTokens * 0.2) + previousSummaryTokens));
 }

@@ -5,7 +5,7 @@
  * context is (counter, window, estimate, calibration, hard limit) is measured in context-measure.ts.
  */
 import {
-  applyPromptCaching, autoCompactionAllowed, capUserMessages, compact, foldsMessages, initialAntiThrash, userTextCapTokens,
+  applyPromptCaching, autoCompactionAllowed, capUserMessages, compact, fixedOverheadTokens, foldsMessages, initialAntiThrash, userTextCapTokens,
   needsCompaction, needsHygiene, recordCompactionOutcome, thresholdTokens, toApiMessages, updateCalibration,
   type ChatMessage, type CompactionReason, type Summarizer, type TokenCounter, type ToolDefinition,
 } from "../context/index.js";
@@ -57,13 +57,28 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
   });
 
   /**
+   * The compaction threshold's basis for this context, as compact() computes it: the window, and
+   * the fixed overhead (tools, memory block, system prompt) at the context's calibration ratio.
+   */
+  const thresholdBasis = (state: SessionState, context: readonly ChatMessage[], tools?: readonly ToolDefinition[]) => ({
+    contextWindow: contextWindow(state),
+    threshold: settings.compactionThreshold,
+    fixedTokens: fixedOverheadTokens({
+      messages: context, tools: toolsOf(tools), extraTokens: blockTokens(state), counter: counter(), tokenRatio: measureContext(state, context, tools).ratio,
+    }),
+    hardLimitTokens: hardLimit(state),
+  });
+  const thresholdOf = (state: SessionState, context: readonly ChatMessage[], tools?: readonly ToolDefinition[]) => {
+    const { contextWindow: window, threshold, ...overhead } = thresholdBasis(state, context, tools);
+    return thresholdTokens(window, threshold, overhead);
+  };
+
+  /**
    * `/compress` is asked for while the context may still be far below the threshold, where the
    * usual tail budget would keep everything. It keeps the most recent quarter of the context
    * (at most the usual tail), so a manual compaction always has a middle to fold.
    */
-  const targetRatioFor = (reason: CompactionReason, tokens: number, window: number) => {
-    if (reason !== "manual") return settings.targetRatio;
-    const threshold = thresholdTokens(window, settings.compactionThreshold);
+  const manualTargetRatio = (tokens: number, threshold: number) => {
     const tail = Math.min(threshold * settings.targetRatio, tokens * MANUAL_TAIL_SHARE);
     return Math.max(0.001, tail / threshold);
   };
@@ -88,7 +103,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     const settingsOf = (measured: { tokens: number; ratio: number }) => ({
       contextWindow: window,
       compactionThreshold: settings.compactionThreshold,
-      targetRatio: targetRatioFor(reason, measured.tokens, window),
+      targetRatio: reason === "manual" ? manualTargetRatio(measured.tokens, thresholdOf(state, context, scope.tools)) : settings.targetRatio,
       protectLastN: settings.protectLastN,
       hardLimitTokens: hardLimit(state),
       tokenRatio: measured.ratio,
@@ -125,7 +140,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     const engine = fields(state);
     engine.antiThrash = recordCompactionOutcome(engine.antiThrash ?? initialAntiThrash(), {
       tokensAfter: record.tokensAfter,
-      thresholdTokens: thresholdTokens(window, settings.compactionThreshold),
+      thresholdTokens: record.thresholdTokens,
       manual: reason === "manual",
     });
     state.stats.summarizerPromptTokens += record.summarizerPromptTokens;
@@ -201,7 +216,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       const tokens = countContext(state, context, scope.tools);
       const window = contextWindow(state);
       const overHardLimit = tokens >= hardLimit(state);
-      if (!overHardLimit && !needsCompaction({ tokens, contextWindow: window, threshold: settings.compactionThreshold })) return context;
+      if (!overHardLimit && !needsCompaction({ tokens, ...thresholdBasis(state, context, scope.tools) })) return context;
       // Suspended by anti-thrash, unless the next request would not fit: then compact (and drop
       // old turns if the summarizer fails) rather than send a request the provider refuses.
       if (!autoCompactionAllowed(fields(state).antiThrash ?? initialAntiThrash(), tokens, window) && !overHardLimit) return context;
@@ -221,7 +236,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     pastIdleMark(state, context, mark) {
       const tokens = countContext(state, context);
       const window = contextWindow(state);
-      if (tokens < mark * thresholdTokens(window, settings.compactionThreshold)) return false;
+      if (tokens < mark * thresholdOf(state, context)) return false;
       return autoCompactionAllowed(fields(state).antiThrash ?? initialAntiThrash(), tokens, window);
     },
 

@@ -3,7 +3,8 @@
  * simulates a session growing step by step, compacting in the loop whenever the context reaches
  * the threshold (as the agent does), several times in a row, and checks after each compaction:
  * valid role order, head and tail byte-identical, the result under the threshold with a margin
- * or anti-thrash engaged, and every message in the new context recoverable from the transcript.
+ * or anti-thrash engaged (the threshold after the fixed overhead: tools and system prompt, up to
+ * half the threshold), and every message in the new context recoverable from the transcript.
  *
  * Sessions are large, so a failure is reported unshrunk (`endOnFailure`); replay it with the
  * printed seed and path (`fc.assert(..., { seed, path })`).
@@ -13,7 +14,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { COMPACTION_NOTE } from "../../../src/context/assemble.js";
 import { findBoundaries } from "../../../src/context/boundaries.js";
-import { compact, tailBudgetTokens, type CompactResult } from "../../../src/context/compact.js";
+import { compact, fixedOverheadTokens, tailBudgetTokens, type CompactResult } from "../../../src/context/compact.js";
 import {
   autoCompactionAllowed,
   initialAntiThrash,
@@ -46,6 +47,8 @@ interface SessionSpec {
   summarizerFails: boolean;
   /** Tool definitions and system text sent with every request, as a share of the threshold (issue #31: up to half). */
   fixedShare: number;
+  /** The part of that overhead in the system prompt (the rest in tool definitions). */
+  systemShare: number;
   turns: TurnSpec[];
 }
 
@@ -63,6 +66,7 @@ const sessionSpec: fc.Arbitrary<SessionSpec> = fc.record({
   summaryChars: fc.integer({ min: 20, max: 2_400 }),
   summarizerFails: fc.integer({ min: 0, max: 3 }).map((draw) => draw === 0), // one session in four
   fixedShare: fc.oneof(fc.constant(0), fc.double({ min: 0, max: 0.5, noNaN: true })),
+  systemShare: fc.oneof(fc.constant(0), fc.double({ min: 0, max: 1, noNaN: true })),
   turns: fc.array(turnSpec, { minLength: 8, maxLength: 40 }),
 });
 
@@ -122,12 +126,15 @@ interface Check {
 
 function checkCompaction({ before, snapshot, result, transcript, spec, counter, antiThrash, toolTokens }: Check): void {
   const after = result.messages;
-  const threshold = thresholdTokens(spec.contextWindow, spec.compactionThreshold);
+  // The threshold counts on the window the fixed overhead (tools + system prompt) leaves.
+  const fixed = toolTokens + counter.countMessage(before[0]!);
+  const threshold = thresholdTokens(spec.contextWindow, spec.compactionThreshold, { fixedTokens: fixed });
+  expectSame(result.record.thresholdTokens, threshold);
   // The input is never mutated.
   expectEqual(before.map(withoutCounts), snapshot);
   assertValidRoleOrder(after);
 
-  const boundaries = findBoundaries(before, { counter, tailBudgetTokens: tailBudgetTokens(threshold, spec.targetRatio, toolTokens), protectLastN: spec.protectLastN });
+  const boundaries = findBoundaries(before, { counter, tailBudgetTokens: tailBudgetTokens(threshold, spec.targetRatio, fixed), protectLastN: spec.protectLastN });
   if (result.status === "failed" || result.status === "skipped") {
     after.forEach((message, index) => expectSame(message, before[index]));
     expect(after).toHaveLength(before.length);
@@ -183,14 +190,23 @@ function checkCompaction({ before, snapshot, result, transcript, spec, counter, 
   expect(result.record.tokensAfter).toBe(counter.countMessages(after) + toolTokens);
 }
 
-/** Tool definitions that take about `share` of the threshold: the fixed overhead of every request. */
-function fixedOverhead(spec: SessionSpec, counter: TokenCounter): ToolDefinition[] {
+/**
+ * A system prompt and tool definitions that together take about `fixedShare` of the threshold
+ * (`systemShare` of it in the system prompt): the fixed overhead of every request.
+ */
+function fixedOverhead(spec: SessionSpec, counter: TokenCounter): { systemPrompt: string; tools: ToolDefinition[] } {
   const target = Math.floor(spec.fixedShare * thresholdTokens(spec.contextWindow, spec.compactionThreshold));
+  let systemPrompt = "You are longhaul, a helpful assistant.";
+  const systemTarget = Math.floor(target * spec.systemShare);
+  if (counter.countText(systemPrompt) < systemTarget) {
+    const chars = Math.ceil((systemPrompt.length * systemTarget) / counter.countText(systemPrompt));
+    systemPrompt = `${systemPrompt} ${text("rules", chars)}`;
+  }
   const tools: ToolDefinition[] = [];
-  for (let index = 0; counter.countTools(tools) < target - 200; index++) {
+  for (let index = 0; counter.countTools(tools) + counter.countText(systemPrompt) < target - 200; index++) {
     tools.push({ type: "function", function: { name: `tool_${index}`, description: text(`describes tool ${index}`, 600), parameters: { type: "object", properties: {} } } });
   }
-  return tools;
+  return { systemPrompt, tools };
 }
 
 async function simulate(spec: SessionSpec, counter: TokenCounter): Promise<{ compactions: number; summaries: number }> {
@@ -204,7 +220,7 @@ async function simulate(spec: SessionSpec, counter: TokenCounter): Promise<{ com
   let compactions = 0;
   let summaries = 0;
   const settings = { contextWindow: spec.contextWindow, compactionThreshold: spec.compactionThreshold, targetRatio: spec.targetRatio, protectLastN: spec.protectLastN };
-  const tools = fixedOverhead(spec, counter);
+  const { systemPrompt, tools } = fixedOverhead(spec, counter);
   const toolTokens = counter.countTools(tools);
 
   const append = (...messages: ChatMessage[]) => {
@@ -213,7 +229,8 @@ async function simulate(spec: SessionSpec, counter: TokenCounter): Promise<{ com
   };
   const maybeCompact = async () => {
     const tokens = counter.countMessages(live) + toolTokens;
-    if (!needsCompaction({ tokens, contextWindow: spec.contextWindow, threshold: spec.compactionThreshold })) return;
+    const fixedTokens = fixedOverheadTokens({ messages: live, tools, counter });
+    if (!needsCompaction({ tokens, contextWindow: spec.contextWindow, threshold: spec.compactionThreshold, fixedTokens })) return;
     if (!autoCompactionAllowed(antiThrash, tokens, spec.contextWindow)) return;
     const before = live;
     const snapshot = structuredClone(before.map(withoutCounts));
@@ -225,13 +242,13 @@ async function simulate(spec: SessionSpec, counter: TokenCounter): Promise<{ com
     for (const request of summarizer.requests.slice(requestsBefore, requestsBefore + 1)) {
       expect(request.messages[1]!.content!.includes("<previous-summary>")).toBe(hadSummary);
     }
-    antiThrash = recordCompactionOutcome(antiThrash, { tokensAfter: result.record.tokensAfter, thresholdTokens: thresholdTokens(spec.contextWindow, spec.compactionThreshold) });
+    antiThrash = recordCompactionOutcome(antiThrash, { tokensAfter: result.record.tokensAfter, thresholdTokens: result.record.thresholdTokens });
     compactions += 1;
     if (result.record.summarizerModel !== null) summaries += 1;
     live = result.messages;
   };
 
-  append({ id: newId(), role: "system", content: "You are longhaul, a helpful assistant." });
+  append({ id: newId(), role: "system", content: systemPrompt });
   for (const turn of spec.turns) {
     append({ id: newId(), role: "user", content: text("user", turn.userChars) });
     await maybeCompact();

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   autoCompactionAllowed,
+  compactionThreshold,
   defaultHardLimit,
   initialAntiThrash,
   needsCompaction,
@@ -26,6 +27,48 @@ describe("needsCompaction", () => {
     expect(needsCompaction({ tokens: 64_000, contextWindow: 128_000, threshold: 0.5 })).toBe(true);
     expect(needsCompaction({ tokens: 63_999, contextWindow: 128_000, threshold: 0.5 })).toBe(false);
     expect(thresholdTokens(128_000, 0.5)).toBe(64_000);
+  });
+});
+
+describe("the compaction threshold after fixed overhead (issue #31)", () => {
+  // 10K of tools and system prompt in a 32K window: the threshold is the 10K plus half of the 22K left.
+  const heavy = { contextWindow: 32_000, threshold: 0.5, fixedTokens: 10_000 };
+
+  it("counts COMPACTION_THRESHOLD on the window the fixed overhead leaves", () => {
+    expect(thresholdTokens(32_000, 0.5, { fixedTokens: 10_000 })).toBe(21_000);
+    expect(needsCompaction({ ...heavy, tokens: 16_500 })).toBe(false);
+    expect(needsCompaction({ ...heavy, tokens: 20_999 })).toBe(false);
+    expect(needsCompaction({ ...heavy, tokens: 21_000 })).toBe(true);
+    expect(thresholdTokens(100_000, 0.6, { fixedTokens: 20_000 })).toBe(68_000);
+  });
+
+  it("stops the raise at the hard limit: the request and the reply's room still fit the window", () => {
+    // 90% of the window fixed: 28,800 + half of 3,200 would be 30,400; the default hard limit is 28,800.
+    expect(thresholdTokens(32_000, 0.5, { fixedTokens: 28_800 })).toBe(defaultHardLimit(32_000));
+    expect(needsCompaction({ ...heavy, fixedTokens: 28_800, tokens: 28_800 })).toBe(true);
+    expect(needsCompaction({ ...heavy, fixedTokens: 28_800, tokens: 28_799 })).toBe(false);
+    // A caller's own hard limit (a large max_tokens) caps it lower; overhead larger than the window too.
+    expect(thresholdTokens(32_000, 0.5, { fixedTokens: 10_000, hardLimitTokens: 19_000 })).toBe(19_000);
+    expect(thresholdTokens(32_000, 0.5, { fixedTokens: 40_000 })).toBe(28_800);
+  });
+
+  it("never lowers the threshold under threshold × window, even under a lower hard limit", () => {
+    expect(thresholdTokens(8_192, 0.5, { fixedTokens: 2_000, hardLimitTokens: 3_000 })).toBe(4_096);
+    expect(thresholdTokens(8_192, 0.5, { fixedTokens: 0, hardLimitTokens: 3_000 })).toBe(4_096);
+  });
+
+  it("without overhead is exactly threshold × window, unrounded in the trigger, as before", () => {
+    for (const contextWindow of [4_097, 8_191, 32_000, 128_000, 200_001]) {
+      for (const threshold of [0.3, 0.5, 0.6, 0.95]) {
+        for (const overhead of [{}, { fixedTokens: 0 }, { fixedTokens: 0, hardLimitTokens: 100 }]) {
+          expect(compactionThreshold({ contextWindow, threshold, ...overhead })).toBe(threshold * contextWindow);
+          expect(thresholdTokens(contextWindow, threshold, overhead)).toBe(Math.floor(contextWindow * threshold));
+        }
+      }
+    }
+    // 8,191 × 0.5 = 4,095.5: 4,095 tokens are still under it.
+    expect(needsCompaction({ tokens: 4_095, contextWindow: 8_191, threshold: 0.5 })).toBe(false);
+    expect(needsCompaction({ tokens: 4_096, contextWindow: 8_191, threshold: 0.5 })).toBe(true);
   });
 });
 
@@ -60,6 +103,14 @@ describe("anti-thrash", () => {
     state = recordCompactionOutcome(state, { tokensAfter: 15_100, thresholdTokens: 16_000 });
     expect(state).toEqual({ ineffective: 2, suspendedAtTokens: 15_100 });
     expect(recordCompactionOutcome(initialAntiThrash(), { tokensAfter: 13_599, thresholdTokens: 16_000 })).toEqual({ ineffective: 0 });
+  });
+
+  it("judges a compaction against the threshold after overhead: 15K with 10K fixed in 32K is effective", () => {
+    const threshold = thresholdTokens(32_000, 0.5, { fixedTokens: 10_000 });
+    expect(recordCompactionOutcome({ ineffective: 1 }, { tokensAfter: 15_000, thresholdTokens: threshold })).toEqual({ ineffective: 0 });
+    // 85% of 21,000 is 17,850.
+    expect(recordCompactionOutcome({ ineffective: 1 }, { tokensAfter: 17_850, thresholdTokens: threshold })).toEqual({ ineffective: 2, suspendedAtTokens: 17_850 });
+    expect(recordCompactionOutcome({ ineffective: 1 }, { tokensAfter: 17_849, thresholdTokens: threshold })).toEqual({ ineffective: 0 });
   });
 
   it("resets on an effective compaction", () => {

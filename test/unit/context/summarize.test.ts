@@ -125,11 +125,13 @@ describe("golden requests", () => {
     expect(system!.content).toContain("Quote the user's key phrases verbatim");
     expect(system!.content).toContain("Keep identifiers literally");
     expect(system!.content).toContain("Write in the language of the conversation");
-    // Window 16K: hi = min(12,000, 10% = 1,600), lo = min(2,000, hi): the budget is 1,600. It is
-    // the length asked for; max_tokens leaves 2× that plus room for reasoning.
-    expect(request.maxTokens).toBe(2 * 1_600 + 2_048);
-    expect(system!.content).toContain("Length: about 1600 tokens.");
-    expect(user!.content).toContain("Write the summary of the turns above, about 1600 tokens.");
+    // Window 16K, of which the system prompt (11 tokens with its message overhead) is fixed:
+    // hi = min(12,000, 10% of the 15,989 left = 1,598), lo = min(2,000, hi): the budget is 1,598.
+    // It is the length asked for; max_tokens leaves 2× that plus room for reasoning.
+    expect(counter.countMessage(session.messages[0]!)).toBe(11);
+    expect(request.maxTokens).toBe(2 * 1_598 + 2_048);
+    expect(system!.content).toContain("Length: about 1598 tokens.");
+    expect(user!.content).toContain("Write the summary of the turns above, about 1598 tokens.");
     expect(user!.content).not.toContain("<previous-summary>");
     expect(user!.content).not.toContain("Focus:");
     // The middle arrives as a labelled transcript: ids, tool names and arguments, the user's words.

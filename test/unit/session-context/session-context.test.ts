@@ -11,6 +11,7 @@ import { renderPins, renderSnapshot } from "../../../src/memory/index.js";
 import type { ChatMessage, Summarizer, ToolDefinition } from "../../../src/context/index.js";
 import type { Logger } from "../../../src/logger.js";
 import { messageIdAllocator, newSessionState, type SessionState } from "../../../src/session/state.js";
+import { createTokenCounter } from "../../../src/context/tokens.js";
 
 const WINDOW = 32_000;
 
@@ -193,5 +194,69 @@ describe("one token unit (issue #11)", () => {
     // Not an extension (a compaction replaced the messages): the calibrated estimate.
     const other: ChatMessage[] = [context[0]!, { id: "m9", role: "user", content: words(400, 1) }];
     expect(manager.countContext(state, other)).toBe(Math.ceil(estimate * ratio));
+  });
+});
+
+describe("the compaction threshold after the fixed overhead (issue #31)", () => {
+  // One token per character: tools 8K, system prompt 2K, in a 32K window at COMPACTION_THRESHOLD 0.5.
+  const counter = createTokenCounter("test-chars", (text) => text.length);
+  const tools: ToolDefinition[] = [{ type: "function", function: { name: "reference", description: "d".repeat(7_950), parameters: { type: "object" } } }];
+
+  function setup(options: { replyTokens?: number } = {}) {
+    const { calls, summarizer } = summarizers(false);
+    const manager = createContextManager({
+      llm: { model: "gpt-4o-mini", contextWindow: WINDOW, complete: () => Promise.reject(new Error("unused")) },
+      summarizer,
+      settings: { hygieneThreshold: 0.85, compactionThreshold: 0.5, targetRatio: 0.2, protectLastN: 4, ...options },
+      tools: () => tools,
+      counter,
+      retry: { attempts: 1, baseDelayMs: 0, timeoutMs: 1_000 },
+    });
+    const state = newSessionState(0);
+    const records: Array<{ thresholdTokens: number; tokensAfter: number }> = [];
+    const scope = { signal: new AbortController().signal, log: silentLogger(records), newId: messageIdAllocator(state), addToTranscript: () => undefined, tools };
+    return { manager, state, scope, calls, records };
+  }
+
+  /** The system prompt and plain exchanges of 500 + 500 tokens until the context reaches `tokens`. */
+  function contextOf(manager: ReturnType<typeof setup>["manager"], state: SessionState, tokens: number): ChatMessage[] {
+    const context: ChatMessage[] = [{ id: "s0", role: "system", content: "s".repeat(1_990) }];
+    for (let turn = 0; manager.countContext(state, context, tools) < tokens; turn++) {
+      context.push(turn % 2 === 0 ? { id: `u${turn}`, role: "user", content: "u".repeat(495) } : { id: `a${turn}`, role: "assistant", content: "a".repeat(495) });
+    }
+    return context;
+  }
+
+  it("does not compact at 16.5K with 10K fixed, and does at the overhead plus half of the window it leaves", async () => {
+    const { manager, state, scope, calls, records } = setup();
+    const below = contextOf(manager, state, 16_500);
+    expect(manager.countContext(state, below, tools)).toBeLessThan(17_000);
+    expect(await manager.beforeStep(state, below, scope)).toBe(below);
+    expect(calls.count).toBe(0);
+
+    const fixed = counter.countTools(tools) + counter.countMessage(below[0]!);
+    expect(fixed).toBeGreaterThanOrEqual(9_950);
+    const threshold = Math.floor(fixed + 0.5 * (WINDOW - fixed));
+    const justUnder = contextOf(manager, state, threshold - 600);
+    expect(manager.countContext(state, justUnder, tools)).toBeLessThan(threshold);
+    expect(await manager.beforeStep(state, justUnder, scope)).toBe(justUnder);
+
+    const at = contextOf(manager, state, threshold);
+    const after = await manager.beforeStep(state, at, scope);
+    expect(after).not.toBe(at);
+    expect(calls.count).toBeGreaterThan(0);
+    expect(records).toHaveLength(1);
+    expect(records[0]!.thresholdTokens).toBe(threshold);
+    // Judged against that threshold, the compaction was effective: anti-thrash stays clear.
+    expect(records[0]!.tokensAfter).toBeLessThan(0.85 * threshold);
+    expect((state.engine as { antiThrash?: unknown }).antiThrash).toEqual({ ineffective: 0 });
+  });
+
+  it("a large max_tokens caps the raised threshold at the hard limit", async () => {
+    // 32,000 − 14,000 reply − 5% margin = 16,400: under the 21K the overhead would allow.
+    const { manager, state, scope, records } = setup({ replyTokens: 14_000 });
+    const context = contextOf(manager, state, 16_400);
+    await manager.beforeStep(state, context, scope);
+    expect(records[0]!.thresholdTokens).toBe(16_400);
   });
 });
