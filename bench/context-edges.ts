@@ -11,10 +11,10 @@
  * It uses only APIs that predate issue #31, so the same file runs against an older checkout
  * (`git worktree add /tmp/old <commit>` and copy it there) for the before figures.
  *
- *   npx tsx bench/context-edges.ts
+ *   npx tsx bench/context-edges.ts [turns=300]
  */
-import { compact, type CompactInput } from "../src/context/compact.js";
-import { autoCompactionAllowed, defaultHardLimit, initialAntiThrash, needsCompaction, recordCompactionOutcome, thresholdTokens } from "../src/context/decisions.js";
+import { compact, fixedOverheadTokens, type CompactInput } from "../src/context/compact.js";
+import { autoCompactionAllowed, defaultHardLimit, initialAntiThrash, needsCompaction, recordCompactionOutcome } from "../src/context/decisions.js";
 import type { Summarizer } from "../src/context/summarizer.js";
 import { createTokenCounter } from "../src/context/tokens.js";
 import type { ChatMessage, ToolDefinition } from "../src/core/messages.js";
@@ -51,20 +51,21 @@ async function fixedOverhead(window: number, overheadTokens: number, turns: numb
   let antiThrash = initialAntiThrash();
   const calls = { count: 0 };
   const settings = { contextWindow: window, compactionThreshold: 0.5, targetRatio: 0.2, protectLastN: 20 };
-  const threshold = thresholdTokens(window, 0.5);
+  // The threshold counts on what the fixed overhead (tools + system prompt) leaves of the window.
+  const fixed = () => fixedOverheadTokens({ messages: live, tools, counter });
   const outcome: Outcome = { turns, compactions: 0, summarizerCalls: 0, largest: 0, totalRequest: 0, lastAfterShare: [] };
   const size = () => counter.countMessages(live) + counter.countTools(tools);
   for (let turn = 0; turn < turns; turn++) {
     live = [...live, { id: newId(), at: turn * 60_000, role: "user", content: words(`question ${turn}`, 80) }];
     const tokens = size();
     const overHard = tokens >= defaultHardLimit(window);
-    if (overHard || (needsCompaction({ tokens, contextWindow: window, threshold: 0.5 }) && autoCompactionAllowed(antiThrash, tokens, window))) {
+    if (overHard || (needsCompaction({ tokens, contextWindow: window, threshold: 0.5, fixedTokens: fixed() }) && autoCompactionAllowed(antiThrash, tokens, window))) {
       const input: CompactInput = { messages: live, tools, settings, reason: "in-loop", summarizer: summarizer(calls), counter, newId, retry: { attempts: 1, baseDelayMs: 0 } };
       const result = await compact(input);
       live = result.messages;
-      antiThrash = recordCompactionOutcome(antiThrash, { tokensAfter: result.record.tokensAfter, thresholdTokens: threshold });
+      antiThrash = recordCompactionOutcome(antiThrash, { tokensAfter: result.record.tokensAfter, thresholdTokens: result.record.thresholdTokens });
       outcome.compactions++;
-      outcome.lastAfterShare.push(Math.round((100 * result.record.tokensAfter) / threshold));
+      outcome.lastAfterShare.push(Math.round((100 * result.record.tokensAfter) / result.record.thresholdTokens));
     }
     outcome.largest = Math.max(outcome.largest, size());
     outcome.totalRequest += size();
@@ -90,11 +91,11 @@ async function hugePaste(window: number): Promise<{ before: number; after: numbe
   return { before: result.record.tokensBefore, after: result.record.tokensAfter, fits: result.record.tokensAfter < defaultHardLimit(window), summarizerCalls: calls.count };
 }
 
-const TURNS = 300;
+const TURNS = Number(process.argv[2] ?? 300);
 const withOverhead = await fixedOverhead(32_000, 10_000, TURNS);
 const without = await fixedOverhead(32_000, 0, TURNS);
 const per100 = (outcome: Outcome) => (100 * outcome.compactions) / outcome.turns;
-console.log("fixed-overhead (32K window, 230 tokens a turn, 300 turns)");
+console.log(`fixed-overhead (32K window, 230 tokens a turn, ${TURNS} turns)`);
 console.log("| overhead | compactions / 100 turns | summarizer calls | largest request | mean request | result % of threshold (first 6) |");
 console.log("|---|---|---|---|---|---|");
 for (const [label, outcome] of [["10K tools + system", withOverhead], ["none", without]] as const) {
