@@ -61,10 +61,12 @@ export async function redisResults(config: Config, timeoutMs: number, lookup: Do
     return [...topology, unreachableResult(location.kind === "configured" ? location.address : location.url, error, explicit)];
   }
   try {
-    const facts = await readRedisFacts(redis, config.REDIS_PREFIX);
     if (cluster) {
       const minReplicasAck = minReplicasAckOf(config);
       const shape = await clusterResults(redis, minReplicasAck);
+      // A cluster that is down answers every key with CLUSTERDOWN: its shape is the finding.
+      if (shape.some((result) => result.status === "fail")) return shape;
+      const facts = await readRedisFacts(redis, config.REDIS_PREFIX);
       // Each master answers INFO and CONFIG for itself: every one must keep AOF and noeviction.
       const masters = await Promise.all(clusterMasters(redis).map(async (master) => ({
         where: `${master.options.host ?? "?"}:${master.options.port ?? "?"}`,
@@ -83,6 +85,7 @@ export async function redisResults(config: Config, timeoutMs: number, lookup: Do
         ...perMaster.flat(),
       ];
     }
+    const facts = await readRedisFacts(redis, config.REDIS_PREFIX);
     return [
       ...topology,
       ...(sentinel ? [await replicaResult(redis, minReplicasAckOf(config))] : []),

@@ -27,7 +27,11 @@ export interface RedisFacts {
  * come back (queue/redis.ts), which is right for turns and wrong for a check.
  */
 export async function connectForChecks(address: RedisAddress, timeoutMs: number): Promise<Redis> {
-  const redis = createRedis(address, { lazyConnect: true, retryStrategy: () => null, sentinelRetryStrategy: () => null, failoverDetector: false, maxRetriesPerRequest: 0, connectTimeout: timeoutMs, enableOfflineQueue: false });
+  // A Cluster's ready check refuses a cluster whose state is `fail` (a slot uncovered, a master
+  // down): the connection would close as if no node answered. The doctor connects anyway and
+  // says what is wrong from CLUSTER INFO (topology.ts, clusterResults).
+  const cluster = typeof address !== "string" && address.kind === "cluster";
+  const redis = createRedis(address, { lazyConnect: true, retryStrategy: () => null, sentinelRetryStrategy: () => null, failoverDetector: false, maxRetriesPerRequest: 0, connectTimeout: timeoutMs, enableOfflineQueue: false, ...(cluster ? { enableReadyCheck: false } : {}) });
   // ioredis rejects connect() with "Connection is closed."; the reason comes as an error event.
   let reason: unknown;
   redis.on("error", (error) => (reason ??= error));
