@@ -14,6 +14,7 @@ import { textOf as contentText } from "../fakes/fake-llm.js";
 import { isSummarizerRequest } from "./agent-fixtures.js";
 import { FILESYSTEM, writeConfigFile } from "./mcp.js";
 import { remindMePlan, schedulingModel } from "./schedule.js";
+import { longAnswer } from "./streaming.js";
 import { ADA, DM, closeChecked, sleep, startTelegramE2e, textOf, waitUntil, warmUpTokenizer, type TelegramE2e } from "./telegram-pipeline.js";
 
 export interface TelegramTopology {
@@ -78,6 +79,20 @@ export function describeTelegramOn(title: string, topology: TelegramTopology): v
       expect(readFileSync(join(root, "note.txt"), "utf8")).toBe(`on ${topology.name}`);
       await waitUntil(() => telegram.callsOf("editMessageText").length === 1, "the request to be edited");
       expect(telegram.callsOf("answerCallbackQuery")).toHaveLength(1);
+    }, 120_000);
+
+    it("live previews (pub/sub from the worker to the gateway): the silent preview is edited as the answer streams, then replaced by it", async () => {
+      e2e = await startTelegramE2e({ env: on({ STREAMING: "partial" }) });
+      const { telegram, llm } = e2e;
+      const answer = longAnswer(1_500);
+      llm.enqueue({ text: answer, tokensPerSecond: 150 });
+      telegram.pushMessage({ chat: DM, from: ADA, text: "write a page" });
+      const preview = await telegram.waitForCall("sendMessage", () => true, 60_000);
+      expect(preview.notified).toBe(false);
+      await waitUntil(() => telegram.callsOf("deleteMessage").length === 1, "the preview to be replaced by the answer", 60_000);
+      const edits = telegram.callsOf("editMessageText").filter((call) => call.visible && call.payload.message_id === telegram.callsOf("deleteMessage")[0]!.payload.message_id);
+      expect(edits.length).toBeGreaterThan(0);
+      await waitUntil(() => telegram.chatView(DM.id).map((message) => message.text).join("").replace(/\s+/g, "") === answer.replace(/\s+/g, ""), "the chat to show the answer", 30_000);
     }, 120_000);
 
     it("a long session compacts (the summarizer called) and the chat goes on", async () => {

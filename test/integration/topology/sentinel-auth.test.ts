@@ -8,11 +8,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatResult } from "../../../src/doctor/check.js";
 import { redisResults } from "../../../src/doctor/doctor.js";
+import { runAdmin } from "../../../src/cli/admin-commands.js";
+import { withConfiguredRedis } from "../../../src/cli/redis.js";
 import type { InboundMessage } from "../../../src/core/channel.js";
 import { RetryableError } from "../../../src/errors.js";
 import { ReplicasBehindError } from "../../../src/gateway/ingress.js";
 import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
-import { testConfig } from "../../helpers/config.js";
+import { testConfig, uniquePrefix } from "../../helpers/config.js";
 import { startPipeline, type Pipeline } from "../../helpers/pipeline.js";
 import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
 import { startSentinelSetup, type SentinelSetup } from "../../helpers/redis-sentinel.js";
@@ -25,9 +27,10 @@ describe("Redis Sentinel with a requirepass on the data nodes and on the sentine
   let llm: FakeLlm;
   let pipeline: Pipeline;
   const adapter = new RecordingAdapter("console");
+  const prefix = uniquePrefix("sentinel-auth");
   const env = (overrides: Record<string, string> = {}) => ({
     REDIS_URL: `redis://:${DATA_PASSWORD}@127.0.0.1:1`, REDIS_SENTINELS: setup.sentinels, REDIS_SENTINEL_MASTER: setup.master,
-    REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD, ...overrides,
+    REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD, REDIS_PREFIX: prefix, ...overrides,
   });
   /** As a platform does: offers the message until the ingress takes it (a failover refuses it for a moment), then waits for its answer. */
   const ask = async (message: InboundMessage, timeoutMs: number): Promise<string> => {
@@ -83,4 +86,13 @@ describe("Redis Sentinel with a requirepass on the data nodes and on the sentine
     await setup.waitForReplicas(2);
     expect(pipeline.logs.lines.filter((line) => /NOAUTH|WRONGPASS|invalid password/i.test(line))).toEqual([]);
   }, 180_000);
+
+  it("npm run admin -- sessions, as its process runs it (a new connection through the sentinels), lists both chats on the new master", async () => {
+    const config = testConfig(env());
+    let out = "";
+    const code = await withConfiguredRedis(config, (redis) => runAdmin({ redis, config, now: Date.now(), write: (text) => (out += text) }, ["sessions"]));
+    expect(code).toBe(0);
+    expect(out).toContain("console:a");
+    expect(out).toContain("console:b");
+  });
 });
