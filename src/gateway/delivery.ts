@@ -162,6 +162,15 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     markStage("delivery-picked", sessionKey);
     const token = attemptToken(`${gatewayId}:${job.id}`);
     const { leaseMs } = options;
+    const leaseKey = options.store.keys(sessionKey).deliveryLease;
+    const wanted = options.minReplicasAck ?? 0;
+    const counterOfLease = () => (wanted > 0 ? replicaCounter(options.store.redis, [leaseKey]) : Promise.resolve(undefined));
+    /**
+     * Taken before the write that read the outbox head now in `step` (BEGIN_DELIVERY, or a dead
+     * letter's next head): the fence before its send WAITs on that write's own socket (see
+     * `replicated`). A head read from a confirmed write (FINISH_REPLY, through `recorded`) needs none.
+     */
+    let readCounter = await counterOfLease();
     let step: DeliveryStep = await watch(outbox.begin(sessionKey, token, leaseMs), "begin", () => ({ sessionKey }));
     markStage("delivery-begun", sessionKey);
     if (step.status === "busy") {
@@ -170,7 +179,6 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       await job.moveToDelayed(Date.now() + Math.min(2_000, Math.max(250, step.retryInMs)), jobToken);
       throw new DelayedError();
     }
-    const leaseKey = options.store.keys(sessionKey).deliveryLease;
     const lease = new LeaseKeeper(options.store.redis, { key: leaseKey, token, ttlMs: leaseMs });
     /**
      * With replicas, a reply is sent only once a replica holds the lease just renewed, on the
@@ -178,11 +186,17 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
      * its stale copy for a moment — the lease, the outbox head, "part recorded" — and all it
      * writes is dropped when it turns replica: a reply read or recorded there is sent again
      * from the new master. Its replica is gone, so the fence fails there, and nothing is sent.
+     * The count is taken on the socket that read the head (`readCounter`), not on whichever
+     * node the connection names by now: one that followed the failover between the read and the
+     * fence (a Cluster's slot map updated, a Sentinel reconnect) renews on the new master, where
+     * the begin never arrived, the lease is free and HEARTBEAT takes it, and its replica
+     * confirms — a reply only the stale master held was sent, and the new master's turn
+     * answered the message again (delivery-stale-head.test.ts).
      */
     const replicated = async (): Promise<void> => {
-      const wanted = options.minReplicasAck ?? 0;
       if (wanted === 0) return;
-      const counter = await replicaCounter(options.store.redis, [leaseKey]);
+      const counter = readCounter ?? await replicaCounter(options.store.redis, [leaseKey]);
+      readCounter = undefined;
       if (!(await lease.renewNow())) throw new DeliveryFencedError(`another delivery holds ${sessionKey}`);
       const acked = await counter.count(wanted, options.replicaAckTimeoutMs ?? 3_000);
       if (acked < wanted) throw new DeliveryReplicasBehindError(`${acked} of ${wanted} Redis replicas hold ${sessionKey}'s delivery lease: nothing sent, retry`);
@@ -198,9 +212,8 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
      * RECORD_ATTEMPTS the job fails and its retry resumes from what the store holds.
      */
     const recorded = async <T>(write: () => Promise<T>, final: (result: T) => boolean): Promise<T> => {
-      const wanted = options.minReplicasAck ?? 0;
       for (let attempt = 1; ; attempt++) {
-        const counter = wanted > 0 ? await replicaCounter(options.store.redis, [leaseKey]) : undefined;
+        const counter = await counterOfLease();
         if (!counter) return write();
         // The master demoted under the write refuses it (READONLY): written again, like an
         // unconfirmed one; a fence (DeliveryFencedError) is no failure to retry.
@@ -305,6 +318,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
             // it, a platform error on this reply alone) is moved aside so what is behind it flows.
             const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
             const limit = error instanceof RetryableError ? maxAttempts * TRANSIENT_FACTOR : maxAttempts;
+            readCounter = await counterOfLease();
             const failed = await outbox.fail(reply, token, { limit, error: errorMessage(error), now: Date.now(), leaseMs });
             if (failed.status === "lost") {
               log.warn({ sessionKey, replyId: reply.replyId }, "delivery-superseded");
