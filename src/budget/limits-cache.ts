@@ -16,6 +16,12 @@
  *   sending and its answer (a publish may overtake the answer on the other connection).
  * So an admin's limit applies to every call that begins after its publish reached the worker; a
  * call already under way may finish past it.
+ *
+ * On a Redis Cluster the subscription lives on one node's connection of ioredis' own (its
+ * ClusterSubscriber), chosen again when that node goes — with no `close` or `ready` on the client.
+ * That connection is watched instead: one that changed counts as a close (what was known is
+ * dropped, and the channel subscribed again), found at the next ping (within `pingMs`); and the
+ * PING goes to it, not to whichever node a keyless command of the Cluster would reach.
  */
 import type { Redis } from "ioredis";
 import type { Logger } from "../logger.js";
@@ -58,6 +64,9 @@ export class LimitsCache {
   /** Grows with every connection closed: a SUBSCRIBE answered on an older one does not count. */
   #connection = 0;
   #closed = false;
+  /** On a Cluster: the node connection the last SUBSCRIBE was answered on. */
+  #watched: Redis | undefined;
+  #subscribing = false;
   readonly #timer: NodeJS.Timeout;
 
   constructor(options: LimitsCacheOptions) {
@@ -70,14 +79,7 @@ export class LimitsCache {
       this.#unlimited.delete(account);
     });
     this.#subscriber.on("ready", () => this.#subscribe());
-    this.#subscriber.on("close", () => {
-      this.#connection++;
-      this.#subscribed = false;
-      // A stall was the old connection's: the new one is judged by its own pings.
-      this.#pingOut = false;
-      this.#stalled = false;
-      this.#drop();
-    });
+    this.#subscriber.on("close", () => this.#lost());
     if (this.#subscriber.status === "ready") this.#subscribe();
     this.#timer = setInterval(() => this.#ping(), options.pingMs ?? 1_000);
     this.#timer.unref();
@@ -118,6 +120,22 @@ export class LimitsCache {
     this.#drop();
   }
 
+  /** The subscription's connection closed (or, on a Cluster, was replaced): what it heard may miss a publish. */
+  #lost(): void {
+    this.#connection++;
+    this.#subscribed = false;
+    // A stall was the old connection's: the new one is judged by its own pings.
+    this.#pingOut = false;
+    this.#stalled = false;
+    this.#drop();
+  }
+
+  /** On a Cluster, the node connection carrying the subscription now (ioredis' ClusterSubscriber, not public); else undefined. */
+  #clusterSubscription(): Redis | null | undefined {
+    if ((this.#subscriber as { isCluster?: boolean }).isCluster !== true) return undefined;
+    return (this.#subscriber as unknown as { subscriber?: { getInstance(): Redis | null } }).subscriber?.getInstance() ?? null;
+  }
+
   #drop(): void {
     this.#epoch++;
     this.#unlimited.clear();
@@ -125,8 +143,10 @@ export class LimitsCache {
 
   #subscribe(): void {
     const connection = this.#connection;
-    this.#subscriber.subscribe(this.#channel).then(() => {
+    this.#subscribing = true;
+    this.#subscriber.subscribe(this.#channel).finally(() => (this.#subscribing = false)).then(() => {
       if (connection !== this.#connection || this.#closed) return;
+      this.#watched = this.#clusterSubscription() ?? undefined;
       // Whatever was known before may have missed a publish: start empty.
       this.#drop();
       this.#subscribed = true;
@@ -134,6 +154,15 @@ export class LimitsCache {
   }
 
   #ping(): void {
+    const clusterSubscription = this.#clusterSubscription();
+    if (clusterSubscription !== undefined && !this.#closed) {
+      if (this.#subscribed && clusterSubscription !== this.#watched) this.#lost();
+      // A Cluster emits no `ready` for a new subscriber connection: subscribe (again) from here.
+      if (!this.#subscribed) {
+        if (!this.#subscribing && clusterSubscription !== null) this.#subscribe();
+        return;
+      }
+    }
     if (!this.#subscribed) return;
     if (this.#pingOut) {
       if (!this.#stalled) this.#epoch++;
@@ -142,7 +171,7 @@ export class LimitsCache {
     }
     this.#pingOut = true;
     const connection = this.#connection;
-    this.#subscriber.ping().then(() => {
+    (this.#watched ?? this.#subscriber).ping().then(() => {
       if (connection !== this.#connection) return;
       this.#pingOut = false;
       this.#stalled = false;
