@@ -7,15 +7,17 @@ import type { Redis } from "ioredis";
 import type { ModelRouter } from "../src/models/router.js";
 import { appendTurnHistory, turnHistoryEntry, type TurnRecorder } from "../src/session/turn-history.js";
 
-export function createTurnRecorder(options: { redis: Redis; prefix: string; models: ModelRouter; compactionThreshold: number; now(): number }): TurnRecorder {
+export function createTurnRecorder(options: { redis: Redis; prefix: string; models: ModelRouter; now(): number }): TurnRecorder {
   const { catalogue } = options.models;
   return async (sessionKey, commit) => {
     const model = catalogue.active(commit.after.chat?.model);
-    const window = options.models.bind(model).context.contextWindow(commit.after);
+    const context = options.models.bind(model).context;
+    const window = context.contextWindow(commit.after);
     const speaker = commit.batch.findLast((entry) => entry.userId !== "" && entry.platform !== undefined);
     const entry = turnHistoryEntry(commit.before, commit.after, {
       version: commit.version, at: options.now(), kind: commit.kind, window,
-      threshold: Math.floor(window * options.compactionThreshold), model: model.name,
+      // The threshold after the fixed overhead (the built-in tools stand in for the chat's own set).
+      threshold: context.thresholdTokens(commit.after, commit.after.live), model: model.name,
       ...(speaker ? { user: `${speaker.platform}:${speaker.userId}` } : {}),
       ...(speaker?.chatType === "private" ? { title: speaker.userName } : {}),
       usd: (delta) => {

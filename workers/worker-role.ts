@@ -241,7 +241,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   if (!migration.current) logger.warn({ migration }, "key-layout-migrated");
   // Idle-time compaction: scheduled by each commit that leaves a session past the mark.
   // Each commit's entry in its session's turn history (the web console's timeline).
-  const recordTurn = createTurnRecorder({ redis, prefix, models, compactionThreshold: config.COMPACTION_THRESHOLD, now: () => Date.now() });
+  const recordTurn = createTurnRecorder({ redis, prefix, models, now: () => Date.now() });
   const idle: IdleCompactionSettings = { cacheTtlMs: config.CACHE_TTL_S * 1_000, mark: config.IDLE_COMPACTION_MARK };
   const idleQueue = createIdleQueue(redis, prefix);
   const idleWorker = startIdleWorker({

@@ -12,6 +12,12 @@ export interface ContextManager {
   /** Estimated tokens of the context as the next request would send it (with `tools`; default the built-ins). */
   countContext(state: SessionState, context: readonly ChatMessage[], tools?: readonly ToolDefinition[]): number;
   /**
+   * The in-loop compaction threshold for this context, in the engine's calibrated unit: its fixed
+   * overhead (system prompt, tools, memory block) plus COMPACTION_THRESHOLD of the window that
+   * overhead leaves, capped at the hard limit (`compactionThreshold` in src/context).
+   */
+  thresholdTokens(state: SessionState, context: readonly ChatMessage[], tools?: readonly ToolDefinition[]): number;
+  /**
    * A turn's new user messages as the context keeps them: together at most
    * `USER_TEXT_WINDOW_SHARE` (25%) of the window, a larger paste cut to head and tail with its
    * recall id (`cutIds`). The caller stores the originals in the transcript.

@@ -188,6 +188,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
   return {
     contextWindow,
     countContext,
+    thresholdTokens: thresholdOf,
 
     admitUserMessages(state, messages) {
       const cap = userTextCapTokens(contextWindow(state), calibrationOf(state).ratio);
