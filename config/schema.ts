@@ -107,8 +107,8 @@ export const configSchema = z.object({
 
   // Context engine
   HYGIENE_THRESHOLD: ratio(0.85, "Pre-turn hygiene compacts a session at this fraction of the window"),
-  COMPACTION_THRESHOLD: ratio(0.5, "In-loop compaction runs at this fraction of the window"),
-  COMPACTION_TARGET_RATIO: ratio(0.2, "Tail budget as a fraction of the compaction threshold"),
+  COMPACTION_THRESHOLD: ratio(0.5, "In-loop compaction runs at this fraction of the window left after the system prompt and tool definitions (plus them)"),
+  COMPACTION_TARGET_RATIO: ratio(0.2, "Tail budget as a fraction of the compaction threshold less the system prompt and tool definitions"),
   PROTECT_LAST_N: positiveInt(20, "Recent messages kept verbatim while they fit in 1.5x the tail budget"),
   CACHE_TTL_S: z.coerce.number().int().min(0).default(300).describe("The provider's prompt-cache lifetime: a session idle this long past IDLE_COMPACTION_MARK is compacted in the background; 0 turns idle compaction off"),
   IDLE_COMPACTION_MARK: ratio(0.7, "Idle compaction runs only on a session past this fraction of the in-loop compaction threshold"),
