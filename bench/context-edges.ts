@@ -8,8 +8,9 @@
  *   huge-paste      a 128K window, a session of 40 turns, then one user message three times
  *                   the window: what a compaction leaves, and whether the next request fits.
  *
- * It uses only APIs that predate issue #31, so the same file runs against an older checkout
- * (`git worktree add /tmp/old <commit>` and copy it there) for the before figures.
+ * The threshold is counted after the fixed overhead (`fixedOverheadTokens`, `record.thresholdTokens`,
+ * fcaedc9). For a checkout older than that, copy this file as of 4704c20 (the APIs that predate
+ * issue #31) into `git worktree add /tmp/old <commit>` for the before figures.
  *
  *   npx tsx bench/context-edges.ts [turns=300]
  */
