@@ -163,6 +163,7 @@ function createCluster(address: ClusterAddress, options: RedisOptions): Redis {
  * same for its duplicates, which BullMQ's blocking connections are.
  */
 function connectSettles(cluster: Cluster): Cluster {
+  readyCheckAnswers(cluster, READY_CHECK_TIMEOUT_MS);
   const connect = cluster.connect.bind(cluster);
   const duplicate = cluster.duplicate.bind(cluster);
   cluster.connect = () => new Promise<void>((resolve, reject) => {
@@ -215,6 +216,37 @@ function connectSettles(cluster: Cluster): Cluster {
   };
   cluster.duplicate = (...args: Parameters<Cluster["duplicate"]>) => connectSettles(duplicate(...args));
   return cluster;
+}
+
+/** As long as ioredis gives a CLUSTER SLOTS read (`slotsRefreshTimeout` above). */
+const READY_CHECK_TIMEOUT_MS = 2_000;
+
+/**
+ * ioredis' Cluster ready check (CLUSTER INFO, after the slot map is read) goes to a random master
+ * and waits for its answer with no timeout. A master frozen (SIGSTOP, a hung host) and not yet
+ * failed over when the map was read never answers, and keeps its TCP connection open: the client
+ * stayed `connect` for as long as that master hung — 3, 5 and 6 of 12 clients started within 0.6 s
+ * of a master's SIGSTOP were not ready 20–30 s later, their failover long done
+ * (cluster-connect.test.ts). A BullMQ worker whose blocking connection is such a client takes no
+ * job. Here an unanswered ready check fails after `timeoutMs`, as a `cluster_state:fail` answer
+ * does: ioredis reconnects and reads the slot map again, which names the promoted replica once
+ * the failover is through.
+ */
+function readyCheckAnswers(cluster: Cluster, timeoutMs: number): void {
+  const internals = cluster as unknown as { readyCheck?: (callback: (error?: Error | null, state?: string) => void) => void };
+  const readyCheck = internals.readyCheck?.bind(cluster);
+  if (typeof readyCheck !== "function") return;
+  internals.readyCheck = (callback) => {
+    let answered = false;
+    const answer = (error?: Error | null, state?: string) => {
+      if (answered) return;
+      answered = true;
+      clearTimeout(timer);
+      callback(error, state);
+    };
+    const timer = setTimeout(() => answer(new Error(`cluster ready check unanswered after ${timeoutMs} ms`)), timeoutMs);
+    readyCheck(answer);
+  };
 }
 
 /** Whether a connection is a Cluster client (ioredis sets `isCluster` on both kinds). */
