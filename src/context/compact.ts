@@ -25,12 +25,20 @@ export const DROP_TARGET_RATIO = 0.75;
 /** The fallback digest of dropped turns may take this share of the threshold (the drop target leaves room for it). */
 export const FALLBACK_DIGEST_SHARE = 0.1;
 
-/** The tail budget never falls under this share of `threshold × targetRatio`, however large the fixed overhead. */
+/**
+ * The tail budget never falls under this share of `threshold × targetRatio`, however large the
+ * fixed overhead — unless the hard limit leaves less than that share above the overhead.
+ */
 export const MIN_TAIL_SHARE = 0.25;
 
-/** The protected tail's budget (provider tokens): `targetRatio` of what the fixed overhead leaves under the threshold. */
-export const tailBudgetTokens = (threshold: number, targetRatio: number, fixedTokens: number): number =>
-  Math.floor(Math.max(threshold * MIN_TAIL_SHARE, threshold - fixedTokens) * targetRatio);
+/**
+ * The protected tail's budget (provider tokens): `targetRatio` of what the fixed overhead leaves
+ * under the threshold, or of `MIN_TAIL_SHARE` of the threshold when that is more and fits under
+ * the hard limit. Past it the floor made every compaction end over the hard limit when the
+ * overhead took 80% of the window: each request was refused or cut, and every step paid a summary.
+ */
+export const tailBudgetTokens = (threshold: number, targetRatio: number, fixedTokens: number, hardLimitTokens = Number.POSITIVE_INFINITY): number =>
+  Math.floor(Math.max(threshold - fixedTokens, Math.min(threshold * MIN_TAIL_SHARE, Math.max(0, hardLimitTokens - fixedTokens))) * targetRatio);
 
 /** `idle`: in the background, while nobody waits (src/agent/idle-compaction.ts). */
 export type CompactionReason = "hygiene" | "in-loop" | "overflow" | "manual" | "idle";
@@ -177,7 +185,7 @@ function planOf(input: PlanInput) {
   // The tail's share is of what the fixed overhead leaves under the threshold, as in a window
   // without it. At least a quarter of the usual budget, so that when the hard limit caps the
   // threshold (a huge tool list) the latest turns are still kept.
-  const tailBudget = toCounterUnits(tailBudgetTokens(threshold, settings.targetRatio, overhead));
+  const tailBudget = toCounterUnits(tailBudgetTokens(threshold, settings.targetRatio, overhead, hardLimit));
   const boundaries = findBoundaries(messages, { counter, tailBudgetTokens: tailBudget, protectLastN: settings.protectLastN });
   return { ratio, fixedTokens, overhead, toCounterUnits, hardLimit, threshold, tailBudget, boundaries };
 }
@@ -257,7 +265,7 @@ export async function compact(input: CompactInput): Promise<CompactResult> {
     const outcome = await summarizeWithFallback(
       {
         middle: toFold,
-        budgetTokens: summaryBudget({ middleTokens, previousSummaryTokens, contextWindow: settings.contextWindow, fixedTokens: overhead }),
+        budgetTokens: summaryBudget({ middleTokens, previousSummaryTokens, contextWindow: settings.contextWindow, fixedTokens: overhead, hardLimitTokens: hardLimit }),
         counter,
         toolNames,
         retry: { ...DEFAULT_RETRY_POLICY, ...input.retry },

@@ -41,13 +41,17 @@ export interface CompactionCheck extends ThresholdBasis {
  * the window it leaves. The overhead is the request's first part (tools, then the system prompt),
  * the provider's cached prefix, so letting it count less costs little; a session with 10K of
  * tools in a 32K window then compacts like one without them in a 22K window, instead of every
- * few turns (issue #31). The raise stops at the hard limit, and never lowers the threshold below
- * `threshold × window`: with no overhead it is exactly that.
+ * few turns (issue #31). It is never over the hard limit: with a max_tokens over about half the
+ * window, `threshold × window` would be, and every compaction, its budgets taken from a threshold
+ * the request cannot reach, ended over the hard limit and ran again at the next step, a summary
+ * paid each time (32K window, 16K max_tokens: 230 compactions in 120 turns). With no overhead and
+ * a hard limit above it, it is exactly `threshold × window`.
  */
 export const compactionThreshold = (basis: ThresholdBasis): number => {
   const fixed = basis.fixedTokens ?? 0;
   const raised = fixed + basis.threshold * (basis.contextWindow - fixed);
-  return Math.max(basis.threshold * basis.contextWindow, Math.min(raised, basis.hardLimitTokens ?? defaultHardLimit(basis.contextWindow)));
+  const hardLimit = basis.hardLimitTokens ?? defaultHardLimit(basis.contextWindow);
+  return Math.min(hardLimit, Math.max(basis.threshold * basis.contextWindow, raised));
 };
 
 /** In-loop compaction between steps. */

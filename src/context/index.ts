@@ -18,8 +18,8 @@
  *   needsCompaction({ tokens, contextWindow, threshold, fixedTokens?, hardLimitTokens? }): boolean
  *                                                  in-loop, COMPACTION_THRESHOLD of the window the fixed overhead leaves
  *   compactionThreshold({ contextWindow, threshold, fixedTokens?, hardLimitTokens? }): number
- *                                                  fixed + threshold × (window − fixed), capped at the hard limit,
- *                                                  never under threshold × window
+ *                                                  fixed + threshold × (window − fixed), never under threshold × window,
+ *                                                  never over the hard limit (which wins when they cross)
  *   thresholdTokens(contextWindow, threshold, { fixedTokens?, hardLimitTokens? }?): number   the same, floored
  *   defaultHardLimit(contextWindow): number
  *   initialAntiThrash(): AntiThrashState                                           { ineffective: 0 }

@@ -45,7 +45,17 @@ export interface SummaryBudgetInput {
   contextWindow: number;
   /** The request's fixed overhead (system prompt, tools, memory block; `fixedOverheadTokens`). @defaultValue 0 */
   fixedTokens?: number;
+  /** The compaction's hard limit: the summary takes at most `MAX_SUMMARY_SHARE_OF_HEADROOM` of what it leaves above the overhead. @defaultValue no cap */
+  hardLimitTokens?: number;
 }
+
+/**
+ * The summary's upper bound never exceeds this share of the room between the fixed overhead and
+ * the hard limit, as the tail's budget (COMPACTION_TARGET_RATIO, 0.2) does not: both may run 1.5×
+ * over, and together they still fit. It binds only when the overhead takes ~80% of the window or
+ * a large max_tokens lowers the hard limit; otherwise the window's share is smaller.
+ */
+export const MAX_SUMMARY_SHARE_OF_HEADROOM = 0.2;
 
 /** However large the fixed overhead, the summary's bounds are taken on at least this share of the window. */
 export const MIN_SUMMARY_ROOM_SHARE = 0.25;
@@ -58,10 +68,12 @@ export const MIN_SUMMARY_ROOM_SHARE = 0.25;
  * threshold is (decisions.ts): 10K of tools in a 32K window give the summary 10% of 22K; which
  * share applies still depends on the model's own window.
  */
-export function summaryBudget({ middleTokens, previousSummaryTokens = 0, contextWindow, fixedTokens = 0 }: SummaryBudgetInput): number {
+export function summaryBudget({ middleTokens, previousSummaryTokens = 0, contextWindow, fixedTokens = 0, hardLimitTokens = Number.POSITIVE_INFINITY }: SummaryBudgetInput): number {
   const share = contextWindow < 64_000 ? 0.1 : 0.05;
   const room = Math.max(contextWindow - fixedTokens, contextWindow * MIN_SUMMARY_ROOM_SHARE);
-  const high = Math.min(12_000, Math.floor(room * share));
+  // Overhead alone over the hard limit: no request fits whatever the summary, which keeps the window's bounds.
+  const headroom = hardLimitTokens > fixedTokens ? (hardLimitTokens - fixedTokens) * MAX_SUMMARY_SHARE_OF_HEADROOM : Number.POSITIVE_INFINITY;
+  const high = Math.min(12_000, Math.floor(room * share), Math.floor(headroom));
   const low = Math.min(2_000, high);
   return Math.max(low, Math.min(high, Math.floor(middleTokens * 0.2) + previousSummaryTokens));
 }

@@ -21,6 +21,12 @@ import { createTokenCounter } from "../../../src/context/tokens.js";
 const counter = createTokenCounter("test-chars", (text) => text.length);
 const settings = { contextWindow: 20_000, compactionThreshold: 0.5, targetRatio: 0.2, protectLastN: 4 };
 const retry = { attempts: 2, baseDelayMs: 0, timeoutMs: 1_000 };
+/**
+ * A hard limit the sessions below exceed, so a dead summarizer drops turns. It is the threshold
+ * itself (half the 20K window): the threshold never exceeds the hard limit, so a lower one would
+ * lower the drop target with it.
+ */
+const HARD_LIMIT = 10_000;
 
 class Recording implements Summarizer {
   readonly requests: SummaryRequest[] = [];
@@ -144,7 +150,7 @@ describe("the failure policy's edges", () => {
   it("dropping removes the oldest turns until under the target less the digest's room, no more, and keeps the previous summary with the digest", async () => {
     const { messages, newId } = session(12, 1_500, { summary: "## Goal\nthe earlier summary" });
     const tools: ToolDefinition[] = [{ type: "function", function: { name: "read_file", description: "x".repeat(400), parameters: { type: "object" } } }];
-    const result = await compact(input({ messages, newId, tools, extraTokens: 300, summarizer: dead(), settings: { ...settings, hardLimitTokens: 1_000 } }));
+    const result = await compact(input({ messages, newId, tools, extraTokens: 300, summarizer: dead(), settings: { ...settings, hardLimitTokens: HARD_LIMIT } }));
     expect(result.status).toBe("dropped");
     const summaries = result.messages.filter((message) => message.kind === "summary");
     expect(summaries).toHaveLength(1);
@@ -211,8 +217,9 @@ describe("whether a compaction would fold anything (the memory flush is paid onl
 
 describe("the last resort when nothing needs dropping", () => {
   it("over a low hard limit but already under the drop target: 'dropped' with nothing dropped, every message kept once, no digest", async () => {
-    const { messages, newId } = session(8, 100);
-    const result = await compact(input({ messages, newId, summarizer: dead(), settings: { ...settings, hardLimitTokens: 1_000 } }));
+    // Over the hard limit as sent, under the drop target once the middle's results are pruned.
+    const { messages, newId } = session(6, 3_000);
+    const result = await compact(input({ messages, newId, summarizer: dead(), settings: { ...settings, hardLimitTokens: HARD_LIMIT } }));
     expect(result.status).toBe("dropped");
     expect(result.record.droppedMessages).toBe(0);
     expect(result.messages.map((message) => message.id)).toEqual(messages.map((message) => message.id));
@@ -227,6 +234,11 @@ describe("the tail budget after fixed overhead (issue #31)", () => {
     expect(tailBudgetTokens(16_000, 0.2, 0)).toBe(3_200);
     // 15K of 16K fixed: the floor, a quarter of the threshold's 20%.
     expect(tailBudgetTokens(16_000, 0.2, 15_000)).toBe(800);
+    // The floor only as far as the hard limit leaves room above the overhead (28,800 − 27,200),
+    // and none when the overhead alone passes it.
+    expect(tailBudgetTokens(28_800, 0.2, 27_200, 28_800)).toBe(320);
+    expect(tailBudgetTokens(16_000, 0.2, 15_000, 20_000)).toBe(800);
+    expect(tailBudgetTokens(14_000, 0.2, 15_000, 14_000)).toBe(0);
   });
 });
 
@@ -254,20 +266,22 @@ describe("the tail budget in the counter's units with a provider ratio and fixed
 describe("the last resort's target, exactly", () => {
   it("a context exactly at the drop target is not under it: one more turn goes", async () => {
     // Results under PRUNE_MIN_CHARS: nothing is pruned, every count below is the context's.
-    const { messages, newId } = session(8, 50, { summary: "## Goal\nthe earlier summary" });
+    const { messages, newId } = session(12, 50, { summary: "## Goal\nthe earlier summary" });
     const threshold = thresholdTokens(settings.contextWindow, settings.compactionThreshold);
     const target = Math.floor(threshold * DROP_TARGET_RATIO) - Math.floor(threshold * FALLBACK_DIGEST_SHARE);
-    // Extra tokens chosen so that dropping the two oldest turns lands exactly on the target.
-    const twoTurns = messages.slice(2, 10);
-    const extraTokens = target - (counter.countMessages(messages) - twoTurns.reduce((sum, message) => sum + counter.countMessage(message), 0));
+    // Extra tokens chosen so that dropping the eight oldest turns lands exactly on the target
+    // (eight: fewer would leave the context under the hard limit, where nothing is dropped).
+    const eightTurns = messages.slice(2, 34);
+    const extraTokens = target - (counter.countMessages(messages) - eightTurns.reduce((sum, message) => sum + counter.countMessage(message), 0));
     expect(extraTokens).toBeGreaterThan(0);
-    const result = await compact(input({ messages, newId, extraTokens, summarizer: dead(), settings: { ...settings, hardLimitTokens: 1_000 } }));
+    expect(counter.countMessages(messages) + extraTokens).toBeGreaterThan(HARD_LIMIT);
+    const result = await compact(input({ messages, newId, extraTokens, summarizer: dead(), settings: { ...settings, hardLimitTokens: HARD_LIMIT } }));
     expect(result.status).toBe("dropped");
     expect(result.record.prunedMessages).toBe(0);
     const kept = new Set(result.messages.map((message) => message.id));
     const droppedIds = messages.filter((message) => !kept.has(message.id) && message.kind !== "summary").map((message) => message.id);
-    expect(droppedIds).toEqual(messages.slice(2, 14).map((message) => message.id));
-    expect(result.record.droppedMessages).toBe(12);
+    expect(droppedIds).toEqual(messages.slice(2, 38).map((message) => message.id));
+    expect(result.record.droppedMessages).toBe(36);
   });
 });
 
@@ -316,7 +330,7 @@ describe("the record, the budget and the digest on every path", () => {
     // 20:00 UTC on 1 January is 05:00 on 2 January in Tokyo.
     const at = Date.UTC(2026, 0, 1, 20, 0);
     for (const message of messages) if (message.role === "user") message.at = at;
-    const result = await compact(input({ messages, newId, timeZone: "Asia/Tokyo", summarizer: dead(), settings: { ...settings, hardLimitTokens: 1_000 } }));
+    const result = await compact(input({ messages, newId, timeZone: "Asia/Tokyo", summarizer: dead(), settings: { ...settings, hardLimitTokens: HARD_LIMIT } }));
     expect(result.status).toBe("dropped");
     const digest = result.messages.find((message) => message.kind === "summary")!.content ?? "";
     expect(digest).toContain(FALLBACK_DIGEST_HEADER);
@@ -325,9 +339,9 @@ describe("the record, the budget and the digest on every path", () => {
   });
 
   it("notes in the system prompt that turns were compacted, whether turns were dropped or not", async () => {
-    const over = await compact(input({ ...session(12, 1_500), summarizer: dead(), settings: { ...settings, hardLimitTokens: 1_000 } }));
+    const over = await compact(input({ ...session(12, 1_500), summarizer: dead(), settings: { ...settings, hardLimitTokens: HARD_LIMIT } }));
     expect(over.record.droppedMessages).toBeGreaterThan(0);
-    const under = await compact(input({ ...session(8, 100), summarizer: dead(), settings: { ...settings, hardLimitTokens: 1_000 } }));
+    const under = await compact(input({ ...session(6, 3_000), summarizer: dead(), settings: { ...settings, hardLimitTokens: HARD_LIMIT } }));
     expect(under).toMatchObject({ status: "dropped", record: { droppedMessages: 0 } });
     for (const result of [over, under]) {
       expect(result.messages[0]).toMatchObject({ role: "system" });

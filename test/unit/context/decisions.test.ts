@@ -52,17 +52,24 @@ describe("the compaction threshold after fixed overhead (issue #31)", () => {
     expect(thresholdTokens(32_000, 0.5, { fixedTokens: 40_000 })).toBe(28_800);
   });
 
-  it("never lowers the threshold under threshold × window, even under a lower hard limit", () => {
-    expect(thresholdTokens(8_192, 0.5, { fixedTokens: 2_000, hardLimitTokens: 3_000 })).toBe(4_096);
-    expect(thresholdTokens(8_192, 0.5, { fixedTokens: 0, hardLimitTokens: 3_000 })).toBe(4_096);
+  it("is never over the hard limit, even one under threshold × window (a max_tokens over half the window)", () => {
+    // Above it, every compaction worked towards a result the request could not carry and ran again at the next step.
+    expect(thresholdTokens(8_192, 0.5, { fixedTokens: 2_000, hardLimitTokens: 3_000 })).toBe(3_000);
+    expect(thresholdTokens(8_192, 0.5, { fixedTokens: 0, hardLimitTokens: 3_000 })).toBe(3_000);
+    expect(needsCompaction({ tokens: 3_000, contextWindow: 8_192, threshold: 0.5, hardLimitTokens: 3_000 })).toBe(true);
+    expect(needsCompaction({ tokens: 2_999, contextWindow: 8_192, threshold: 0.5, hardLimitTokens: 3_000 })).toBe(false);
+    // Never under threshold × window otherwise.
+    expect(thresholdTokens(8_192, 0.5, { fixedTokens: 0, hardLimitTokens: 4_096 })).toBe(4_096);
   });
 
   it("without overhead is exactly threshold × window, unrounded in the trigger, as before", () => {
     for (const contextWindow of [4_097, 8_191, 32_000, 128_000, 200_001]) {
       for (const threshold of [0.3, 0.5, 0.6, 0.95]) {
-        for (const overhead of [{}, { fixedTokens: 0 }, { fixedTokens: 0, hardLimitTokens: 100 }]) {
-          expect(compactionThreshold({ contextWindow, threshold, ...overhead })).toBe(threshold * contextWindow);
-          expect(thresholdTokens(contextWindow, threshold, overhead)).toBe(Math.floor(contextWindow * threshold));
+        for (const overhead of [{}, { fixedTokens: 0 }, { fixedTokens: 0, hardLimitTokens: contextWindow }] as Array<{ fixedTokens?: number; hardLimitTokens?: number }>) {
+          // Up to the hard limit (0.95 of a window passes the default one: 90% at most).
+          const expected = Math.min(threshold * contextWindow, overhead.hardLimitTokens ?? defaultHardLimit(contextWindow));
+          expect(compactionThreshold({ contextWindow, threshold, ...overhead })).toBe(expected);
+          expect(thresholdTokens(contextWindow, threshold, overhead)).toBe(Math.floor(expected));
         }
       }
     }

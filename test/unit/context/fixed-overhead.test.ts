@@ -11,7 +11,7 @@ import { compact, fixedOverheadTokens, type CompactInput } from "../../../src/co
 import { defaultHardLimit } from "../../../src/context/decisions.js";
 import type { ChatMessage, ToolDefinition } from "../../../src/core/messages.js";
 import type { Summarizer, SummaryRequest, SummaryResponse } from "../../../src/context/summarizer.js";
-import { MIN_SUMMARY_ROOM_SHARE, summaryBudget } from "../../../src/context/summary-prompt.js";
+import { MAX_SUMMARY_SHARE_OF_HEADROOM, MIN_SUMMARY_ROOM_SHARE, summaryBudget } from "../../../src/context/summary-prompt.js";
 import { createTokenCounter } from "../../../src/context/tokens.js";
 
 // One token per character: the arithmetic stays readable.
@@ -131,5 +131,16 @@ describe("summaryBudget after fixed overhead", () => {
     expect(summaryBudget({ middleTokens: 1_000_000, contextWindow: 128_000, fixedTokens: 100_000 })).toBe(1_600);
     expect(summaryBudget({ middleTokens: 0, contextWindow: 128_000, fixedTokens: 100_000 })).toBe(1_600);
     expect(summaryBudget({ middleTokens: 0, contextWindow: 128_000, fixedTokens: 10_000 })).toBe(2_000);
+  });
+
+  it("never takes more than a fifth of what the hard limit leaves above the overhead, unless the overhead alone passes it", () => {
+    // 85% of 32K fixed, hard limit 28,800: 1,600 left, 320 for the summary (not 800, a quarter window's 10%).
+    expect(MAX_SUMMARY_SHARE_OF_HEADROOM).toBe(0.2);
+    expect(summaryBudget({ middleTokens: 1_000_000, contextWindow: 32_000, fixedTokens: 27_200, hardLimitTokens: 28_800 })).toBe(320);
+    expect(summaryBudget({ middleTokens: 0, contextWindow: 32_000, fixedTokens: 27_200, hardLimitTokens: 28_800 })).toBe(320);
+    // Usual sessions: the window's share is the smaller bound, the budget unchanged.
+    expect(summaryBudget({ middleTokens: 1_000_000, contextWindow: 32_000, fixedTokens: 10_000, hardLimitTokens: 28_800 })).toBe(2_200);
+    // Nothing fits over the hard limit whatever the summary: the window's bounds stay.
+    expect(summaryBudget({ middleTokens: 1_000_000, contextWindow: 32_000, fixedTokens: 29_000, hardLimitTokens: 28_800 })).toBe(800);
   });
 });
