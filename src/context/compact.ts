@@ -15,7 +15,7 @@ import type { Summarizer } from "./summarizer.js";
 import { summaryBudget } from "./summary-prompt.js";
 import type { TokenCounter } from "./tokens.js";
 import { cutOversizedUserMessages, userTextCapTokens } from "./user-text.js";
-import { fallbackDigest } from "./fallback-digest.js";
+import { fallbackDigest, splitFallbackDigest } from "./fallback-digest.js";
 
 /**
  * Dropping turns stops this far under the threshold: stopping just under it would make the very
@@ -306,10 +306,14 @@ export async function compact(input: CompactInput): Promise<CompactResult> {
       return finish("dropped", result, { droppedMessages: 0 }, error);
     }
     // The previous summary stays, with the fallback digest of the dropped turns after it, as one
-    // new summary message: the next compaction that works folds both into a real summary.
+    // new summary message: the next compaction that works folds both into a real summary. A
+    // digest an earlier drop left is merged into this one, within the same room.
     const previous = dropped.messages.find(isSummary);
-    const digest = fallbackDigest(dropped.removed, { toolNames, maxTokens: digestTokens, counter, ...(input.timeZone !== undefined && { timeZone: input.timeZone }) });
-    const text = previous === undefined ? digest : `${extractSummaryText(previous.content ?? "")}\n\n${digest}`;
+    const earlier = splitFallbackDigest(previous === undefined ? "" : extractSummaryText(previous.content ?? ""));
+    const digest = fallbackDigest(dropped.removed, {
+      toolNames, maxTokens: digestTokens, counter, earlier: earlier.digestLines, ...(input.timeZone !== undefined && { timeZone: input.timeZone }),
+    });
+    const text = earlier.summary === "" ? digest : `${earlier.summary}\n\n${digest}`;
     const rest = dropped.messages.slice(headEnd).filter((message) => message !== previous);
     const result = fixSummaryRoles(sanitizeToolPairs(
       assemble({ head: dropped.messages.slice(0, headEnd), summary: { id: input.newId(), text, at: now() }, kept: rest, addNote: true }),

@@ -47,24 +47,45 @@ function digestLines(dropped: readonly ChatMessage[], toolNames: ReadonlyMap<str
   return lines;
 }
 
+const GAP_LINE = /^- \((\d+) older turns, \[([^\]]*)\] onwards: recall by id or search\)$/;
+
+/**
+ * A summary text split into what a summarizer wrote and the fallback digest a `dropped`
+ * compaction appended to it (always last), as lines.
+ */
+export function splitFallbackDigest(text: string): { summary: string; digestLines: string[] } {
+  const at = text.indexOf(FALLBACK_DIGEST_HEADER);
+  if (at < 0) return { summary: text, digestLines: [] };
+  const lines = text.slice(at + FALLBACK_DIGEST_HEADER.length).split("\n").filter((line) => line.startsWith("- "));
+  return { summary: text.slice(0, at).trim(), digestLines: lines };
+}
+
 /**
  * The digest of `dropped`, at most `maxTokens`: when every line does not fit, the newest lines
- * are kept and the oldest named as a range of ids.
+ * are kept and the oldest named as a range of ids. `earlier` are the lines of the digest a
+ * previous drop left (`splitFallbackDigest`): they come first, in one digest, so that drops
+ * while the summarizer stays down do not pile a digest each onto a summary nothing may drop.
  */
 export function fallbackDigest(
   dropped: readonly ChatMessage[],
-  options: { toolNames: ReadonlyMap<string, string>; timeZone?: string; maxTokens: number; counter: TokenCounter },
+  options: { toolNames: ReadonlyMap<string, string>; timeZone?: string; maxTokens: number; counter: TokenCounter; earlier?: readonly string[] },
 ): string {
-  const lines = digestLines(dropped, options.toolNames, options.timeZone ?? "UTC");
+  // An earlier digest's own range line opens its lines: its turns and first id carry over.
+  const earlier = [...(options.earlier ?? [])];
+  const earlierGap = GAP_LINE.exec(earlier[0] ?? "");
+  if (earlierGap) earlier.shift();
+  const olderTurns = earlierGap ? Number(earlierGap[1]) : 0;
+  const firstId = earlierGap?.[2] ?? /^- \[([^\]]*)\]/.exec(earlier[0] ?? "")?.[1] ?? dropped[0]?.id;
+  const lines = [...earlier, ...digestLines(dropped, options.toolNames, options.timeZone ?? "UTC")];
   const render = (kept: readonly string[], omitted: number) => {
-    const gap = omitted > 0 ? [`- (${omitted} older turns, [${dropped[0]?.id}] onwards: recall by id or search)`] : [];
+    const gap = omitted > 0 ? [`- (${omitted} older turns, [${firstId}] onwards: recall by id or search)`] : [];
     return [FALLBACK_DIGEST_HEADER, ...gap, ...kept].join("\n");
   };
   let start = 0;
-  let text = render(lines, 0);
+  let text = render(lines, olderTurns);
   while (start < lines.length && options.counter.countText(text) > options.maxTokens) {
     start += Math.max(1, Math.floor((lines.length - start) / 8));
-    text = render(lines.slice(start), start);
+    text = render(lines.slice(start), olderTurns + start);
   }
   return text;
 }

@@ -1,7 +1,10 @@
 /** Issue #31 item 6: the fallback digest's exact text (who, when, ids, first lines, what answered). */
 import { describe, expect, it } from "vitest";
-import { FALLBACK_DIGEST_HEADER, fallbackDigest } from "../../../src/context/fallback-digest.js";
+import { FALLBACK_DIGEST_HEADER, fallbackDigest, splitFallbackDigest } from "../../../src/context/fallback-digest.js";
 import { createTokenCounter } from "../../../src/context/tokens.js";
+import { compact, FALLBACK_DIGEST_SHARE } from "../../../src/context/compact.js";
+import { thresholdTokens } from "../../../src/context/decisions.js";
+import type { Summarizer } from "../../../src/context/summarizer.js";
 import type { ChatMessage } from "../../../src/core/messages.js";
 
 const counter = createTokenCounter("test-chars/4", (text) => Math.ceil(text.length / 4));
@@ -84,5 +87,58 @@ describe("fallbackDigest", () => {
     const whole = fallbackDigest(dropped, { toolNames: new Map(), maxTokens: 10_000, counter });
     expect(fallbackDigest(dropped, { toolNames: new Map(), maxTokens: counter.countText(whole), counter })).toBe(whole);
     expect(fallbackDigest(dropped, { toolNames: new Map(), maxTokens: counter.countText(whole) - 1, counter })).not.toBe(whole);
+  });
+});
+
+describe("fallback digests across dropped compactions (a summarizer down for good)", () => {
+  it("merge into one digest within its budget: the summary does not grow by a digest at every drop", async () => {
+    // 8K window, plain turns of ~1,000 tokens, the summarizer dead: each turn ends over the hard
+    // limit and drops. Before, each drop appended its digest to the last one: after 60 drops the
+    // summary alone held ~5,000 tokens of digests, and the context passed the window.
+    const window = 8_192;
+    const settings = { contextWindow: window, compactionThreshold: 0.5, targetRatio: 0.2, protectLastN: 20 };
+    const dead: Summarizer = { model: "aux", contextWindow: 200_000, summarize: () => Promise.reject(new Error("502 bad gateway")) };
+    let seq = 0;
+    const newId = () => `m${++seq}`;
+    let live: ChatMessage[] = [{ id: newId(), role: "system", content: "You are longhaul." }];
+    let largestSummary = 0;
+    let drops = 0;
+    for (let turn = 0; turn < 120; turn++) {
+      live = [...live, { id: newId(), role: "user", content: `question ${turn} ${"u".repeat(1_600)}` }, { id: newId(), role: "assistant", content: `answer ${turn} ${"a".repeat(2_400)}` }];
+      const result = await compact({ messages: live, settings, reason: "in-loop", summarizer: dead, counter, newId, retry: { attempts: 1, baseDelayMs: 0 } });
+      if (result.status !== "dropped") continue;
+      drops++;
+      live = result.messages;
+      const summary = live.find((message) => message.kind === "summary");
+      largestSummary = Math.max(largestSummary, summary ? counter.countMessage(summary) : 0);
+      expect(result.record.tokensAfter).toBeLessThan(result.record.thresholdTokens);
+    }
+    expect(drops).toBeGreaterThan(20);
+    const digestRoom = Math.floor(thresholdTokens(window, 0.5) * FALLBACK_DIGEST_SHARE);
+    // The digest's room plus the summary's framing.
+    expect(largestSummary).toBeLessThanOrEqual(digestRoom + 150);
+    // The oldest turns are still named (as one range, from the first dropped), the newest line by line.
+    const text = live.find((message) => message.kind === "summary")!.content ?? "";
+    expect(text.split(FALLBACK_DIGEST_HEADER)).toHaveLength(2);
+    // m2–m3, the first exchange, stay in the head; the first turn dropped is m4's.
+    expect(text).toMatch(/\n- \(\d+ older turns, \[m4\] onwards: recall by id or search\)\n- \[m\d+\] user: question \d+/);
+  });
+});
+
+describe("splitFallbackDigest and an earlier digest's lines", () => {
+  it("splits a summary from the digest appended to it, and carries the earlier range's count and first id over", () => {
+    const earlierText = `## Goal\nship it\n\n${FALLBACK_DIGEST_HEADER}\n- (3 older turns, [m2] onwards: recall by id or search)\n- [m9] user: old question`;
+    const split = splitFallbackDigest(earlierText);
+    expect(split).toEqual({ summary: "## Goal\nship it", digestLines: ["- (3 older turns, [m2] onwards: recall by id or search)", "- [m9] user: old question"] });
+    expect(splitFallbackDigest("## Goal\nship it")).toEqual({ summary: "## Goal\nship it", digestLines: [] });
+    const dropped: ChatMessage[] = [{ id: "m20", role: "user", content: "new question" }];
+    const merged = fallbackDigest(dropped, { toolNames: new Map(), maxTokens: 10_000, counter, earlier: split.digestLines });
+    expect(merged).toBe(`${FALLBACK_DIGEST_HEADER}\n- (3 older turns, [m2] onwards: recall by id or search)\n- [m9] user: old question\n- [m20] user: new question`);
+    // Too long together: the earlier lines go first, counted into the range that still starts at m2.
+    const tight = fallbackDigest(dropped, { toolNames: new Map(), maxTokens: counter.countText(`${FALLBACK_DIGEST_HEADER}\n- (4 older turns, [m2] onwards: recall by id or search)\n- [m20] user: new question`), counter, earlier: split.digestLines });
+    expect(tight).toBe(`${FALLBACK_DIGEST_HEADER}\n- (4 older turns, [m2] onwards: recall by id or search)\n- [m20] user: new question`);
+    // An earlier digest without a range: its first line's id opens the range.
+    const plain = fallbackDigest(dropped, { toolNames: new Map(), maxTokens: 30, counter, earlier: ["- [m9] user: old question"] });
+    expect(plain).toContain("[m9] onwards");
   });
 });
