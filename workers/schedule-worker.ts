@@ -6,9 +6,12 @@
  */
 import { randomUUID } from "node:crypto";
 import { UnrecoverableError, Worker, type Job } from "bullmq";
+import { RetryableError } from "../src/errors.js";
 import type { Logger } from "../src/logger.js";
-import { PAYLOAD_VERSION, SCHEDULE_QUEUE, createRedis, logWorkerError, queuePrefixOf, type FiringJobData, type RedisAddress } from "../src/queue/index.js";
+import { PAYLOAD_VERSION, SCHEDULE_QUEUE, createRedis, logWorkerError, queuePrefixOf, replicaCounter, type FiringJobData, type RedisAddress } from "../src/queue/index.js";
 import { fireOccurrence, type FiringDeps, type FiringOutcome, type ScheduleService } from "../src/schedule/index.js";
+import { globalKeys } from "../src/session/keys.js";
+import type { SessionStore } from "../src/session/store.js";
 
 export interface ScheduleWorkerOptions {
   redisAddress: RedisAddress;
@@ -71,6 +74,30 @@ export function startScheduleWorker(options: ScheduleWorkerOptions): { close(): 
         connection.disconnect();
       })();
       return closing;
+    },
+  };
+}
+
+/**
+ * The session inbox a firing appends to, confirmed as the ingress confirms a chat's message
+ * (REDIS_MIN_REPLICAS_ACK): the append and its work-set entry are acknowledged only once
+ * `wanted` replicas hold them, on the connection they went out on; fewer, and the firing fails
+ * before it consumes the occurrence (a one-off removed, a recurrence advanced), so its job runs
+ * it again — the append is idempotent per occurrence. Unconfirmed, an append a master acknowledged
+ * and then lost (frozen past its failover and woken, it answers from its stale copy for a
+ * moment) left an occurrence consumed with no message: Cluster chaos seed 46 lost a reminder
+ * and a task's post that way, each fired during a redis-pause failover.
+ */
+export function replicatedInbox(store: SessionStore, wanted: number, timeoutMs = 3_000): FiringDeps["inbox"] {
+  const workSet = globalKeys(store.prefix).workSet;
+  return {
+    async appendInbox(message, receivedAt) {
+      const replicas = await replicaCounter(store.redis, [store.keys(message.sessionKey).inbox, workSet]);
+      const added = await store.appendInbox(message, receivedAt);
+      // A duplicate waits too: its first copy may be the one no replica has seen yet.
+      const acked = await replicas.count(wanted, timeoutMs);
+      if (acked < wanted) throw new RetryableError(`${acked} of ${wanted} Redis replicas hold the firing's message for ${message.sessionKey}: the occurrence is kept, retry`);
+      return added;
     },
   };
 }

@@ -25,7 +25,7 @@ import { migrateLayout } from "../src/session/migrate.js";
 import { SessionStore } from "../src/session/store.js";
 import { ToolOutputStore } from "../src/session/tool-outputs.js";
 import { SEARCH_MAX_ENTRIES, SEARCH_TURN_BUDGET_ENTRIES } from "../src/session/transcript-search.js";
-import { startScheduleWorker } from "./schedule-worker.js";
+import { replicatedInbox, startScheduleWorker } from "./schedule-worker.js";
 import { createTestHooks } from "./test-hooks.js";
 import { startTurnWorker, type TurnWorker } from "./turn-worker.js";
 import { startIdleWorker } from "./idle-worker.js";
@@ -304,7 +304,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     deps: {
       store: scheduleStore,
       alarms: firingQueue,
-      inbox: store,
+      inbox: minReplicasAck > 0 ? replicatedInbox(store, minReplicasAck) : store,
       turns: producers,
       chatAllowed: (item) => access.serves({ ...item.chat, userId: item.creator.userId }),
       // A task whose chat or creator has no budget left is delivered as a notice, with no LLM call.
