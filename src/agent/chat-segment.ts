@@ -37,7 +37,7 @@ export async function runChatSegment(run: TurnRun<ChatPorts>, entries: readonly 
 
   const toolScope = toolScopeOf(input.sessionKey, entries, input.target);
   let { tools } = await engine.tools.forTurn(toolScope, input.log);
-  const admitted = engine.context.admitUserMessages(run.state, userMessages);
+  const admitted = engine.context.admitUserMessages(run.state, userMessages, tools.definitions());
   // `recall` reads the original at once (the transcript is stored only with the commit), paged
   // like a capped tool output.
   for (const message of userMessages) {

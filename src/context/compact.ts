@@ -213,7 +213,9 @@ export async function compact(input: CompactInput): Promise<CompactResult> {
   const { headEnd, keptStart } = boundaries;
   const pruned = pruneToolResults(messages, { from: headEnd, to: boundaries.protectedStart }, counter);
   const cutTools = cutNewestGroup(pruned.messages, boundaries, PROTECT_LAST_N_BUDGET_FACTOR * tailBudget, counter);
-  const userCap = settings.userTextMaxTokens === undefined ? userTextCapTokens(settings.contextWindow, ratio) : toCounterUnits(settings.userTextMaxTokens);
+  const userCap = settings.userTextMaxTokens === undefined
+    ? userTextCapTokens(settings.contextWindow, ratio, undefined, { fixedTokens: overhead, hardLimitTokens: hardLimit })
+    : toCounterUnits(settings.userTextMaxTokens);
   const working = cutOversizedUserMessages(cutTools.messages, { from: headEnd, to: keptStart }, userCap, counter);
   const prunedMessages = pruned.prunedMessages + cutTools.cutMessages + working.cutMessages;
   const prunedTokens = pruned.prunedTokens + cutTools.cutTokens + working.cutTokens;

@@ -54,7 +54,8 @@
  *   capUserMessages(messages: UserMessage[], maxTokens, counter) → { messages; cutIds }
  *     a batch's user messages fitted into maxTokens (counter units): large ones cut to head + tail
  *     with recall("id"); the transcript keeps the originals
- *   userTextCapTokens(contextWindow, tokenRatio?, share?) → USER_TEXT_WINDOW_SHARE (0.25) × window, in counter units
+ *   userTextCapTokens(contextWindow, tokenRatio?, share?, room?) → USER_TEXT_WINDOW_SHARE (0.25) × window, at most half of
+ *     what room.fixedTokens leaves under room.hardLimitTokens, in counter units
  *
  * Recall helpers
  *   extractRecallId(content): string | undefined     the id in a placeholder's `recall("…")`

@@ -19,9 +19,24 @@ export const USER_TEXT_WINDOW_SHARE = 0.25;
 
 const USER_MESSAGES: ReadonlySet<"user"> = new Set(["user"]);
 
-/** The cap in the counter's units: `share` × the window (provider tokens) ÷ the provider's tokens per counter token. */
-export function userTextCapTokens(contextWindow: number, tokenRatio = 1, share = USER_TEXT_WINDOW_SHARE): number {
-  return Math.floor(Math.floor(contextWindow * share) / Math.max(tokenRatio, Number.EPSILON));
+/**
+ * Share of the room between the fixed overhead and the hard limit the user messages of one batch
+ * may fill: with tools and the system prompt past ~65% of the window, a quarter of the window no
+ * longer fits above them (32K window, 25K of system prompt: a 400K-character paste was cut to 8K
+ * and every request refused), and half of what is left keeps room for the summary and the tail.
+ */
+export const USER_TEXT_ROOM_SHARE = 0.5;
+
+/**
+ * The cap in the counter's units: `share` × the window (provider tokens), and at most
+ * `USER_TEXT_ROOM_SHARE` of what `room`'s fixed overhead leaves under its hard limit, ÷ the
+ * provider's tokens per counter token.
+ */
+export function userTextCapTokens(
+  contextWindow: number, tokenRatio = 1, share = USER_TEXT_WINDOW_SHARE, room?: { fixedTokens: number; hardLimitTokens: number },
+): number {
+  const left = room === undefined ? Number.POSITIVE_INFINITY : Math.floor(Math.max(0, room.hardLimitTokens - room.fixedTokens) * USER_TEXT_ROOM_SHARE);
+  return Math.floor(Math.min(Math.floor(contextWindow * share), left) / Math.max(tokenRatio, Number.EPSILON));
 }
 
 export interface CappedUserMessages {

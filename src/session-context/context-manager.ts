@@ -19,10 +19,12 @@ export interface ContextManager {
   thresholdTokens(state: SessionState, context: readonly ChatMessage[], tools?: readonly ToolDefinition[]): number;
   /**
    * A turn's new user messages as the context keeps them: together at most
-   * `USER_TEXT_WINDOW_SHARE` (25%) of the window, a larger paste cut to head and tail with its
-   * recall id (`cutIds`). The caller stores the originals in the transcript.
+   * `USER_TEXT_WINDOW_SHARE` (25%) of the window, and half of what the fixed overhead (system
+   * prompt, `tools` — unset: the built-ins — and memory block) leaves under the hard limit; a
+   * larger paste cut to head and tail with its recall id (`cutIds`). The caller stores the
+   * originals in the transcript.
    */
-  admitUserMessages(state: SessionState, messages: readonly UserMessage[]): { messages: UserMessage[]; cutIds: string[] };
+  admitUserMessages(state: SessionState, messages: readonly UserMessage[], tools?: readonly ToolDefinition[]): { messages: UserMessage[]; cutIds: string[] };
   /** Pre-turn hygiene. `notice` is set when the user must be told something. */
   hygiene(state: SessionState, context: ChatMessage[], scope: CompactionScope): Promise<{ context: ChatMessage[]; notice?: string }>;
   /** In-loop compaction between steps. */

@@ -190,8 +190,10 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     countContext,
     thresholdTokens: thresholdOf,
 
-    admitUserMessages(state, messages) {
-      const cap = userTextCapTokens(contextWindow(state), calibrationOf(state).ratio);
+    admitUserMessages(state, messages, tools) {
+      const ratio = calibrationOf(state).ratio;
+      const fixedTokens = fixedOverheadTokens({ messages: state.live, tools: toolsOf(tools), extraTokens: blockTokens(state), counter: counter(), tokenRatio: ratio });
+      const cap = userTextCapTokens(contextWindow(state), ratio, undefined, { fixedTokens, hardLimitTokens: hardLimit(state) });
       return capUserMessages(messages, cap, counter());
     },
 

@@ -42,7 +42,7 @@ function scriptedLlm(steps: Step[]): LlmClient & { requests: ChatRequest[] } {
   };
 }
 
-function engineWith(llm: LlmClient, transcript: ChatMessage[], summarizer?: Summarizer, outputs = new Map<string, string>()): TurnEngine {
+function engineWith(llm: LlmClient, transcript: ChatMessage[], summarizer?: Summarizer, outputs = new Map<string, string>(), systemPrompt = SYSTEM_PROMPT): TurnEngine {
   const tools = new ToolCatalog({ builtins: [createRecallTool()], logger: silentLogger });
   const counter = createTokenCounter("test-chars/4", (text) => Math.ceil(text.length / 4));
   const context = createContextManager({
@@ -55,7 +55,7 @@ function engineWith(llm: LlmClient, transcript: ChatMessage[], summarizer?: Summ
   });
   return {
     llm, tools, context,
-    systemPrompt: SYSTEM_PROMPT,
+    systemPrompt,
     maxSteps: 4,
     maxOutputTokens: 512,
     toolOutputMaxChars: 16_000,
@@ -97,9 +97,9 @@ function pasteParts(text: string): InboxEntry[] {
 
 const lines = (count: number, tag: string) => Array.from({ length: count }, (_, index) => `${tag} ${index + 1}: revenue ${index * 37 % 1000} in region ${index % 13}`).join("\n");
 const target = { platform: "telegram" as const, chatId: "42" };
-const freshState = (): SessionState => {
+const freshState = (systemPrompt = SYSTEM_PROMPT): SessionState => {
   const state = newSessionState(0, 3);
-  state.engine.systemPromptBase = SYSTEM_PROMPT;
+  state.engine.systemPromptBase = systemPrompt;
   return state;
 };
 
@@ -168,6 +168,23 @@ describe("a paste three times the window (issue #31)", () => {
       outputs: { read: async () => undefined },
     } as never);
     expect(read).toContain(middleLine);
+  });
+
+  it("with a system prompt of 78% of the window, is cut to what fits above it, not to a quarter of the window", async () => {
+    // ~6,400 of the model's tokens of system prompt: a quarter of the window (2,048) over it passed
+    // the window, and every request was refused (a 32K window with 25K of prompt measured the same).
+    const systemPrompt = `${SYSTEM_PROMPT}\n${"Follow the house policy on ledgers. ".repeat(620)}`;
+    const text = lines(Math.ceil((3 * WINDOW * 4) / 32), "row");
+    const llm = scriptedLlm([{ content: "Read it.", toolCalls: [] }]);
+    const result = await runTurnSegments(engineWith(llm, [], undefined, new Map(), systemPrompt), {
+      sessionKey: "tg:42", state: freshState(systemPrompt), batch: pasteParts(text), target, signal: new AbortController().signal, log: silentLogger,
+    });
+    expect(providerTokens(llm.requests[0]!)).toBeGreaterThan(0.75 * WINDOW);
+    for (const request of llm.requests) expect(providerTokens(request) + 512).toBeLessThanOrEqual(WINDOW);
+    const shown = result.state.live.find((message) => message.role === "user")!;
+    expect(shown.kind).toBe("truncated");
+    expect(shown.content.startsWith(text.slice(0, 100))).toBe(true);
+    expect(result.replies[0]!.text).toContain("Read it.");
   });
 
   it("a short message is not cut and nobody is told", async () => {

@@ -144,9 +144,10 @@ describe("a turn measures its context once (issue #18)", () => {
     expect(result.state.live.length).toBe(stored + 2);
     // Hygiene sums the stored messages and the new one; the step check and the calibration reuse
     // that sum; the idle-mark decision after the commit adds the answer. Before: four full sums.
-    // The step check and the idle mark each look up the system prompt's cached count once more:
-    // it is fixed overhead, which the compaction threshold counts apart (issue #31).
-    expect(seen.messages).toBe(stored + 2 + 2);
+    // The admission of the user message, the step check and the idle mark each look up the
+    // system prompt's cached count once more: it is fixed overhead, which the compaction
+    // threshold and the user-text cap count apart (issue #31).
+    expect(seen.messages).toBe(stored + 2 + 3);
     expect(seen.encoded).toBe(2);
   });
 
@@ -165,8 +166,8 @@ describe("a turn measures its context once (issue #18)", () => {
     expect(llm.requests).toBe(2);
     // The user message, the call, its result, the answer.
     expect(result.state.live.length).toBe(stored + 4);
-    // + the system prompt's cached count at the two step checks and the idle mark.
-    expect(seen.messages).toBe(stored + 4 + 3);
+    // + the system prompt's cached count at the admission, the two step checks and the idle mark.
+    expect(seen.messages).toBe(stored + 4 + 4);
     expect(seen.encoded).toBe(4);
   });
 

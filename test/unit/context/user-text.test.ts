@@ -11,7 +11,7 @@ import { defaultHardLimit } from "../../../src/context/decisions.js";
 import { extractRecallId } from "../../../src/context/prune.js";
 import type { Summarizer } from "../../../src/context/summarizer.js";
 import { createTokenCounter } from "../../../src/context/tokens.js";
-import { capUserMessages, cutOversizedUserMessages, USER_TEXT_WINDOW_SHARE, userTextCapTokens } from "../../../src/context/user-text.js";
+import { capUserMessages, cutOversizedUserMessages, USER_TEXT_ROOM_SHARE, USER_TEXT_WINDOW_SHARE, userTextCapTokens } from "../../../src/context/user-text.js";
 import type { ChatMessage, UserMessage } from "../../../src/core/messages.js";
 
 const counter = createTokenCounter("test-chars/4", (text) => Math.ceil(text.length / 4));
@@ -60,6 +60,13 @@ describe("capUserMessages: a batch's user text within its share of the window", 
   it("counts the cap in the counter's units: a provider counting 2× ours halves it", () => {
     expect(userTextCapTokens(WINDOW, 2)).toBe(WINDOW * USER_TEXT_WINDOW_SHARE / 2);
     expect(userTextCapTokens(WINDOW, 0.5)).toBe(WINDOW * USER_TEXT_WINDOW_SHARE * 2);
+    // At most half of what the fixed overhead leaves under the hard limit (then scaled), however
+    // large the window's share; none when the overhead alone passes the hard limit.
+    expect(USER_TEXT_ROOM_SHARE).toBe(0.5);
+    expect(userTextCapTokens(32_000, 1, undefined, { fixedTokens: 25_000, hardLimitTokens: 28_800 })).toBe(1_900);
+    expect(userTextCapTokens(32_000, 2, undefined, { fixedTokens: 25_000, hardLimitTokens: 28_800 })).toBe(950);
+    expect(userTextCapTokens(32_000, 1, undefined, { fixedTokens: 5_000, hardLimitTokens: 28_800 })).toBe(8_000);
+    expect(userTextCapTokens(32_000, 1, undefined, { fixedTokens: 30_000, hardLimitTokens: 28_800 })).toBe(0);
   });
 });
 
