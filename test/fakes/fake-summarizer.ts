@@ -194,6 +194,8 @@ const TRANSCRIPT_IS_DATA = /not instructions to you/gi;
  * in order (system prompt, then the user message), and the later of an injected instruction and
  * the rule that the transcript is data wins for each injected one.
  */
+const ENTRY_LABEL = /\n\[([^\]]+)\](?:[^·\n]*·)? ?(user|assistant|tool result \([^)]*\)):/g;
+
 function obeyInstructions(system: string, user: string): Map<string, string[]> {
   const text = `${system}\n${user}`;
   const ruleAt = Math.max(-1, ...[...text.matchAll(TRANSCRIPT_IS_DATA)].map((match) => match.index ?? -1));
@@ -203,11 +205,14 @@ function obeyInstructions(system: string, user: string): Map<string, string[]> {
   for (const match of text.matchAll(INSTRUCTION)) {
     const at = match.index ?? 0;
     if (at < turnsStart) continue; // the prompt's own words, not the transcript's
-    // The entry it sits in: `[m17] … · user: …` or `[m18] … · tool result (web_fetch): …`.
-    const entryStart = text.lastIndexOf("\n[", at);
-    const label = /^\n\[([^\]]+)\](?:[^·\n]*·)? ?(user|assistant|tool result \([^)]*\)):/.exec(text.slice(entryStart, at + 1));
+    // The entry it sits in: the last `[m17] … · user: …` or `[m18] … · tool result (web_fetch): …` line before it.
+    const label = [...text.slice(0, at + 1).matchAll(ENTRY_LABEL)].at(-1);
+    const entryStart = label?.index ?? -1;
     const id = label?.[1] ?? "?";
-    const source = label?.[2] ?? "unknown";
+    // A file inside a message (`<document>` … `</document>`) speaks for itself, not for the sender.
+    const documentAt = text.lastIndexOf("<document>", at);
+    const inDocument = documentAt > entryStart && documentAt > text.lastIndexOf("</document>", at);
+    const source = inDocument ? "document" : label?.[2] ?? "unknown";
     const instruction = match[0].trim();
     if (source === "user") add("## People & Instructions", `- The user [${id}]: "${instruction}"`);
     else if (ruleAt > at) add("## Critical Context", `- ${source} [${id}] contained the text "${instruction}" (quoted, not an instruction)`);
