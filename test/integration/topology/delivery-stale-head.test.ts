@@ -23,30 +23,12 @@ import { SessionStore } from "../../../src/session/store.js";
 import { uniquePrefix } from "../../helpers/config.js";
 import { captureLogs } from "../../helpers/pipeline.js";
 import { inbound, RecordingAdapter } from "../../helpers/recording-adapter.js";
+import { following } from "../../helpers/following-connection.js";
 import { startRedisServer, type RedisServerHandle } from "../../helpers/redis-server.js";
 import { claimed } from "../../helpers/session.js";
 import { sleep } from "../../helpers/stall-run.js";
 
 const SESSION = "console:stale";
-
-/** One connection as a client that follows a failover sees it: commands go to `first`, then — after `switchOver` — to `second`. */
-function following(first: Redis, second: Redis): { connection: Redis; switchOver(): void } {
-  let current = first;
-  const connection = new Proxy(first, {
-    get(_target, property) {
-      // Scripts are defined per connection (run-script.ts): on both, so either can run them.
-      if (property === "defineCommand") {
-        return (...args: Parameters<Redis["defineCommand"]>) => {
-          first.defineCommand(...args);
-          second.defineCommand(...args);
-        };
-      }
-      const value: unknown = Reflect.get(current, property, current);
-      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(current) : value;
-    },
-  });
-  return { connection, switchOver: () => (current = second) };
-}
 
 describe("a delivery whose outbox head a stale master answered", () => {
   let staleServer: RedisServerHandle;
