@@ -52,6 +52,12 @@ export interface TurnDeps {
   hooks?: TurnHooks;
   /** This worker's recent queue waits, for `/status` (the histogram of /metrics has them too). */
   queueWaits?: RecentWaits;
+  /**
+   * With replicas (REDIS_MIN_REPLICAS_ACK): called before BEGIN_TURN with the session, it returns
+   * the check to make after it — true once replicas follow the master that answered, over the
+   * same socket (readConfirmer on the lease key). Absent: the master's word suffices.
+   */
+  confirmClaim?(sessionKey: string): Promise<() => Promise<boolean>>;
 }
 
 export type TurnOutcome =
@@ -86,6 +92,8 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
 
   // An approval's timeout job has no message of its own: it takes the lease even when idle.
   const hold = attempt.approvalTimeout !== undefined;
+  // Taken before each BEGIN_TURN: the claim the turn runs on is confirmed on the socket that read it.
+  let confirmBegun = await deps.confirmClaim?.(sessionKey);
   const first = await store.beginTurn(sessionKey, attempt.token, { leaseMs: deps.leaseMs, mode: deps.busyMode === "queue" ? "one" : "all", hold, now: deps.now() });
   markStage("begun", sessionKey);
   if (first.status === "busy") return first;
@@ -112,9 +120,18 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
       const wait = pasteWaitMs(begun.batch, deps.now());
       if (wait <= 0) break;
       await new Promise((resolve) => setTimeout(resolve, wait));
+      confirmBegun = await deps.confirmClaim?.(sessionKey);
       begun = await store.beginTurn(sessionKey, attempt.token, { leaseMs: deps.leaseMs, mode: "all", hold, now: deps.now() });
     }
     if (begun.status !== "claimed") return superseded(deps, sessionKey, log, "lost");
+    // Before any tool runs: a claim a stale master answered (frozen past its failover and woken)
+    // is refused at the commit, but a tool's effect outside Redis is not undone, and the new
+    // master's turn runs it again. No replica confirms such a claim: the turn comes back later,
+    // its batch left pending (turn-stale-claim.test.ts).
+    if (confirmBegun && !(await confirmBegun())) {
+      log.warn("turn-claim-unconfirmed");
+      return { status: "busy", retryInMs: 1_000 };
+    }
     const { state, batch, claim } = begun;
     const started = { sessionId: state.sessionId, stats: { ...state.stats } };
     const timedOut = attempt.approvalTimeout !== undefined && state.pendingApproval?.id === attempt.approvalTimeout ? state.pendingApproval : undefined;

@@ -259,6 +259,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   });
   const concurrency = workerConcurrency(config.WORKER_CONCURRENCY);
   logger.info({ concurrency, configured: config.WORKER_CONCURRENCY !== undefined }, "worker-concurrency");
+  const claimConfirmer = readConfirmer(redis, minReplicasAck, 3_000);
   const worker: TurnWorker = startTurnWorker({
     redisAddress: options.redisAddress,
     prefix,
@@ -292,6 +293,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       },
       ...(options.testHooks ? { hooks: createTestHooks() } : {}),
       queueWaits,
+      // With replicas, no tool runs on a claim a stale master answered (process-turn.ts): WAIT up to 3 s, as the ingress.
+      ...(minReplicasAck > 0 ? { confirmClaim: (sessionKey: string) => claimConfirmer(store.keys(sessionKey).lease) } : {}),
     },
   });
 
