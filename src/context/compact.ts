@@ -38,7 +38,21 @@ export const MIN_TAIL_SHARE = 0.25;
  * overhead took 80% of the window: each request was refused or cut, and every step paid a summary.
  */
 export const tailBudgetTokens = (threshold: number, targetRatio: number, fixedTokens: number, hardLimitTokens = Number.POSITIVE_INFINITY): number =>
-  Math.floor(Math.max(threshold - fixedTokens, Math.min(threshold * MIN_TAIL_SHARE, Math.max(0, hardLimitTokens - fixedTokens))) * targetRatio);
+  Math.floor(tailBasisTokens(threshold, fixedTokens, hardLimitTokens) * targetRatio);
+
+/** What `targetRatio` is a share of: the threshold after the fixed overhead, with the floor above. */
+const tailBasisTokens = (threshold: number, fixedTokens: number, hardLimitTokens: number): number =>
+  Math.max(threshold - fixedTokens, Math.min(threshold * MIN_TAIL_SHARE, Math.max(0, hardLimitTokens - fixedTokens)));
+
+/**
+ * The `targetRatio` whose tail budget is `tailTokens` (provider tokens), for the same threshold,
+ * overhead and hard limit: how a caller that wants a tail of its own (`/compress`) asks compact()
+ * for it. Never under 0.001: a tail of nothing still keeps the newest group.
+ */
+export function targetRatioForTail(tailTokens: number, threshold: number, fixedTokens: number, hardLimitTokens = Number.POSITIVE_INFINITY): number {
+  const basis = tailBasisTokens(threshold, fixedTokens, hardLimitTokens);
+  return basis > 0 ? Math.max(0.001, tailTokens / basis) : 0.001;
+}
 
 /** `idle`: in the background, while nobody waits (src/agent/idle-compaction.ts). */
 export type CompactionReason = "hygiene" | "in-loop" | "overflow" | "manual" | "idle";

@@ -34,6 +34,9 @@
  *   foldsMessages({ messages, tools?, extraTokens?, settings, counter }): boolean   would it fold anything (flush first only then)
  *   fixedOverheadTokens({ messages, tools?, extraTokens?, counter, tokenRatio? }): number
  *     tools + system block + system prompt, in the provider's tokens: the `fixedTokens` of the threshold
+ *   tailBudgetTokens(threshold, targetRatio, fixedTokens, hardLimitTokens?): number   the protected tail's budget,
+ *     targetRatio × (threshold − fixedTokens), with a floor under a hard limit that caps the threshold
+ *   targetRatioForTail(tailTokens, threshold, fixedTokens, hardLimitTokens?): number   its inverse (/compress)
  *   The input is never mutated (only token counts are cached on messages). New messages (the
  *   summary, stub tool results) carry ids from `newId`: store them in the transcript. Rejects
  *   with the signal's reason when aborted.
@@ -103,6 +106,8 @@ export {
   compact,
   fixedOverheadTokens,
   foldsMessages,
+  tailBudgetTokens,
+  targetRatioForTail,
   type CompactInput,
   type CompactResult,
   type CompactionReason,

@@ -6,7 +6,7 @@
  */
 import {
   applyPromptCaching, autoCompactionAllowed, capUserMessages, compact, fixedOverheadTokens, foldsMessages, initialAntiThrash, userTextCapTokens,
-  needsCompaction, needsHygiene, recordCompactionOutcome, thresholdTokens, toApiMessages, updateCalibration,
+  needsCompaction, needsHygiene, recordCompactionOutcome, tailBudgetTokens, targetRatioForTail, thresholdTokens, toApiMessages, updateCalibration,
   type ChatMessage, type CompactionReason, type Summarizer, type TokenCounter, type ToolDefinition,
 } from "../context/index.js";
 import type { ContextOverflowError } from "../errors.js";
@@ -76,11 +76,18 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
   /**
    * `/compress` is asked for while the context may still be far below the threshold, where the
    * usual tail budget would keep everything. It keeps the most recent quarter of the context
-   * (at most the usual tail), so a manual compaction always has a middle to fold.
+   * (at most the usual tail), so a manual compaction always has a middle to fold. The context
+   * here is the conversation, what a compaction can fold: a quarter that counted the fixed
+   * overhead (tools, memory block, system prompt) would keep all of a short conversation beside
+   * a large tool list. The usual tail is the automatic one (`tailBudgetTokens`), and the ratio
+   * is turned back into that budget the way compact() does.
    */
-  const manualTargetRatio = (tokens: number, threshold: number) => {
-    const tail = Math.min(threshold * settings.targetRatio, tokens * MANUAL_TAIL_SHARE);
-    return Math.max(0.001, tail / threshold);
+  const manualTargetRatio = (state: SessionState, context: readonly ChatMessage[], tools: readonly ToolDefinition[] | undefined, tokens: number) => {
+    const { contextWindow: window, threshold: share, fixedTokens, hardLimitTokens } = thresholdBasis(state, context, tools);
+    const threshold = thresholdTokens(window, share, { fixedTokens, hardLimitTokens });
+    const usualTail = tailBudgetTokens(threshold, settings.targetRatio, fixedTokens, hardLimitTokens);
+    const tail = Math.min(usualTail, Math.max(0, tokens - fixedTokens) * MANUAL_TAIL_SHARE);
+    return targetRatioForTail(tail, threshold, fixedTokens, hardLimitTokens);
   };
 
 
@@ -103,7 +110,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     const settingsOf = (measured: { tokens: number; ratio: number }) => ({
       contextWindow: window,
       compactionThreshold: settings.compactionThreshold,
-      targetRatio: reason === "manual" ? manualTargetRatio(measured.tokens, thresholdOf(state, context, scope.tools)) : settings.targetRatio,
+      targetRatio: reason === "manual" ? manualTargetRatio(state, context, scope.tools, measured.tokens) : settings.targetRatio,
       protectLastN: settings.protectLastN,
       hardLimitTokens: hardLimit(state),
       tokenRatio: measured.ratio,

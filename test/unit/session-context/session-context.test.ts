@@ -202,7 +202,7 @@ describe("the compaction threshold after the fixed overhead (issue #31)", () => 
   const counter = createTokenCounter("test-chars", (text) => text.length);
   const tools: ToolDefinition[] = [{ type: "function", function: { name: "reference", description: "d".repeat(7_950), parameters: { type: "object" } } }];
 
-  function setup(options: { replyTokens?: number } = {}) {
+  function setup(options: { replyTokens?: number; protectLastN?: number } = {}) {
     const { calls, summarizer } = summarizers(false);
     const manager = createContextManager({
       llm: { model: "gpt-4o-mini", contextWindow: WINDOW, complete: () => Promise.reject(new Error("unused")) },
@@ -218,11 +218,11 @@ describe("the compaction threshold after the fixed overhead (issue #31)", () => 
     return { manager, state, scope, calls, records };
   }
 
-  /** The system prompt and plain exchanges of 500 + 500 tokens until the context reaches `tokens`. */
-  function contextOf(manager: ReturnType<typeof setup>["manager"], state: SessionState, tokens: number): ChatMessage[] {
+  /** The system prompt and plain exchanges of 500 + 500 tokens (or `messageChars` + framing) until the context reaches `tokens`. */
+  function contextOf(manager: ReturnType<typeof setup>["manager"], state: SessionState, tokens: number, messageChars = 495): ChatMessage[] {
     const context: ChatMessage[] = [{ id: "s0", role: "system", content: "s".repeat(1_990) }];
     for (let turn = 0; manager.countContext(state, context, tools) < tokens; turn++) {
-      context.push(turn % 2 === 0 ? { id: `u${turn}`, role: "user", content: "u".repeat(495) } : { id: `a${turn}`, role: "assistant", content: "a".repeat(495) });
+      context.push(turn % 2 === 0 ? { id: `u${turn}`, role: "user", content: "u".repeat(messageChars) } : { id: `a${turn}`, role: "assistant", content: "a".repeat(messageChars) });
     }
     return context;
   }
@@ -258,5 +258,47 @@ describe("the compaction threshold after the fixed overhead (issue #31)", () => 
     const context = contextOf(manager, state, 16_400);
     await manager.beforeStep(state, context, scope);
     expect(records[0]!.thresholdTokens).toBe(16_400);
+  });
+
+  describe("/compress keeps the tail the automatic compaction's rule gives", () => {
+    /** What a /compress of a context of `tokens` keeps after the summary, in tokens. */
+    async function manualTail(tokens: number) {
+      // protectLastN 1: the tail is the budget alone, which is what is compared.
+      const { manager, state, scope } = setup({ protectLastN: 1 });
+      const context = contextOf(manager, state, tokens, 95);
+      const fixed = counter.countTools(tools) + counter.countMessage(context[0]!);
+      const conversation = manager.countContext(state, context, tools) - fixed;
+      const threshold = Math.floor(fixed + 0.5 * (WINDOW - fixed));
+      const { context: after, summary } = await manager.compactNow(state, context, undefined, scope);
+      expect(summary).toMatch(/^Compacted/);
+      const summaryAt = after.findIndex((message) => message.kind === "summary");
+      expect(summaryAt).toBeGreaterThan(0);
+      const kept = after.slice(summaryAt + 1).reduce((sum, message) => sum + counter.countMessage(message), 0);
+      return { kept, conversation, usualTail: 0.2 * (threshold - fixed), message: counter.countMessage(context.at(-1)!) };
+    }
+
+    it("a short conversation beside 10K of fixed overhead: the most recent quarter of the conversation", async () => {
+      // 4K of conversation: a quarter is 1K, under the usual tail (20% of the 11K the overhead
+      // leaves under the threshold). Before, the quarter was taken of the threshold's share and
+      // scaled by (threshold − fixed) / threshold: 1.8K.
+      const { kept, conversation, usualTail, message } = await manualTail(14_000);
+      expect(conversation * 0.25).toBeLessThan(usualTail);
+      expect(kept).toBeLessThanOrEqual(conversation * 0.25);
+      expect(kept).toBeGreaterThan(conversation * 0.25 - 2 * message);
+    });
+
+    it("a long conversation: at most the usual tail, as an automatic compaction keeps", async () => {
+      const { kept, conversation, usualTail, message } = await manualTail(20_500);
+      expect(conversation * 0.25).toBeGreaterThan(usualTail);
+      expect(kept).toBeLessThanOrEqual(usualTail);
+      expect(kept).toBeGreaterThan(usualTail - 2 * message);
+    });
+
+    it("a conversation smaller than the usual tail still has a middle to fold", async () => {
+      // 2K of conversation beside 10K of overhead: a quarter of the whole context (3K) would keep all of it.
+      const { kept, conversation, message } = await manualTail(12_000);
+      expect(kept).toBeLessThanOrEqual(conversation * 0.25);
+      expect(kept).toBeGreaterThan(conversation * 0.25 - 2 * message);
+    });
   });
 });
