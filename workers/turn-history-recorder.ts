@@ -16,8 +16,9 @@ export function createTurnRecorder(options: { redis: Redis; prefix: string; mode
     const speaker = commit.batch.findLast((entry) => entry.userId !== "" && entry.platform !== undefined);
     const entry = turnHistoryEntry(commit.before, commit.after, {
       version: commit.version, at: options.now(), kind: commit.kind, window,
-      // The threshold after the fixed overhead (the built-in tools stand in for the chat's own set).
-      threshold: context.thresholdTokens(commit.after, commit.after.live), model: model.name,
+      // The threshold the turn was judged by, with its own tools (MCP, opt-in built-ins); the
+      // built-ins stand in only for a session the engine has not checked since it kept that.
+      threshold: context.lastThreshold(commit.after) ?? context.thresholdTokens(commit.after, commit.after.live), model: model.name,
       ...(speaker ? { user: `${speaker.platform}:${speaker.userId}` } : {}),
       ...(speaker?.chatType === "private" ? { title: speaker.userName } : {}),
       usd: (delta) => {

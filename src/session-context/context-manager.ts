@@ -18,6 +18,11 @@ export interface ContextManager {
    */
   thresholdTokens(state: SessionState, context: readonly ChatMessage[], tools?: readonly ToolDefinition[]): number;
   /**
+   * The threshold the engine last judged this session's context by (the in-loop check before a
+   * step, with that turn's tools, or a compaction's own), in the same unit; unset before any.
+   */
+  lastThreshold(state: SessionState): number | undefined;
+  /**
    * A turn's new user messages as the context keeps them: together at most
    * `USER_TEXT_WINDOW_SHARE` (25%) of the window, and half of what the fixed overhead (system
    * prompt, `tools` — unset: the built-ins — and memory block) leaves under the hard limit; a

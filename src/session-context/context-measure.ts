@@ -21,6 +21,12 @@ export interface EngineFields {
   /** Set after telling the user a compaction failed; cleared by the next one that works. */
   compactionFailureNotified?: boolean;
   antiThrash?: AntiThrashState;
+  /**
+   * The compaction threshold the engine last judged this context by, in the provider's tokens:
+   * the in-loop check's (with the turn's own tools) or a compaction's `thresholdTokens`. What
+   * the operator's timeline shows for the commit.
+   */
+  lastThreshold?: number;
   /** The last main-model request with a usable `prompt_tokens`: real counts first (SPEC §3). */
   lastRequest?: LastRequest;
   /** The real window, learned from an overflow error ("maximum context length is 8192"). */

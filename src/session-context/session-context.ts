@@ -145,6 +145,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     });
     const { record } = result;
     const engine = fields(state);
+    engine.lastThreshold = record.thresholdTokens;
     engine.antiThrash = recordCompactionOutcome(engine.antiThrash ?? initialAntiThrash(), {
       tokensAfter: record.tokensAfter,
       thresholdTokens: record.thresholdTokens,
@@ -196,6 +197,7 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
     contextWindow,
     countContext,
     thresholdTokens: thresholdOf,
+    lastThreshold: (state) => fields(state).lastThreshold,
 
     admitUserMessages(state, messages, tools) {
       const ratio = calibrationOf(state).ratio;
@@ -226,7 +228,9 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       const tokens = countContext(state, context, scope.tools);
       const window = contextWindow(state);
       const overHardLimit = tokens >= hardLimit(state);
-      if (!overHardLimit && !needsCompaction({ tokens, ...thresholdBasis(state, context, scope.tools) })) return context;
+      const basis = thresholdBasis(state, context, scope.tools);
+      fields(state).lastThreshold = thresholdTokens(basis.contextWindow, basis.threshold, basis);
+      if (!overHardLimit && !needsCompaction({ tokens, ...basis })) return context;
       // Suspended by anti-thrash, unless the next request would not fit: then compact (and drop
       // old turns if the summarizer fails) rather than send a request the provider refuses.
       if (!autoCompactionAllowed(fields(state).antiThrash ?? initialAntiThrash(), tokens, window) && !overHardLimit) return context;

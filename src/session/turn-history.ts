@@ -47,7 +47,7 @@ export interface TurnHistoryEntry {
   /** prompt_tokens of the turn's last step: the live context's size. */
   tokens: number;
   window: number;
-  /** Where in-loop compaction starts (COMPACTION_THRESHOLD × window). */
+  /** Where in-loop compaction starts, as the turn's last check computed it (fixed overhead with its own tools + COMPACTION_THRESHOLD of the window left). */
   threshold: number;
   /** This commit's main-model tokens (all its steps) and the summarizer's. */
   prompt: number;

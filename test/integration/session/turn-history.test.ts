@@ -5,8 +5,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../../../config/index.js";
+import type { ChatMessage, ToolDefinition } from "../../../src/context/index.js";
+import { silentLogger } from "../../../src/logger.js";
+import { createModelRouter } from "../../../src/models/router.js";
 import { createRedis } from "../../../src/queue/index.js";
+import { messageIdAllocator, newSessionState } from "../../../src/session/state.js";
 import { readTurnHistory, readUsageLedger, turnHistoryKey } from "../../../src/session/turn-history.js";
+import { createTurnRecorder } from "../../../workers/turn-history-recorder.js";
 import { startFakeLlm, type FakeLlm } from "../../fakes/fake-llm.js";
 import { isSummarizerRequest } from "../../helpers/agent-fixtures.js";
 import { testConfig, testEnv } from "../../helpers/config.js";
@@ -68,6 +73,42 @@ describe("turn history", () => {
       expect(ledger.get("model")?.get(config.LLM_MODEL)?.tokens).toBe(chat?.tokens);
       expect(ledger.get("compactions")?.get("all")?.tokens).toBe(2);
       expect(await redis.ttl(turnHistoryKey(config.REDIS_PREFIX, "console:chat-1"))).toBe(-1);
+    } finally {
+      redis.disconnect();
+    }
+  });
+});
+
+describe("the timeline's threshold is the one the turn was judged by", () => {
+  it("a chat with its own tools (an MCP server's, ~4K tokens) shows the threshold with them, not with the built-ins", async () => {
+    const config = testConfig(testEnv({ LLM_CONTEXT_WINDOW: "32000" }));
+    const builtins: ToolDefinition[] = [{ type: "function", function: { name: "time", description: "The current time.", parameters: { type: "object" } } }];
+    const chatTools: ToolDefinition[] = [...builtins, {
+      type: "function",
+      function: { name: "docs__search", description: Array.from({ length: 1_500 }, (_, index) => `term${index}`).join(" "), parameters: { type: "object" } },
+    }];
+    const models = createModelRouter({ config, logger: silentLogger, tools: () => builtins });
+    const { context } = models.bind(models.catalogue.active(undefined));
+    const state = newSessionState(0);
+    const live: ChatMessage[] = [{ id: "m1", role: "system", content: "You are helpful." }, { id: "m2", role: "user", content: "What is new in the docs?" }];
+    state.live = live;
+    const before = { sessionId: state.sessionId, stats: { ...state.stats } };
+    // The turn's step: the engine checks its context with the chat's tools (nothing to compact).
+    const scope = { signal: new AbortController().signal, log: silentLogger, newId: messageIdAllocator(state), addToTranscript: () => undefined, tools: chatTools };
+    expect(await context.beforeStep(state, live, scope)).toBe(live);
+    state.stats.promptTokens = 4_500;
+    state.stats.lastPromptTokens = 4_500;
+
+    const redis = createRedis(config.REDIS_URL!);
+    try {
+      const record = createTurnRecorder({ redis, prefix: config.REDIS_PREFIX, models, now: () => Date.now() });
+      await record("console:mcp-chat", { version: 1, kind: "turn", before, after: state, batch: [] });
+      const [entry] = await readTurnHistory(redis, config.REDIS_PREFIX, "console:mcp-chat");
+      const withChatTools = context.thresholdTokens(state, live, chatTools);
+      const withBuiltins = context.thresholdTokens(state, live);
+      // Half of the MCP tool's ~4K tokens: the two differ by far more than rounding.
+      expect(withChatTools - withBuiltins).toBeGreaterThan(1_000);
+      expect(entry?.threshold).toBe(withChatTools);
     } finally {
       redis.disconnect();
     }
