@@ -64,6 +64,20 @@ async function readById(id: string, offset: number, length: number, context: Too
   return page(id, message.role, text.slice(offset, offset + length), offset, text.length);
 }
 
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
+const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff;
+
+/**
+ * A page's bounds moved off the middle of a surrogate pair: pages are cut in UTF-16 units, and
+ * half an emoji is invalid on the wire. A high half at the end is left to the next page (the
+ * offset the page names starts at it); a low half at the start, where no page ends, is dropped.
+ */
+function wholeCharacters(chunk: string, offset: number, total: number): { chunk: string; offset: number } {
+  const from = offset > 0 && isLowSurrogate(chunk.charCodeAt(0)) ? 1 : 0;
+  const to = offset + chunk.length < total && chunk.length - from > 1 && isHighSurrogate(chunk.charCodeAt(chunk.length - 1)) ? chunk.length - 1 : chunk.length;
+  return { chunk: chunk.slice(from, to), offset: offset + from };
+}
+
 function textOf(message: ChatMessage): string {
   if (message.role === "user" && message.attachments?.length) {
     // The references behind the placeholders, and what the model said a picture showed.
@@ -91,7 +105,8 @@ function sourceOf(attachment: Attachment): string {
   return source.url;
 }
 
-function page(id: string, what: string, chunk: string, offset: number, total: number): string {
+function page(id: string, what: string, read: string, from: number, total: number): string {
+  const { chunk, offset } = wholeCharacters(read, from, total);
   const end = offset + chunk.length;
   const range = offset > 0 || end < total ? `, characters ${offset}–${end} of ${total}` : "";
   const more = end < total ? `\n[${total - end} more characters: recall with id "${id}" and offset ${end}]` : "";
@@ -102,6 +117,6 @@ function snippet(text: string, query: string): string {
   const first = query.toLowerCase().split(/\s+/).find((word) => word.length > 0) ?? "";
   const at = Math.max(0, text.toLowerCase().indexOf(first));
   const start = Math.max(0, at - SNIPPET_CHARS / 2);
-  const body = text.slice(start, start + SNIPPET_CHARS).replace(/\s+/g, " ");
+  const body = wholeCharacters(text.slice(start, start + SNIPPET_CHARS), start, text.length).chunk.replace(/\s+/g, " ");
   return `${start > 0 ? "…" : ""}${body}${start + SNIPPET_CHARS < text.length ? "…" : ""}`;
 }
