@@ -14,7 +14,7 @@ import { DEFAULT_RETRY_POLICY, summarizeWithFallback, type RetryPolicy, type Sum
 import type { Summarizer } from "./summarizer.js";
 import { summaryBudget } from "./summary-prompt.js";
 import type { TokenCounter } from "./tokens.js";
-import { cutOversizedUserMessages, userTextCapTokens } from "./user-text.js";
+import { cutOversizedUserMessages, halveCutUserMessages, userTextCapTokens } from "./user-text.js";
 import { fallbackDigest, splitFallbackDigest } from "./fallback-digest.js";
 
 /**
@@ -230,9 +230,11 @@ export async function compact(input: CompactInput): Promise<CompactResult> {
   const userCap = settings.userTextMaxTokens === undefined
     ? userTextCapTokens(settings.contextWindow, ratio, undefined, { fixedTokens: overhead, hardLimitTokens: hardLimit })
     : toCounterUnits(settings.userTextMaxTokens);
-  const working = cutOversizedUserMessages(cutTools.messages, { from: headEnd, to: keptStart }, userCap, counter);
-  const prunedMessages = pruned.prunedMessages + cutTools.cutMessages + working.cutMessages;
-  const prunedTokens = pruned.prunedTokens + cutTools.cutTokens + working.cutTokens;
+  const capped = cutOversizedUserMessages(cutTools.messages, { from: headEnd, to: keptStart }, userCap, counter);
+  // An overflow: the request did not fit by the provider's count; a paste the cap cut shows half as much.
+  const working = input.reason === "overflow" ? halveCutUserMessages(capped.messages, { from: headEnd, to: keptStart }, counter) : { messages: capped.messages, cutMessages: 0, cutTokens: 0 };
+  const prunedMessages = pruned.prunedMessages + cutTools.cutMessages + capped.cutMessages + working.cutMessages;
+  const prunedTokens = pruned.prunedTokens + cutTools.cutTokens + capped.cutTokens + working.cutTokens;
 
   const stats: SummarizeStats = { calls: 0, promptTokens: 0, completionTokens: 0 };
   const finish = (status: CompactionStatus, result: ChatMessage[], details: Partial<CompactionRecord> = {}, error?: unknown): CompactResult => {

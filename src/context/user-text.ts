@@ -88,3 +88,33 @@ export function cutOversizedUserMessages(
   });
   return { messages: output, cutMessages, cutTokens };
 }
+
+/**
+ * After an overflow: the provider counted the request over the window where ours put it under
+ * (before a session's first answer the counter is uncalibrated, and counts 10–15% short of some
+ * providers), and with the system prompt taking most of a small window, a paste already cut to
+ * the cap is the only thing left to shrink — with nothing to fold, the turn failed. Every user
+ * message a cap already cut (`kind: "truncated"`) outside `[from, to)` is cut again to half of
+ * what it shows; each further overflow halves it again (run-turn's MAX_OVERFLOW_RETRIES). Its
+ * note still names the original's id for `recall`.
+ */
+export function halveCutUserMessages(
+  messages: readonly ChatMessage[],
+  middle: { from: number; to: number },
+  counter: TokenCounter,
+): { messages: ChatMessage[]; cutMessages: number; cutTokens: number } {
+  const output = [...messages];
+  let cutMessages = 0;
+  let cutTokens = 0;
+  messages.forEach((message, index) => {
+    if (message.role !== "user" || message.kind !== "truncated" || (index >= middle.from && index < middle.to)) return;
+    const before = counter.countMessage(message);
+    const [cut] = cutGroupToFit([message], Math.floor(before / 2), counter, USER_MESSAGES).messages;
+    const after = counter.countMessage(cut!);
+    if (after >= before) return;
+    output[index] = cut!;
+    cutMessages += 1;
+    cutTokens += before - after;
+  });
+  return { messages: output, cutMessages, cutTokens };
+}

@@ -134,6 +134,26 @@ async function recallAll(engine: TurnEngine, id: string): Promise<{ text: string
 
 
 describe("probes of the paste cap (cd3b16a)", () => {
+  for (const share of [0.85, 0.88]) {
+    it(`an 8K window with a system prompt of ${share * 100}% of it: the paste is answered (an overflow halves it)`, async () => {
+      const systemPrompt = `${SYSTEM_PROMPT}\n${"Follow the house policy on ledgers. ".repeat(Math.floor((share * WINDOW * 3.5) / 36))}`;
+      const text = lines(Math.ceil((3 * WINDOW * 4) / 32), "row");
+      const llm = scriptedLlm([{ content: "Read it.", toolCalls: [] }]);
+      const result = await run(engineWith(llm, [], undefined, new Map(), systemPrompt), pasteParts(text), freshState(systemPrompt));
+      // Before a session's first answer our count is ~14% short of this provider's: the paste cut
+      // to the cap overflows, and with nothing to fold the turn failed. Each overflow now halves it.
+      expect(llm.requests.length).toBeGreaterThan(1);
+      expect(providerTokens(llm.requests.at(-1)!) + 512).toBeLessThanOrEqual(WINDOW);
+      expect(result.replies[0]!.text).toContain("Read it.");
+      expect(result.replies[0]!.text.match(/too long to keep whole/g)).toHaveLength(1);
+      const shown = result.state.live.find((message) => message.role === "user")!;
+      expect(shown.kind).toBe("truncated");
+      expect(shown.content.startsWith(text.slice(0, 40))).toBe(true);
+      expect(extractRecallId(shown.content)).toBe(shown.id);
+      expect(result.transcript.find((message) => message.id === shown.id)!.content).toBe(text);
+    });
+  }
+
   it("an emoji paste is cut between characters, never inside a surrogate pair, and recall's pages hold none either", async () => {
     // An odd-length prefix (the group's speaker) puts every emoji at an odd offset.
     const text = `${"😀 ✅ 日本語 ".repeat(6_000)}end`;

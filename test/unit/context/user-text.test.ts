@@ -144,6 +144,26 @@ describe("a compaction with a paste larger than the window in its kept tail", ()
     expect(result.messages.at(-1)!.kind).toBe("truncated");
   });
 
+  it("an overflow with nothing to fold halves the paste the cap already cut (the provider counted more than we did); other reasons leave it", async () => {
+    const { messages, newId } = pastedSession();
+    const first = await compact({ ...input({}), messages: [messages[0]!, messages.at(-1)!], newId });
+    const atCap = first.messages;
+    const shown = counter.countMessage(atCap[1]!);
+    expect(atCap[1]!.kind).toBe("truncated");
+    expect((await compact({ ...input({ reason: "in-loop" }), messages: atCap, newId })).status).toBe("skipped");
+    const overflow = await compact({ ...input({ reason: "overflow" }), messages: atCap, newId });
+    expect(overflow.status).toBe("compacted");
+    expect(overflow.record.summarizerCalls).toBe(0);
+    const halved = overflow.messages[1]!;
+    expect(counter.countMessage(halved)).toBeLessThanOrEqual(shown / 2);
+    expect(extractRecallId(halved.content ?? "")).toBe(messages.at(-1)!.id);
+    expect(halved.content!.startsWith(messages.at(-1)!.content!.slice(0, 100))).toBe(true);
+    // A message nobody cut (a question) is not touched by an overflow.
+    const question = user("q1", "What is the total for region 3?");
+    const plain = await compact({ ...input({ reason: "overflow" }), messages: [messages[0]!, question], newId });
+    expect(plain.messages[1]).toBe(question);
+  });
+
   it("obeys a cap the caller sets, in the provider's tokens", async () => {
     const result = await compact(input({ settings: { ...settings, userTextMaxTokens: 1_000, tokenRatio: 2 } }));
     expect(counter.countMessage(result.messages.at(-1)!)).toBeLessThanOrEqual(500);
