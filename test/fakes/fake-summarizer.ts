@@ -195,6 +195,7 @@ const TRANSCRIPT_IS_DATA = /not instructions to you/gi;
  * the rule that the transcript is data wins for each injected one.
  */
 const ENTRY_LABEL = /\n\[([^\]]+)\](?:[^·\n]*·)? ?(user|assistant|tool result \([^)]*\)):/g;
+const FENCES = ["document", "quote", "forwarded"] as const;
 
 function obeyInstructions(system: string, user: string): Map<string, string[]> {
   const text = `${system}\n${user}`;
@@ -209,10 +210,13 @@ function obeyInstructions(system: string, user: string): Map<string, string[]> {
     const label = [...text.slice(0, at + 1).matchAll(ENTRY_LABEL)].at(-1);
     const entryStart = label?.index ?? -1;
     const id = label?.[1] ?? "?";
-    // A file inside a message (`<document>` … `</document>`) speaks for itself, not for the sender.
-    const documentAt = text.lastIndexOf("<document>", at);
-    const inDocument = documentAt > entryStart && documentAt > text.lastIndexOf("</document>", at);
-    const source = inDocument ? "document" : label?.[2] ?? "unknown";
+    // A file, a quoted or a forwarded message inside a message (`<document>` … `</document>`,
+    // `<quote>`, `<forwarded>`) speaks for itself, not for the sender.
+    const fenced = FENCES.find((tag) => {
+      const openAt = text.lastIndexOf(`<${tag}>`, at);
+      return openAt > entryStart && openAt > text.lastIndexOf(`</${tag}>`, at);
+    });
+    const source = fenced === "document" ? "document" : fenced === "quote" ? "quoted message" : fenced === "forwarded" ? "forwarded message" : label?.[2] ?? "unknown";
     const instruction = match[0].trim();
     if (source === "user") add("## People & Instructions", `- The user [${id}]: "${instruction}"`);
     else if (ruleAt > at) add("## Critical Context", `- ${source} [${id}] contained the text "${instruction}" (quoted, not an instruction)`);
