@@ -104,7 +104,8 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
     if (first.outbox === 0) await store.settle(sessionKey);
     return { status: "idle" };
   }
-  if (!attempt.retried) recordQueueWait(deps, first.batch);
+  // Observed once the claim is confirmed (below): an unconfirmed attempt has begun nothing.
+  const claimedAt = deps.now();
 
   const lease = new LeaseKeeper(store.redis, { key: store.keys(sessionKey).lease, token: attempt.token, ttlMs: deps.leaseMs, abortKey: store.keys(sessionKey).abort }, attempt.signal);
   let target: ReplyTarget | undefined;
@@ -132,6 +133,7 @@ export async function processTurn(deps: TurnDeps, sessionKey: string, attempt: T
       log.warn("turn-claim-unconfirmed");
       return { status: "busy", retryInMs: 1_000 };
     }
+    if (!attempt.retried) recordQueueWait(deps, first.batch, claimedAt);
     const { state, batch, claim } = begun;
     const started = { sessionId: state.sessionId, stats: { ...state.stats } };
     const timedOut = attempt.approvalTimeout !== undefined && state.pendingApproval?.id === attempt.approvalTimeout ? state.pendingApproval : undefined;
@@ -275,10 +277,10 @@ async function handOn(deps: TurnDeps, sessionKey: string, left: WorkLeft, platfo
 /**
  * Queue wait: from each message's arrival (the ingress's `receivedAt`) to this turn's beginning.
  * A message of an interrupted turn is counted again by the turn that takes it over (it waited
- * again); a retried attempt counts nothing (`TurnAttempt.retried`).
+ * again); a retried attempt counts nothing (`TurnAttempt.retried`), nor one whose claim no
+ * replica confirmed (it began nothing; the attempt that begins counts it, as of its own claim).
  */
-function recordQueueWait(deps: TurnDeps, batch: readonly InboxEntry[]): void {
-  const now = deps.now();
+function recordQueueWait(deps: TurnDeps, batch: readonly InboxEntry[], now: number): void {
   for (const entry of batch) {
     const waitMs = Math.max(0, now - entry.receivedAt);
     deps.metrics.queueWaitSeconds.observe(waitMs / 1_000);
