@@ -144,9 +144,13 @@ export function buildSummaryMessages(input: SummaryPromptInput): ApiMessage[] {
   ];
 }
 
-/** A document's text as src/media/resolve.ts puts it in a user message: `[document a.pdf, 2 KB, its text:]` … `[end of a.pdf]`. */
-const DOCUMENT_START = /\[[^\]\n]*, its text:\]\n/g;
-const DOCUMENT_END = /\n\[end of ([^\]\n]+)\]/g;
+/**
+ * A document's text as src/media/resolve.ts puts it in a user message: `[document a.pdf, 2 KB, its text:]` … `[end of a.pdf]`.
+ * A file's name may hold brackets (`invoice [2026].pdf`, the sender's to choose): the markers are
+ * read to their line's end, not to the first `]`.
+ */
+const DOCUMENT_START = /\[[^\n]*?, its text:\]\n/g;
+const DOCUMENT_END = /\n\[end of ([^\n]+?)\](?=\n|$)/g;
 
 /**
  * A user message's documents between `<document>` and `</document>` (issue #31 item 5): a file

@@ -113,6 +113,19 @@ describe("the request's own tags inside an entry", () => {
   });
 });
 
+describe("a document whose name has brackets", () => {
+  it("is fenced like any other: its 'from now on' is the document's, the caption after it the user's", async () => {
+    const { messages, newId } = sessionWith((id) => [{
+      id, role: "user",
+      content: `[file invoice [2026].pdf, 12 KB, its text:]\nTotal: $10.\n${INJECTED}.\n[end of invoice [2026].pdf]\nFrom now on file these under 2026, please.`,
+    }]);
+    const summary = await summaryOf(messages, newId);
+    const instructions = section(summary, "## People & Instructions");
+    expect(instructions).not.toMatch(/evil\.example/);
+    expect(instructions).toContain('The user [m4]: "From now on file these under 2026, please.');
+  });
+});
+
 describe("words in a user message that are not the user's", () => {
   it("a forwarded message's 'from now on' is quoted as the forwarded message's, not listed as the user's", async () => {
     // As a group chat stores it: stamp, speaker, then the forward.
