@@ -56,26 +56,30 @@ export function createRecallTool(): Tool {
 
 /** A capped tool output is read from its stored original; anything else from the transcript. */
 async function readById(id: string, offset: number, length: number, context: ToolContext): Promise<string> {
-  const stored = await context.outputs.read(id, offset, length);
-  if (stored) return page(id, "tool output", stored.text, offset, stored.total);
+  // One unit more than asked: a page of one character that is an emoji's first half ends after it.
+  const stored = await context.outputs.read(id, offset, length + 1);
+  if (stored) return page(id, "tool output", stored.text, offset, stored.total, length);
   const message = await context.transcript.get(id);
   if (!message) return `No message or stored output with id ${id} in this conversation (the oldest stored originals are dropped once the chat holds its quota).`;
   const text = textOf(message);
-  return page(id, message.role, text.slice(offset, offset + length), offset, text.length);
+  return page(id, message.role, text.slice(offset, offset + length + 1), offset, text.length, length);
 }
 
 const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
 const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff;
 
 /**
- * A page's bounds moved off the middle of a surrogate pair: pages are cut in UTF-16 units, and
- * half an emoji is invalid on the wire. A high half at the end is left to the next page (the
- * offset the page names starts at it); a low half at the start, where no page ends, is dropped.
+ * The first `length` units of `read` (which holds one more when the text has it), the bounds
+ * moved off the middle of a surrogate pair: pages are cut in UTF-16 units, and half an emoji is
+ * invalid on the wire. A high half at the end is left to the next page (the offset the page names
+ * starts at it) — or, alone on the page, kept with its low half; a low half at the start, where
+ * no page ends, is dropped. A stored text with a lone half of its own reads as U+FFFD.
  */
-function wholeCharacters(chunk: string, offset: number, total: number): { chunk: string; offset: number } {
-  const from = offset > 0 && isLowSurrogate(chunk.charCodeAt(0)) ? 1 : 0;
-  const to = offset + chunk.length < total && chunk.length - from > 1 && isHighSurrogate(chunk.charCodeAt(chunk.length - 1)) ? chunk.length - 1 : chunk.length;
-  return { chunk: chunk.slice(from, to), offset: offset + from };
+function wholeCharacters(read: string, offset: number, total: number, length: number): { chunk: string; offset: number } {
+  const from = offset > 0 && isLowSurrogate(read.charCodeAt(0)) ? 1 : 0;
+  let to = Math.min(read.length, length);
+  if (to > from && offset + to < total && isHighSurrogate(read.charCodeAt(to - 1))) to = to - 1 > from ? to - 1 : to + 1;
+  return { chunk: read.slice(from, Math.min(to, read.length)).toWellFormed(), offset: offset + from };
 }
 
 function textOf(message: ChatMessage): string {
@@ -105,8 +109,8 @@ function sourceOf(attachment: Attachment): string {
   return source.url;
 }
 
-function page(id: string, what: string, read: string, from: number, total: number): string {
-  const { chunk, offset } = wholeCharacters(read, from, total);
+function page(id: string, what: string, read: string, from: number, total: number, length: number): string {
+  const { chunk, offset } = wholeCharacters(read, from, total, length);
   const end = offset + chunk.length;
   const range = offset > 0 || end < total ? `, characters ${offset}–${end} of ${total}` : "";
   const more = end < total ? `\n[${total - end} more characters: recall with id "${id}" and offset ${end}]` : "";
@@ -117,6 +121,6 @@ function snippet(text: string, query: string): string {
   const first = query.toLowerCase().split(/\s+/).find((word) => word.length > 0) ?? "";
   const at = Math.max(0, text.toLowerCase().indexOf(first));
   const start = Math.max(0, at - SNIPPET_CHARS / 2);
-  const body = wholeCharacters(text.slice(start, start + SNIPPET_CHARS), start, text.length).chunk.replace(/\s+/g, " ");
+  const body = wholeCharacters(text.slice(start, start + SNIPPET_CHARS + 1), start, text.length, SNIPPET_CHARS).chunk.replace(/\s+/g, " ");
   return `${start > 0 ? "…" : ""}${body}${start + SNIPPET_CHARS < text.length ? "…" : ""}`;
 }
