@@ -214,7 +214,7 @@ async function measure(m: Awaited<ReturnType<typeof modules>>, turns: number, ru
           const signal = new AbortController().signal;
           const before = process.cpuUsage();
           const result = await runTurnSegments(engine, { sessionKey: SESSION_KEY, state, batch, target, signal, log: silentLogger });
-          if (shouldScheduleIdleCompaction(engine, idle, result.state)) scheduled++;
+          if (await shouldScheduleIdleCompaction(engine, idle, SESSION_KEY, result.state, silentLogger)) scheduled++;
           const used = process.cpuUsage(before);
           samples.push(used.user + used.system);
           if (result.replies.length !== 1) throw new Error(`turn ${turn}: ${result.replies.length} replies`);

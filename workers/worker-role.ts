@@ -289,7 +289,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       onArchived: (sessionKey, sessionId) => toolOutputs.expireArchived(sessionKey, sessionId, config.ARCHIVE_RETENTION_DAYS * 86_400_000),
       afterCommit: async (sessionKey, version, state) => {
         // Most commits of a busy session add nothing: the job this process added follows the session.
-        if (shouldScheduleIdleCompaction(engine, idle, state)) await idleQueue.keepScheduled(sessionKey, version, state.updatedAt, idle.cacheTtlMs);
+        if (await shouldScheduleIdleCompaction(engine, idle, sessionKey, state, logger)) await idleQueue.keepScheduled(sessionKey, version, state.updatedAt, idle.cacheTtlMs);
       },
       ...(options.testHooks ? { hooks: createTestHooks() } : {}),
       queueWaits,

@@ -7,12 +7,11 @@ import type { ChatMessage, UserMessage } from "../core/messages.js";
 import { markStage } from "../core/stages.js";
 import type { InboxEntry } from "../session/store.js";
 import type { CompactionScope } from "../session-context/index.js";
-import { ToolRegistry, withoutApprovals } from "../tools/index.js";
 import { resolveApproval } from "./approvals.js";
 import type { ChatPorts } from "./ports.js";
 import { answering, replyIdOf } from "./replies.js";
 import { finishLoop, runLoop } from "./session-loop.js";
-import { actingEntry, toolScopeOf } from "./tool-scope.js";
+import { actingEntry, toolScopeOf, turnTools } from "./tool-scope.js";
 import { ContextOverflowError } from "../errors.js";
 import { FailedAfterCompaction } from "./turn-failure.js";
 import type { TurnRun } from "./turn-types.js";
@@ -36,7 +35,12 @@ export async function runChatSegment(run: TurnRun<ChatPorts>, entries: readonly 
   run.state.lastTarget = input.target;
 
   const toolScope = toolScopeOf(input.sessionKey, entries, input.target);
-  let { tools } = await engine.tools.forTurn(toolScope, input.log);
+  // Whom the tools were chosen for: idle compaction offers the same (latestTurnToolDefinitions).
+  const accessScope = { chatId: toolScope.chatId, ...(toolScope.parentChatId ? { parentChatId: toolScope.parentChatId } : {}), userIds: [...toolScope.userIds] };
+  run.state.toolScope = accessScope;
+  // One step waits for approval at a time: a task that runs meanwhile goes without the tools
+  // that would ask again (turnTools).
+  const tools = await turnTools(engine, run.state, toolScope, input.log);
   const admitted = engine.context.admitUserMessages(run.state, userMessages, tools.definitions());
   // `recall` reads the original at once (the transcript is stored only with the commit), paged
   // like a capped tool output.
@@ -44,9 +48,6 @@ export async function runChatSegment(run: TurnRun<ChatPorts>, entries: readonly 
     if (admitted.cutIds.includes(message.id)) await engine.toolOutputs.save(input.sessionKey, run.state.sessionId, message.id, message.content);
   }
   let context: ChatMessage[] = [...run.state.live, ...admitted.messages];
-  // One step waits for approval at a time: a task that runs meanwhile goes without the tools
-  // that would ask again.
-  if (run.state.pendingApproval) tools = new ToolRegistry(withoutApprovals(tools.list()));
   // A compaction paid for before the turn's first step (hygiene, or the in-loop check or an
   // overflow before the first answer) is kept if the turn then fails: its context ends with
   // this segment's user messages, so it holds nothing the transcript lacks.
@@ -80,7 +81,7 @@ export async function runChatSegment(run: TurnRun<ChatPorts>, entries: readonly 
   finishLoop(run, result, {
     answers: answering(run, entries),
     requestedBy: { platform: input.target.platform, userId: acting?.userId ?? "", userName: acting?.userName ?? "" },
-    scope: { chatId: toolScope.chatId, ...(toolScope.parentChatId ? { parentChatId: toolScope.parentChatId } : {}), userIds: [...toolScope.userIds] },
+    scope: accessScope,
     ...(origin ? { origin } : {}),
     ...(notices.length > 0 ? { notices } : {}),
   });

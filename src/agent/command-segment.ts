@@ -9,7 +9,7 @@ import type { ParsedCommand } from "./commands/parse.js";
 import { runCommand } from "./commands/run-command.js";
 import type { ChatPorts, CommandPorts } from "./ports.js";
 import { addReply, answering } from "./replies.js";
-import { toolScopeOf } from "./tool-scope.js";
+import { toolScopeOf, turnTools } from "./tool-scope.js";
 import type { TurnRun } from "./turn-types.js";
 import { chatTimeZone } from "./chat-time-zone.js";
 
@@ -25,7 +25,7 @@ export async function runCommandSegment(run: TurnRun<CommandPorts & ChatPorts>, 
   const commandContext: CommandContext = {
     engine, state: run.state, sessionKey: input.sessionKey, scope, now: engine.now(),
     describeTools: async () => describeTools(await engine.tools.forTurn(toolScope, input.log), engine.tools.builtins),
-    toolDefinitions: async () => (await engine.tools.forTurn(toolScope, input.log)).tools.definitions(),
+    toolDefinitions: async () => (await turnTools(engine, run.state, toolScope, input.log)).definitions(),
     entry,
     timeZone: chatTimeZone(run.state, engine.timeZone),
   };

@@ -19,12 +19,14 @@ import type { TurnRecorder } from "../session/turn-history.js";
 import type { ChatMessage } from "../core/messages.js";
 import type { CompactionScope } from "../session-context/index.js";
 import { activeEngine } from "./active-model.js";
-import type { Clock, RoutingPorts } from "./ports.js";
+import type { ToolDefinition } from "../core/messages.js";
+import type { Clock, RoutingPorts, ToolPorts } from "./ports.js";
 import { chatTimeZone } from "./chat-time-zone.js";
 import { workingCopy } from "./working-copy.js";
+import { latestTurnToolDefinitions } from "./tool-scope.js";
 
-/** What idle compaction uses of a worker's engine: the session's model and its payer. */
-export type IdleEngine = RoutingPorts & Pick<Clock, "timeZone">;
+/** What idle compaction uses of a worker's engine: the session's model, its payer, and the chat's tools. */
+export type IdleEngine = RoutingPorts & Pick<Clock, "timeZone"> & Pick<ToolPorts, "tools">;
 
 export interface IdleCompactionSettings {
   /** CACHE_TTL_S in ms: idle this long before the job runs; 0 turns idle compaction off. */
@@ -74,19 +76,24 @@ export type IdleCompactionOutcome =
   /** A message arrived (or the lease was lost, or the worker stops) during the compaction: nothing written. */
   | { status: "dropped"; why: string };
 
-/** Whether the session, as stored, is due an idle compaction now. */
-export function idleCompactionDue(engine: IdleEngine, settings: IdleCompactionSettings, state: SessionState, now: number): "due" | "off" | "not-idle" | "under-mark" {
+/**
+ * Whether the session, as stored, is due an idle compaction now. `tools`: those the chat's turns
+ * offer (`latestTurnToolDefinitions`), so the mark is the turn's threshold's; unset: the built-ins.
+ */
+export function idleCompactionDue(engine: IdleEngine, settings: IdleCompactionSettings, state: SessionState, now: number, tools?: readonly ToolDefinition[]): "due" | "off" | "not-idle" | "under-mark" {
   if (settings.cacheTtlMs <= 0) return "off";
-  if (!activeEngine(engine, state).context.pastIdleMark(state, state.live, settings.mark)) return "under-mark";
+  if (!activeEngine(engine, state).context.pastIdleMark(state, state.live, settings.mark, tools)) return "under-mark";
   return now - state.updatedAt < settings.cacheTtlMs ? "not-idle" : "due";
 }
 
 /**
  * Whether a job should be scheduled after a commit that left `state`: the session is past the
- * mark now (the idle time is the job's delay).
+ * mark now with the chat's tools (the idle time is the job's delay). After a turn the chat's
+ * MCP servers are connected and their tool lists held: nothing is asked of them again.
  */
-export function shouldScheduleIdleCompaction(engine: IdleEngine, settings: IdleCompactionSettings, state: SessionState): boolean {
-  return settings.cacheTtlMs > 0 && state.live.length > 0 && activeEngine(engine, state).context.pastIdleMark(state, state.live, settings.mark);
+export async function shouldScheduleIdleCompaction(engine: IdleEngine, settings: IdleCompactionSettings, sessionKey: string, state: SessionState, log: Logger): Promise<boolean> {
+  if (settings.cacheTtlMs <= 0 || state.live.length === 0) return false;
+  return activeEngine(engine, state).context.pastIdleMark(state, state.live, settings.mark, await latestTurnToolDefinitions(engine, sessionKey, state, log));
 }
 
 export async function runIdleCompaction(deps: IdleCompactionDeps, job: IdleCompactionJob): Promise<IdleCompactionOutcome> {
@@ -158,7 +165,10 @@ async function compactHeld({ deps, job, log, state, batch, claim, lease, signal 
   // Turns set `updatedAt`, an idle compaction keeps it: a moved version with the same time was
   // not a turn (an idle compaction committed it, e.g. by a copy of this job), nothing to follow.
   if (state.version !== job.version && (job.updatedAt === undefined || state.updatedAt === job.updatedAt)) return { status: "skipped", why: "stale" };
-  const due = idleCompactionDue(deps.engine, deps.settings, state, deps.now());
+  // The tools the chat's turns offer: the mark, the compaction's threshold and budgets, and the
+  // memory flush's request (its cached prefix) are then the turn's.
+  const tools = await latestTurnToolDefinitions(deps.engine, sessionKey, state, log);
+  const due = idleCompactionDue(deps.engine, deps.settings, state, deps.now(), tools);
   // Commits within the TTL did not reschedule the job (src/queue/idle.ts): it moves itself to the
   // newest turn's time + the TTL. (Same version: it ran early, e.g. promoted by hand.)
   if (due === "not-idle") return { status: "later", at: state.updatedAt + deps.settings.cacheTtlMs, version: state.version, updatedAt: state.updatedAt };
@@ -174,6 +184,7 @@ async function compactHeld({ deps, job, log, state, batch, claim, lease, signal 
     addToTranscript: (messages) => transcript.push(...messages),
     timeZone: chatTimeZone(working, engine.timeZone),
     budget: engine.budget ? new BudgetScope(engine.budget, budgetAccounts(sessionKey, owner?.scope === "user" ? owner : undefined)) : undefined,
+    ...(tools ? { tools } : {}),
   };
   const startedLive = working.live.length;
   const result = await engine.context.compactIdle(working, working.live, scope);

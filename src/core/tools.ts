@@ -30,6 +30,15 @@ export interface WaitingCall {
   arguments: string;
 }
 
+/** Whom a turn's tools were chosen for (access.tools looks at the chat and the speakers). */
+export interface ToolAccessScope {
+  chatId: string;
+  /** The channel of a Discord thread. */
+  parentChatId?: string;
+  /** The people whose messages the turn answered. */
+  userIds: string[];
+}
+
 /**
  * A tool step paused for approval. Kept in the session state, outside the live context, so
  * no LLM request ever carries the assistant's tool call without its result (Anthropic refuses
@@ -52,7 +61,7 @@ export interface PendingApproval {
   /** Platform message ids the pending turn answers (the resumed answer replies to them). */
   inReplyTo: string[];
   /** The chat the tools were chosen for (access.tools), so the resumed loop offers the same. */
-  scope: { chatId: string; parentChatId?: string; userIds: string[] };
+  scope: ToolAccessScope;
   /** The message the paused turn answers (who asks, in which chat), for tools the resumed loop runs. */
   origin?: MessageOrigin;
 }

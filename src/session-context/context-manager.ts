@@ -37,10 +37,11 @@ export interface ContextManager {
   /** Reactive compaction after an overflow error; `undefined` when it could not shrink the context. */
   onOverflow(state: SessionState, context: ChatMessage[], error: ContextOverflowError, scope: CompactionScope): Promise<ChatMessage[] | undefined>;
   /**
-   * Whether the context is past `mark` × the in-loop compaction threshold (in the engine's
-   * calibrated unit) and automatic compaction is not suspended (anti-thrash).
+   * Whether the context, sent with `tools` (unset: the built-ins), is past `mark` × the in-loop
+   * compaction threshold (in the engine's calibrated unit) and automatic compaction is not
+   * suspended (anti-thrash).
    */
-  pastIdleMark(state: SessionState, context: readonly ChatMessage[], mark: number): boolean;
+  pastIdleMark(state: SessionState, context: readonly ChatMessage[], mark: number, tools?: readonly ToolDefinition[]): boolean;
   /** Idle-time compaction (reason `idle`): the same compaction as in the loop, flush before the fold included. */
   compactIdle(state: SessionState, context: ChatMessage[], scope: CompactionScope): Promise<{ status: CompactionStatus; context: ChatMessage[] }>;
   /** `/compress [focus]`. → the new context and a line for the user. */

@@ -247,10 +247,10 @@ export function createContextManager(options: ContextManagerOptions): ContextMan
       return result.status === "compacted" || result.status === "dropped" ? result.messages : undefined;
     },
 
-    pastIdleMark(state, context, mark) {
-      const tokens = countContext(state, context);
+    pastIdleMark(state, context, mark, tools) {
+      const tokens = countContext(state, context, tools);
       const window = contextWindow(state);
-      if (tokens < mark * thresholdOf(state, context)) return false;
+      if (tokens < mark * thresholdOf(state, context, tools)) return false;
       return autoCompactionAllowed(fields(state).antiThrash ?? initialAntiThrash(), tokens, window);
     },
 

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { ChatMessage } from "../core/messages.js";
 import type { ReplyTarget } from "../core/channel.js";
-import type { PendingApproval } from "../core/tools.js";
+import type { PendingApproval, ToolAccessScope } from "../core/tools.js";
 import type { SessionMemory } from "../core/memory.js";
 
 /** Running totals of one session, for /status and /usage. */
@@ -61,6 +61,11 @@ export interface SessionState {
   stats: SessionStats;
   engine: EngineState;
   lastTarget?: ReplyTarget;
+  /**
+   * Whom the latest chat turn chose its tools for (on `lastTarget`'s platform): /compress and
+   * idle compaction offer the tools a turn there offers (docs/decisions.md); absent: the built-ins.
+   */
+  toolScope?: ToolAccessScope;
   /** A tool step waiting for a person's approval; its call is outside `live` until resolved. */
   pendingApproval?: PendingApproval;
   /**

@@ -134,7 +134,10 @@ async function outcomeOf(command: ParsedCommand, context: CommandContext): Promi
       if (state.live.filter((message) => message.role !== "system").length < 2) {
         return { state, text: "There is nothing to compress yet." };
       }
-      const result = await engine.context.compactNow(state, state.live, command.args || undefined, context.scope);
+      // With the tools a turn here offers: the same threshold and budgets as the turn's, and the
+      // memory flush keeps the turn's cached prefix (tools first).
+      const scope = { ...context.scope, tools: await context.toolDefinitions() };
+      const result = await engine.context.compactNow(state, state.live, command.args || undefined, scope);
       state.live = result.context;
       return { state, text: result.summary };
     }

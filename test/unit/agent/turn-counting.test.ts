@@ -122,7 +122,7 @@ const idle = { cacheTtlMs: 300_000, mark: 0.7 };
 
 async function countedTurn(engine: TurnEngine, state: SessionState, text: string) {
   const result = await runTurnSegments(engine, { sessionKey: "tg:42", state, batch: batch(text), target, signal: new AbortController().signal, log: silentLogger });
-  shouldScheduleIdleCompaction(engine, idle, result.state);
+  await shouldScheduleIdleCompaction(engine, idle, "tg:42", result.state, silentLogger);
   return result;
 }
 
