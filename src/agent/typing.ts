@@ -4,13 +4,18 @@
  * A quicker turn publishes nothing: its answer is already there, and on Telegram a typing call
  * would only count against the bot's limits. Both are lossy (not waited for; a failed publish
  * is forgotten) and go out on one connection in the order they are called, so the gateway
- * never hears `turn-started` after `turn-finished`, nor after the turn's commit (`committing`).
+ * never hears `turn-started` after `turn-finished`, nor after the turn's commit (`committing`) —
+ * on one Redis. On a Cluster each publish may go out through another node (and one to a failing
+ * master is sent again seconds later), so both carry the turn's id and the gateway drops a late
+ * one (src/gateway/activity-order.ts).
  */
+import { randomUUID } from "node:crypto";
 import type { ReplyTarget, TurnActivity } from "../core/channel.js";
 
 export class TurnTyping {
   #timer: NodeJS.Timeout | undefined;
   #state: "waiting" | "started" | "finished" = "waiting";
+  readonly #turnId = randomUUID();
 
   constructor(private readonly options: {
     sessionKey: string;
@@ -57,6 +62,6 @@ export class TurnTyping {
   }
 
   #publish(type: TurnActivity["type"]): void {
-    void this.options.publish({ type, sessionKey: this.options.sessionKey, target: this.options.target }).catch(() => undefined);
+    void this.options.publish({ type, sessionKey: this.options.sessionKey, target: this.options.target, turnId: this.#turnId }).catch(() => undefined);
   }
 }

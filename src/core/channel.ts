@@ -236,6 +236,12 @@ export interface TurnActivity {
   target: ReplyTarget;
   /** Sent by the gateway for a message still waiting for its turn (src/gateway/waiting-typing.ts), not by a turn. */
   waiting?: true;
+  /**
+   * One turn's own id (each run of a turn, a retry included, has its own): its started and
+   * finished carry the same, so the gateway can tell a late one (src/gateway/activity-order.ts).
+   * Absent from the gateway's own `waiting` signal and from workers older than 2026-12-07.
+   */
+  turnId?: string;
 }
 
 /**

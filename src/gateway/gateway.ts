@@ -19,6 +19,7 @@ import { PreviewRenderer } from "./preview-renderer.js";
 import { RedisSendBudget } from "./send-budget.js";
 import type { RouteHandler } from "./http-server.js";
 import { Ingress } from "./ingress.js";
+import { ActivityOrder } from "./activity-order.js";
 import { WaitingTyping } from "./waiting-typing.js";
 
 /**
@@ -127,6 +128,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   });
 
   const { activityChannel, previewChannel } = globalKeys(prefix);
+  // A Cluster may deliver a turn's activities out of order: a late one is dropped.
+  const activityOrder = new ActivityOrder();
   await subscriber.subscribe(activityChannel, previewChannel);
   subscriber.on("message", (channel: string, raw: string) => {
     if (channel === previewChannel) {
@@ -144,7 +147,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       return;
     }
     waitingTyping.heard(activity.sessionKey);
-    adapters.get(activity.target.platform)?.onActivity?.(activity);
+    if (activityOrder.accept(activity)) adapters.get(activity.target.platform)?.onActivity?.(activity);
+    else log.debug({ sessionKey: activity.sessionKey, turnId: activity.turnId, type: activity.type }, "turn-activity-late");
   });
 
   // What adapters see: the ingress, counted by outcome for /metrics, and where they keep

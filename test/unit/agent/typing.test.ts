@@ -62,4 +62,18 @@ describe("TurnTyping", () => {
     started.finish();
     expect(slow.published).toEqual(["turn-started", "turn-finished"]);
   });
+
+  it("a turn's started and finished carry its id, another turn (a retry of it too) another one", () => {
+    const ids: Array<string | undefined> = [];
+    const publish = async (activity: TurnActivity) => void ids.push(activity.turnId);
+    const first = new TurnTyping({ sessionKey: "s", target, publish, delayMs: 0 });
+    first.finish();
+    const retry = new TurnTyping({ sessionKey: "s", target, publish, delayMs: 0 });
+    retry.finish();
+    expect(ids).toHaveLength(4);
+    expect(ids[0]).toMatch(/\S/);
+    expect(ids[1]).toBe(ids[0]);
+    expect(ids[2]).not.toBe(ids[0]);
+    expect(ids[3]).toBe(ids[2]);
+  });
 });
