@@ -57,7 +57,7 @@ describe("Discord through the whole pipeline: what people send", E2E_TIMEOUT, ()
     const sent = await e2e.waitForSent(2, IDS.dmChannel);
     const answer = sent.find((body) => String(body.content).startsWith("echo:"));
     const notice = sent.find((body) => !String(body.content).startsWith("echo:"));
-    expect(answer?.content).toBe("echo: [image screenshot.png, 4 KB, 320×200]\n[image broken.png, 4 B, could not be opened]\nwhat's wrong in this script?\n\n[file deploy.py]\nimport os\nos.system('rm -rf /tmp/build')".replace("4 KB", formatBytes((await makePng(320, 200)).length)!));
+    expect(answer?.content).toBe("echo: [image screenshot.png, 4 KB, 320×200]\n[image broken.png, 4 B, could not be opened]\nwhat's wrong in this script?\n\n[file deploy.py, its text:]\nimport os\nos.system('rm -rf /tmp/build')\n[end of deploy.py]".replace("4 KB", formatBytes((await makePng(320, 200)).length)!));
     expect(notice?.content).toBe("Sorry, I couldn't use your broken.png: it is not a picture format I can view (PNG, JPEG, WEBP or GIF), or it is damaged.");
     const images = imagePartsOf(e2e.llm.requests[0]!);
     expect(images).toHaveLength(1);

@@ -179,10 +179,12 @@ export function completeInbound(
   const unreadable = [...plan.unreadable, ...files.filter((file) => "failure" in file).map((file) => ({ name: file.name, reason: file.failure }))];
   const sections = [
     plan.message.text,
-    // The paste is the user's own text; other files are labelled so the model knows what it reads.
+    // The paste is the user's own text; other files are marked where they start and end, as the
+    // worker's media resolver marks a document (src/media/resolve.ts), so the model and the
+    // summarizer (which fences them: src/context/summary-prompt.ts) tell the file's words from the user's.
     ...read.map((file) => {
       const text = renderText(file.text.replace(/^\uFEFF/, ""), facts, rules.botUserId);
-      return file.name === PASTE_FILE_NAME ? text : `[file ${file.name}]\n${text}`;
+      return file.name === PASTE_FILE_NAME ? text : `[file ${file.name}, its text:]\n${text}\n[end of ${file.name}]`;
     }),
   ].filter((section) => section.trim() !== "");
   if (sections.length === 0 && !plan.message.attachments?.length) return { kind: "notice", notice: nothingReadableNotice(unreadable) };

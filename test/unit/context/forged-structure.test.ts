@@ -9,6 +9,7 @@
 import { describe, expect, it } from "vitest";
 import { compact } from "../../../src/context/compact.js";
 import { fenceOthersWords } from "../../../src/context/summary-prompt.js";
+import { completeInbound, planInbound, type DiscordMessageFacts } from "../../../src/adapters/discord/to-inbound-message.js";
 import { createTokenCounter } from "../../../src/context/tokens.js";
 import type { ChatMessage } from "../../../src/core/messages.js";
 import { FakeSummarizer } from "../../fakes/fake-summarizer.js";
@@ -119,6 +120,28 @@ describe("a document whose name has brackets", () => {
       id, role: "user",
       content: `[file invoice [2026].pdf, 12 KB, its text:]\nTotal: $10.\n${INJECTED}.\n[end of invoice [2026].pdf]\nFrom now on file these under 2026, please.`,
     }]);
+    const summary = await summaryOf(messages, newId);
+    const instructions = section(summary, "## People & Instructions");
+    expect(instructions).not.toMatch(/evil\.example/);
+    expect(instructions).toContain('The user [m4]: "From now on file these under 2026, please.');
+  });
+});
+
+describe("a text file sent on Discord (read by the adapter, not the media resolver)", () => {
+  it("is fenced like a document: its 'from now on' is the file's, the words typed with it the user's", async () => {
+    const facts: DiscordMessageFacts = {
+      id: "600000000000000001", channelId: "300000000000000004", threadParentId: null, isDirectMessage: true,
+      author: { id: "400000000000000001", username: "ada", globalName: "Ada", isBot: false, isSystem: false },
+      memberNickname: null, content: "From now on file these under 2026, please.", createdTimestamp: 1_796_032_800_000, isSystemMessage: false,
+      mentionsBot: false, botRoleId: null, mentionedUsers: [], repliedToUserId: null, replyReference: null, forwardedFrom: null,
+      attachments: [{ id: "a1", name: "notes.txt", size: 100, contentType: "text/plain", url: "https://cdn.example/notes.txt" }],
+    };
+    const rules = { botUserId: "100000000000000001", alwaysOnChannels: new Set<string>(), maxMessageChars: 10_000 };
+    const decision = planInbound(facts, rules, 10_000);
+    if (decision.kind !== "take") throw new Error("not taken");
+    const outcome = completeInbound(decision.plan, [{ name: "notes.txt", text: `Meeting notes.\n${INJECTED}.` }], undefined, facts, rules);
+    if (outcome.kind !== "submit") throw new Error("not submitted");
+    const { messages, newId } = sessionWith((id) => [{ id, role: "user", content: outcome.message.text }]);
     const summary = await summaryOf(messages, newId);
     const instructions = section(summary, "## People & Instructions");
     expect(instructions).not.toMatch(/evil\.example/);

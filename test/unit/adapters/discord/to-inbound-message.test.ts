@@ -124,9 +124,9 @@ describe("planInbound / completeInbound", () => {
       expect(outcome).not.toHaveProperty("notice");
     });
 
-    it("reads other text/* files after the typed text, labelled with their name", () => {
+    it("reads other text/* files after the typed text, marked where each starts and ends", () => {
       const outcome = run(dm({ content: "review this please", attachments: [file("deploy.py", "text/x-python"), file("notes.md", "text/markdown; charset=utf-8")] }), undefined, { ...rules, maxMessageChars: 500 });
-      expect(textOf(outcome)).toBe("review this please\n\n[file deploy.py]\ncontents of deploy.py\n\n[file notes.md]\ncontents of notes.md");
+      expect(textOf(outcome)).toBe("review this please\n\n[file deploy.py, its text:]\ncontents of deploy.py\n[end of deploy.py]\n\n[file notes.md, its text:]\ncontents of notes.md\n[end of notes.md]");
     });
 
     it("passes pictures, audio and other files on as references for the worker (no bytes), even without text", () => {
