@@ -136,7 +136,10 @@ function createCluster(address: ClusterAddress, options: RedisOptions): Redis {
     // Seeds unreachable: try again as a single connection would (null gives up, as for the doctor).
     clusterRetryStrategy: (attempt) => (retry ? retry(attempt) ?? null : Math.min(100 * attempt, 2_000)),
     // A slot moving (resharding) or its master failing over: wait and resend, as a single
-    // connection waits for a restart. 16 redirections cover a failover's few seconds.
+    // connection waits for a restart. 16 redirections usually cover a failover's few seconds, but
+    // not always: while the other nodes still name the dead master they can run out at once (seen
+    // in the Cluster activity test, 2026-12-07) — the command fails, and its caller's retry takes
+    // over (the ingress: the platform's; a job: BullMQ's).
     maxRedirections: 16,
     retryDelayOnFailover: 200,
     retryDelayOnClusterDown: 300,
