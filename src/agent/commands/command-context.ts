@@ -13,7 +13,7 @@ export interface CommandContext {
   now: number;
   /** `/tools`: what this chat can use (the chat's access decides). */
   describeTools(): Promise<string>;
-  /** `/context`, `/compress`: the tool definitions a turn of this chat (this speaker) offers. */
+  /** `/context`, `/compress`, `/status`: the tool definitions a turn of this chat (this speaker) offers. */
   toolDefinitions(): Promise<ToolDefinition[]>;
   /** The message that carried the command: who asks, from which chat. */
   entry: InboundMessage;

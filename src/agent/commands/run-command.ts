@@ -15,6 +15,7 @@ import { contextCommand } from "./context-command.js";
 import { voiceCommand } from "./voice-command.js";
 import { forgetCommand, memoryCommand, pinCommand } from "./memory-commands.js";
 import type { ParsedCommand } from "./parse.js";
+import type { ToolDefinition } from "../../core/messages.js";
 
 export const HELP_TEXT = [
   "I'm longhaul, an assistant built for long conversations: I compact old parts of our chat instead of forgetting them, and can recall details on request.",
@@ -22,7 +23,7 @@ export const HELP_TEXT = [
   "Commands:",
   "/new (or /reset) — archive this conversation and start fresh",
   "/compress [focus] — compact the conversation now, optionally focusing the summary on a topic",
-  "/status — model, how full the context is, compactions, session age, the queue and how long messages wait",
+  "/status — model, how full the context is and where it compacts, compactions, session age, the queue and how long messages wait",
   "/usage — tokens used, estimated cost, what compaction saved",
   "/tools — the tools I can use in this chat",
   "/stop — stop what I'm doing",
@@ -144,15 +145,47 @@ async function outcomeOf(command: ParsedCommand, context: CommandContext): Promi
   }
 }
 
-async function statusText({ engine, state, sessionKey, now }: CommandContext): Promise<string> {
+/**
+ * How long `/status` waits for the chat's tools (an MCP server still connecting, at most its
+ * `connect_timeout_ms`); past it, or when the lookup fails, it counts the built-ins and says so.
+ */
+export const STATUS_TOOLS_WAIT_MS = 2_000;
+
+/** The tools a turn of the asker here offers (`turnTools`), or undefined (the built-ins) when they do not come in time. */
+async function statusTools(context: CommandContext): Promise<ToolDefinition[] | undefined> {
+  const lookup = context.toolDefinitions();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, STATUS_TOOLS_WAIT_MS, undefined)));
+  try {
+    return await Promise.race([lookup, late]);
+  } catch {
+    return undefined;
+  } finally {
+    clearTimeout(timer);
+    // Left behind after the wait: the connection goes on for the next turn; its outcome is not ours.
+    lookup.catch(() => undefined);
+  }
+}
+
+async function statusText(context: CommandContext): Promise<string> {
+  const { engine, state, sessionKey, now } = context;
   const window = engine.context.contextWindow(state);
-  const tokens = engine.context.countContext(state, state.live);
+  // Measured as the chat's next turn measures it: with the tools a turn of the asker here offers
+  // (MCP servers, opt-in built-ins), which count toward both the context and the threshold.
+  const tools = await statusTools(context);
+  const tokens = engine.context.countContext(state, state.live, tools);
+  const threshold = engine.context.thresholdTokens(state, state.live, tools);
+  const number = (value: number) => value.toLocaleString("en-US");
+  const counted = tools
+    ? `with the ${tools.length} tool${tools.length === 1 ? "" : "s"} your turns here get`
+    : "with the built-in tools only: this chat's other tools could not be listed in time";
   const transcriptLength = await engine.transcriptLength(sessionKey);
   // The catalogue's name of the chat's model, and the id the endpoint knows it by.
   const name = engine.models?.catalogue.active(state.chat?.model).name;
   return [
     `Model: ${name !== undefined && name !== engine.llm.model ? `${name} (${engine.llm.model})` : engine.llm.model}`,
     `Context: ${contextMeter(tokens, window)}`,
+    `Compacts at: ${number(threshold)} tokens (now ${number(tokens)}, ${counted})`,
     `Messages: ${state.live.length} in context, ${transcriptLength} in the full transcript`,
     `Compactions: ${state.stats.compactions}`,
     `Session age: ${duration(now - state.createdAt)}`,

@@ -47,6 +47,7 @@ describe("chat commands", () => {
     const status = await say("/status");
     expect(status).toMatch(/^Model: gpt-4o-mini$/m);
     expect(status).toMatch(/^Context: [▓░]{10} \d+% · [\d.]+K? \/ 128K$/m);
+    expect(status).toMatch(/^Compacts at: [\d,]+ tokens \(now [\d,]+, with the \d+ tools your turns here get\)$/m);
     expect(status).toMatch(/^Messages: 13 in context, 12 in the full transcript$/m);
     expect(status).toMatch(/^Compactions: 0$/m);
     expect(status).toMatch(/^Session age: 0 min$/m);
