@@ -141,4 +141,13 @@ describe("splitFallbackDigest and an earlier digest's lines", () => {
     const plain = fallbackDigest(dropped, { toolNames: new Map(), maxTokens: 30, counter, earlier: ["- [m9] user: old question"] });
     expect(plain).toContain("[m9] onwards");
   });
+
+  it("takes only the digest's lines, not the summary's bullets, and reads a range only from a line that is one", () => {
+    const split = splitFallbackDigest(`## Goal\n- ship the report\n- keep the totals\n\n${FALLBACK_DIGEST_HEADER}\n- [m9] user: old question`);
+    expect(split).toEqual({ summary: "## Goal\n- ship the report\n- keep the totals", digestLines: ["- [m9] user: old question"] });
+    // A user's first line that ends like a range line (the text is the sender's) stays a line of its own.
+    const quoting = "- [m9] user: it said - (40 older turns, [m0] onwards: recall by id or search)";
+    const dropped: ChatMessage[] = [{ id: "m20", role: "user", content: "new question" }];
+    expect(fallbackDigest(dropped, { toolNames: new Map(), maxTokens: 10_000, counter, earlier: [quoting] })).toBe(`${FALLBACK_DIGEST_HEADER}\n${quoting}\n- [m20] user: new question`);
+  });
 });

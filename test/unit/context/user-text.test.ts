@@ -11,7 +11,7 @@ import { defaultHardLimit } from "../../../src/context/decisions.js";
 import { extractRecallId } from "../../../src/context/prune.js";
 import type { Summarizer } from "../../../src/context/summarizer.js";
 import { createTokenCounter } from "../../../src/context/tokens.js";
-import { capUserMessages, cutOversizedUserMessages, USER_TEXT_ROOM_SHARE, USER_TEXT_WINDOW_SHARE, userTextCapTokens } from "../../../src/context/user-text.js";
+import { capUserMessages, cutOversizedUserMessages, halveCutUserMessages, USER_TEXT_ROOM_SHARE, USER_TEXT_WINDOW_SHARE, userTextCapTokens } from "../../../src/context/user-text.js";
 import type { ChatMessage, UserMessage } from "../../../src/core/messages.js";
 
 const counter = createTokenCounter("test-chars/4", (text) => Math.ceil(text.length / 4));
@@ -204,5 +204,40 @@ describe("cutOversizedUserMessages: the last resort inside a compaction", () => 
     const messages = [user("m2", "hello"), user("m3", "how are you")];
     expect(capUserMessages(messages, 1_000, spy)).toEqual({ messages, cutIds: [] });
     expect(counted).toEqual([]);
+  });
+});
+
+describe("halveCutUserMessages: after an overflow, a paste the cap cut shows half as much", () => {
+  it("halves only the cut user messages outside the folded middle, leaves a cut it cannot shorten, and reports what it saved", () => {
+    const capped = (id: string) => capUserMessages([user(id, paste(400))], 500, counter).messages[0]!;
+    const tiny: UserMessage = { ...user("m8", "short, already cut"), kind: "truncated", originalId: "m8" };
+    const messages: ChatMessage[] = [
+      { id: "m0", role: "system", content: paste(40) },
+      capped("m1"),
+      capped("m2"),
+      capped("m3"),
+      capped("m4"),
+      user("m5", paste(400)),
+      { id: "m6", role: "tool", tool_call_id: "c1", kind: "truncated", originalId: "m6", content: paste(400) },
+      capped("m7"),
+      tiny,
+    ];
+    for (const id of ["m1", "m2", "m3", "m4", "m7"]) expect(messages.find((message) => message.id === id)!.kind).toBe("truncated");
+    // The middle is [2, 4): m2 and m3 are folded by the summary, not cut here.
+    const result = halveCutUserMessages(messages, { from: 2, to: 4 }, counter);
+    const changed = result.messages.flatMap((message, index) => (message === messages[index] ? [] : [message.id]));
+    expect(changed).toEqual(["m1", "m4", "m7"]);
+    let saved = 0;
+    for (const id of changed) {
+      const index = messages.findIndex((message) => message.id === id);
+      const before = counter.countMessage(messages[index]!);
+      const after = counter.countMessage(result.messages[index]!);
+      expect(after).toBeLessThanOrEqual(before / 2);
+      expect(extractRecallId(result.messages[index]!.content ?? "")).toBe(id);
+      saved += before - after;
+    }
+    expect(result.cutMessages).toBe(3);
+    expect(result.cutTokens).toBe(saved);
+    expect(saved).toBeGreaterThan(0);
   });
 });
