@@ -142,5 +142,7 @@ describe("summaryBudget after fixed overhead", () => {
     expect(summaryBudget({ middleTokens: 1_000_000, contextWindow: 32_000, fixedTokens: 10_000, hardLimitTokens: 28_800 })).toBe(2_200);
     // Nothing fits over the hard limit whatever the summary: the window's bounds stay.
     expect(summaryBudget({ middleTokens: 1_000_000, contextWindow: 32_000, fixedTokens: 29_000, hardLimitTokens: 28_800 })).toBe(800);
+    // The overhead exactly at the hard limit leaves no headroom either: the window's bounds, not a budget of 0.
+    expect(summaryBudget({ middleTokens: 1_000_000, contextWindow: 32_000, fixedTokens: 28_800, hardLimitTokens: 28_800 })).toBe(800);
   });
 });
