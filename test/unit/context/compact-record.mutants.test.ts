@@ -7,9 +7,9 @@
  * when the fallback is the summarizer itself).
  */
 import { describe, expect, it } from "vitest";
-import { compact, DROP_TARGET_RATIO, FALLBACK_DIGEST_SHARE, foldsMessages, tailBudgetTokens, type CompactInput } from "../../../src/context/compact.js";
+import { compact, DROP_TARGET_RATIO, FALLBACK_DIGEST_SHARE, foldsMessages, tailBudgetTokens, targetRatioForTail, type CompactInput } from "../../../src/context/compact.js";
 import { FALLBACK_DIGEST_HEADER } from "../../../src/context/fallback-digest.js";
-import { COMPACTION_NOTE } from "../../../src/context/assemble.js";
+import { COMPACTION_NOTE, extractSummaryText } from "../../../src/context/assemble.js";
 import { findBoundaries } from "../../../src/context/boundaries.js";
 import { formatStamp } from "../../../src/core/time-stamp.js";
 import { thresholdTokens } from "../../../src/context/decisions.js";
@@ -240,6 +240,17 @@ describe("the tail budget after fixed overhead (issue #31)", () => {
     expect(tailBudgetTokens(16_000, 0.2, 15_000, 20_000)).toBe(800);
     expect(tailBudgetTokens(14_000, 0.2, 15_000, 14_000)).toBe(0);
   });
+
+  it("targetRatioForTail is its inverse (what /compress passes to keep a tail of its own), never under 0.001", () => {
+    for (const [tail, threshold, fixed, hardLimit] of [[1_000, 16_000, 6_000, undefined], [200, 28_800, 27_200, 28_800], [2_500, 16_000, 0, undefined]] as const) {
+      const ratio = targetRatioForTail(tail, threshold, fixed, hardLimit);
+      expect(tailBudgetTokens(threshold, ratio, fixed, hardLimit)).toBe(tail);
+    }
+    expect(targetRatioForTail(1_000, 16_000, 6_000)).toBeCloseTo(0.1, 10);
+    expect(targetRatioForTail(0, 16_000, 6_000)).toBe(0.001);
+    // Nothing left above the overhead under the hard limit: the smallest ratio, not a division by 0.
+    expect(targetRatioForTail(500, 14_000, 15_000, 14_000)).toBe(0.001);
+  });
 });
 
 describe("the tail budget in the counter's units with a provider ratio and fixed overhead", () => {
@@ -333,7 +344,8 @@ describe("the record, the budget and the digest on every path", () => {
     const result = await compact(input({ messages, newId, timeZone: "Asia/Tokyo", summarizer: dead(), settings: { ...settings, hardLimitTokens: HARD_LIMIT } }));
     expect(result.status).toBe("dropped");
     const digest = result.messages.find((message) => message.kind === "summary")!.content ?? "";
-    expect(digest).toContain(FALLBACK_DIGEST_HEADER);
+    // No summary before: the summary is the digest alone.
+    expect(extractSummaryText(digest).startsWith(FALLBACK_DIGEST_HEADER)).toBe(true);
     expect(digest).toContain(formatStamp(at, "Asia/Tokyo"));
     expect(digest).not.toContain(formatStamp(at, "UTC"));
   });

@@ -164,6 +164,30 @@ describe("a compaction with a paste larger than the window in its kept tail", ()
     expect(plain.messages[1]).toBe(question);
   });
 
+  it("an overflow halves the cut paste it keeps, not one in the folded middle, and the record counts the halving", async () => {
+    const cut = (id: string) => capUserMessages([user(id, paste(600, id))], 800, counter).messages[0]!;
+    const messages: ChatMessage[] = [{ id: "m0", role: "system", content: "You are longhaul." }];
+    messages.push(user("m1", "Hi."), { id: "m2", role: "assistant", content: "Hello." }, cut("m3"), { id: "m4", role: "assistant", content: "Read it." });
+    for (let turn = 0; turn < 6; turn++) {
+      messages.push(user(`q${turn}`, `question ${turn}: ${"about the ledger ".repeat(40)}`), { id: `a${turn}`, role: "assistant", content: `answer ${turn}: ${"the ledger balances ".repeat(40)}` });
+    }
+    messages.push(cut("m20"));
+    let seq = 100;
+    const base = { ...input({}), messages, newId: () => `n${++seq}`, settings: { ...settings, protectLastN: 2 } };
+    const inLoop = await compact({ ...base, reason: "in-loop" });
+    const overflow = await compact({ ...base, reason: "overflow" });
+    expect(inLoop.status).toBe("compacted");
+    expect(overflow.status).toBe("compacted");
+    // m3 is folded into the summary in both; only the kept paste is halved.
+    for (const result of [inLoop, overflow]) expect(result.messages.some((message) => message.id === "m3")).toBe(false);
+    const before = counter.countMessage(messages.at(-1)!);
+    const after = counter.countMessage(overflow.messages.at(-1)!);
+    expect(overflow.messages.at(-1)!.id).toBe("m20");
+    expect(after).toBeLessThanOrEqual(before / 2);
+    expect(overflow.record.prunedMessages).toBe(inLoop.record.prunedMessages + 1);
+    expect(overflow.record.prunedTokens).toBe(inLoop.record.prunedTokens + before - after);
+  });
+
   it("obeys a cap the caller sets, in the provider's tokens", async () => {
     const result = await compact(input({ settings: { ...settings, userTextMaxTokens: 1_000, tokenRatio: 2 } }));
     expect(counter.countMessage(result.messages.at(-1)!)).toBeLessThanOrEqual(500);
