@@ -41,6 +41,11 @@ export async function runChatSegment(run: TurnRun<ChatPorts>, entries: readonly 
   // One step waits for approval at a time: a task that runs meanwhile goes without the tools
   // that would ask again (turnTools).
   const tools = await turnTools(engine, run.state, toolScope, input.log);
+  // Whose memory this conversation reads; at session start, its snapshot. Taken before the
+  // paste cap: the memory block rides on every request, so the cap must leave room for it, or
+  // the first request overflows and the paste is cut again.
+  const last = entries[entries.length - 1];
+  if (engine.memory && last) await engine.memory.prepareTurn(run.state, last);
   const admitted = engine.context.admitUserMessages(run.state, userMessages, tools.definitions());
   // `recall` reads the original at once (the transcript is stored only with the commit), paged
   // like a capped tool output.
@@ -57,9 +62,6 @@ export async function runChatSegment(run: TurnRun<ChatPorts>, entries: readonly 
     if (lastUserId !== undefined && result.at(-1)?.id === lastUserId) compacted = result;
   };
   const toolsScope: CompactionScope = { ...scope, tools: tools.definitions(), onCompacted };
-  const last = entries[entries.length - 1];
-  // Whose memory this conversation reads; at session start, its snapshot.
-  if (engine.memory && last) await engine.memory.prepareTurn(run.state, last);
   let result: Awaited<ReturnType<typeof runLoop>>;
   let hygiene: Awaited<ReturnType<typeof engine.context.hygiene>>;
   // The tools act for the most restricted speaker of the batch (actingEntry), never for

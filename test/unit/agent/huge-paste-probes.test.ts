@@ -8,6 +8,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { runTurnSegments, type TurnEngine } from "../../../src/agent/index.js";
+import type { ContextHooks } from "../../../src/session-context/index.js";
 import { createContextManager } from "../../../src/session-context/session-context.js";
 import { createTokenCounter, extractRecallId, type ChatMessage, type Summarizer } from "../../../src/context/index.js";
 import type { ChatRequest, ChatResult, LlmClient } from "../../../src/core/llm.js";
@@ -17,6 +18,7 @@ import { newSessionState, type SessionState } from "../../../src/session/state.j
 import type { InboxEntry } from "../../../src/session/store.js";
 import { createRecallTool, ToolCatalog } from "../../../src/tools/index.js";
 import { inbound } from "../../helpers/recording-adapter.js";
+import { FakeSummarizer } from "../../fakes/fake-summarizer.js";
 
 const WINDOW = 8_192;
 const SYSTEM_PROMPT = "You are a careful assistant.";
@@ -44,7 +46,7 @@ function scriptedLlm(steps: Step[]): LlmClient & { requests: ChatRequest[] } {
   };
 }
 
-function engineWith(llm: LlmClient, transcript: ChatMessage[], summarizer?: Summarizer, outputs = new Map<string, string>(), systemPrompt = SYSTEM_PROMPT): TurnEngine {
+function engineWith(llm: LlmClient, transcript: ChatMessage[], summarizer?: Summarizer, outputs = new Map<string, string>(), systemPrompt = SYSTEM_PROMPT, hooks?: ContextHooks): TurnEngine {
   const tools = new ToolCatalog({ builtins: [createRecallTool()], logger: silentLogger });
   const counter = createTokenCounter("test-chars/4", (text) => Math.ceil(text.length / 4));
   const context = createContextManager({
@@ -54,6 +56,7 @@ function engineWith(llm: LlmClient, transcript: ChatMessage[], summarizer?: Summ
     tools: () => tools.builtinDefinitions(),
     retry: { attempts: 1, baseDelayMs: 0, timeoutMs: 1_000 },
     counter,
+    ...(hooks ? { hooks } : {}),
   });
   return {
     llm, tools, context,
@@ -234,5 +237,35 @@ describe("probes of the paste cap (cd3b16a)", () => {
     expect(users.map((message) => message.kind)).toEqual(["truncated", "truncated"]);
     expect(result.replies.map((reply) => reply.text).join("\n").match(/too long to keep whole/g)).toHaveLength(1);
     expect(result.replies.at(-1)!.text).toContain(`"${users[0]!.id}", "${users[1]!.id}"`);
+  });
+});
+
+describe("a session's first paste with a memory snapshot", () => {
+  it("is cut once, at admission, to the room the memory block leaves: no compaction cuts it again", async () => {
+    // Half the window of system prompt, and a snapshot of the default memory (2,000 characters)
+    // and pins (1,000), taken at session start (MemoryService.prepareTurn) and sent on every
+    // request's system prompt.
+    const systemPrompt = `${SYSTEM_PROMPT}\n${"Follow the house policy on ledgers. ".repeat(Math.floor((0.5 * WINDOW * 4) / 36))}`;
+    const snapshot = `## What I remember\n${Array.from({ length: 90 }, (_, index) => `- [u${index + 1}] The user keeps ledger ${index + 1} for region ${index % 13}.`).join("\n")}`;
+    const hooks: ContextHooks = { systemBlock: (state) => state.memory?.snapshot ?? "" };
+    const summarizer = new FakeSummarizer({ contextWindow: WINDOW });
+    const llm = scriptedLlm([{ content: "Read it.", toolCalls: [] }]);
+    const engine: TurnEngine = {
+      ...engineWith(llm, [], summarizer, new Map(), systemPrompt, hooks),
+      // Only the snapshot the turn asks for at session start: the rest of the memory service is not used here.
+      memory: { prepareTurn: async (state: SessionState) => void (state.memory = { ...state.memory, snapshot }) } as unknown as TurnEngine["memory"],
+    };
+    const text = lines(Math.ceil((3 * WINDOW * 4) / 32), "row");
+    const result = await run(engine, pasteParts(text), freshState(systemPrompt));
+    expect(result.replies[0]!.text).toContain("Read it.");
+    const shown = result.state.live.find((message) => message.role === "user")!;
+    expect(shown.kind).toBe("truncated");
+    // One request, carrying the paste as admission cut it. On main the snapshot was taken after
+    // the cap: the first request (7,704 of the provider's tokens + 512 of reply) overflowed and
+    // the overflow compaction cut the paste again.
+    expect(llm.requests).toHaveLength(1);
+    expect(llm.requests[0]!.messages.some((message) => message.content === shown.content)).toBe(true);
+    expect(result.state.stats.compactions).toBe(0);
+    expect(summarizer.calls).toHaveLength(0);
   });
 });
