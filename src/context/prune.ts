@@ -102,29 +102,91 @@ export function sliceSafely(text: string, start: number, end: number): string {
   return text.slice(from, Math.max(from, to));
 }
 
+/** A cut's result: the content, and how much of it before and after the note is shown text (MessageMeta.cut). */
+interface Clipped {
+  content: string;
+  headChars: number;
+  tailChars: number;
+}
+
+/**
+ * What the kept text must add at a cut so that the structure it holds reads as it did whole
+ * (a document's fence, src/context/documents.ts): `close` ends what the head leaves open,
+ * `reopen` starts again what the tail continues.
+ */
+export type CutBridge = (text: string, headEnd: number, tailStart: number) => { close: string; reopen: string };
+
+interface ClipOptions {
+  /** Where an earlier cut's note was in `text` (its head before, its tail after): never kept, never cut across. */
+  gap?: { from: number; to: number };
+  bridge?: CutBridge;
+}
+
+/** The first two thirds and the last third of `keepChars` around the note: outputs put errors and totals at the end. */
+function clipAround(text: string, keepChars: number, note: (shownChars: number) => string, options: ClipOptions): Clipped {
+  let headChars = Math.ceil((keepChars * 2) / 3);
+  let tailChars = keepChars - headChars;
+  if (options.gap !== undefined) {
+    const headRoom = options.gap.from;
+    const tailRoom = text.length - options.gap.to;
+    if (tailChars > tailRoom) [headChars, tailChars] = [headChars + tailChars - tailRoom, tailRoom];
+    if (headChars > headRoom) [headChars, tailChars] = [headRoom, Math.min(tailRoom, tailChars + headChars - headRoom)];
+  }
+  const head = sliceSafely(text, 0, headChars);
+  const tail = sliceSafely(text, text.length - tailChars, text.length);
+  const { close, reopen } = options.bridge?.(text, head.length, text.length - tail.length) ?? { close: "", reopen: "" };
+  return {
+    content: `${head}${close}\n${note(head.length + tail.length)}\n${reopen}${tail}`,
+    headChars: head.length + close.length,
+    tailChars: reopen.length + tail.length,
+  };
+}
+
 /** Keeps the first two thirds and the last third of `keepChars`: outputs put errors and totals at the end. */
-export function clipMiddle(text: string, keepChars: number, note: (shownChars: number) => string): string {
+export function clipMiddle(text: string, keepChars: number, note: (shownChars: number) => string, bridge?: CutBridge): string {
   if (text.length <= keepChars) return text;
-  const headChars = Math.ceil((keepChars * 2) / 3);
-  const tailChars = keepChars - headChars;
-  const shown = headChars + tailChars;
-  return `${sliceSafely(text, 0, headChars)}\n${note(shown)}\n${sliceSafely(text, text.length - tailChars, text.length)}`;
+  return clipAround(text, keepChars, note, bridge === undefined ? {} : { bridge }).content;
 }
 
 /** A message's text as the summarizer reads it: clipped to `maxChars`, with a note naming the recall id. */
-export const foldClip = (text: string, maxChars: number, recallId: string): string =>
-  clipMiddle(text, maxChars, (shown) => `[… ${text.length - shown} chars omitted; recall("${recallId}") for all …]`);
+export const foldClip = (text: string, maxChars: number, recallId: string, bridge?: CutBridge): string =>
+  clipMiddle(text, maxChars, (shown) => `[… ${text.length - shown} chars omitted; recall("${recallId}") for all …]`, bridge);
+
+/**
+ * Cuts text to at most `maxTokens` (note included), shrinking until the count agrees. Text with
+ * a `gap` is an earlier cut's head and tail, cut again (and given a new note) whatever it counts.
+ */
+function cutToTokens(text: string, maxTokens: number, counter: TokenCounter, note: (shownChars: number) => string, options: ClipOptions = {}): Clipped | undefined {
+  const tokens = counter.countText(text);
+  if (options.gap === undefined && tokens <= maxTokens) return undefined;
+  const shownChars = text.length - (options.gap === undefined ? 0 : options.gap.to - options.gap.from);
+  let keepChars = Math.min(shownChars, Math.floor((text.length * maxTokens) / Math.max(tokens, 1)));
+  for (;;) {
+    const candidate = clipAround(text, keepChars, note, options);
+    if (keepChars === 0 || counter.countText(candidate.content) <= maxTokens) return candidate;
+    keepChars = Math.floor(keepChars * 0.85);
+  }
+}
 
 /** Cuts text to at most `maxTokens` (note included), shrinking until the count agrees. */
 export function cutTextToTokens(text: string, maxTokens: number, counter: TokenCounter, note: (shownChars: number) => string): string {
-  const tokens = counter.countText(text);
-  if (tokens <= maxTokens) return text;
-  let keepChars = Math.floor((text.length * maxTokens) / tokens);
-  for (;;) {
-    const candidate = clipMiddle(text, keepChars, note);
-    if (keepChars === 0 || counter.countText(candidate) <= maxTokens) return candidate;
-    keepChars = Math.floor(keepChars * 0.85);
-  }
+  return cutToTokens(text, maxTokens, counter, note)?.content ?? text;
+}
+
+/**
+ * The text a cut starts from: a message cut before is its shown head and tail (joined by a line
+ * break, the gap, which is never kept), with the original's length; any other, its content.
+ */
+function shownText(message: ToolMessage | UserMessage): { text: string; originalChars: number; gap?: { from: number; to: number } } {
+  const cut = message.kind === "truncated" ? message.cut : undefined;
+  const content = message.content;
+  // A message cut before `cut` was recorded: its content, note and all, as before.
+  if (cut === undefined || cut.headChars + cut.tailChars > content.length) return { text: content, originalChars: cut?.originalChars ?? content.length };
+  return {
+    text: `${content.slice(0, cut.headChars)}\n${content.slice(content.length - cut.tailChars)}`,
+    originalChars: cut.originalChars,
+    gap: { from: cut.headChars, to: cut.headChars + 1 },
+  };
 }
 
 export interface CutResult {
@@ -167,9 +229,14 @@ export function cutGroupToFit(group: readonly ChatMessage[], maxTokens: number, 
     if (entry.tokens <= share) return;
     const message = entry.message as ToolMessage | UserMessage;
     const id = recallIdOf(message);
-    // A message cut before is cut again from what it shows; the note still names the original's id.
-    const content = cutTextToTokens(message.content, share, counter, cutNote(message.role, id, message.content.length));
-    output[entry.index] = { ...withoutTokens(message), content, kind: "truncated", originalId: id };
+    // A message cut before is cut again from what it shows; the note still names the original's id and size.
+    const shown = shownText(message);
+    const cut = cutToTokens(shown.text, share, counter, cutNote(message.role, id, shown.originalChars), shown.gap === undefined ? {} : { gap: shown.gap });
+    if (cut === undefined) return;
+    output[entry.index] = {
+      ...withoutTokens(message), content: cut.content, kind: "truncated", originalId: id,
+      cut: { originalChars: shown.originalChars, headChars: cut.headChars, tailChars: cut.tailChars },
+    };
     cutMessages += 1;
   });
   return { messages: output, cutMessages };

@@ -35,6 +35,13 @@ export interface MessageMeta {
   /** For `pruned` / `truncated`: the transcript id of the untouched original. */
   originalId?: string;
   /**
+   * For `truncated`: the untouched original's length in UTF-16 units, and how much of the content
+   * before and after the cut note is shown text (the note, and a tool output cap's note at the
+   * end, are not). A second cut (a compaction, an overflow) starts from the shown text, never
+   * from a piece of the first note, and its note still gives the original's size.
+   */
+  cut?: { originalChars: number; headChars: number; tailChars: number };
+  /**
    * For `pruned`: the original, clipped as the summarizer reads it, so a result pruned while it
    * was kept still reaches the summary when it is folded later. Never sent to the main model.
    */

@@ -42,5 +42,8 @@ export async function capToolResult(message: ToolMessage, maxChars: number, writ
     `\n[output cut: the first ${shown} of ${total} characters are shown. The full output is kept: recall with id "${message.id}" and offset ${shown} reads on]`;
   // The note's length depends on the digits of `shown`; the longest case bounds it.
   const shown = Math.max(0, maxChars - note(total).length);
-  return { ...message, content: message.content.slice(0, shown) + note(shown), kind: "truncated", originalId: message.id };
+  return {
+    ...message, content: message.content.slice(0, shown) + note(shown), kind: "truncated", originalId: message.id,
+    cut: { originalChars: total, headChars: shown, tailChars: 0 },
+  };
 }

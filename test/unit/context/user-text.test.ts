@@ -8,11 +8,12 @@
 import { describe, expect, it } from "vitest";
 import { compact, type CompactInput } from "../../../src/context/compact.js";
 import { defaultHardLimit } from "../../../src/context/decisions.js";
-import { extractRecallId } from "../../../src/context/prune.js";
+import { cutGroupToFit, extractRecallId } from "../../../src/context/prune.js";
 import type { Summarizer } from "../../../src/context/summarizer.js";
 import { createTokenCounter } from "../../../src/context/tokens.js";
 import { capUserMessages, cutOversizedUserMessages, halveCutUserMessages, USER_TEXT_ROOM_SHARE, USER_TEXT_WINDOW_SHARE, userTextCapTokens } from "../../../src/context/user-text.js";
 import type { ChatMessage, UserMessage } from "../../../src/core/messages.js";
+import { capToolResult } from "../../../src/tools/output-cap.js";
 
 const counter = createTokenCounter("test-chars/4", (text) => Math.ceil(text.length / 4));
 const WINDOW = 16_000;
@@ -263,5 +264,39 @@ describe("halveCutUserMessages: after an overflow, a paste the cap cut shows hal
     expect(result.cutMessages).toBe(3);
     expect(result.cutTokens).toBe(saved);
     expect(saved).toBeGreaterThan(0);
+  });
+});
+
+describe("a message cut twice names the original's size", () => {
+  const noteOf = (content: string) => /\[… cut to fit the context: ([\d,]+) of ([\d,]+) chars shown · recall\("([^"]+)"\)/.exec(content);
+  const number = (text: string) => Number(text.replace(/,/g, ""));
+
+  it("a paste cut at admission, then halved on an overflow or cut in a compaction: 'of M' is the original's length, the shown chars are the original's", () => {
+    const original = user("m3", paste(3_000));
+    const [admitted] = capUserMessages([original], 4_000, counter).messages;
+    expect(number(noteOf(admitted!.content)![2]!)).toBe(original.content.length);
+    const halved = halveCutUserMessages([admitted!], { from: 0, to: 0 }, counter).messages[0] as UserMessage;
+    // Before: 'of 13,684 chars shown', the admitted cut's length, where the original has 138,124.
+    const note = noteOf(halved.content)!;
+    expect(number(note[2]!)).toBe(original.content.length);
+    expect(note[3]).toBe("m3");
+    // A cut just under the first one: its head and tail are the original's, never a piece of the first note.
+    const slightly = cutOversizedUserMessages([admitted!], { from: 0, to: 0 }, counter.countMessage(admitted!) - 20, counter).messages[0] as UserMessage;
+    expect(slightly.content.match(/cut to fit the context/g)).toHaveLength(1);
+    expect(number(noteOf(slightly.content)![2]!)).toBe(original.content.length);
+    const [head, tail] = slightly.content.split(/\n\[… cut to fit the context: [^\n]*\n/);
+    expect(original.content.startsWith(head!)).toBe(true);
+    expect(original.content.endsWith(tail!)).toBe(true);
+    expect(number(noteOf(slightly.content)![1]!)).toBe(head!.length + tail!.length);
+  });
+
+  it("a tool output capped when it came back, then cut in the tail, names the whole output's size", async () => {
+    const output = paste(2_000);
+    const saved = new Map<string, string>();
+    const capped = await capToolResult({ id: "m5", role: "tool", tool_call_id: "c1", content: output }, 20_000, { save: async (id, text) => void saved.set(id, text) });
+    const call: ChatMessage = { id: "m4", role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "read_file", arguments: "{}" } }] };
+    const [, cut] = cutGroupToFit([call, capped], 1_000, counter).messages;
+    expect(cut!.content).toContain(`of ${output.length.toLocaleString("en-US")} chars shown · recall("m5")`);
+    expect(saved.get("m5")).toBe(output);
   });
 });
