@@ -4,6 +4,7 @@
  * and the transcript still holds the original under that id for the `recall` tool.
  */
 import type { ChatMessage, ToolCall, ToolMessage, UserMessage } from "../core/messages.js";
+import { bridgeDocuments } from "./documents.js";
 import { toolCallsById } from "./message-groups.js";
 import type { TokenCounter } from "./tokens.js";
 
@@ -111,7 +112,7 @@ interface Clipped {
 
 /**
  * What the kept text must add at a cut so that the structure it holds reads as it did whole
- * (a document's fence, src/context/documents.ts): `close` ends what the head leaves open,
+ * (a document's fence: documents.ts `bridgeDocuments`): `close` ends what the head leaves open,
  * `reopen` starts again what the tail continues.
  */
 export type CutBridge = (text: string, headEnd: number, tailStart: number) => { close: string; reopen: string };
@@ -231,7 +232,9 @@ export function cutGroupToFit(group: readonly ChatMessage[], maxTokens: number, 
     const id = recallIdOf(message);
     // A message cut before is cut again from what it shows; the note still names the original's id and size.
     const shown = shownText(message);
-    const cut = cutToTokens(shown.text, share, counter, cutNote(message.role, id, shown.originalChars), shown.gap === undefined ? {} : { gap: shown.gap });
+    // A user message's documents stay fenced for the summarizer (bridgeDocuments).
+    const options: ClipOptions = { ...(shown.gap === undefined ? {} : { gap: shown.gap }), ...(message.role === "user" ? { bridge: bridgeDocuments } : {}) };
+    const cut = cutToTokens(shown.text, share, counter, cutNote(message.role, id, shown.originalChars), options);
     if (cut === undefined) return;
     output[entry.index] = {
       ...withoutTokens(message), content: cut.content, kind: "truncated", originalId: id,

@@ -6,6 +6,7 @@
  */
 import type { ApiMessage, ChatMessage } from "../core/messages.js";
 import { formatStamp } from "../core/time-stamp.js";
+import { bridgeDocuments, documentSpans } from "./documents.js";
 import { clipMiddle, FOLD_TOOL_MAX_CHARS, foldClip, recallIdOf } from "./prune.js";
 
 /**
@@ -145,33 +146,19 @@ export function buildSummaryMessages(input: SummaryPromptInput): ApiMessage[] {
 }
 
 /**
- * A document's text as src/media/resolve.ts puts it in a user message: `[document a.pdf, 2 KB, its text:]` … `[end of a.pdf]`.
- * A file's name may hold brackets (`invoice [2026].pdf`, the sender's to choose): the markers are
- * read to their line's end, not to the first `]`.
- */
-const DOCUMENT_START = /\[[^\n]*?, its text:\]\n/g;
-const DOCUMENT_END = /\n\[end of ([^\n]+?)\](?=\n|$)/g;
-
-/**
  * A user message's documents between `<document>` and `</document>` (issue #31 item 5): a file
  * the user sent sits in their message, and a summarizer that reads it as the user's words lifts a
  * "from now on …" planted in it into the standing instructions as the user's own. The fence,
- * with the rule in the prompt, marks it as the file's text. A document cut short by the clip is
- * fenced to the end of the entry.
+ * with the rule in the prompt, marks it as the file's text. A document cut short (its end marker
+ * never written) is fenced to the end of the entry; a cut through the middle keeps the fences
+ * (`bridgeDocuments`).
  */
 export function fenceDocuments(text: string): string {
   let result = "";
   let at = 0;
-  for (const start of text.matchAll(DOCUMENT_START)) {
-    if ((start.index ?? 0) < at) continue;
-    const from = (start.index ?? 0) + start[0].length;
-    // The file's own end marker is the last one that names it: a line shaped like one inside the
-    // file's text (the file is the sender's to write) would otherwise end the fence there, and
-    // what follows it read as the sender's words.
-    const end = [...text.slice(from).matchAll(DOCUMENT_END)].filter((match) => start[0].includes(` ${match[1]!},`)).at(-1);
-    const stop = end === undefined ? text.length : from + (end.index ?? 0) + end[0].length;
-    result += `${text.slice(at, start.index)}<document>\n${text.slice(start.index, stop)}\n</document>`;
-    at = stop;
+  for (const span of documentSpans(text)) {
+    result += `${text.slice(at, span.start)}<document>\n${text.slice(span.start, span.stop)}\n</document>`;
+    at = span.stop;
   }
   return result + text.slice(at);
 }
@@ -211,7 +198,10 @@ const indentLabelLines = (text: string): string => text.replace(/\n(?=\[)/g, "\n
  * the clipped original it keeps in `foldText`, not as its placeholder.
  */
 export function serializeMessage(message: ChatMessage, toolNames: ReadonlyMap<string, string>, timeZone = "UTC"): string {
-  const clip = (text: string) => escapeRequestTags(foldClip(text, MAX_CHARS_BY_ROLE[message.role], recallIdOf(message)));
+  // A user message's clip keeps its documents' fences (bridgeDocuments): a file's end cut out
+  // would fence the words after it as the file's, a start cut out leave the file's text as theirs.
+  const clip = (text: string) =>
+    escapeRequestTags(foldClip(text, MAX_CHARS_BY_ROLE[message.role], recallIdOf(message), message.role === "user" ? bridgeDocuments : undefined));
   const label = message.at === undefined ? `[${message.id}]` : `[${message.id}] ${formatStamp(message.at, timeZone)} ·`;
   switch (message.role) {
     case "system":
