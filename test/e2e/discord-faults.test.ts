@@ -34,7 +34,9 @@ describe("Discord refusals through the whole pipeline", E2E_TIMEOUT, () => {
 
     e2e.fake.dispatchMessage(fixture("guild-mention"));
     await e2e.llm.waitForRequests(1, 45_000);
-    // The model thinks for a while; a loop that kept going would post every 100 ms.
+    // The first typing post may come after the model's request on a loaded machine (CI saw none
+    // 700 ms after it): wait for it, then give a loop that kept going — every 100 ms — time to show.
+    await until(() => expect(e2e.typingPosts(IDS.textChannel).length).toBeGreaterThan(0));
     await sleep(700);
     const typing = e2e.typingPosts(IDS.textChannel);
     expect(typing.map((request) => request.status)).toEqual([403]);

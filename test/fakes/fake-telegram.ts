@@ -60,6 +60,8 @@ export interface RecordedCall {
   files?: MultipartFile[];
   /** Answered 429 (flood control) with this retry_after, in seconds. */
   retryAfter?: number;
+  /** Which flood rule answered 429: the chat's bucket, the group's minute, the bot's second, or a retry_after still running. */
+  floodRule?: "chat" | "group" | "global" | "blocked";
   /** sendVoice that Telegram accepted: the voice note the user can play, with its caption. */
   voice?: AcceptedVoice;
   /** sendDocument that Telegram accepted: the file the user can open. */
@@ -630,12 +632,15 @@ export class FakeTelegram {
     return true;
   }
 
+  private lastFloodRule: RecordedCall["floodRule"];
+
   /** Seconds until this chat may receive another message, or 0 (and the send is counted). */
   private floodControl(chatId: string, now: number): number {
     const limits = this.limits;
     if (!limits) return 0;
     const block = this.blocked.get(chatId);
     if (block && block.until > now) {
+      this.lastFloodRule = "blocked";
       // Sent while told to wait: counted, and past `abuseAfter` of them the wait becomes long.
       block.violations++;
       if (!block.penalized && block.violations >= (limits.abuseAfter ?? 3)) {
@@ -657,6 +662,7 @@ export class FakeTelegram {
     if (Number(chatId) < 0 && history.length >= limits.groupPerMinute) waitMs = Math.max(waitMs, (history[history.length - limits.groupPerMinute] ?? now) + 60_000 - now);
     if (global.length >= limits.globalPerSecond) waitMs = Math.max(waitMs, (global[0] ?? now) + 1_000 - now);
     if (waitMs > 0) {
+      this.lastFloodRule = level < 1 ? "chat" : global.length >= limits.globalPerSecond ? "global" : "group";
       const retryAfter = Math.max(1, Math.ceil(waitMs / 1000));
       this.blocked.set(chatId, { until: now + retryAfter * 1000, violations: 0, penalized: false });
       return retryAfter;
@@ -671,6 +677,7 @@ export class FakeTelegram {
   /** A 429 for this call: recorded on it, answered as Telegram does. */
   private floodWait(call: RecordedCall, retryAfter: number, fail: (failure: ApiFailure) => void): void {
     call.retryAfter = retryAfter;
+    call.floodRule = this.lastFloodRule;
     fail({ error_code: 429, description: `Too Many Requests: retry after ${retryAfter}`, parameters: { retry_after: retryAfter } });
   }
 
