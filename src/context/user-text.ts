@@ -73,20 +73,9 @@ export function cutOversizedUserMessages(
   middle: { from: number; to: number },
   maxTokens: number,
   counter: TokenCounter,
-): { messages: ChatMessage[]; cutMessages: number; cutTokens: number } {
-  const output = [...messages];
-  let cutMessages = 0;
-  let cutTokens = 0;
-  messages.forEach((message, index) => {
-    if (message.role !== "user" || isSummary(message) || (index >= middle.from && index < middle.to)) return;
-    const before = counter.countMessage(message);
-    if (before <= maxTokens) return;
-    const [cut] = cutGroupToFit([message], maxTokens, counter, USER_MESSAGES).messages;
-    output[index] = cut!;
-    cutMessages += 1;
-    cutTokens += before - counter.countMessage(cut!);
-  });
-  return { messages: output, cutMessages, cutTokens };
+): UserCuts {
+  return recutUserMessages(messages, middle, counter, (message, tokens) =>
+    isSummary(message) || tokens <= maxTokens ? undefined : maxTokens);
 }
 
 /**
@@ -102,14 +91,36 @@ export function halveCutUserMessages(
   messages: readonly ChatMessage[],
   middle: { from: number; to: number },
   counter: TokenCounter,
-): { messages: ChatMessage[]; cutMessages: number; cutTokens: number } {
+): UserCuts {
+  return recutUserMessages(messages, middle, counter, (message, tokens) =>
+    message.kind === "truncated" ? Math.floor(tokens / 2) : undefined);
+}
+
+interface UserCuts {
+  messages: ChatMessage[];
+  cutMessages: number;
+  cutTokens: number;
+}
+
+/**
+ * Cuts each user message outside `[from, to)` to the token limit `limitOf` gives it (undefined:
+ * left as it is), keeping a cut only when it made the message smaller.
+ */
+function recutUserMessages(
+  messages: readonly ChatMessage[],
+  middle: { from: number; to: number },
+  counter: TokenCounter,
+  limitOf: (message: ChatMessage, tokens: number) => number | undefined,
+): UserCuts {
   const output = [...messages];
   let cutMessages = 0;
   let cutTokens = 0;
   messages.forEach((message, index) => {
-    if (message.role !== "user" || message.kind !== "truncated" || (index >= middle.from && index < middle.to)) return;
+    if (message.role !== "user" || (index >= middle.from && index < middle.to)) return;
     const before = counter.countMessage(message);
-    const [cut] = cutGroupToFit([message], Math.floor(before / 2), counter, USER_MESSAGES).messages;
+    const limit = limitOf(message, before);
+    if (limit === undefined) return;
+    const [cut] = cutGroupToFit([message], limit, counter, USER_MESSAGES).messages;
     const after = counter.countMessage(cut!);
     if (after >= before) return;
     output[index] = cut!;
